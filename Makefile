@@ -1,0 +1,74 @@
+# tileops: the two commands of the README, and the C core's own targets.
+#   make demo     set up .venv, install tileops (builds the C core), run the main job on the CPU
+#   make test     same set-up, then the C tests, the manifest validator and the whole pytest suite
+#   make check-c  the C core and its C tests under AddressSanitizer + UndefinedBehaviorSanitizer
+
+PYTHON_BOOT ?= python3
+VENV        := .venv
+PY          := $(VENV)/bin/python
+TORCH_PIN   ?= torch==2.13.0
+CC          ?= cc
+
+CORE_SRC  := $(wildcard csrc/core/*.c csrc/cpu/*.c csrc/runtime/*.c)
+CORE_HDR  := $(wildcard csrc/include/tileops/*.h csrc/core/*.h csrc/cpu/*.h csrc/runtime/*.h)
+CTEST_SRC := $(wildcard tests/c/test_*.c)
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Icsrc/include -Icsrc -pthread
+LDLIBS    := -ldl -lpthread -lm
+
+.PHONY: all demo test test-c check-c venv install clean validate
+
+all: install
+
+# ---- set-up (idempotent: an existing .venv with torch is reused) --------------------
+$(VENV)/.stamp-deps:
+	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	@if $(PY) -c "import torch" 2>/dev/null; then \
+	    echo "✓ torch $$($(PY) -c 'import torch; print(torch.__version__)') already in $(VENV)"; \
+	elif $(PYTHON_BOOT) -c "import torch" 2>/dev/null; then \
+	    echo "✓ using the environment's torch: pip install torch==$$($(PYTHON_BOOT) -c 'import torch; print(torch.__version__.split(\"+\")[0])')"; \
+	    $(PY) -m pip install -q "torch==$$($(PYTHON_BOOT) -c 'import torch; print(torch.__version__.split(\"+\")[0])')"; \
+	else \
+	    echo "… installing $(TORCH_PIN) into $(VENV)"; \
+	    $(PY) -m pip install -q "$(TORCH_PIN)"; \
+	fi
+	@$(PY) -m pip install -q "setuptools>=64" wheel pyyaml pytest numpy
+	@touch $@
+
+venv: $(VENV)/.stamp-deps
+
+$(VENV)/.stamp-install: $(VENV)/.stamp-deps pyproject.toml setup.py $(CORE_SRC) $(CORE_HDR) $(wildcard csrc/python/*.c) $(wildcard csrc/cuda/*.cu)
+	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
+	@touch $@
+
+install: $(VENV)/.stamp-install
+
+demo: install
+	$(PY) -m tileops demo
+
+validate: install
+	$(PY) -m tileops.manifest validate
+
+test: install test-c validate
+	$(PY) -m pytest -q tests
+
+# ---- the C core on its own -----------------------------------------------------------
+build/release/%: tests/c/%.c $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -O2 -o $@ $< $(CORE_SRC) $(LDLIBS)
+
+build/asan/%: tests/c/%.c $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	    -fno-sanitize-recover=all -o $@ $< $(CORE_SRC) $(LDLIBS)
+
+CTESTS := $(patsubst tests/c/%.c,%,$(CTEST_SRC))
+
+test-c: $(addprefix build/release/,$(CTESTS))
+	@set -e; for t in $^; do echo "== $$t"; $$t; done
+
+check-c: $(addprefix build/asan/,$(CTESTS))
+	@set -e; for t in $^; do echo "== $$t (asan+ubsan)"; \
+	    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $$t; done
+
+clean:
+	rm -rf build src/tileops/_C*.so src/*.egg-info $(VENV)/.stamp-install

@@ -1,0 +1,23 @@
+/* cpu/simd.h: private to the core and its C tests - which SIMD path the CPU kernels
+ * take, and a way for tests to force a lower one so every path gets exercised on a
+ * machine that would otherwise only ever run the best. */
+#ifndef TILEOPS_CPU_SIMD_H
+#define TILEOPS_CPU_SIMD_H
+
+#include "tileops/status.h"
+
+typedef enum tileops_simd {
+    TILEOPS_SIMD_SCALAR = 0,
+    TILEOPS_SIMD_AVX2 = 1,   /* AVX2 + FMA + F16C */
+    TILEOPS_SIMD_AVX512 = 2  /* AVX-512 F + BW + VL (and the AVX2 set) */
+} tileops_simd_t;
+
+/* The best level this CPU (and OS) supports. */
+int tileops_cpu_simd_detect(void);
+/* The level kernels use now: the detected one unless overridden. */
+int tileops_cpu_simd_active(void);
+/* Forces a level for the whole process (tests only); -1 restores the detected one.
+ * A level above the detected one is refused with TILEOPS_ERR_UNSUPPORTED. */
+tileops_status_t tileops_cpu_simd_override(int level);
+
+#endif /* TILEOPS_CPU_SIMD_H */

@@ -1,0 +1,126 @@
+/* tileops/runtime.h: the CUDA runtime of the core, in C, with no CUDA headers needed to
+ * build it.
+ *
+ * libcuda.so.1 and libnvrtc are opened with dlopen on first use; every entry point is
+ * resolved once into a table. A machine without them still builds, imports and runs
+ * the CPU kernels: tileops_cuda_load() then returns TILEOPS_ERR_LIBRARY naming what is
+ * missing.
+ *
+ * Kernels are CUDA C sources compiled by NVRTC for the device's architecture
+ * (sm_90a on Hopper), specialised by -D defines. Two caches sit under a build:
+ *   - compiled binaries (CUBIN) in process memory and on disk, keyed by a hash of the
+ *     source, the options, the arch, the NVRTC version and the tileops version;
+ *     written to a temp file then renamed; a corrupt or truncated entry is rebuilt;
+ *   - loaded modules per device (a CUBIN is loaded once in each device's primary context).
+ * A kernel handle is a small integer valid for the life of the process. */
+#ifndef TILEOPS_RUNTIME_H
+#define TILEOPS_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tileops/status.h"
+
+/* Opens libcuda.so.1 and libnvrtc and calls cuInit. Idempotent and thread-safe; the
+ * outcome of the first call is remembered. nvrtc_hint: a directory to look in first
+ * (the NVIDIA wheel's lib folder the Python side found) or NULL. Search order for
+ * NVRTC: $TILEOPS_NVRTC (a full path), nvrtc_hint/libnvrtc.so.{13,12}, then the loader's
+ * libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so. */
+tileops_status_t tileops_cuda_load(const char *nvrtc_hint);
+
+/* Number of CUDA devices (0 if the driver is missing: then also returns an error). */
+tileops_status_t tileops_cuda_device_count(int *count);
+/* Compute capability of a device. */
+tileops_status_t tileops_cuda_device_arch(int device, int *major, int *minor);
+/* NVRTC version (after a successful load). */
+tileops_status_t tileops_nvrtc_version(int *major, int *minor);
+
+/* Where binaries are cached on disk: $TILEOPS_CACHE_DIR if set, else
+ * ~/.cache/tileops/<version>/ (the arch folder is added per build). Setting NULL restores
+ * the default; the empty string disables the disk cache. The string is copied. */
+tileops_status_t tileops_cuda_set_cache_dir(const char *dir);
+/* The tileops version string that enters the cache key and folder. Copied. */
+tileops_status_t tileops_cuda_set_version(const char *version);
+
+/* What one build did. */
+typedef struct tileops_build_info {
+    int nvrtc_ran;      /* 1 when NVRTC compiled the program in this call */
+    int disk_hit;       /* 1 when the CUBIN came from the disk cache */
+    int memory_hit;     /* 1 when the kernel was already loaded on this device */
+    double compile_ms;  /* NVRTC time, 0 if it did not run */
+    double total_ms;    /* whole call */
+} tileops_build_info_t;
+
+/* Builds (or finds) kernel `kernel_name` of `source` for `device`:
+ *   options: extra NVRTC options (e.g. "-DTILE_N=4096"); the arch option and the fixed
+ *            ones (-default-device, -std=c++17 is NOT used: sources are C-style) are added
+ *            by the runtime, all in one place.
+ *   arg_format: the kernel's parameters, one character each, fixed at build so a launch
+ *            needs no parsing: 'p' pointer (uintptr_t), 'q' int64, 'i' int32, 'f' float32.
+ *   capture_stream: the stream the caller is about to launch on, or 0. If that stream is
+ *            capturing and the kernel is not already loaded on the device, fails with
+ *            TILEOPS_ERR_CAPTURING without compiling, loading or synchronising, so the
+ *            capture can still be ended cleanly.
+ * On success *handle is set; info (may be NULL) says what happened. On a compile failure
+ * the message holds the kernel name and the full NVRTC log. */
+tileops_status_t tileops_cuda_build(int device, const char *source, size_t source_len,
+                                    const char *kernel_name, const char *const *options,
+                                    int num_options, const char *arg_format,
+                                    uintptr_t capture_stream, int *handle,
+                                    tileops_build_info_t *info);
+
+/* The arg_format a handle was built with (NULL for a bad handle). */
+const char *tileops_cuda_kernel_arg_format(int handle);
+/* The device a handle belongs to (-1 for a bad handle). */
+int tileops_cuda_kernel_device(int handle);
+
+/* One argument value; which member is read follows the kernel's arg_format. */
+typedef union tileops_arg {
+    uintptr_t p;
+    int64_t q;
+    int32_t i;
+    float f;
+} tileops_arg_t;
+
+#define TILEOPS_MAX_KERNEL_ARGS 24
+
+/* Launches on `stream` (a CUstream as an integer; 0 means the legacy default stream and is
+ * refused: callers pass torch's current stream) with the handle's device primary context
+ * made current on this thread. An empty grid (any dimension 0) returns TILEOPS_OK without
+ * launching. Dynamic shared memory above 48 KiB is enabled on the function on first need.
+ * Never synchronises, never allocates. num_args must equal strlen(arg_format). */
+tileops_status_t tileops_cuda_launch(int handle, const unsigned grid[3], const unsigned block[3],
+                                     unsigned shared_bytes, uintptr_t stream,
+                                     const tileops_arg_t *args, int num_args);
+
+/* Whether a stream is being captured into a CUDA graph. */
+tileops_status_t tileops_cuda_stream_is_capturing(uintptr_t stream, int *capturing);
+
+/* Device properties the kernel classes size their launches from. */
+tileops_status_t tileops_cuda_device_attributes(int device, int *sm_count,
+                                                int *max_shared_per_block_optin,
+                                                int *l2_bytes);
+
+/* Counters since process start (for tests and logs). */
+typedef struct tileops_cuda_stats {
+    int64_t nvrtc_compiles;
+    int64_t disk_hits;
+    int64_t disk_rejects;   /* corrupt or truncated entries found and rebuilt */
+    int64_t memory_hits;
+    int64_t modules_loaded;
+    int64_t launches;
+} tileops_cuda_stats_t;
+void tileops_cuda_get_stats(tileops_cuda_stats_t *out);
+
+/* ---- pieces exposed for tests (no GPU needed) ------------------------------------ */
+
+/* 64-bit FNV-1a over bytes, chained from `seed` (0 starts a new hash). */
+uint64_t tileops_hash64(const void *data, size_t len, uint64_t seed);
+
+/* Disk cache entry format: a header (magic, version, payload length, payload hash)
+ * followed by the payload. Store writes <path>.tmp.<pid>.<n> then renames it over path.
+ * Load returns TILEOPS_ERR_CACHE for a missing, truncated or corrupt entry (and for a
+ * corrupt one also bumps disk_rejects); *data is malloc'ed, the caller frees it. */
+tileops_status_t tileops_cache_store(const char *path, const void *data, size_t len);
+tileops_status_t tileops_cache_load(const char *path, void **data, size_t *len);
+
+#endif /* TILEOPS_RUNTIME_H */

@@ -1,0 +1,573 @@
+/* runtime/cuda.c: loading libcuda.so.1 and libnvrtc with dlopen, the function table,
+ * device queries, primary contexts, stream capture queries, kernel launches and the
+ * runtime's counters.
+ *
+ * Loading happens once per process (the first outcome, success or failure, is kept and
+ * reported again by later calls). After that, everything here is lock-free on the hot
+ * path: a launch looks its handle up in cache.c's never-moving table, makes the device's
+ * primary context current only when it is not, packs the arguments into a stack array
+ * and calls cuLaunchKernel. Nothing here prints, exits or allocates per launch. */
+#include "runtime/cuda_api.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TILEOPS_MAX_DEVICES 64
+#define TILEOPS_DEFAULT_SHARED_LIMIT (48u * 1024u)
+
+/* ---- load state ------------------------------------------------------------------- */
+
+static pthread_mutex_t g_load_mutex = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int g_load_state; /* 0: not tried, 1: loaded, 2: failed */
+static tileops_status_t g_load_status;
+static char g_load_message[4096];
+static tileops_cuda_api_t g_api;
+
+/* ---- per-device state --------------------------------------------------------------- */
+
+static pthread_mutex_t g_device_mutex = PTHREAD_MUTEX_INITIALIZER;
+static tileops_cuda_device_info_t g_device_info[TILEOPS_MAX_DEVICES];
+static atomic_int g_device_info_ready[TILEOPS_MAX_DEVICES];
+static _Atomic(CUcontext) g_device_ctx[TILEOPS_MAX_DEVICES];
+
+/* ---- counters and the dynamic shared memory limit ------------------------------------ */
+
+static _Atomic int64_t g_stats[TILEOPS_STAT_COUNT_];
+static pthread_mutex_t g_shared_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+double tileops_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+void tileops_cuda_stat_add(tileops_cuda_counter_t counter, int64_t delta) {
+    if ((int)counter >= 0 && counter < TILEOPS_STAT_COUNT_)
+        atomic_fetch_add_explicit(&g_stats[counter], delta, memory_order_relaxed);
+}
+
+void tileops_cuda_get_stats(tileops_cuda_stats_t *out) {
+    if (!out)
+        return;
+    out->nvrtc_compiles = atomic_load_explicit(&g_stats[TILEOPS_STAT_NVRTC_COMPILES], memory_order_relaxed);
+    out->disk_hits = atomic_load_explicit(&g_stats[TILEOPS_STAT_DISK_HITS], memory_order_relaxed);
+    out->disk_rejects = atomic_load_explicit(&g_stats[TILEOPS_STAT_DISK_REJECTS], memory_order_relaxed);
+    out->memory_hits = atomic_load_explicit(&g_stats[TILEOPS_STAT_MEMORY_HITS], memory_order_relaxed);
+    out->modules_loaded = atomic_load_explicit(&g_stats[TILEOPS_STAT_MODULES_LOADED], memory_order_relaxed);
+    out->launches = atomic_load_explicit(&g_stats[TILEOPS_STAT_LAUNCHES], memory_order_relaxed);
+}
+
+const tileops_cuda_api_t *tileops_cuda_api(void) {
+    return atomic_load_explicit(&g_load_state, memory_order_acquire) == 1 ? &g_api : NULL;
+}
+
+tileops_status_t tileops_cuda_fail_call(const char *call, CUresult rc) {
+    const char *name = NULL, *text = NULL;
+    if (tileops_cuda_api()) {
+        if (g_api.cuGetErrorName(rc, &name) != CUDA_SUCCESS)
+            name = NULL;
+        if (g_api.cuGetErrorString(rc, &text) != CUDA_SUCCESS)
+            text = NULL;
+    }
+    return tileops_fail(TILEOPS_ERR_CUDA, "%s failed: %s (%d): %s", call,
+                        name ? name : "CUDA_ERROR_UNKNOWN", (int)rc,
+                        text ? text : "no description");
+}
+
+/* ---- loading ------------------------------------------------------------------------ */
+
+/* dlsym into a function pointer without an object-to-function pointer conversion. */
+static int resolve(void *lib, const char *symbol, void *slot, size_t slot_size) {
+    void *sym = dlsym(lib, symbol);
+    if (!sym || slot_size != sizeof sym)
+        return 0;
+    memcpy(slot, &sym, sizeof sym);
+    return 1;
+}
+
+#define REQUIRE_SYM(lib, libname, field, symbol)                                             \
+    do {                                                                                     \
+        if (!resolve((lib), (symbol), &api->field, sizeof api->field))                       \
+            return tileops_fail(TILEOPS_ERR_LIBRARY,                                         \
+                                "%s has no symbol %s (driver or NVRTC too old?)", (libname), \
+                                (symbol));                                                   \
+    } while (0)
+
+#define OPTIONAL_SYM(lib, field, symbol) \
+    ((void)resolve((lib), (symbol), &api->field, sizeof api->field))
+
+static tileops_status_t resolve_driver(void *lib, tileops_cuda_api_t *api) {
+    const char *l = "libcuda.so.1";
+    REQUIRE_SYM(lib, l, cuInit, "cuInit");
+    REQUIRE_SYM(lib, l, cuDriverGetVersion, "cuDriverGetVersion");
+    REQUIRE_SYM(lib, l, cuGetErrorName, "cuGetErrorName");
+    REQUIRE_SYM(lib, l, cuGetErrorString, "cuGetErrorString");
+    REQUIRE_SYM(lib, l, cuDeviceGetCount, "cuDeviceGetCount");
+    REQUIRE_SYM(lib, l, cuDeviceGet, "cuDeviceGet");
+    REQUIRE_SYM(lib, l, cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    REQUIRE_SYM(lib, l, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    REQUIRE_SYM(lib, l, cuCtxGetCurrent, "cuCtxGetCurrent");
+    REQUIRE_SYM(lib, l, cuCtxSetCurrent, "cuCtxSetCurrent");
+    REQUIRE_SYM(lib, l, cuModuleLoadData, "cuModuleLoadData");
+    REQUIRE_SYM(lib, l, cuModuleGetFunction, "cuModuleGetFunction");
+    REQUIRE_SYM(lib, l, cuModuleUnload, "cuModuleUnload");
+    REQUIRE_SYM(lib, l, cuFuncSetAttribute, "cuFuncSetAttribute");
+    REQUIRE_SYM(lib, l, cuLaunchKernel, "cuLaunchKernel");
+    REQUIRE_SYM(lib, l, cuStreamIsCapturing, "cuStreamIsCapturing");
+    OPTIONAL_SYM(lib, cuMemAlloc, "cuMemAlloc_v2");
+    OPTIONAL_SYM(lib, cuMemFree, "cuMemFree_v2");
+    OPTIONAL_SYM(lib, cuMemcpyHtoD, "cuMemcpyHtoD_v2");
+    OPTIONAL_SYM(lib, cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+    OPTIONAL_SYM(lib, cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    OPTIONAL_SYM(lib, cuMemsetD8Async, "cuMemsetD8Async");
+    OPTIONAL_SYM(lib, cuStreamCreate, "cuStreamCreate");
+    OPTIONAL_SYM(lib, cuStreamDestroy, "cuStreamDestroy_v2");
+    OPTIONAL_SYM(lib, cuStreamSynchronize, "cuStreamSynchronize");
+    OPTIONAL_SYM(lib, cuEventCreate, "cuEventCreate");
+    OPTIONAL_SYM(lib, cuEventDestroy, "cuEventDestroy_v2");
+    OPTIONAL_SYM(lib, cuEventRecord, "cuEventRecord");
+    OPTIONAL_SYM(lib, cuEventSynchronize, "cuEventSynchronize");
+    OPTIONAL_SYM(lib, cuEventElapsedTime, "cuEventElapsedTime_v2");
+    if (!api->cuEventElapsedTime)
+        OPTIONAL_SYM(lib, cuEventElapsedTime, "cuEventElapsedTime");
+    return TILEOPS_OK;
+}
+
+static tileops_status_t resolve_nvrtc(void *lib, const char *libname, tileops_cuda_api_t *api) {
+    REQUIRE_SYM(lib, libname, nvrtcGetErrorString, "nvrtcGetErrorString");
+    REQUIRE_SYM(lib, libname, nvrtcVersion, "nvrtcVersion");
+    REQUIRE_SYM(lib, libname, nvrtcCreateProgram, "nvrtcCreateProgram");
+    REQUIRE_SYM(lib, libname, nvrtcDestroyProgram, "nvrtcDestroyProgram");
+    REQUIRE_SYM(lib, libname, nvrtcCompileProgram, "nvrtcCompileProgram");
+    REQUIRE_SYM(lib, libname, nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize");
+    REQUIRE_SYM(lib, libname, nvrtcGetProgramLog, "nvrtcGetProgramLog");
+    REQUIRE_SYM(lib, libname, nvrtcGetCUBINSize, "nvrtcGetCUBINSize");
+    REQUIRE_SYM(lib, libname, nvrtcGetCUBIN, "nvrtcGetCUBIN");
+    return TILEOPS_OK;
+}
+
+/* Appends to a bounded text buffer (silently truncating). */
+static void append(char *buf, size_t size, const char *fmt, const char *a, const char *b) {
+    size_t used = strlen(buf);
+    if (used + 1 >= size)
+        return;
+    snprintf(buf + used, size - used, fmt, a, b);
+}
+
+/* Opens NVRTC following runtime.h's search order. */
+static void *open_nvrtc(const char *hint, char *path_out, size_t path_size, char *tried,
+                        size_t tried_size) {
+    const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12"};
+    char candidate[1024];
+    const char *env = getenv("TILEOPS_NVRTC");
+    void *lib;
+
+    tried[0] = '\0';
+#define TRY(path)                                                                        \
+    do {                                                                                 \
+        lib = dlopen((path), RTLD_NOW | RTLD_LOCAL);                                     \
+        if (lib) {                                                                       \
+            snprintf(path_out, path_size, "%s", (path));                                 \
+            return lib;                                                                  \
+        }                                                                                \
+        const char *err_ = dlerror();                                                    \
+        append(tried, tried_size, "\n  %s: %s", (path), err_ ? err_ : "cannot be opened"); \
+    } while (0)
+
+    if (env && env[0])
+        TRY(env);
+    if (hint && hint[0]) {
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            int n = snprintf(candidate, sizeof candidate, "%s/%s", hint, names[i]);
+            if (n > 0 && (size_t)n < sizeof candidate)
+                TRY(candidate);
+        }
+    }
+    TRY("libnvrtc.so.13");
+    TRY("libnvrtc.so.12");
+    TRY("libnvrtc.so");
+#undef TRY
+    return NULL;
+}
+
+static tileops_status_t do_load(const char *nvrtc_hint) {
+    tileops_cuda_api_t *api = &g_api;
+    char tried[2048];
+    tileops_status_t st;
+    CUresult rc;
+
+    memset(api, 0, sizeof *api);
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!cuda) {
+        const char *err = dlerror();
+        return tileops_fail(TILEOPS_ERR_LIBRARY,
+                            "cannot load libcuda.so.1 (the NVIDIA driver library; no driver "
+                            "installed or no GPU on this machine): %s",
+                            err ? err : "dlopen failed");
+    }
+    st = resolve_driver(cuda, api);
+    if (st != TILEOPS_OK) {
+        dlclose(cuda);
+        return st;
+    }
+    void *nvrtc = open_nvrtc(nvrtc_hint, api->nvrtc_path, sizeof api->nvrtc_path, tried,
+                             sizeof tried);
+    if (!nvrtc) {
+        dlclose(cuda);
+        return tileops_fail(TILEOPS_ERR_LIBRARY,
+                            "cannot load libnvrtc (NVRTC, the CUDA runtime compiler; install "
+                            "the nvidia-cuda-nvrtc wheel or set TILEOPS_NVRTC to its path); "
+                            "tried:%s",
+                            tried);
+    }
+    st = resolve_nvrtc(nvrtc, api->nvrtc_path, api);
+    if (st != TILEOPS_OK) {
+        dlclose(nvrtc);
+        dlclose(cuda);
+        return st;
+    }
+    if (api->nvrtcVersion(&api->nvrtc_major, &api->nvrtc_minor) != NVRTC_SUCCESS) {
+        dlclose(nvrtc);
+        dlclose(cuda);
+        return tileops_fail(TILEOPS_ERR_LIBRARY, "nvrtcVersion failed in %s", api->nvrtc_path);
+    }
+    /* From here on the libraries stay open for the life of the process. */
+    rc = api->cuInit(0);
+    if (rc != CUDA_SUCCESS) {
+        const char *name = NULL, *text = NULL;
+        if (api->cuGetErrorName(rc, &name) != CUDA_SUCCESS)
+            name = NULL;
+        if (api->cuGetErrorString(rc, &text) != CUDA_SUCCESS)
+            text = NULL;
+        return tileops_fail(TILEOPS_ERR_CUDA, "cuInit failed: %s (%d): %s",
+                            name ? name : "CUDA_ERROR_UNKNOWN", (int)rc,
+                            text ? text : "no description");
+    }
+    rc = api->cuDriverGetVersion(&api->driver_version);
+    if (rc != CUDA_SUCCESS)
+        api->driver_version = 0;
+    return TILEOPS_OK;
+}
+
+tileops_status_t tileops_cuda_load(const char *nvrtc_hint) {
+    if (atomic_load_explicit(&g_load_state, memory_order_acquire) == 1)
+        return TILEOPS_OK;
+    pthread_mutex_lock(&g_load_mutex);
+    if (atomic_load_explicit(&g_load_state, memory_order_relaxed) == 0) {
+        tileops_status_t st = do_load(nvrtc_hint);
+        g_load_status = st;
+        if (st != TILEOPS_OK) {
+            snprintf(g_load_message, sizeof g_load_message, "%s", tileops_last_error());
+            memset(&g_api, 0, sizeof g_api);
+        }
+        atomic_store_explicit(&g_load_state, st == TILEOPS_OK ? 1 : 2, memory_order_release);
+    }
+    tileops_status_t st = g_load_status;
+    pthread_mutex_unlock(&g_load_mutex);
+    if (st == TILEOPS_OK)
+        return TILEOPS_OK;
+    /* g_load_message is written once, before the state was published. */
+    return tileops_fail(st, "%s", g_load_message);
+}
+
+/* ---- devices ------------------------------------------------------------------------ */
+
+tileops_status_t tileops_cuda_device_count(int *count) {
+    if (!count)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "tileops_cuda_device_count: count is NULL");
+    *count = 0;
+    tileops_status_t st = tileops_cuda_load(NULL);
+    if (st != TILEOPS_OK)
+        return st;
+    int n = 0;
+    CUresult rc = g_api.cuDeviceGetCount(&n);
+    if (rc != CUDA_SUCCESS)
+        return tileops_cuda_fail_call("cuDeviceGetCount", rc);
+    *count = n;
+    return TILEOPS_OK;
+}
+
+tileops_status_t tileops_cuda_device_info(int device, const tileops_cuda_device_info_t **info) {
+    tileops_status_t st = tileops_cuda_load(NULL);
+    if (st != TILEOPS_OK)
+        return st;
+    if (device < 0)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "CUDA device %d is not valid", device);
+    if (device >= TILEOPS_MAX_DEVICES)
+        return tileops_fail(TILEOPS_ERR_UNSUPPORTED, "CUDA device %d: at most %d devices are supported",
+                            device, TILEOPS_MAX_DEVICES);
+    if (atomic_load_explicit(&g_device_info_ready[device], memory_order_acquire)) {
+        *info = &g_device_info[device];
+        return TILEOPS_OK;
+    }
+    pthread_mutex_lock(&g_device_mutex);
+    st = TILEOPS_OK;
+    if (!atomic_load_explicit(&g_device_info_ready[device], memory_order_relaxed)) {
+        int count = 0;
+        CUdevice dev = 0;
+        tileops_cuda_device_info_t d;
+        CUresult rc = g_api.cuDeviceGetCount(&count);
+        if (rc != CUDA_SUCCESS) {
+            st = tileops_cuda_fail_call("cuDeviceGetCount", rc);
+            goto out;
+        }
+        if (device >= count) {
+            st = tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                              "CUDA device %d does not exist (%d device%s)", device, count,
+                              count == 1 ? "" : "s");
+            goto out;
+        }
+        rc = g_api.cuDeviceGet(&dev, device);
+        if (rc != CUDA_SUCCESS) {
+            st = tileops_cuda_fail_call("cuDeviceGet", rc);
+            goto out;
+        }
+        static const struct {
+            int attribute;
+            const char *name;
+            size_t offset;
+        } attrs[] = {
+            {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "COMPUTE_CAPABILITY_MAJOR",
+             offsetof(tileops_cuda_device_info_t, major)},
+            {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "COMPUTE_CAPABILITY_MINOR",
+             offsetof(tileops_cuda_device_info_t, minor)},
+            {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "MULTIPROCESSOR_COUNT",
+             offsetof(tileops_cuda_device_info_t, sm_count)},
+            {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+             "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+             offsetof(tileops_cuda_device_info_t, max_shared_optin)},
+            {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "L2_CACHE_SIZE",
+             offsetof(tileops_cuda_device_info_t, l2_bytes)},
+        };
+        memset(&d, 0, sizeof d);
+        for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+            int value = 0;
+            rc = g_api.cuDeviceGetAttribute(&value, attrs[i].attribute, dev);
+            if (rc != CUDA_SUCCESS) {
+                char call[96];
+                snprintf(call, sizeof call, "cuDeviceGetAttribute(%s)", attrs[i].name);
+                st = tileops_cuda_fail_call(call, rc);
+                goto out;
+            }
+            memcpy((char *)&d + attrs[i].offset, &value, sizeof value);
+        }
+        g_device_info[device] = d;
+        atomic_store_explicit(&g_device_info_ready[device], 1, memory_order_release);
+    }
+out:
+    pthread_mutex_unlock(&g_device_mutex);
+    if (st == TILEOPS_OK)
+        *info = &g_device_info[device];
+    return st;
+}
+
+tileops_status_t tileops_cuda_device_context(int device, CUcontext *ctx) {
+    if (device >= 0 && device < TILEOPS_MAX_DEVICES) {
+        CUcontext c = atomic_load_explicit(&g_device_ctx[device], memory_order_acquire);
+        if (c) {
+            *ctx = c;
+            return TILEOPS_OK;
+        }
+    }
+    const tileops_cuda_device_info_t *info;
+    tileops_status_t st = tileops_cuda_device_info(device, &info); /* validates device */
+    if (st != TILEOPS_OK)
+        return st;
+    pthread_mutex_lock(&g_device_mutex);
+    CUcontext c = atomic_load_explicit(&g_device_ctx[device], memory_order_relaxed);
+    if (!c) {
+        CUdevice dev = 0;
+        CUresult rc = g_api.cuDeviceGet(&dev, device);
+        if (rc == CUDA_SUCCESS)
+            rc = g_api.cuDevicePrimaryCtxRetain(&c, dev);
+        if (rc != CUDA_SUCCESS) {
+            pthread_mutex_unlock(&g_device_mutex);
+            return tileops_cuda_fail_call("cuDevicePrimaryCtxRetain", rc);
+        }
+        atomic_store_explicit(&g_device_ctx[device], c, memory_order_release);
+    }
+    pthread_mutex_unlock(&g_device_mutex);
+    *ctx = c;
+    return TILEOPS_OK;
+}
+
+tileops_status_t tileops_cuda_push_context(CUcontext ctx, CUcontext *previous, int *changed) {
+    CUcontext cur = NULL;
+    *changed = 0;
+    *previous = NULL;
+    CUresult rc = g_api.cuCtxGetCurrent(&cur);
+    if (rc != CUDA_SUCCESS)
+        return tileops_cuda_fail_call("cuCtxGetCurrent", rc);
+    if (cur == ctx)
+        return TILEOPS_OK;
+    rc = g_api.cuCtxSetCurrent(ctx);
+    if (rc != CUDA_SUCCESS)
+        return tileops_cuda_fail_call("cuCtxSetCurrent", rc);
+    *previous = cur;
+    *changed = 1;
+    return TILEOPS_OK;
+}
+
+void tileops_cuda_restore_context(CUcontext previous, int changed) {
+    /* Puts back what the caller had current (torch's runtime reads the current context
+     * as its current device). A failure here cannot be reported usefully; ignore it. */
+    if (changed)
+        (void)g_api.cuCtxSetCurrent(previous);
+}
+
+tileops_status_t tileops_cuda_device_arch(int device, int *major, int *minor) {
+    const tileops_cuda_device_info_t *info;
+    if (!major || !minor)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "tileops_cuda_device_arch: NULL output");
+    tileops_status_t st = tileops_cuda_device_info(device, &info);
+    if (st != TILEOPS_OK)
+        return st;
+    *major = info->major;
+    *minor = info->minor;
+    return TILEOPS_OK;
+}
+
+tileops_status_t tileops_cuda_device_attributes(int device, int *sm_count,
+                                                int *max_shared_per_block_optin,
+                                                int *l2_bytes) {
+    const tileops_cuda_device_info_t *info;
+    tileops_status_t st = tileops_cuda_device_info(device, &info);
+    if (st != TILEOPS_OK)
+        return st;
+    if (sm_count)
+        *sm_count = info->sm_count;
+    if (max_shared_per_block_optin)
+        *max_shared_per_block_optin = info->max_shared_optin;
+    if (l2_bytes)
+        *l2_bytes = info->l2_bytes;
+    return TILEOPS_OK;
+}
+
+tileops_status_t tileops_nvrtc_version(int *major, int *minor) {
+    if (!major || !minor)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "tileops_nvrtc_version: NULL output");
+    tileops_status_t st = tileops_cuda_load(NULL);
+    if (st != TILEOPS_OK)
+        return st;
+    *major = g_api.nvrtc_major;
+    *minor = g_api.nvrtc_minor;
+    return TILEOPS_OK;
+}
+
+/* ---- streams ------------------------------------------------------------------------ */
+
+tileops_status_t tileops_cuda_stream_is_capturing(uintptr_t stream, int *capturing) {
+    if (!capturing)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "tileops_cuda_stream_is_capturing: capturing is NULL");
+    *capturing = 0;
+    tileops_status_t st = tileops_cuda_load(NULL);
+    if (st != TILEOPS_OK)
+        return st;
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult rc = g_api.cuStreamIsCapturing((CUstream)stream, &status);
+    if (rc != CUDA_SUCCESS)
+        return tileops_cuda_fail_call("cuStreamIsCapturing", rc);
+    /* An invalidated capture is still a capture in progress: building would break it. */
+    *capturing = status != CU_STREAM_CAPTURE_STATUS_NONE;
+    return TILEOPS_OK;
+}
+
+/* ---- launches ----------------------------------------------------------------------- */
+
+tileops_status_t tileops_kernel_ensure_shared(tileops_kernel_entry_t *entry, unsigned bytes) {
+    tileops_status_t st = TILEOPS_OK;
+    pthread_mutex_lock(&g_shared_mutex);
+    if (atomic_load_explicit(&entry->shared_set, memory_order_relaxed) < bytes) {
+        CUresult rc = g_api.cuFuncSetAttribute(entry->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                               (int)bytes);
+        if (rc != CUDA_SUCCESS) {
+            char call[160];
+            snprintf(call, sizeof call,
+                     "cuFuncSetAttribute(%s, MAX_DYNAMIC_SHARED_SIZE_BYTES, %u)", entry->name,
+                     bytes);
+            st = tileops_cuda_fail_call(call, rc);
+        } else {
+            atomic_store_explicit(&entry->shared_set, bytes, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&g_shared_mutex);
+    return st;
+}
+
+tileops_status_t tileops_cuda_launch(int handle, const unsigned grid[3], const unsigned block[3],
+                                     unsigned shared_bytes, uintptr_t stream,
+                                     const tileops_arg_t *args, int num_args) {
+    tileops_kernel_entry_t *e = tileops_kernel_lookup(handle);
+    if (!e)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "tileops_cuda_launch: bad kernel handle %d",
+                            handle);
+    if (!grid || !block)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "tileops_cuda_launch(%s): grid and block must not be NULL", e->name);
+    if (num_args != e->num_args)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "tileops_cuda_launch(%s): the kernel takes %d argument%s (format \"%s\"), got %d",
+                            e->name, e->num_args, e->num_args == 1 ? "" : "s", e->arg_format, num_args);
+    if (num_args > 0 && !args)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "tileops_cuda_launch(%s): args is NULL",
+                            e->name);
+    if (stream == 0)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "tileops_cuda_launch(%s): stream 0 (the legacy default stream) is "
+                            "refused; pass the caller's current stream",
+                            e->name);
+    if (block[0] == 0 || block[1] == 0 || block[2] == 0)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "tileops_cuda_launch(%s): empty block (%u, %u, %u)", e->name, block[0],
+                            block[1], block[2]);
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
+        return TILEOPS_OK;
+
+    CUcontext ctx, previous;
+    int changed;
+    tileops_status_t st = tileops_cuda_device_context(e->device, &ctx);
+    if (st != TILEOPS_OK)
+        return st;
+    st = tileops_cuda_push_context(ctx, &previous, &changed);
+    if (st != TILEOPS_OK)
+        return st;
+    if (shared_bytes > TILEOPS_DEFAULT_SHARED_LIMIT &&
+        shared_bytes > atomic_load_explicit(&e->shared_set, memory_order_acquire)) {
+        st = tileops_kernel_ensure_shared(e, shared_bytes);
+        if (st != TILEOPS_OK) {
+            tileops_cuda_restore_context(previous, changed);
+            return st;
+        }
+    }
+
+    /* cuLaunchKernel wants one pointer per parameter, pointing at its value; it only
+     * reads through them. */
+    void *params[TILEOPS_MAX_KERNEL_ARGS];
+    for (int i = 0; i < num_args; i++) {
+        tileops_arg_t *a = (tileops_arg_t *)(uintptr_t)&args[i];
+        switch (e->arg_format[i]) {
+        case 'p': params[i] = &a->p; break;
+        case 'q': params[i] = &a->q; break;
+        case 'i': params[i] = &a->i; break;
+        default: params[i] = &a->f; break; /* 'f': the format was validated at build */
+        }
+    }
+    CUresult rc = g_api.cuLaunchKernel(e->fn, grid[0], grid[1], grid[2], block[0], block[1],
+                                       block[2], shared_bytes, (CUstream)stream,
+                                       num_args > 0 ? params : NULL, NULL);
+    tileops_cuda_restore_context(previous, changed);
+    if (rc != CUDA_SUCCESS) {
+        char call[192];
+        snprintf(call, sizeof call, "cuLaunchKernel(%s, grid=(%u,%u,%u), block=(%u,%u,%u), shared=%u)",
+                 e->name, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes);
+        return tileops_cuda_fail_call(call, rc);
+    }
+    tileops_cuda_stat_add(TILEOPS_STAT_LAUNCHES, 1);
+    return TILEOPS_OK;
+}

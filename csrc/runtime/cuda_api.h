@@ -1,0 +1,240 @@
+/* runtime/cuda_api.h: what the CUDA runtime of the core needs from the NVIDIA driver
+ * (libcuda.so.1) and NVRTC, declared here so that no CUDA header is needed to build it,
+ * plus the internal interface shared by cuda.c (loading, devices, launch), nvrtc.c
+ * (compiling) and cache.c (caches, builds, kernel handles).
+ *
+ * The types, enum values and function signatures below mirror the CUDA driver API
+ * (cuda.h) and the NVRTC API (nvrtc.h) of CUDA 12/13; only what the core calls is
+ * vendored. Internal to the core: not installed, not part of the public API. */
+#ifndef TILEOPS_RUNTIME_CUDA_API_H
+#define TILEOPS_RUNTIME_CUDA_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tileops/runtime.h"
+
+/* ---- driver API types (mirror cuda.h) --------------------------------------------- */
+
+typedef int CUresult; /* enum cudaError_enum in cuda.h; an int-sized enum */
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr; /* CUdeviceptr_v2 */
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_NOT_INITIALIZED 3
+#define CUDA_ERROR_NO_DEVICE 100
+
+/* CUdevice_attribute values */
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE 38
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+
+/* CUfunction_attribute values */
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+
+/* CUstreamCaptureStatus values */
+#define CU_STREAM_CAPTURE_STATUS_NONE 0
+#define CU_STREAM_CAPTURE_STATUS_ACTIVE 1
+#define CU_STREAM_CAPTURE_STATUS_INVALIDATED 2
+
+/* stream and event creation flags */
+#define CU_STREAM_NON_BLOCKING 0x1
+#define CU_EVENT_DEFAULT 0x0
+
+/* Enum-typed parameters (CUdevice_attribute, CUfunction_attribute,
+ * CUstreamCaptureStatus) are passed as int: the driver's enums are int-sized. */
+typedef CUresult (*PFN_cuInit)(unsigned int flags);
+typedef CUresult (*PFN_cuDriverGetVersion)(int *version);
+typedef CUresult (*PFN_cuGetErrorName)(CUresult error, const char **str);
+typedef CUresult (*PFN_cuGetErrorString)(CUresult error, const char **str);
+typedef CUresult (*PFN_cuDeviceGetCount)(int *count);
+typedef CUresult (*PFN_cuDeviceGet)(CUdevice *device, int ordinal);
+typedef CUresult (*PFN_cuDeviceGetAttribute)(int *value, int attribute, CUdevice device);
+typedef CUresult (*PFN_cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice device);
+typedef CUresult (*PFN_cuCtxGetCurrent)(CUcontext *ctx);
+typedef CUresult (*PFN_cuCtxSetCurrent)(CUcontext ctx);
+typedef CUresult (*PFN_cuModuleLoadData)(CUmodule *module, const void *image);
+typedef CUresult (*PFN_cuModuleGetFunction)(CUfunction *fn, CUmodule module, const char *name);
+typedef CUresult (*PFN_cuModuleUnload)(CUmodule module);
+typedef CUresult (*PFN_cuFuncSetAttribute)(CUfunction fn, int attribute, int value);
+typedef CUresult (*PFN_cuLaunchKernel)(CUfunction fn, unsigned grid_x, unsigned grid_y,
+                                        unsigned grid_z, unsigned block_x, unsigned block_y,
+                                        unsigned block_z, unsigned shared_bytes, CUstream stream,
+                                        void **params, void **extra);
+typedef CUresult (*PFN_cuStreamIsCapturing)(CUstream stream, int *status);
+/* Used by the GPU tests only (optional: NULL when the driver lacks one). */
+typedef CUresult (*PFN_cuMemAlloc_v2)(CUdeviceptr *ptr, size_t bytes);
+typedef CUresult (*PFN_cuMemFree_v2)(CUdeviceptr ptr);
+typedef CUresult (*PFN_cuMemcpyHtoD_v2)(CUdeviceptr dst, const void *src, size_t bytes);
+typedef CUresult (*PFN_cuMemcpyDtoH_v2)(void *dst, CUdeviceptr src, size_t bytes);
+typedef CUresult (*PFN_cuMemcpyDtoDAsync_v2)(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                                              CUstream stream);
+typedef CUresult (*PFN_cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t count,
+                                         CUstream stream);
+typedef CUresult (*PFN_cuStreamCreate)(CUstream *stream, unsigned flags);
+typedef CUresult (*PFN_cuStreamDestroy_v2)(CUstream stream);
+typedef CUresult (*PFN_cuStreamSynchronize)(CUstream stream);
+typedef CUresult (*PFN_cuEventCreate)(CUevent *event, unsigned flags);
+typedef CUresult (*PFN_cuEventDestroy_v2)(CUevent event);
+typedef CUresult (*PFN_cuEventRecord)(CUevent event, CUstream stream);
+typedef CUresult (*PFN_cuEventSynchronize)(CUevent event);
+typedef CUresult (*PFN_cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
+
+/* ---- NVRTC types (mirror nvrtc.h) ------------------------------------------------ */
+
+typedef int nvrtcResult; /* enum nvrtcResult; NVRTC_SUCCESS = 0 */
+typedef struct _nvrtcProgram *nvrtcProgram;
+#define NVRTC_SUCCESS 0
+
+typedef const char *(*PFN_nvrtcGetErrorString)(nvrtcResult result);
+typedef nvrtcResult (*PFN_nvrtcVersion)(int *major, int *minor);
+typedef nvrtcResult (*PFN_nvrtcCreateProgram)(nvrtcProgram *prog, const char *src,
+                                              const char *name, int num_headers,
+                                              const char *const *headers,
+                                              const char *const *include_names);
+typedef nvrtcResult (*PFN_nvrtcDestroyProgram)(nvrtcProgram *prog);
+typedef nvrtcResult (*PFN_nvrtcCompileProgram)(nvrtcProgram prog, int num_options,
+                                               const char *const *options);
+typedef nvrtcResult (*PFN_nvrtcGetProgramLogSize)(nvrtcProgram prog, size_t *size);
+typedef nvrtcResult (*PFN_nvrtcGetProgramLog)(nvrtcProgram prog, char *log);
+typedef nvrtcResult (*PFN_nvrtcGetCUBINSize)(nvrtcProgram prog, size_t *size);
+typedef nvrtcResult (*PFN_nvrtcGetCUBIN)(nvrtcProgram prog, char *cubin);
+
+/* ---- the function table ----------------------------------------------------------- */
+
+/* Every entry point, resolved once by tileops_cuda_load. The required ones are never
+ * NULL after a successful load; the "optional" ones (test helpers) may be. */
+typedef struct tileops_cuda_api {
+    /* driver, required */
+    PFN_cuInit cuInit;
+    PFN_cuDriverGetVersion cuDriverGetVersion;
+    PFN_cuGetErrorName cuGetErrorName;
+    PFN_cuGetErrorString cuGetErrorString;
+    PFN_cuDeviceGetCount cuDeviceGetCount;
+    PFN_cuDeviceGet cuDeviceGet;
+    PFN_cuDeviceGetAttribute cuDeviceGetAttribute;
+    PFN_cuDevicePrimaryCtxRetain cuDevicePrimaryCtxRetain;
+    PFN_cuCtxGetCurrent cuCtxGetCurrent;
+    PFN_cuCtxSetCurrent cuCtxSetCurrent;
+    PFN_cuModuleLoadData cuModuleLoadData;
+    PFN_cuModuleGetFunction cuModuleGetFunction;
+    PFN_cuModuleUnload cuModuleUnload;
+    PFN_cuFuncSetAttribute cuFuncSetAttribute;
+    PFN_cuLaunchKernel cuLaunchKernel;
+    PFN_cuStreamIsCapturing cuStreamIsCapturing;
+    /* driver, optional (tests) */
+    PFN_cuMemAlloc_v2 cuMemAlloc;
+    PFN_cuMemFree_v2 cuMemFree;
+    PFN_cuMemcpyHtoD_v2 cuMemcpyHtoD;
+    PFN_cuMemcpyDtoH_v2 cuMemcpyDtoH;
+    PFN_cuMemcpyDtoDAsync_v2 cuMemcpyDtoDAsync;
+    PFN_cuMemsetD8Async cuMemsetD8Async;
+    PFN_cuStreamCreate cuStreamCreate;
+    PFN_cuStreamDestroy_v2 cuStreamDestroy;
+    PFN_cuStreamSynchronize cuStreamSynchronize;
+    PFN_cuEventCreate cuEventCreate;
+    PFN_cuEventDestroy_v2 cuEventDestroy;
+    PFN_cuEventRecord cuEventRecord;
+    PFN_cuEventSynchronize cuEventSynchronize;
+    PFN_cuEventElapsedTime cuEventElapsedTime;
+    /* NVRTC, required */
+    PFN_nvrtcGetErrorString nvrtcGetErrorString;
+    PFN_nvrtcVersion nvrtcVersion;
+    PFN_nvrtcCreateProgram nvrtcCreateProgram;
+    PFN_nvrtcDestroyProgram nvrtcDestroyProgram;
+    PFN_nvrtcCompileProgram nvrtcCompileProgram;
+    PFN_nvrtcGetProgramLogSize nvrtcGetProgramLogSize;
+    PFN_nvrtcGetProgramLog nvrtcGetProgramLog;
+    PFN_nvrtcGetCUBINSize nvrtcGetCUBINSize;
+    PFN_nvrtcGetCUBIN nvrtcGetCUBIN;
+    /* facts read once at load */
+    int driver_version; /* e.g. 13000 */
+    int nvrtc_major, nvrtc_minor;
+    char nvrtc_path[512]; /* what was opened, for messages */
+} tileops_cuda_api_t;
+
+/* ---- internal interface between cuda.c, nvrtc.c and cache.c ------------------------ */
+
+/* The table after a successful tileops_cuda_load(), else NULL (never loads by itself). */
+const tileops_cuda_api_t *tileops_cuda_api(void);
+
+/* Fails with TILEOPS_ERR_CUDA naming `call` and the driver's error name and text. */
+tileops_status_t tileops_cuda_fail_call(const char *call, CUresult rc);
+
+/* Per-device facts, read once per device (loads the runtime if needed). */
+typedef struct tileops_cuda_device_info {
+    int major, minor;
+    int sm_count;
+    int max_shared_optin;
+    int l2_bytes;
+} tileops_cuda_device_info_t;
+tileops_status_t tileops_cuda_device_info(int device, const tileops_cuda_device_info_t **info);
+
+/* The device's primary context, retained on first use (cuDevicePrimaryCtxRetain once per
+ * device) and kept for the life of the process. Lock-free once retained. */
+tileops_status_t tileops_cuda_device_context(int device, CUcontext *ctx);
+
+/* Makes ctx current on this thread if it is not; *previous receives what was current and
+ * *changed whether a switch happened (then restore with tileops_cuda_restore_context). */
+tileops_status_t tileops_cuda_push_context(CUcontext ctx, CUcontext *previous, int *changed);
+void tileops_cuda_restore_context(CUcontext previous, int changed);
+
+/* Counters kept by cuda.c, bumped by the other files. */
+typedef enum tileops_cuda_counter {
+    TILEOPS_STAT_NVRTC_COMPILES = 0,
+    TILEOPS_STAT_DISK_HITS,
+    TILEOPS_STAT_DISK_REJECTS,
+    TILEOPS_STAT_MEMORY_HITS,
+    TILEOPS_STAT_MODULES_LOADED,
+    TILEOPS_STAT_LAUNCHES,
+    TILEOPS_STAT_COUNT_
+} tileops_cuda_counter_t;
+void tileops_cuda_stat_add(tileops_cuda_counter_t counter, int64_t delta);
+
+/* The architecture name the runtime compiles for: "sm_90a" for major >= 9, else "sm_86"
+ * style. buf must hold at least 16 bytes. */
+void tileops_nvrtc_arch_name(int major, int minor, char *buf, size_t size);
+
+/* The fixed NVRTC options for an arch, in order; arch_buf (>= 48 bytes) holds the
+ * storage of the arch option. Returns the count (<= TILEOPS_NVRTC_MAX_FIXED_OPTIONS).
+ * This is the one place the fixed options are decided: the cache key hashes exactly
+ * these plus the caller's options. */
+#define TILEOPS_NVRTC_MAX_FIXED_OPTIONS 4
+int tileops_nvrtc_fixed_options(int major, int minor, int nvrtc_major, int nvrtc_minor,
+                                char *arch_buf, size_t arch_buf_size,
+                                const char *out[TILEOPS_NVRTC_MAX_FIXED_OPTIONS]);
+
+/* Compiles `source` to a CUBIN for (major, minor). *cubin is malloc'ed (caller frees).
+ * On failure: TILEOPS_ERR_COMPILE with kernel name, options and the whole log. */
+tileops_status_t tileops_nvrtc_compile(const char *source, size_t source_len,
+                                       const char *kernel_name, const char *const *options,
+                                       int num_options, int major, int minor, void **cubin,
+                                       size_t *cubin_len, double *compile_ms);
+
+/* The kernel handle table (cache.c). Entries are written once, before the handle is
+ * published, and never move: launch reads them without a lock. */
+typedef struct tileops_kernel_entry {
+    CUfunction fn;
+    CUmodule module;
+    int device;
+    int num_args;
+    char arg_format[TILEOPS_MAX_KERNEL_ARGS + 1];
+    char name[64];                  /* kernel name, truncated, for messages */
+    _Atomic unsigned shared_set;    /* dynamic shared limit set on fn so far */
+} tileops_kernel_entry_t;
+/* NULL for a handle that was never published. Lock-free. */
+tileops_kernel_entry_t *tileops_kernel_lookup(int handle);
+/* Raises the function's dynamic shared memory limit to `bytes` if it is lower (once per
+ * increase; serialised). The entry's device context must be current. */
+tileops_status_t tileops_kernel_ensure_shared(tileops_kernel_entry_t *entry, unsigned bytes);
+
+/* Monotonic milliseconds. */
+double tileops_now_ms(void);
+
+#endif /* TILEOPS_RUNTIME_CUDA_API_H */

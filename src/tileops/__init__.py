@@ -1,0 +1,38 @@
+"""tileops: operators for PyTorch inference.
+
+Each op runs a C kernel on CPU tensors and a CUDA C kernel (compiled at run time by NVRTC)
+on NVIDIA GPUs, and appears under torch.compile as exactly one opaque node, generated from
+the op's manifest entry.
+
+    from tileops.norm import RMSNormFwdOp
+    op = RMSNormFwdOp(normalized_shape=(4096,))
+    y = op(x, weight)
+"""
+__version__ = "0.1.0"
+
+from . import _C  # noqa: E402
+from .errors import (BuildError, InputError, ManifestError, NotReadyDuringCaptureError,  # noqa: E402
+                     TargetError, TileOpsError)
+
+_C.set_error_classes(__import__("tileops.errors", fromlist=["STATUS_CLASSES"]).STATUS_CLASSES)
+
+from .targets import set_default_target, load_failures  # noqa: E402
+from .ops import Op  # noqa: E402
+
+
+def all_op_classes():
+    """Every op class of the package, by name (imports the families)."""
+    from . import norm  # noqa: F401  (families register their classes on import)
+    out = {}
+    stack = list(Op.__subclasses__())
+    while stack:
+        c = stack.pop()
+        stack.extend(c.__subclasses__())
+        if c.__module__.startswith("tileops."):
+            out[c.__name__] = c
+    return dict(sorted(out.items()))
+
+
+__all__ = ["Op", "TileOpsError", "InputError", "ManifestError", "TargetError", "BuildError",
+           "NotReadyDuringCaptureError", "set_default_target", "load_failures", "all_op_classes",
+           "__version__"]

@@ -1,0 +1,78 @@
+"""Kernels: the implementations an op's interfaces select from.
+
+A Kernel class is one implementation of an interface (e.g. "rms_norm"). It answers three
+questions, all from a KernelCall (metadata only, never data):
+  refusal(call)      why it cannot serve this call, or None
+  entry_for(call)    its build identity: everything the built code depends on (hashable)
+  build(identity)    the launchable; may compile; runs only on a miss in the op's table
+A kernel never validates user input (the op layer did)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Hashable
+
+import torch
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    dtype: torch.dtype
+    shape: tuple
+    device: torch.device
+    aligned16: bool
+
+    @staticmethod
+    def of(t: torch.Tensor) -> "TensorSpec":
+        return TensorSpec(t.dtype, tuple(t.shape), t.device, (t.data_ptr() & 15) == 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelCall:
+    op: Any                 # the op instance (for its params and name)
+    device: torch.device
+    inputs: dict            # input name -> TensorSpec or None
+    params: dict            # constructor params by name
+
+
+class Kernel:
+    """One implementation of an interface. Subclasses set `interface` and `specialised`."""
+
+    interface: str = ""
+    specialised: bool = False   # a specialised implementation wins over a general one
+    devices: tuple = ("cpu", "cuda")
+
+    @classmethod
+    def refusal(cls, call: KernelCall) -> str | None:
+        if call.device.type not in cls.devices:
+            return f"{cls.__name__} serves {', '.join(cls.devices)} tensors, not {call.device.type}"
+        return None
+
+    @classmethod
+    def entry_for(cls, call: KernelCall) -> Hashable:
+        raise NotImplementedError(f"{cls.__name__}.entry_for")
+
+    @classmethod
+    def build(cls, identity: Hashable):
+        raise NotImplementedError(f"{cls.__name__}.build")
+
+
+def select(op, name: str, call: KernelCall):
+    """The one implementation of op.interfaces[name] that serves `call`: a specialised one
+    over the general one; none, or two at the same level, is an error."""
+    from ..errors import KernelSelectionError
+    impls = [op.kernel_types[k] for k in op.interfaces[name]]
+    refusals, accepting = [], []
+    for k in impls:
+        why = k.refusal(call)
+        (refusals if why else accepting).append((k, why))
+    spec = [k for k, _ in accepting if k.specialised]
+    general = [k for k, _ in accepting if not k.specialised]
+    chosen = spec or general
+    if len(chosen) == 1:
+        return chosen[0]
+    shapes = {n: (s.shape if s else None) for n, s in call.inputs.items()}
+    if not chosen:
+        detail = "; ".join(f"{k.__name__}: {why}" for k, why in refusals)
+        raise KernelSelectionError(f"{type(op).__name__}: no implementation of '{name}' serves {shapes}: {detail}")
+    raise KernelSelectionError(
+        f"{type(op).__name__}: implementations {[k.__name__ for k in chosen]} of '{name}' all accept {shapes}; exactly one must")

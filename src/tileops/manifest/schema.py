@@ -1,0 +1,281 @@
+"""The manifest's schema: what an entry may say, checked when the file is loaded.
+
+An entry is parsed into frozen dataclasses; an unknown key, a bad dtype rule or an
+unparsable shape rule is a ManifestError that names the file, the entry and the field.
+Rules are Python expressions over the op's inputs, params and call-time scalars, restricted
+to a small safe subset (checked here with `ast`); boundary.py compiles them once per class
+into generated functions, so nothing is parsed or eval'd on a call."""
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import Any
+
+from .._dtypes import BY_NAME
+from ..errors import ManifestError
+
+ENTRY_KEYS = {"family", "status", "ref_api", "description", "signature", "composition",
+              "workloads", "roofline"}
+SIGNATURE_KEYS = {"inputs", "outputs", "params", "call_params", "shape_rules"}
+INPUT_KEYS = {"dtype", "optional", "mutated", "when"}
+OUTPUT_KEYS = {"dtype", "shape", "optional", "when", "alias_of"}
+PARAM_KEYS = {"type", "default"}
+CALL_PARAM_KEYS = {"type", "default", "fills"}
+CALL_PARAM_TYPES = {"bool", "int", "float", "Tensor"}
+STATUSES = {"implemented", "spec-only"}
+
+# What a rule may call and which attributes it may read.
+RULE_FUNCTIONS = {"len", "tuple", "list", "min", "max", "all", "any", "abs", "int", "range"}
+RULE_ATTRIBUTES = {"shape", "ndim", "dtype", "numel", "element_size", "size"}
+_ALLOWED_NODES = (
+    ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Name,
+    ast.Load, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.List, ast.Constant,
+    ast.IfExp, ast.And, ast.Or, ast.Not, ast.USub, ast.UAdd, ast.Add, ast.Sub, ast.Mult,
+    ast.FloorDiv, ast.Mod, ast.Div, ast.Pow, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt,
+    ast.GtE, ast.Is, ast.IsNot, ast.In, ast.NotIn, ast.GeneratorExp, ast.comprehension,
+    ast.Store,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class DtypeRule:
+    """Either a set of allowed dtypes, or `same_as(<input>)`."""
+    allowed: tuple = ()
+    same_as: str | None = None
+    text: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class InputSpec:
+    name: str
+    dtype: DtypeRule
+    optional: bool = False
+    mutated: bool = False
+    when: str | None = None     # call-time bool selecting the write; None: every call writes
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputSpec:
+    name: str
+    dtype: DtypeRule
+    shape: str
+    optional: bool = False
+    when: str | None = None     # call-time bool asking for an optional output
+    alias_of: str | None = None  # a written input this output is, when that input is written
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    type: str
+    default: Any = dataclasses.MISSING
+
+    @property
+    def required(self) -> bool:
+        return self.default is dataclasses.MISSING
+
+
+@dataclasses.dataclass(frozen=True)
+class CallParamSpec:
+    name: str
+    type: str                   # bool | int | float | Tensor
+    default: Any = None
+    fills: str | None = None    # for a Tensor `out`: the output it receives
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    name: str
+    family: str
+    status: str
+    source: str
+    inputs: tuple
+    outputs: tuple
+    params: tuple
+    call_params: tuple
+    shape_rules: tuple
+    composition: tuple = ()
+    ref_api: str | None = None
+    description: str = ""
+    workloads: tuple = ()
+    roofline: Any = None
+
+    @property
+    def has_call_time_tensor_input(self) -> bool:
+        return len(self.inputs) > 0
+
+    @property
+    def has_boundary(self) -> bool:
+        """The seed's two conditions: a call-time tensor input, and not a composite."""
+        return self.has_call_time_tensor_input and not self.composition
+
+    def input(self, name):
+        return next(i for i in self.inputs if i.name == name)
+
+    def output(self, name):
+        return next(o for o in self.outputs if o.name == name)
+
+
+def _err(source, entry, field, msg):
+    return ManifestError(f"manifest {source}: entry {entry}: field '{field}': {msg}")
+
+
+def _check_keys(source, entry, field, got, allowed):
+    if not isinstance(got, dict):
+        raise _err(source, entry, field, f"expected a mapping, got {type(got).__name__}")
+    unknown = sorted(set(got) - allowed)
+    if unknown:
+        raise _err(source, entry, field, f"unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+
+
+def parse_dtype_rule(text, source, entry, field, input_names) -> DtypeRule:
+    if not isinstance(text, str) or not text.strip():
+        raise _err(source, entry, field, f"expected a dtype rule string, got {text!r}")
+    t = text.strip()
+    if t.startswith("same_as(") and t.endswith(")"):
+        ref = t[len("same_as("):-1].strip()
+        if ref not in input_names:
+            raise _err(source, entry, field, f"same_as({ref}) names no input; inputs: {list(input_names)}")
+        return DtypeRule(same_as=ref, text=t)
+    names = [p.strip() for p in t.split("|")]
+    bad = [n for n in names if n not in BY_NAME]
+    if bad:
+        raise _err(source, entry, field, f"unknown dtype(s) {bad} in rule {t!r}; known: {sorted(BY_NAME)}")
+    return DtypeRule(allowed=tuple(BY_NAME[n] for n in names), text=t)
+
+
+def check_rule(text, source, entry, field, known_names) -> ast.Expression:
+    """Parses a rule and checks it uses only the safe subset and known names."""
+    if not isinstance(text, str):
+        raise _err(source, entry, field, f"expected an expression string, got {text!r}")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as e:
+        raise _err(source, entry, field, f"cannot parse rule {text!r}: {e.msg}") from None
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.comprehension):
+            for n in ast.walk(node.target):
+                if isinstance(n, ast.Name):
+                    bound.add(n.id)
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            raise _err(source, entry, field, f"rule {text!r} uses {type(node).__name__}, which rules may not")
+        if isinstance(node, ast.Name) and node.id not in known_names and node.id not in RULE_FUNCTIONS \
+                and node.id not in bound and node.id not in ("None", "True", "False"):
+            raise _err(source, entry, field, f"rule {text!r} names {node.id!r}, which is no input, param or call parameter")
+        if isinstance(node, ast.Attribute) and node.attr not in RULE_ATTRIBUTES:
+            raise _err(source, entry, field, f"rule {text!r} reads .{node.attr}; allowed: {sorted(RULE_ATTRIBUTES)}")
+        if isinstance(node, ast.Call):
+            f = node.func
+            ok = (isinstance(f, ast.Name) and f.id in RULE_FUNCTIONS) or \
+                 (isinstance(f, ast.Attribute) and f.attr in RULE_ATTRIBUTES)
+            if not ok:
+                raise _err(source, entry, field, f"rule {text!r} calls something other than {sorted(RULE_FUNCTIONS)}")
+    return tree
+
+
+def parse_entry(name, raw, source) -> Entry:
+    _check_keys(source, name, "<entry>", raw, ENTRY_KEYS)
+    for req in ("family", "status", "signature"):
+        if req not in raw:
+            raise _err(source, name, req, "required field missing")
+    status = raw["status"]
+    if status not in STATUSES:
+        raise _err(source, name, "status", f"expected one of {sorted(STATUSES)}, got {status!r}")
+    family = raw["family"]
+    if not isinstance(family, str) or not family.isidentifier():
+        raise _err(source, name, "family", f"expected an identifier, got {family!r}")
+    sig = raw["signature"]
+    _check_keys(source, name, "signature", sig, SIGNATURE_KEYS)
+
+    raw_inputs = sig.get("inputs") or {}
+    _check_keys(source, name, "signature.inputs", raw_inputs, set(raw_inputs))
+    raw_params = sig.get("params") or {}
+    _check_keys(source, name, "signature.params", raw_params, set(raw_params))
+    raw_call = sig.get("call_params") or {}
+    _check_keys(source, name, "signature.call_params", raw_call, set(raw_call))
+    input_names = list(raw_inputs)
+    known = set(input_names) | set(raw_params) | set(raw_call)
+
+    call_params = []
+    for pname, p in raw_call.items():
+        field = f"signature.call_params.{pname}"
+        _check_keys(source, name, field, p, CALL_PARAM_KEYS)
+        ptype = p.get("type")
+        if ptype not in CALL_PARAM_TYPES:
+            raise _err(source, name, field + ".type", f"expected one of {sorted(CALL_PARAM_TYPES)}, got {ptype!r}")
+        fills = p.get("fills")
+        if ptype == "Tensor":
+            if pname != "out" or fills is None:
+                raise _err(source, name, field, "the only call-time tensor parameter is `out`, with `fills: <output>`")
+        elif fills is not None:
+            raise _err(source, name, field + ".fills", "only `out` fills an output")
+        call_params.append(CallParamSpec(pname, ptype, p.get("default"), fills))
+    bools = {c.name for c in call_params if c.type == "bool"}
+
+    inputs = []
+    for iname, spec in raw_inputs.items():
+        field = f"signature.inputs.{iname}"
+        _check_keys(source, name, field, spec, INPUT_KEYS)
+        if not iname.isidentifier():
+            raise _err(source, name, field, "input names must be identifiers")
+        rule = parse_dtype_rule(spec.get("dtype"), source, name, field + ".dtype", input_names)
+        when = spec.get("when")
+        mutated = bool(spec.get("mutated", False))
+        if when is not None and (not mutated or when not in bools):
+            raise _err(source, name, field + ".when", f"`when` needs `mutated: true` and a call-time bool; bools: {sorted(bools)}")
+        inputs.append(InputSpec(iname, rule, bool(spec.get("optional", False)), mutated, when))
+
+    outputs = []
+    raw_outputs = sig.get("outputs") or {}
+    _check_keys(source, name, "signature.outputs", raw_outputs, set(raw_outputs))
+    for oname, spec in raw_outputs.items():
+        field = f"signature.outputs.{oname}"
+        _check_keys(source, name, field, spec, OUTPUT_KEYS)
+        rule = parse_dtype_rule(spec.get("dtype"), source, name, field + ".dtype", input_names)
+        if "shape" not in spec:
+            raise _err(source, name, field + ".shape", "required field missing")
+        check_rule(spec["shape"], source, name, field + ".shape", known)
+        optional = bool(spec.get("optional", False))
+        when = spec.get("when")
+        if optional and when not in bools:
+            raise _err(source, name, field + ".when", f"an optional output needs `when: <call-time bool>`; bools: {sorted(bools)}")
+        alias = spec.get("alias_of")
+        if alias is not None:
+            if alias not in input_names or not raw_inputs[alias].get("mutated"):
+                raise _err(source, name, field + ".alias_of", f"{alias!r} is not a mutated input")
+        outputs.append(OutputSpec(oname, rule, spec["shape"], optional, when, alias))
+    for c in call_params:
+        if c.fills is not None and c.fills not in raw_outputs:
+            raise _err(source, name, f"signature.call_params.{c.name}.fills", f"{c.fills!r} is no output")
+
+    params = []
+    for pname, p in raw_params.items():
+        field = f"signature.params.{pname}"
+        _check_keys(source, name, field, p, PARAM_KEYS)
+        if "type" not in p:
+            raise _err(source, name, field + ".type", "required field missing")
+        params.append(ParamSpec(pname, p["type"], p["default"] if "default" in p else dataclasses.MISSING))
+
+    rules = sig.get("shape_rules") or []
+    if not isinstance(rules, list):
+        raise _err(source, name, "signature.shape_rules", "expected a list of expressions")
+    for i, r in enumerate(rules):
+        check_rule(r, source, name, f"signature.shape_rules[{i}]", known)
+
+    composition = raw.get("composition") or []
+    if not isinstance(composition, list) or not all(isinstance(c, str) for c in composition):
+        raise _err(source, name, "composition", "expected a list of op class names")
+    roofline = raw.get("roofline")
+    if roofline is not None:
+        _check_keys(source, name, "roofline", roofline, {"bytes", "flops"})
+        for k, v in roofline.items():
+            check_rule(v, source, name, f"roofline.{k}", known)
+    workloads = raw.get("workloads") or []
+    if not isinstance(workloads, list):
+        raise _err(source, name, "workloads", "expected a list")
+    return Entry(name=name, family=family, status=status, source=source, inputs=tuple(inputs),
+                 outputs=tuple(outputs), params=tuple(params), call_params=tuple(call_params),
+                 shape_rules=tuple(rules), composition=tuple(composition), ref_api=raw.get("ref_api"),
+                 description=raw.get("description", ""), workloads=tuple(workloads), roofline=roofline)

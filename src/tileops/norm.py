@@ -1,0 +1,4 @@
+"""tileops.norm: normalisation ops."""
+from .ops.norm import RMSNormFwdOp
+
+__all__ = ["RMSNormFwdOp"]

@@ -1,0 +1,364 @@
+"""What the base class generates for an op with a compile boundary.
+
+At class definition, from the op's manifest entry and the signature of its `forward`, this
+module writes Python source and exec's it once:
+
+  _check            the dtype, device and shape checks (manifest rules compiled to code)
+  _impl_<branch>    the operator body: recover the instance, check, resolve the target
+                    (undone on failure), make non-written inputs contiguous, call forward
+  _fake_<branch>    torch.empty from the manifest's shape and dtype rules (contiguous)
+  _call_boundary    picks the effect branch from the call-time bools and `out`, then runs
+                    the body directly (the eager fast path) or calls the operator
+  one torch.library custom operator per effect branch, named
+      tileops::<family>_<snake op>[_writes_<input>...][_out][_without_<output>...]
+
+Nothing here is evaluated per call except the generated functions themselves."""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import itertools
+import re
+
+import torch
+
+from .._dtypes import NAME as DTYPE_NAME
+from ..errors import InputTypeError, InputValueError, ManifestError, TileOpsError
+from . import registry
+
+LIB_NAMESPACE = "tileops"
+
+
+def snake(name: str) -> str:
+    s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
+    s = re.sub(r"(?<=[A-Z])([A-Z][a-z])", r"_\1", s)
+    return s.lower()
+
+
+def base_operator_name(class_name: str, family: str) -> str:
+    """tileops::<family>_<snake(class without "Op")>, the family written once."""
+    stem = class_name[:-2] if class_name.endswith("Op") else class_name
+    s = snake(stem)
+    if s == family or s.startswith(family + "_"):
+        return s
+    return f"{family}_{s}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Branch:
+    """One effect branch: which inputs it writes, whether `out` is given, which outputs it omits."""
+    values: tuple           # ((bool name, value), ...) for every branch-selecting bool
+    written: tuple          # input names written
+    uses_out: bool
+    omitted: tuple          # output names omitted
+    name: str               # operator name without namespace
+    allocated: tuple        # output names the operator allocates and returns
+
+
+def enumerate_branches(entry, base: str) -> list[Branch]:
+    selecting = []
+    for i in entry.inputs:
+        if i.mutated and i.when and i.when not in selecting:
+            selecting.append(i.when)
+    for o in entry.outputs:
+        if o.optional and o.when not in selecting:
+            selecting.append(o.when)
+    out_param = next((c for c in entry.call_params if c.fills), None)
+    branches = []
+    for vals in itertools.product((False, True), repeat=len(selecting)):
+        v = dict(zip(selecting, vals))
+        for uses_out in ((False, True) if out_param else (False,)):
+            written = tuple(i.name for i in entry.inputs if i.mutated and (i.when is None or v[i.when]))
+            omitted = tuple(o.name for o in entry.outputs if o.optional and not v[o.when])
+            filled = out_param.fills if uses_out else None
+            if filled in omitted:
+                continue  # asking for out= of an output the call omits: rejected in _call_boundary
+            name = base + "".join(f"_writes_{w}" for w in written) + ("_out" if uses_out else "") \
+                + "".join(f"_without_{o}" for o in omitted)
+            allocated = tuple(o.name for o in entry.outputs
+                              if o.name not in omitted and o.name != filled
+                              and not (o.alias_of and o.alias_of in written))
+            branches.append(Branch(tuple(v.items()), written, uses_out, omitted, name, allocated))
+    return branches
+
+
+_SCHEMA_TYPES = {"bool": "bool", "int": "SymInt", "float": "float"}
+
+
+def _schema(entry, branch: Branch, scalars) -> str:
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    args = []
+    for i in entry.inputs:
+        alias = f"({next(letters)}!)" if i.name in branch.written else ""
+        args.append(f"Tensor{alias}{'?' if i.optional else ''} {i.name}")
+    for c in scalars:
+        args.append(f"{_SCHEMA_TYPES[c.type]} {c.name}")
+    if branch.uses_out:
+        args.append(f"Tensor({next(letters)}!) out")
+    args.append("str key")
+    n = len(branch.allocated)
+    ret = "()" if n == 0 else "Tensor" if n == 1 else "(" + ", ".join(["Tensor"] * n) + ")"
+    return "(" + ", ".join(args) + ") -> " + ret
+
+
+def _rule_names(expr: str, names) -> list[str]:
+    import ast
+    return sorted({n.id for n in ast.walk(ast.parse(expr, mode="eval"))
+                   if isinstance(n, ast.Name) and n.id in names})
+
+
+def _dtype_expr(rule, ns, key) -> str:
+    if rule.same_as:
+        return f"{rule.same_as}.dtype"
+    ns[key] = rule.allowed[0]
+    return key
+
+
+def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
+    """Generates and registers the boundary of `cls`; returns the namespace."""
+    opname = cls.__name__
+    base = base_operator_name(opname, entry.family)
+    branches = enumerate_branches(entry, base)
+    input_names = [i.name for i in entry.inputs]
+    selecting = {n for b in branches for n, _ in b.values}
+    scalars = [c for c in entry.call_params if c.type != "Tensor" and c.name not in selecting]
+    out_param = next((c for c in entry.call_params if c.fills), None)
+    param_names = [p.name for p in entry.params]
+    rule_names = set(input_names) | set(param_names) | {c.name for c in entry.call_params}
+
+    ns = {"torch": torch, "Tensor": torch.Tensor, "Parameter": torch.nn.Parameter,
+          "InputTypeError": InputTypeError, "InputValueError": InputValueError,
+          "TileOpsError": TileOpsError, "_instances": registry.INSTANCES,
+          "_is_compiling": torch.compiler.is_compiling,
+          "_dispatch_len": torch._C._len_torch_dispatch_stack,
+          "_tf_mode": torch._C._is_torch_function_mode_enabled,
+          "_functorch_level": torch._C._functorch.maybe_current_level,
+          "_grad_enabled": torch.is_grad_enabled, "_strided": torch.strided,
+          "_bump": torch.autograd.graph.increment_version, "_PLAIN": (torch.Tensor, torch.nn.Parameter)}
+    lines = []
+    w = lines.append
+    scalar_args = [c.name for c in scalars]
+    fwd_params = list(forward_sig.parameters.values())[1:]
+
+    # ---- _check ---------------------------------------------------------------
+    check_args = input_names + scalar_args + (["out"] if out_param else [])
+    w(f"def _check(self, {', '.join(check_args)}):")
+    for p in param_names:
+        w(f"    {p} = self.{p}")
+    first = entry.inputs[0].name
+    for i in entry.inputs:
+        w(f"    if {i.name} is not None:" if i.optional else f"    if True:")
+        ind = "        "
+        w(f"{ind}if not isinstance({i.name}, Tensor):")
+        w(f"{ind}    raise InputTypeError(\"{opname}: argument '{i.name}': expected a Tensor, got \" + type({i.name}).__name__)")
+        if i.dtype.same_as:
+            w(f"{ind}if {i.name}.dtype != {i.dtype.same_as}.dtype:")
+            w(f"{ind}    raise InputTypeError(f\"{opname}: argument '{i.name}': expected dtype same as '{i.dtype.same_as}' ({{{i.dtype.same_as}.dtype}}), got {{{i.name}.dtype}}\")")
+        else:
+            ns[f"_ALLOWED_{i.name}"] = frozenset(i.dtype.allowed)
+            w(f"{ind}if {i.name}.dtype not in _ALLOWED_{i.name}:")
+            w(f"{ind}    raise InputTypeError(f\"{opname}: argument '{i.name}': expected dtype {i.dtype.text}, got {{{i.name}.dtype}}\")")
+        if i.name != first:
+            w(f"{ind}if {i.name}.device != {first}.device:")
+            w(f"{ind}    raise InputValueError(f\"{opname}: argument '{i.name}': expected a tensor on {{{first}.device}} (the device of '{first}'), got {{{i.name}.device}}\")")
+    for c in scalars:
+        pytype = {"bool": "bool", "int": "int", "float": "(float, int)"}[c.type]
+        w(f"    if not isinstance({c.name}, {pytype}) and not isinstance({c.name}, torch.SymInt):")
+        w(f"        raise InputTypeError(f\"{opname}: argument '{c.name}': expected {c.type}, got {{type({c.name}).__name__}}\")")
+    for k, rule in enumerate(entry.shape_rules):
+        names = _rule_names(rule, rule_names)
+        shown = ", ".join(
+            f"{n}.shape={{tuple({n}.shape) if {n} is not None else None}}" if n in input_names else f"{n}={{{n}!r}}"
+            for n in names)
+        w(f"    if not ({rule}):")
+        w(f"        raise InputValueError(f\"{opname}: shape rule `{rule}` does not hold: {shown}\")")
+    if out_param:
+        o = entry.output(out_param.fills)
+        dt = _dtype_expr(o.dtype, ns, f"_DT_{o.name}")
+        w(f"    if out is not None:")
+        w(f"        if not isinstance(out, Tensor):")
+        w(f"            raise InputTypeError(\"{opname}: argument 'out': expected a Tensor, got \" + type(out).__name__)")
+        w(f"        _s = tuple({o.shape})")
+        w(f"        if tuple(out.shape) != _s:")
+        w(f"            raise InputValueError(f\"{opname}: argument 'out': expected shape {{_s}} (output '{o.name}'), got {{tuple(out.shape)}}\")")
+        w(f"        if out.dtype != {dt}:")
+        w(f"            raise InputTypeError(f\"{opname}: argument 'out': expected dtype {{{dt}}}, got {{out.dtype}}\")")
+        w(f"        if out.device != {first}.device:")
+        w(f"            raise InputValueError(f\"{opname}: argument 'out': expected a tensor on {{{first}.device}}, got {{out.device}}\")")
+    w("")
+
+    # ---- per-branch impl and fake ------------------------------------------------
+    for bi, b in enumerate(branches):
+        vals = dict(b.values)
+        op_args = input_names + scalar_args + (["out"] if b.uses_out else []) + ["key"]
+        sig = ", ".join(op_args)
+        chk = ", ".join(input_names + scalar_args + (["out" if b.uses_out else "None"] if out_param else []))
+        # impl
+        w(f"def _impl_{bi}({sig}):")
+        w(f"    self = _instances.get(key)")
+        w(f"    if self is None:")
+        w(f"        raise TileOpsError(f\"{opname}: no live instance with key {{key!r}}; construct the op once and keep it alive while it is called\")")
+        w(f"    _check(self, {chk})")
+        w(f"    _resolved = self._target is None")
+        w(f"    if _resolved:")
+        w(f"        self._resolve_target({first}.device)")
+        w(f"    try:")
+        copies = []
+        call_tensors = []
+        for i in entry.inputs:
+            v = i.name
+            if i.name in b.written:
+                w(f"        _c_{v} = {v} if {v}.is_contiguous() else {v}.contiguous()")
+                copies.append(v)
+                call_tensors.append(f"_c_{v}")
+            elif i.optional:
+                w(f"        _c_{v} = None if {v} is None else ({v} if {v}.is_contiguous() else {v}.contiguous())")
+                call_tensors.append(f"_c_{v}")
+            else:
+                w(f"        _c_{v} = {v} if {v}.is_contiguous() else {v}.contiguous()")
+                call_tensors.append(f"_c_{v}")
+        if b.uses_out:
+            w(f"        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)")
+            copies.append("out")
+        kw = [f"{c}={c}" for c in scalar_args]
+        for n, val in b.values:
+            kw.append(f"{n}={val}")
+        if out_param:
+            kw.append("out=_c_out" if b.uses_out else "out=None")
+        w(f"        _r = self.forward({', '.join(call_tensors + kw)})")
+        for v in copies:
+            w(f"        if _c_{v} is not {v}:")
+            w(f"            {v}.copy_(_c_{v})")
+        w(f"    except BaseException:")
+        w(f"        if _resolved:")
+        w(f"            self._unresolve_target()")
+        w(f"        raise")
+        if len(entry.outputs) != 1:
+            w(f"    if not isinstance(_r, tuple) or len(_r) != {len(entry.outputs)}:")
+            w(f"        raise TileOpsError(\"{opname}.forward must return a tuple of {len(entry.outputs)} outputs (None for an omitted one)\")")
+        else:
+            w(f"    _r = (_r,)")
+        idx = {o.name: k for k, o in enumerate(entry.outputs)}
+        ret = [f"_r[{idx[n]}]" for n in b.allocated]
+        w(f"    return {ret[0] if len(ret) == 1 else '(' + ', '.join(ret) + ',)' if ret else 'None'}")
+        w("")
+        # fake
+        w(f"def _fake_{bi}({sig}):")
+        w(f"    self = _instances.get(key)")
+        w(f"    if self is None:")
+        w(f"        raise TileOpsError(f\"{opname}: no live instance with key {{key!r}}\")")
+        w(f"    _check(self, {chk})")
+        for p in param_names:
+            w(f"    {p} = self.{p}")
+        fakes = []
+        for n in b.allocated:
+            o = entry.output(n)
+            dt = _dtype_expr(o.dtype, ns, f"_DT_{o.name}")
+            w(f"    _f_{n} = torch.empty(tuple({o.shape}), dtype={dt}, device={first}.device)")
+            fakes.append(f"_f_{n}")
+        w(f"    return {fakes[0] if len(fakes) == 1 else '(' + ', '.join(fakes) + ',)' if fakes else 'None'}")
+        w("")
+
+    # ---- _call_boundary ------------------------------------------------------------
+    w(f"def _call_boundary{_signature_text(forward_sig)}:")
+    w(f"    key = self._key")
+    tensor_vars = input_names + (["out"] if out_param else [])
+    plain = " and ".join(
+        f"({t} is None or (type({t}) in _PLAIN and {t}.layout is _strided and not {t}.is_meta"
+        f" and not (_g and {t}.requires_grad)))" for t in tensor_vars)
+    w(f"    if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None:")
+    w(f"        _fast = False")
+    w(f"    else:")
+    w(f"        _g = _grad_enabled()")
+    w(f"        _fast = {plain}")
+    if out_param:
+        omittable = [o for o in entry.outputs if o.optional and o.name == out_param.fills]
+        for o in omittable:
+            w(f"    if out is not None and not {o.when}:")
+            w(f"        raise InputValueError(\"{opname}: argument 'out': given for output '{o.name}', which this call omits ({o.when}=False)\")")
+    for bi, b in enumerate(branches):
+        conds = [f"{n}" if v else f"not {n}" for n, v in b.values]
+        if out_param:
+            conds.append("out is not None" if b.uses_out else "out is None")
+        w(f"    if {' and '.join(conds) if conds else 'True'}:")
+        op_args = input_names + scalar_args + (["out"] if b.uses_out else []) + ["key"]
+        w(f"        if _fast:")
+        w(f"            _a = _impl_{bi}({', '.join(op_args)})")
+        for v in list(b.written) + (["out"] if b.uses_out else []):
+            w(f"            _bump({v})")
+        w(f"        else:")
+        w(f"            _a = _op_{bi}({', '.join(op_args)})")
+        present = []
+        alloc_i = 0
+        n_alloc = len(b.allocated)
+        for o in entry.outputs:
+            if o.name in b.omitted:
+                continue
+            if o.alias_of and o.alias_of in b.written:
+                present.append(o.alias_of)
+            elif b.uses_out and o.name == out_param.fills:
+                present.append("out")
+            else:
+                present.append("_a" if n_alloc == 1 else f"_a[{alloc_i}]")
+                alloc_i += 1
+        w(f"        return {present[0] if len(present) == 1 else '(' + ', '.join(present) + ',)' if present else 'None'}")
+    w(f"    raise InputValueError(\"{opname}: no effect branch matches this call\")")
+    src = "\n".join(lines) + "\n"
+    # The generated functions live in a real module (registered in sys.modules) because
+    # dynamo resolves a function's globals by importing its __name__.
+    module = _generated_module(cls)
+    module.__dict__.update(ns)
+    ns = module.__dict__
+    try:
+        exec(compile(src, f"<tileops boundary of {cls.__module__}.{opname}>", "exec"), ns)
+    except SyntaxError as e:
+        raise ManifestError(f"{opname}: generated boundary does not compile ({e}); manifest {entry.source}") from None
+
+    names = []
+    for bi, b in enumerate(branches):
+        qual = f"{LIB_NAMESPACE}::{b.name}"
+        mutates = tuple(b.written) + (("out",) if b.uses_out else ())
+        schema = _schema(entry, b, scalars)
+        impl = ns[f"_impl_{bi}"]
+        custom = torch.library.custom_op(qual, impl, mutates_args=mutates, schema=schema)
+        custom.register_fake(ns[f"_fake_{bi}"])
+        ns[f"_op_{bi}"] = getattr(getattr(torch.ops, LIB_NAMESPACE), b.name).default
+        ns[f"_custom_{bi}"] = custom
+        names.append(qual)
+    ns["_source"] = src
+    ns["_branches"] = branches
+    ns["_names"] = tuple(names)
+    return ns
+
+
+def _generated_module(cls):
+    import sys
+    import types
+    pkg_name = "tileops._generated"
+    if pkg_name not in sys.modules:
+        pkg = types.ModuleType(pkg_name, "Boundaries generated from the manifest, one module per op class.")
+        pkg.__path__ = []
+        sys.modules[pkg_name] = pkg
+    name = f"{pkg_name}.{cls.__module__.replace('.', '_')}__{cls.__qualname__.replace('.', '_')}"
+    module = types.ModuleType(name, f"The generated boundary of {cls.__module__}.{cls.__qualname__}.")
+    sys.modules[name] = module
+    return module
+
+
+def _signature_text(sig: inspect.Signature) -> str:
+    """forward's signature as source, defaults rendered by repr (bool, None, numbers only)."""
+    parts = []
+    seen_kw = False
+    for p in sig.parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not seen_kw:
+            parts.append("*")
+            seen_kw = True
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise ManifestError(f"forward may not take *args or **kwargs (parameter {p.name})")
+        if p.default is inspect.Parameter.empty:
+            parts.append(p.name)
+        else:
+            if not isinstance(p.default, (bool, int, float, type(None))):
+                raise ManifestError(f"forward's default for {p.name} must be None, a bool or a number")
+            parts.append(f"{p.name}={p.default!r}")
+    return "(" + ", ".join(parts) + ")"

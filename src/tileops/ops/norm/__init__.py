@@ -1,0 +1,3 @@
+from .rms_norm import RMSNormFwdOp
+
+__all__ = ["RMSNormFwdOp"]

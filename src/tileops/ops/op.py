@@ -1,0 +1,111 @@
+"""Op: the base class of every tileops operator.
+
+An op writes `__init__` (store its params, call `super().__init__(target=target)`) and
+`forward` (fetch the kernel, launch it). Everything else is generated at class definition
+from the op's manifest entry (see boundary.py): the custom operators, their fakes, the
+checks, `_call_boundary` and `compile_op_names`.
+
+Phases: construction stores params and takes an instance key and touches no device; the
+target is resolved inside the node on the first call (and undone if that call fails);
+kernels are built on the first call at a new build identity and reused after."""
+from __future__ import annotations
+
+import inspect
+
+import torch
+
+from ..errors import KernelSelectionError, ManifestError
+from ..kernels.base import KernelCall, TensorSpec
+from ..manifest.loader import find_entry
+from . import boundary, registry
+
+_MEMO_LIMIT = 4096
+
+
+class Op:
+    """Base class. Subclass per manifest entry; the class name is the entry's key."""
+
+    compile_op_names: tuple = ()
+    kernel_types: dict = {}
+    interfaces: dict = {}
+    _entry = None
+
+    def __init_subclass__(cls, manifest: str | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        entry = find_entry(cls.__name__, manifest)
+        cls._entry = entry
+        cls.family = entry.family
+        if "forward" not in cls.__dict__:
+            raise ManifestError(f"{cls.__name__}: an op defines forward")
+        if entry.has_boundary:
+            ns = boundary.generate(cls, entry, inspect.signature(cls.forward))
+            cls._boundary = ns
+            cls.compile_op_names = ns["_names"]
+            cls._call_boundary = ns["_call_boundary"]
+            cls.__call__ = ns["_call_boundary"]
+        else:
+            cls._boundary = None
+            cls.compile_op_names = ()
+            cls._call_boundary = None
+            cls.__call__ = cls.forward
+
+    def __init__(self, *, target: str | None = None):
+        from .. import targets
+        if target is not None:
+            targets.get(target)  # an unknown name fails here, listing the known ones
+        self._target_request = target
+        self._target = None
+        self._kernels: dict = {}    # build identity -> launchable
+        self._memo: dict = {}       # call signature -> launchable (skips selection)
+        self._key = registry.new_key(self)
+
+    # ---- targets (called from inside the node) ----------------------------------
+    @property
+    def target(self):
+        """The resolved target, or None before the first call."""
+        return self._target
+
+    def _resolve_target(self, device: torch.device):
+        from .. import targets
+        self._target = targets.resolve(self, device)
+
+    def _unresolve_target(self):
+        self._target = None
+        self._kernels.clear()
+        self._memo.clear()
+
+    # ---- kernels ---------------------------------------------------------------
+    def kernel_for(self, name: str, *tensors):
+        """The launchable serving interface `name` for these (contiguous) inputs, given in
+        the manifest's input order. Steady calls hit the memo; a miss asks the target to
+        select an implementation and build it (or find its build identity in the table)."""
+        sig = (name,) + tuple(None if t is None else (t.dtype, t.device, t.shape, t.data_ptr() & 15)
+                              for t in tensors)
+        fn = self._memo.get(sig)
+        if fn is not None:
+            return fn
+        call = self._make_call(tensors)
+        if self._target is None:
+            self._resolve_target(call.device)
+        fn = self._target.kernel_for(self, name, call)
+        if len(self._memo) >= _MEMO_LIMIT:
+            self._memo.clear()
+        self._memo[sig] = fn
+        return fn
+
+    def _make_call(self, tensors) -> KernelCall:
+        names = [i.name for i in self._entry.inputs]
+        if len(tensors) != len(names):
+            raise KernelSelectionError(
+                f"{type(self).__name__}.kernel_for: expected the {len(names)} inputs {names}, got {len(tensors)} tensors")
+        specs = {n: (None if t is None else TensorSpec.of(t)) for n, t in zip(names, tensors)}
+        first = next(t for t in tensors if t is not None)
+        return KernelCall(op=self, device=first.device, inputs=specs, params=self.params())
+
+    def params(self) -> dict:
+        """The constructor parameters by name, as the op stored them."""
+        return {p.name: getattr(self, p.name) for p in self._entry.params}
+
+    def __repr__(self):
+        ps = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
+        return f"{type(self).__name__}({ps})  # {self._key}"
