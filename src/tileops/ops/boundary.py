@@ -263,6 +263,11 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     w(f"def _call_boundary{_signature_text(forward_sig)}:")
     w(f"    key = self._key")
     tensor_vars = input_names + (["out"] if out_param else [])
+    for t in tensor_vars:  # before the dispatcher, whose own message would not name the op
+        opt = t == "out" or entry.input(t).optional
+        guard = f"{t} is not None and " if opt else ""
+        w(f"    if {guard}not isinstance({t}, Tensor):")
+        w(f"        raise InputTypeError(\"{opname}: argument '{t}': expected a Tensor{' or None' if opt else ''}, got \" + type({t}).__name__)")
     plain = " and ".join(
         f"({t} is None or (type({t}) in _PLAIN and {t}.layout is _strided and not {t}.is_meta"
         f" and not (_g and {t}.requires_grad)))" for t in tensor_vars)

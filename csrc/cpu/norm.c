@@ -1,0 +1,743 @@
+/* norm.c: RMSNorm on the CPU - the fast kernels (AVX-512, AVX2, scalar, chosen at run
+ * time) and the double-precision reference they are tested against.
+ *
+ * One arithmetic for every path. A row's sum of squares is a fixed tree: element i
+ * goes by FMA into partial sum i % 64 inside blocks of NORM_BLOCK elements, each
+ * block's 64 partials are added into 64 running totals, and those are folded pairwise
+ * (p[j] += p[j + s] for s = 32, 16, ..., 1). 64 lanes are four AVX-512 or eight AVX2
+ * registers, so both vector paths and the scalar loop add the same numbers in the same
+ * order. The output is (x * scale) * w with two fp32 roundings. Hence a row's result
+ * depends on that row only - not on the thread count, on how many rows a call has,
+ * on the variant, or on AVX-512 versus AVX2 - and a variant that cannot get its scratch
+ * memory can fall back to another without anyone seeing a difference.
+ *
+ * The file is built with the project's plain flags; the vector code is enabled per
+ * function with target attributes and entered only after a CPU check. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tileops/cpu.h"
+#include "cpu/simd.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define NORM_X86 1
+#include <immintrin.h>
+#else
+#define NORM_X86 0
+#endif
+
+/* Elements per reduction block. Blocking keeps each partial's chain of FMAs short
+ * (64 per block) so the rounding error of the sum grows with n / NORM_BLOCK, not n / 64,
+ * for very long rows. A multiple of 64, so blocks start on a partial-0 element. */
+#define NORM_BLOCK 4096
+
+/* A thread gets at least this many elements of work: below it, waking a worker costs
+ * more than the rows it would take (a 1 x 4096 call is a few hundred ns of work). */
+#define NORM_MIN_ELEMS_PER_THREAD 32768
+
+/* Outputs at least this big are written with non-temporal stores by ROW and ON_CHIP
+ * (STREAMING always uses them): such an output cannot stay in the caches anyway,
+ * and bypassing them saves the read-for-ownership of every line of y. */
+#define NORM_NT_MIN_BYTES ((int64_t)8 << 20)
+
+/* Rows up to this long use a stack scratch in ON_CHIP (16 KiB); longer ones allocate. */
+#define NORM_STACK_SCRATCH 4096
+
+#define F32 TILEOPS_FLOAT32
+#define F16 TILEOPS_FLOAT16
+#define BF16 TILEOPS_BFLOAT16
+
+typedef struct norm_job {
+    const char *x;
+    const char *w;
+    char *y;
+    int64_t n;
+    int64_t x_stride; /* in bytes */
+    int64_t y_stride; /* in bytes */
+    float eps;
+    int dtype;
+    int variant;
+    int level;
+    int nt; /* non-temporal stores for y */
+} norm_job_t;
+
+/* ---- shared scalar pieces ------------------------------------------------------------ */
+
+static inline float load1(const void *p, int64_t i, int dt) {
+    if (dt == F16)
+        return tileops_f16_to_f32(((const uint16_t *)p)[i]);
+    if (dt == BF16)
+        return tileops_bf16_to_f32(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
+}
+
+static inline void store1(void *p, int64_t i, int dt, float v) {
+    if (dt == F16)
+        ((uint16_t *)p)[i] = tileops_f32_to_f16(v);
+    else if (dt == BF16)
+        ((uint16_t *)p)[i] = tileops_f32_to_bf16(v);
+    else
+        ((float *)p)[i] = v;
+}
+
+/* The scale is formed in double from the fp32 sum: it costs nothing per row and keeps
+ * the division and square root from adding fp32 error of their own. */
+static inline float rms_scale(float sumsq, int64_t n, float eps) {
+    double ms = (double)sumsq / (double)n + (double)eps;
+    return (float)(1.0 / sqrt(ms));
+}
+
+/* p[j] += p[j + s] for s = 32 .. 1: the fixed tree every path ends with. */
+static float fold64(float *p) {
+    for (int s = 32; s >= 1; s /= 2)
+        for (int j = 0; j < s; j++)
+            p[j] += p[j + s];
+    return p[0];
+}
+
+/* ---- scalar path ----------------------------------------------------------------------- */
+
+static float sumsq_scalar(const void *x, int64_t n, int dt, float *scr) {
+    float outer[64] = {0};
+    for (int64_t b = 0; b < n; b += NORM_BLOCK) {
+        int64_t e = n - b < NORM_BLOCK ? n : b + NORM_BLOCK;
+        float inner[64] = {0};
+        for (int64_t i = b; i < e; i++) {
+            float v = load1(x, i, dt);
+            if (scr != NULL)
+                scr[i] = v;
+            /* fmaf, not v * v + acc: the vector paths fuse, and results must match. */
+            inner[i & 63] = fmaf(v, v, inner[i & 63]);
+        }
+        for (int j = 0; j < 64; j++)
+            outer[j] += inner[j];
+    }
+    return fold64(outer);
+}
+
+static void apply_scalar(const void *src, int sdt, const void *w, void *y, int dt, int64_t n,
+                         float s) {
+    for (int64_t i = 0; i < n; i++) {
+        float v = load1(src, i, sdt) * s;
+        if (w != NULL)
+            v *= load1(w, i, dt);
+        store1(y, i, dt, v);
+    }
+}
+
+static void rows_scalar(const norm_job_t *j, int64_t r0, int64_t r1, float *scr) {
+    for (int64_t r = r0; r < r1; r++) {
+        const char *xr = j->x + r * j->x_stride;
+        char *yr = j->y + r * j->y_stride;
+        float s = rms_scale(sumsq_scalar(xr, j->n, j->dtype, scr), j->n, j->eps);
+        if (scr != NULL)
+            apply_scalar(scr, F32, j->w, yr, j->dtype, j->n, s);
+        else
+            apply_scalar(xr, j->dtype, j->w, yr, j->dtype, j->n, s);
+    }
+}
+
+#if NORM_X86
+/* ---- AVX-512 path ---------------------------------------------------------------------- */
+
+#define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define AI __attribute__((always_inline)) inline
+
+static AI T512 __m512 widen16_512(__m256i h, int dt) {
+    if (dt == F16)
+        return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+static AI T512 __m512 ld_512(const void *p, int64_t i, int dt) {
+    if (dt == F32)
+        return _mm512_loadu_ps((const float *)p + i);
+    return widen16_512(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)), dt);
+}
+
+/* Masked-off lanes read as +0, which leaves a sum of squares unchanged. */
+static AI T512 __m512 ldm_512(const void *p, int64_t i, int dt, __mmask16 m) {
+    if (dt == F32)
+        return _mm512_maskz_loadu_ps(m, (const float *)p + i);
+    return widen16_512(_mm256_maskz_loadu_epi16(m, (const uint16_t *)p + i), dt);
+}
+
+/* Round to nearest even by integer arithmetic (the avx512bf16 instructions flush
+ * subnormals, which the scalar conversion does not). */
+static AI T512 __m256i bf16_narrow_512(__m512 v) {
+    __m512i u = _mm512_castps_si512(v);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(
+        _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+static AI T512 __m256i narrow16_512(__m512 v, int dt) {
+    if (dt == F16)
+        return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return bf16_narrow_512(v);
+}
+
+/* mode 0: plain store, 1: non-temporal (the address is then 64-byte aligned). */
+static AI T512 void st_512(void *p, int64_t i, int dt, __m512 v, int mode) {
+    if (dt == F32) {
+        if (mode)
+            _mm512_stream_ps((float *)p + i, v);
+        else
+            _mm512_storeu_ps((float *)p + i, v);
+        return;
+    }
+    __m256i h = narrow16_512(v, dt);
+    __m256i *q = (__m256i *)((uint16_t *)p + i);
+    if (mode)
+        _mm256_stream_si256(q, h);
+    else
+        _mm256_storeu_si256(q, h);
+}
+
+static AI T512 void stm_512(void *p, int64_t i, int dt, __m512 v, __mmask16 m) {
+    if (dt == F32)
+        _mm512_mask_storeu_ps((float *)p + i, m, v);
+    else
+        _mm256_mask_storeu_epi16((uint16_t *)p + i, m, narrow16_512(v, dt));
+}
+
+static AI T512 __mmask16 mask_first(int64_t k) {
+    return k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << k) - 1u);
+}
+
+static AI T512 float sumsq_512(const void *x, int64_t n, int dt, float *scr) {
+    __m512 o0 = _mm512_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
+    for (int64_t b = 0; b < n; b += NORM_BLOCK) {
+        int64_t e = n - b < NORM_BLOCK ? n : b + NORM_BLOCK;
+        /* Four accumulators: four FMA chains in flight cover the FMA latency. */
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        int64_t i = b;
+        for (; i + 64 <= e; i += 64) {
+            __m512 v0 = ld_512(x, i, dt), v1 = ld_512(x, i + 16, dt);
+            __m512 v2 = ld_512(x, i + 32, dt), v3 = ld_512(x, i + 48, dt);
+            if (scr != NULL) {
+                _mm512_storeu_ps(scr + i, v0);
+                _mm512_storeu_ps(scr + i + 16, v1);
+                _mm512_storeu_ps(scr + i + 32, v2);
+                _mm512_storeu_ps(scr + i + 48, v3);
+            }
+            a0 = _mm512_fmadd_ps(v0, v0, a0);
+            a1 = _mm512_fmadd_ps(v1, v1, a1);
+            a2 = _mm512_fmadd_ps(v2, v2, a2);
+            a3 = _mm512_fmadd_ps(v3, v3, a3);
+        }
+        if (i < e) {
+            int64_t r = e - i; /* 1..63: same lanes as a full step, the rest zero */
+#define NORM_TAIL512(K, A)                                                                     \
+    if (r > 16 * (K)) {                                                                        \
+        __mmask16 m_ = mask_first(r - 16 * (K));                                               \
+        __m512 v_ = ldm_512(x, i + 16 * (K), dt, m_);                                          \
+        if (scr != NULL)                                                                       \
+            _mm512_mask_storeu_ps(scr + i + 16 * (K), m_, v_);                                 \
+        A = _mm512_fmadd_ps(v_, v_, A);                                                        \
+    }
+            NORM_TAIL512(0, a0)
+            NORM_TAIL512(1, a1)
+            NORM_TAIL512(2, a2)
+            NORM_TAIL512(3, a3)
+#undef NORM_TAIL512
+        }
+        o0 = _mm512_add_ps(o0, a0);
+        o1 = _mm512_add_ps(o1, a1);
+        o2 = _mm512_add_ps(o2, a2);
+        o3 = _mm512_add_ps(o3, a3);
+    }
+    /* fold64 on registers: o0..o3 hold partials 0-15, 16-31, 32-47, 48-63. */
+    __m512 s = _mm512_add_ps(_mm512_add_ps(o0, o2), _mm512_add_ps(o1, o3));
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
+    return _mm_cvtss_f32(q);
+}
+
+static AI T512 __m512 norm_512(const void *src, int sdt, const void *w, int dt, int64_t i,
+                               __m512 vs, int has_w) {
+    __m512 v = _mm512_mul_ps(ld_512(src, i, sdt), vs);
+    if (has_w)
+        v = _mm512_mul_ps(v, ld_512(w, i, dt));
+    return v;
+}
+
+static AI T512 void normm_512(const void *src, int sdt, const void *w, void *y, int dt,
+                              int64_t i, __m512 vs, int has_w, __mmask16 m) {
+    __m512 v = _mm512_mul_ps(ldm_512(src, i, sdt, m), vs);
+    if (has_w)
+        v = _mm512_mul_ps(v, ldm_512(w, i, dt, m));
+    stm_512(y, i, dt, v, m);
+}
+
+static AI T512 void apply_512(const void *src, int sdt, const void *w, void *y, int dt,
+                              int64_t n, float s, int nt, int has_w) {
+    __m512 vs = _mm512_set1_ps(s);
+    int64_t i = 0;
+    size_t es = dt == F32 ? 4 : 2;
+    uintptr_t addr = (uintptr_t)y;
+    if (nt && addr % es == 0) {
+        /* Plain masked stores up to the first cache-line boundary, then whole lines. */
+        int64_t head = (int64_t)(((64 - addr % 64) % 64) / es);
+        if (head > n)
+            head = n;
+        for (; i < head; i += 16)
+            normm_512(src, sdt, w, y, dt, i, vs, has_w, mask_first(head - i));
+        i = head;
+        for (; i + 16 <= n; i += 16)
+            st_512(y, i, dt, norm_512(src, sdt, w, dt, i, vs, has_w), 1);
+    }
+    for (; i + 64 <= n; i += 64) {
+        __m512 v0 = norm_512(src, sdt, w, dt, i, vs, has_w);
+        __m512 v1 = norm_512(src, sdt, w, dt, i + 16, vs, has_w);
+        __m512 v2 = norm_512(src, sdt, w, dt, i + 32, vs, has_w);
+        __m512 v3 = norm_512(src, sdt, w, dt, i + 48, vs, has_w);
+        st_512(y, i, dt, v0, 0);
+        st_512(y, i + 16, dt, v1, 0);
+        st_512(y, i + 32, dt, v2, 0);
+        st_512(y, i + 48, dt, v3, 0);
+    }
+    for (; i + 16 <= n; i += 16)
+        st_512(y, i, dt, norm_512(src, sdt, w, dt, i, vs, has_w), 0);
+    if (i < n)
+        normm_512(src, sdt, w, y, dt, i, vs, has_w, mask_first(n - i));
+}
+
+static AI T512 void rows_512_impl(const norm_job_t *j, int64_t r0, int64_t r1, float *scr,
+                                  int dt, int has_w) {
+    for (int64_t r = r0; r < r1; r++) {
+        const char *xr = j->x + r * j->x_stride;
+        char *yr = j->y + r * j->y_stride;
+        if (scr != NULL) {
+            float s = rms_scale(sumsq_512(xr, j->n, dt, scr), j->n, j->eps);
+            apply_512(scr, F32, j->w, yr, dt, j->n, s, j->nt, has_w);
+        } else {
+            float s = rms_scale(sumsq_512(xr, j->n, dt, NULL), j->n, j->eps);
+            apply_512(xr, dt, j->w, yr, dt, j->n, s, j->nt, has_w);
+        }
+    }
+    if (j->nt) /* non-temporal stores are weakly ordered: publish them before returning */
+        _mm_sfence();
+}
+
+/* One specialised copy per (dtype, weight or not), so the inner loops carry no tests. */
+static T512 void rows_512(const norm_job_t *j, int64_t r0, int64_t r1, float *scr) {
+    int has_w = j->w != NULL;
+    switch (j->dtype * 2 + has_w) {
+    case F32 * 2: rows_512_impl(j, r0, r1, scr, F32, 0); break;
+    case F32 * 2 + 1: rows_512_impl(j, r0, r1, scr, F32, 1); break;
+    case F16 * 2: rows_512_impl(j, r0, r1, scr, F16, 0); break;
+    case F16 * 2 + 1: rows_512_impl(j, r0, r1, scr, F16, 1); break;
+    case BF16 * 2: rows_512_impl(j, r0, r1, scr, BF16, 0); break;
+    default: rows_512_impl(j, r0, r1, scr, BF16, 1); break;
+    }
+}
+
+/* ---- AVX2 path ------------------------------------------------------------------------- */
+
+#define T256 __attribute__((target("avx2,fma,f16c")))
+
+static AI T256 __m256 ld_256(const void *p, int64_t i, int dt) {
+    if (dt == F32)
+        return _mm256_loadu_ps((const float *)p + i);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + i));
+    if (dt == F16)
+        return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static AI T256 __m128i bf16_narrow_256(__m256 v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                     _mm256_set1_epi32(0x7f800000));
+    __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    r = _mm256_blendv_epi8(r, q, nan);
+    /* Every lane is now in [0, 0xffff], so unsigned saturation is a plain narrowing. */
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+
+static AI T256 void st_256(void *p, int64_t i, int dt, __m256 v, int mode) {
+    if (dt == F32) {
+        if (mode)
+            _mm256_stream_ps((float *)p + i, v);
+        else
+            _mm256_storeu_ps((float *)p + i, v);
+        return;
+    }
+    __m128i h = dt == F16 ? _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+                          : bf16_narrow_256(v);
+    __m128i *q = (__m128i *)((uint16_t *)p + i);
+    if (mode)
+        _mm_stream_si128(q, h);
+    else
+        _mm_storeu_si128(q, h);
+}
+
+static AI T256 float sumsq_256(const void *x, int64_t n, int dt, float *scr) {
+    __m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0, o4 = o0, o5 = o0, o6 = o0,
+           o7 = o0;
+    for (int64_t b = 0; b < n; b += NORM_BLOCK) {
+        int64_t e = n - b < NORM_BLOCK ? n : b + NORM_BLOCK;
+        /* Eight 8-lane accumulators: the same 64 partials as the AVX-512 path, and
+         * enough independent chains for two FMA pipes. */
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
+               a6 = a0, a7 = a0;
+        int64_t i = b;
+#define NORM_STEP256(K, A, V)                                                                  \
+    do {                                                                                       \
+        __m256 v_ = (V);                                                                       \
+        A = _mm256_fmadd_ps(v_, v_, A);                                                        \
+        if (scr != NULL)                                                                       \
+            _mm256_storeu_ps(scr + i + 8 * (K), v_);                                           \
+    } while (0)
+#define NORM_ROUND256(LOAD)                                                                    \
+    do {                                                                                       \
+        NORM_STEP256(0, a0, LOAD(0));                                                          \
+        NORM_STEP256(1, a1, LOAD(1));                                                          \
+        NORM_STEP256(2, a2, LOAD(2));                                                          \
+        NORM_STEP256(3, a3, LOAD(3));                                                          \
+        NORM_STEP256(4, a4, LOAD(4));                                                          \
+        NORM_STEP256(5, a5, LOAD(5));                                                          \
+        NORM_STEP256(6, a6, LOAD(6));                                                          \
+        NORM_STEP256(7, a7, LOAD(7));                                                          \
+    } while (0)
+#define NORM_LD_X(K) ld_256(x, i + 8 * (K), dt)
+#define NORM_LD_TAIL(K) _mm256_load_ps(tail + 8 * (K))
+        for (; i + 64 <= e; i += 64)
+            NORM_ROUND256(NORM_LD_X);
+        if (i < e) {
+            /* The last < 64 elements go through a zero-padded copy: zeros add nothing,
+             * so the lanes match a full step. The scratch gets only the real ones. */
+            _Alignas(32) float tail[64];
+            int64_t r = e - i;
+            for (int64_t k = 0; k < 64; k++)
+                tail[k] = k < r ? load1(x, i + k, dt) : 0.0f;
+            float *keep = scr;
+            scr = NULL;
+            NORM_ROUND256(NORM_LD_TAIL);
+            scr = keep;
+            if (scr != NULL)
+                memcpy(scr + i, tail, (size_t)r * sizeof(float));
+        }
+#undef NORM_LD_TAIL
+#undef NORM_LD_X
+#undef NORM_ROUND256
+#undef NORM_STEP256
+        o0 = _mm256_add_ps(o0, a0);
+        o1 = _mm256_add_ps(o1, a1);
+        o2 = _mm256_add_ps(o2, a2);
+        o3 = _mm256_add_ps(o3, a3);
+        o4 = _mm256_add_ps(o4, a4);
+        o5 = _mm256_add_ps(o5, a5);
+        o6 = _mm256_add_ps(o6, a6);
+        o7 = _mm256_add_ps(o7, a7);
+    }
+    /* fold64: o_k holds partials 8k..8k+7. */
+    o0 = _mm256_add_ps(o0, o4);
+    o1 = _mm256_add_ps(o1, o5);
+    o2 = _mm256_add_ps(o2, o6);
+    o3 = _mm256_add_ps(o3, o7);
+    o0 = _mm256_add_ps(o0, o2);
+    o1 = _mm256_add_ps(o1, o3);
+    o0 = _mm256_add_ps(o0, o1);
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(o0), _mm256_extractf128_ps(o0, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
+    return _mm_cvtss_f32(q);
+}
+
+static AI T256 __m256 norm_256(const void *src, int sdt, const void *w, int dt, int64_t i,
+                               __m256 vs, int has_w) {
+    __m256 v = _mm256_mul_ps(ld_256(src, i, sdt), vs);
+    if (has_w)
+        v = _mm256_mul_ps(v, ld_256(w, i, dt));
+    return v;
+}
+
+/* Element-wise, so a scalar head or tail computes exactly what a vector lane would. */
+static AI T256 void apply_part_256(const void *src, int sdt, const void *w, void *y, int dt,
+                                   int64_t b, int64_t e, float s, int has_w) {
+    for (int64_t i = b; i < e; i++) {
+        float v = load1(src, i, sdt) * s;
+        if (has_w)
+            v *= load1(w, i, dt);
+        store1(y, i, dt, v);
+    }
+}
+
+static AI T256 void apply_256(const void *src, int sdt, const void *w, void *y, int dt,
+                              int64_t n, float s, int nt, int has_w) {
+    __m256 vs = _mm256_set1_ps(s);
+    int64_t i = 0;
+    size_t es = dt == F32 ? 4 : 2;
+    uintptr_t addr = (uintptr_t)y;
+    if (nt && addr % es == 0) {
+        int64_t head = (int64_t)(((64 - addr % 64) % 64) / es);
+        if (head > n)
+            head = n;
+        apply_part_256(src, sdt, w, y, dt, 0, head, s, has_w);
+        i = head;
+        for (; i + 8 <= n; i += 8)
+            st_256(y, i, dt, norm_256(src, sdt, w, dt, i, vs, has_w), 1);
+    }
+    for (; i + 32 <= n; i += 32) {
+        __m256 v0 = norm_256(src, sdt, w, dt, i, vs, has_w);
+        __m256 v1 = norm_256(src, sdt, w, dt, i + 8, vs, has_w);
+        __m256 v2 = norm_256(src, sdt, w, dt, i + 16, vs, has_w);
+        __m256 v3 = norm_256(src, sdt, w, dt, i + 24, vs, has_w);
+        st_256(y, i, dt, v0, 0);
+        st_256(y, i + 8, dt, v1, 0);
+        st_256(y, i + 16, dt, v2, 0);
+        st_256(y, i + 24, dt, v3, 0);
+    }
+    for (; i + 8 <= n; i += 8)
+        st_256(y, i, dt, norm_256(src, sdt, w, dt, i, vs, has_w), 0);
+    apply_part_256(src, sdt, w, y, dt, i, n, s, has_w);
+}
+
+static AI T256 void rows_256_impl(const norm_job_t *j, int64_t r0, int64_t r1, float *scr,
+                                  int dt, int has_w) {
+    for (int64_t r = r0; r < r1; r++) {
+        const char *xr = j->x + r * j->x_stride;
+        char *yr = j->y + r * j->y_stride;
+        if (scr != NULL) {
+            float s = rms_scale(sumsq_256(xr, j->n, dt, scr), j->n, j->eps);
+            apply_256(scr, F32, j->w, yr, dt, j->n, s, j->nt, has_w);
+        } else {
+            float s = rms_scale(sumsq_256(xr, j->n, dt, NULL), j->n, j->eps);
+            apply_256(xr, dt, j->w, yr, dt, j->n, s, j->nt, has_w);
+        }
+    }
+    if (j->nt)
+        _mm_sfence();
+}
+
+static T256 void rows_256(const norm_job_t *j, int64_t r0, int64_t r1, float *scr) {
+    int has_w = j->w != NULL;
+    switch (j->dtype * 2 + has_w) {
+    case F32 * 2: rows_256_impl(j, r0, r1, scr, F32, 0); break;
+    case F32 * 2 + 1: rows_256_impl(j, r0, r1, scr, F32, 1); break;
+    case F16 * 2: rows_256_impl(j, r0, r1, scr, F16, 0); break;
+    case F16 * 2 + 1: rows_256_impl(j, r0, r1, scr, F16, 1); break;
+    case BF16 * 2: rows_256_impl(j, r0, r1, scr, BF16, 0); break;
+    default: rows_256_impl(j, r0, r1, scr, BF16, 1); break;
+    }
+}
+#endif /* NORM_X86 */
+
+/* ---- SIMD level ------------------------------------------------------------------------ */
+
+static atomic_int g_detected = -1;
+static atomic_int g_override = -1;
+
+int tileops_cpu_simd_detect(void) {
+    int lvl = atomic_load_explicit(&g_detected, memory_order_relaxed);
+    if (lvl >= 0)
+        return lvl;
+    lvl = TILEOPS_SIMD_SCALAR;
+#if NORM_X86
+    /* libgcc's checks include the OS's XSAVE support for the wider registers. */
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c")) {
+        lvl = TILEOPS_SIMD_AVX2;
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl"))
+            lvl = TILEOPS_SIMD_AVX512;
+    }
+#endif
+    atomic_store_explicit(&g_detected, lvl, memory_order_relaxed);
+    return lvl;
+}
+
+int tileops_cpu_simd_active(void) {
+    int o = atomic_load_explicit(&g_override, memory_order_relaxed);
+    return o >= 0 ? o : tileops_cpu_simd_detect();
+}
+
+tileops_status_t tileops_cpu_simd_override(int level) {
+    if (level < -1 || level > TILEOPS_SIMD_AVX512)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "simd_override: level must be -1, 0, 1 or 2, got %d", level);
+    if (level > tileops_cpu_simd_detect())
+        return tileops_fail(TILEOPS_ERR_UNSUPPORTED,
+                            "simd_override: level %d is above what this CPU supports (%d)",
+                            level, tileops_cpu_simd_detect());
+    atomic_store(&g_override, level);
+    return TILEOPS_OK;
+}
+
+const char *tileops_cpu_simd_level(void) {
+    switch (tileops_cpu_simd_active()) {
+    case TILEOPS_SIMD_AVX512: return "avx512";
+    case TILEOPS_SIMD_AVX2: return "avx2";
+    default: return "scalar";
+    }
+}
+
+/* ---- entry points ---------------------------------------------------------------------- */
+
+static tileops_status_t check_args(const tileops_rms_norm_args_t *a) {
+    if (a == NULL)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "rms_norm: args must be non-NULL, got NULL");
+    if (a->dtype < 0 || a->dtype >= TILEOPS_DTYPE_COUNT_)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "rms_norm: dtype must be 0 (float32), 1 (float16) or 2 (bfloat16), got %d",
+                            a->dtype);
+    if (a->rows < 0)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "rms_norm: rows must be >= 0, got %lld",
+                            (long long)a->rows);
+    if (a->n < 1)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "rms_norm: n must be >= 1, got %lld",
+                            (long long)a->n);
+    if (a->rows == 0) /* nothing is read or written, so pointers and strides do not matter */
+        return TILEOPS_OK;
+    if (a->x == NULL)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "rms_norm: x must be non-NULL when rows > 0 (rows = %lld), got NULL",
+                            (long long)a->rows);
+    if (a->y == NULL)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "rms_norm: y must be non-NULL when rows > 0 (rows = %lld), got NULL",
+                            (long long)a->rows);
+    if (a->x_row_stride < a->n)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "rms_norm: x_row_stride must be >= n (%lld), got %lld",
+                            (long long)a->n, (long long)a->x_row_stride);
+    if (a->y_row_stride < a->n)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "rms_norm: y_row_stride must be >= n (%lld), got %lld",
+                            (long long)a->n, (long long)a->y_row_stride);
+    /* Byte offsets of the last row must be representable. */
+    size_t es = tileops_dtype_size(a->dtype);
+    int64_t big = a->x_row_stride > a->y_row_stride ? a->x_row_stride : a->y_row_stride;
+    if (big > INT64_MAX / (int64_t)es / a->rows)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "rms_norm: rows * row_stride must fit in int64 bytes, got rows = %lld, "
+                            "row_stride = %lld",
+                            (long long)a->rows, (long long)big);
+    return TILEOPS_OK;
+}
+
+static void norm_range(void *ctx, int64_t r0, int64_t r1) {
+    const norm_job_t *j = ctx;
+    float *scr = NULL;
+    float *heap = NULL;
+    _Alignas(64) float stack_scr[NORM_STACK_SCRATCH];
+    if (j->variant == TILEOPS_RMS_NORM_ON_CHIP && j->dtype != F32) {
+        if (j->n <= NORM_STACK_SCRATCH) {
+            scr = stack_scr;
+        } else if ((uint64_t)j->n <= (SIZE_MAX - 64) / sizeof(float)) {
+            size_t bytes = ((size_t)j->n * sizeof(float) + 63) & ~(size_t)63;
+            heap = aligned_alloc(64, bytes);
+            /* Without memory, fall back to re-reading x (the ROW scheme): the
+             * arithmetic is the same, so the output is too. */
+            scr = heap;
+        }
+    }
+    switch (j->level) {
+#if NORM_X86
+    case TILEOPS_SIMD_AVX512: rows_512(j, r0, r1, scr); break;
+    case TILEOPS_SIMD_AVX2: rows_256(j, r0, r1, scr); break;
+#endif
+    default: rows_scalar(j, r0, r1, scr); break;
+    }
+    free(heap);
+}
+
+tileops_status_t tileops_cpu_rms_norm(const tileops_rms_norm_args_t *args, int variant) {
+    tileops_status_t st = check_args(args);
+    if (st != TILEOPS_OK)
+        return st;
+    if (variant < TILEOPS_RMS_NORM_ROW || variant > TILEOPS_RMS_NORM_STREAMING)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "rms_norm: variant must be 0 (ROW), 1 (ON_CHIP) or 2 (STREAMING), got %d",
+                            variant);
+    if (args->rows == 0)
+        return TILEOPS_OK;
+    int64_t es = (int64_t)tileops_dtype_size(args->dtype);
+    norm_job_t job = {
+        .x = args->x,
+        .w = args->weight,
+        .y = args->y,
+        .n = args->n,
+        .x_stride = args->x_row_stride * es,
+        .y_stride = args->y_row_stride * es,
+        .eps = args->eps,
+        .dtype = args->dtype,
+        .variant = variant,
+        .level = tileops_cpu_simd_active(),
+    };
+    int64_t out_bytes = args->rows > INT64_MAX / es / args->n ? INT64_MAX : args->rows * args->n * es;
+    job.nt = variant == TILEOPS_RMS_NORM_STREAMING || out_bytes >= NORM_NT_MIN_BYTES;
+    int64_t min_rows = (NORM_MIN_ELEMS_PER_THREAD + args->n - 1) / args->n;
+    tileops_cpu_parallel_for(args->rows, min_rows, norm_range, &job);
+    return TILEOPS_OK;
+}
+
+/* ---- reference ------------------------------------------------------------------------- */
+
+/* Rounds a double to the float nearest it towards zero, with the last bit set when
+ * inexact ("round to odd"). Rounding that float to a 16-bit type then gives the correctly
+ * rounded result of the double itself: a float has enough extra bits that the two
+ * roundings cannot combine into a wrong tie. */
+static float round_to_odd(double d) {
+    float f = (float)d;
+    if (d == d && (double)f != d) {
+        uint32_t u;
+        memcpy(&u, &f, sizeof u);
+        if (fabs((double)f) > fabs(d))
+            u -= 1; /* one step towards zero, also from infinity to FLT_MAX */
+        u |= 1u;
+        memcpy(&f, &u, sizeof f);
+    }
+    return f;
+}
+
+static void store_double(void *p, int64_t i, int dt, double v) {
+    if (dt == F16)
+        ((uint16_t *)p)[i] = tileops_f32_to_f16(round_to_odd(v));
+    else if (dt == BF16)
+        ((uint16_t *)p)[i] = tileops_f32_to_bf16(round_to_odd(v));
+    else
+        ((float *)p)[i] = (float)v;
+}
+
+tileops_status_t tileops_cpu_rms_norm_reference(const tileops_rms_norm_args_t *args) {
+    tileops_status_t st = check_args(args);
+    if (st != TILEOPS_OK)
+        return st;
+    int dt = args->dtype;
+    int64_t es = (int64_t)tileops_dtype_size(dt);
+    int64_t n = args->n;
+    for (int64_t r = 0; r < args->rows; r++) {
+        const char *x = (const char *)args->x + r * args->x_row_stride * es;
+        char *y = (char *)args->y + r * args->y_row_stride * es;
+        double ss = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            double v = load1(x, i, dt);
+            ss += v * v;
+        }
+        double scale = 1.0 / sqrt(ss / (double)n + (double)args->eps);
+        for (int64_t i = 0; i < n; i++) {
+            double v = (double)load1(x, i, dt) * scale;
+            if (args->weight != NULL)
+                v *= load1(args->weight, i, dt);
+            store_double(y, i, dt, v);
+        }
+    }
+    return TILEOPS_OK;
+}

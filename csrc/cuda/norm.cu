@@ -1,0 +1,657 @@
+/* cuda/norm.cu: the RMSNorm GPU kernels, compiled at run time by NVRTC (C-style CUDA C,
+ * no includes, no builtin headers needed: it builds with NVRTC --minimal).
+ *
+ *   y[r, :] = x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * w[:]      (w optional)
+ *
+ * over the last dim of a (rows, N) input; the same function as the CPU kernels in
+ * tileops/cpu.h. Accumulation in fp32; one conversion of the result to the dtype, round
+ * to nearest even.
+ *
+ * ==== Parameters (identical for the three kernels; arg_format "pppqqqf") ==============
+ *   (const void *x, const void *w /+ 0 when TILEOPS_HAS_WEIGHT=0 +/, void *y,
+ *    long long rows, long long x_row_stride, long long y_row_stride, float eps)
+ *   strides in elements; unit stride inside a row; w is (N,) contiguous.
+ *   y may be x (in place): every row is read before it is written by the same threads.
+ *
+ * ==== Defines ===========================================================================
+ *   TILEOPS_DTYPE        0 float32, 1 float16, 2 bfloat16 (codes of tileops/dtype.h).
+ *   TILEOPS_N            row length N >= 1 (compile time).
+ *   TILEOPS_HAS_WEIGHT   0 or 1.
+ *   TILEOPS_VEC          G = elements per 16-byte vector (4 for float32, 8 for the half
+ *                        types) for the vector path, or 1 for the scalar path. The vector
+ *                        path requires x, y (and w) 16-byte aligned and both row strides
+ *                        multiples of G (any stride when rows == 1); otherwise use 1.
+ *   TILEOPS_THREADS      block size: a multiple of 32, <= 1024.
+ *   TILEOPS_ROW_THREADS  tileops_rms_norm only: RT, threads per row; a power of two <= 32,
+ *                        or a multiple of 32; divides TILEOPS_THREADS. Default THREADS.
+ *                        (The other two kernels always use RT = TILEOPS_THREADS.)
+ *   TILEOPS_UNROLL       tileops_rms_norm_streaming only: vectors in flight per thread per
+ *                        step (default 4).
+ *   TILEOPS_KERNEL       which kernel to compile: 0 tileops_rms_norm, 1 ..._on_chip,
+ *                        2 ..._streaming; -1 or undefined: all that fit the defines
+ *                        (recommended: name the one you launch; NVRTC is then faster and
+ *                        a too-long N for the register kernel is a compile error).
+ *
+ * ==== Derived quantities (what launches are computed from) =============================
+ *   E  = element size: 4 (float32) or 2 (float16, bfloat16)
+ *   G  = 16 / E                  elements per 16-byte group (4 or 8)
+ *   NG = ceil(N / G)             groups per row (the last one may be partial: a tail)
+ *   RT = threads per row         (TILEOPS_ROW_THREADS for tileops_rms_norm, else THREADS)
+ *   Thread t of a row owns groups g = j * RT + t, j = 0, 1, ...; it sums the squares of
+ *   its groups in increasing j, elements in increasing order, in one fp32 accumulator;
+ *   the RT partial sums are combined by a fixed xor-butterfly inside each warp and, when
+ *   RT > 32, by a second fixed butterfly over the per-warp sums (through shared memory).
+ *   The order depends only on (N, dtype, RT): never on rows, the grid, the row's position
+ *   or TILEOPS_VEC (the scalar path loads the same groups element by element), so a
+ *   row's result is batch-invariant, and the three kernels give bitwise identical
+ *   results for the same RT.
+ *
+ * ==== Kernels and launch shapes ==========================================================
+ * Every kernel loops over rows with a grid stride, so any grid.x >= 1 is correct and the
+ * result never depends on it; grid.y = grid.z = 1, block = (TILEOPS_THREADS, 1, 1).
+ *
+ * tileops_rms_norm (registers): each row is held in registers by RT threads; RPB =
+ *   THREADS / RT rows per block (RT <= 32: a warp or part of a warp per row, no barrier;
+ *   RT > 32: several warps, one barrier per row).
+ *     VPT = ceil(NG / RT) groups per thread; must be <= 8 (compile error otherwise).
+ *     grid.x  = ceil(rows / RPB)  (may be capped, e.g. at 2^31 - 1: rows are strided)
+ *     shared  = 0 dynamic (static: 256 bytes when RT > 32, else 0)
+ *     max N   = 8 * G * 1024: 32768 (float32), 65536 (float16/bfloat16), scalar path too.
+ *   Recommended: RT = min(1024, max(1, pow2ceil(ceil(NG / 4)))) (VPT <= 4: the weight
+ *   stays in registers), then RT = 1024 for 4096 < NG <= 8192 (VPT 5..8);
+ *   THREADS = max(RT, 256); grid.x = ceil(rows / (THREADS / RT)).
+ *   Intended for N up to 16384 (float32) / 32768 (half types); the register kernel is
+ *   correct up to the max above.
+ *
+ * tileops_rms_norm_on_chip (shared memory): one row per block, staged once in dynamic
+ *   shared memory in its 16-byte groups (the vector path copies with cp.async, the tail
+ *   zero-filled), reduced, then normalised from shared memory: x is read once.
+ *     grid.x  = rows (may be capped; rows are strided), block.x = THREADS
+ *     shared  = NG * 16 bytes dynamic (static: 256 bytes)
+ *     max N   : NG * 16 + 256 <= max shared per block (opt-in). On an H200 (232448 bytes):
+ *               NG <= 14512: N <= 58048 (float32), N <= 116096 (float16/bfloat16).
+ *   Recommended THREADS = 512 (1024 for NG > 8192). Intended for N above the register
+ *   kernel's range up to that max. The runtime raises the function's dynamic shared
+ *   limit when shared > 48 KiB.
+ *
+ * tileops_rms_norm_streaming (two passes over global memory): one row per block; pass 1
+ *   sums the squares, pass 2 re-reads x (from L2 when the rows in flight fit), scales and
+ *   writes y (evict-first stores so they do not push x out of L2). Any N.
+ *     grid.x  = min(rows, sm_count)  (one 1024-thread block per SM keeps the rows in
+ *               flight, sm_count * N * E bytes, inside L2 up to ~300 KB rows)
+ *     block.x = THREADS (recommended 1024), shared = 0 dynamic (static: 256 bytes)
+ *   Intended for rows too long for tileops_rms_norm_on_chip.
+ */
+
+/* ---- no headers: the few CUDA keywords the kernels need, if the compiler lacks them --- */
+#ifndef __global__
+#define __global__ __attribute__((global))
+#endif
+#ifndef __device__
+#define __device__ __attribute__((device))
+#endif
+#ifndef __shared__
+#define __shared__ __attribute__((shared))
+#endif
+#ifndef __launch_bounds__
+#define __launch_bounds__(t) __attribute__((launch_bounds(t)))
+#endif
+#ifndef __forceinline__
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#endif
+
+/* ---- defines ------------------------------------------------------------------------- */
+#if !defined(TILEOPS_DTYPE) || !defined(TILEOPS_N) || !defined(TILEOPS_HAS_WEIGHT) || \
+    !defined(TILEOPS_VEC) || !defined(TILEOPS_THREADS)
+#error "norm.cu needs -DTILEOPS_DTYPE, -DTILEOPS_N, -DTILEOPS_HAS_WEIGHT, -DTILEOPS_VEC, -DTILEOPS_THREADS"
+#endif
+#if TILEOPS_DTYPE == 0
+#define TILEOPS_E 4
+#elif TILEOPS_DTYPE == 1 || TILEOPS_DTYPE == 2
+#define TILEOPS_E 2
+#else
+#error "TILEOPS_DTYPE must be 0 (float32), 1 (float16) or 2 (bfloat16)"
+#endif
+#define TILEOPS_G (16 / TILEOPS_E)
+#if TILEOPS_N < 1
+#error "TILEOPS_N must be >= 1"
+#endif
+#if TILEOPS_VEC != 1 && TILEOPS_VEC != TILEOPS_G
+#error "TILEOPS_VEC must be 1 (scalar path) or 16 / element size (vector path)"
+#endif
+#if TILEOPS_THREADS < 32 || TILEOPS_THREADS > 1024 || TILEOPS_THREADS % 32 != 0
+#error "TILEOPS_THREADS must be a multiple of 32 in [32, 1024]"
+#endif
+#ifndef TILEOPS_ROW_THREADS
+#define TILEOPS_ROW_THREADS TILEOPS_THREADS
+#endif
+#ifndef TILEOPS_UNROLL
+#define TILEOPS_UNROLL 4
+#endif
+#ifndef TILEOPS_KERNEL
+#define TILEOPS_KERNEL (-1)
+#endif
+
+#define TILEOPS_NG ((TILEOPS_N + TILEOPS_G - 1) / TILEOPS_G) /* groups per row */
+#define TILEOPS_NGF (TILEOPS_N / TILEOPS_G)                   /* full groups */
+#define TILEOPS_TAIL (TILEOPS_N - TILEOPS_NGF * TILEOPS_G)     /* elements of the last */
+#define TILEOPS_WARPS (TILEOPS_THREADS / 32)
+
+/* the register kernel's shape */
+#define RK_RT TILEOPS_ROW_THREADS
+#define RK_RPB (TILEOPS_THREADS / RK_RT)
+#define RK_VPT ((TILEOPS_NG + RK_RT - 1) / RK_RT)
+#define RK_MAX_VPT 8
+#if RK_RT < 1 || TILEOPS_THREADS % RK_RT != 0 || \
+    (RK_RT <= 32 && (RK_RT & (RK_RT - 1)) != 0) || (RK_RT > 32 && RK_RT % 32 != 0)
+#error "TILEOPS_ROW_THREADS must be a power of two <= 32 or a multiple of 32, dividing TILEOPS_THREADS"
+#endif
+#if TILEOPS_KERNEL == 0 && RK_VPT > RK_MAX_VPT
+#error "TILEOPS_N is too long for tileops_rms_norm with this TILEOPS_ROW_THREADS (more than 8 vectors per thread): use more row threads or tileops_rms_norm_on_chip"
+#endif
+#define RK_ENABLED ((TILEOPS_KERNEL == 0 || TILEOPS_KERNEL == -1) && RK_VPT <= RK_MAX_VPT)
+#define OC_ENABLED (TILEOPS_KERNEL == 1 || TILEOPS_KERNEL == -1)
+#define ST_ENABLED (TILEOPS_KERNEL == 2 || TILEOPS_KERNEL == -1)
+/* the weight stays in registers across rows when it costs at most 16 registers */
+#define RK_W_IN_REGS (TILEOPS_HAS_WEIGHT && RK_VPT <= 4)
+
+#define TILEOPS_DEV static __device__ __forceinline__
+
+/* One 16-byte group: G elements packed in four 32-bit words (for the half types element
+ * 2k is the low half of word k). */
+struct __attribute__((aligned(16))) tileops_v4 {
+    unsigned int a[4];
+};
+
+/* ---- thread indices and barriers (PTX special registers, no builtin header) ----------- */
+TILEOPS_DEV unsigned tileops_tid(void) {
+    unsigned r;
+    asm("mov.u32 %0, %%tid.x;" : "=r"(r));
+    return r;
+}
+TILEOPS_DEV unsigned tileops_ctaid(void) {
+    unsigned r;
+    asm("mov.u32 %0, %%ctaid.x;" : "=r"(r));
+    return r;
+}
+TILEOPS_DEV unsigned tileops_nctaid(void) {
+    unsigned r;
+    asm("mov.u32 %0, %%nctaid.x;" : "=r"(r));
+    return r;
+}
+TILEOPS_DEV void tileops_barrier(void) { asm volatile("bar.sync 0;" ::: "memory"); }
+TILEOPS_DEV float tileops_shfl_xor(float v, int offset) {
+    float r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(offset));
+    return r;
+}
+/* The same instruction rsqrtf() compiles to without fast math (2 ulp, subnormals kept). */
+TILEOPS_DEV float tileops_rsqrt(float v) {
+    float r;
+    asm("rsqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(v));
+    return r;
+}
+TILEOPS_DEV float tileops_as_float(unsigned u) {
+    float f;
+    asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u));
+    return f;
+}
+TILEOPS_DEV unsigned tileops_as_uint(float f) {
+    unsigned u;
+    asm("mov.b32 %0, %1;" : "=r"(u) : "f"(f));
+    return u;
+}
+
+/* ---- global and shared memory access -------------------------------------------------- */
+TILEOPS_DEV struct tileops_v4 tileops_ld16(const char *p) {
+    struct tileops_v4 v;
+    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.a[0]), "=r"(v.a[1]), "=r"(v.a[2]), "=r"(v.a[3])
+                 : "l"(p));
+    return v;
+}
+/* read-only data (the weight): the non-coherent path, kept in L1 */
+TILEOPS_DEV struct tileops_v4 tileops_ld16_nc(const char *p) {
+    struct tileops_v4 v;
+    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.a[0]), "=r"(v.a[1]), "=r"(v.a[2]), "=r"(v.a[3])
+                 : "l"(p));
+    return v;
+}
+TILEOPS_DEV void tileops_st16(char *p, struct tileops_v4 v) {
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};"
+                 :
+                 : "l"(p), "r"(v.a[0]), "r"(v.a[1]), "r"(v.a[2]), "r"(v.a[3])
+                 : "memory");
+}
+/* evict-first store (streaming kernel: keep L2 for the second read of x) */
+TILEOPS_DEV void tileops_st16_cs(char *p, struct tileops_v4 v) {
+    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};"
+                 :
+                 : "l"(p), "r"(v.a[0]), "r"(v.a[1]), "r"(v.a[2]), "r"(v.a[3])
+                 : "memory");
+}
+TILEOPS_DEV unsigned tileops_smem_addr(const void *p) {
+    unsigned r;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+    return r;
+}
+
+TILEOPS_DEV struct tileops_v4 tileops_zero4(void) {
+    struct tileops_v4 v;
+    v.a[0] = 0u;
+    v.a[1] = 0u;
+    v.a[2] = 0u;
+    v.a[3] = 0u;
+    return v;
+}
+
+/* Group g of a row, element by element: the first `count` elements, zeros after. Only
+ * element alignment is needed. */
+TILEOPS_DEV struct tileops_v4 tileops_ld_group_scalar(const char *row, long long g, int count) {
+    struct tileops_v4 v = tileops_zero4();
+#if TILEOPS_E == 4
+    const unsigned *p = (const unsigned *)row + g * 4;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (k < count)
+            v.a[k] = p[k];
+#else
+    const unsigned short *p = (const unsigned short *)row + g * 8;
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        if (k < count)
+            v.a[k >> 1] |= (unsigned)p[k] << (16 * (k & 1));
+#endif
+    return v;
+}
+
+TILEOPS_DEV void tileops_st_group_scalar(char *row, long long g, int count, struct tileops_v4 v) {
+#if TILEOPS_E == 4
+    unsigned *p = (unsigned *)row + g * 4;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        if (k < count)
+            p[k] = v.a[k];
+#else
+    unsigned short *p = (unsigned short *)row + g * 8;
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        if (k < count)
+            p[k] = (unsigned short)(v.a[k >> 1] >> (16 * (k & 1)));
+#endif
+}
+
+/* Elements of group g that exist (G for a full group). */
+TILEOPS_DEV int tileops_group_count(long long g) {
+    long long left = (long long)TILEOPS_N - g * TILEOPS_G;
+    return left >= TILEOPS_G ? TILEOPS_G : (int)left;
+}
+
+/* Loads group g (< NG) of a row: 16-byte load on the vector path, element loads for the
+ * tail and on the scalar path. nc: read-only data. */
+TILEOPS_DEV struct tileops_v4 tileops_ld_group(const char *row, long long g, int nc) {
+#if TILEOPS_VEC == 1
+    (void)nc;
+    return tileops_ld_group_scalar(row, g, tileops_group_count(g));
+#else
+    if (TILEOPS_TAIL == 0 || g < TILEOPS_NGF)
+        return nc ? tileops_ld16_nc(row + g * 16) : tileops_ld16(row + g * 16);
+    return tileops_ld_group_scalar(row, g, TILEOPS_TAIL);
+#endif
+}
+
+TILEOPS_DEV void tileops_st_group(char *row, long long g, struct tileops_v4 v, int evict_first) {
+#if TILEOPS_VEC == 1
+    (void)evict_first;
+    tileops_st_group_scalar(row, g, tileops_group_count(g), v);
+#else
+    if (TILEOPS_TAIL == 0 || g < TILEOPS_NGF) {
+        if (evict_first)
+            tileops_st16_cs(row + g * 16, v);
+        else
+            tileops_st16(row + g * 16, v);
+    } else {
+        tileops_st_group_scalar(row, g, TILEOPS_TAIL, v);
+    }
+#endif
+}
+
+/* ---- conversions ---------------------------------------------------------------------- */
+/* group -> G floats */
+TILEOPS_DEV void tileops_unpack(struct tileops_v4 v, float *f) {
+#if TILEOPS_DTYPE == 0
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        f[k] = tileops_as_float(v.a[k]);
+#elif TILEOPS_DTYPE == 1
+    /* volatile: the compiler must not keep the unpacked floats alive across the row's
+     * reduction (twice the registers of the packed halves); unpacking again is cheap */
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        float lo, hi;
+        asm volatile("{ .reg .b16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h; }"
+                     : "=f"(lo), "=f"(hi)
+                     : "r"(v.a[k]));
+        f[2 * k] = lo;
+        f[2 * k + 1] = hi;
+    }
+#else
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        float lo, hi;
+        asm volatile("{ shl.b32 %0, %2, 16; and.b32 %1, %2, 0xffff0000; }"
+                     : "=f"(lo), "=f"(hi)
+                     : "r"(v.a[k]));
+        f[2 * k] = lo;
+        f[2 * k + 1] = hi;
+    }
+#endif
+}
+
+#if TILEOPS_DTYPE == 2 && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 800)
+/* float -> bfloat16 bits, round to nearest even, NaN kept quiet (before sm_80) */
+TILEOPS_DEV unsigned tileops_bf16_bits(float f) {
+    unsigned u = tileops_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (u >> 16) | 0x0040u;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return u >> 16;
+}
+#endif
+
+/* two floats -> one word of the dtype's pair (lo in the low half) */
+TILEOPS_DEV unsigned tileops_pack2(float lo, float hi) {
+    unsigned r;
+#if TILEOPS_DTYPE == 1
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("{ .reg .b16 l, h; cvt.rn.f16.f32 l, %1; cvt.rn.f16.f32 h, %2; mov.b32 %0, {l, h}; }"
+        : "=r"(r)
+        : "f"(lo), "f"(hi));
+#endif
+#elif TILEOPS_DTYPE == 2
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    r = tileops_bf16_bits(lo) | (tileops_bf16_bits(hi) << 16);
+#endif
+#else
+    r = tileops_as_uint(lo);
+    (void)hi;
+#endif
+    return r;
+}
+
+/* G floats -> group */
+TILEOPS_DEV struct tileops_v4 tileops_pack(const float *f) {
+    struct tileops_v4 v;
+#if TILEOPS_DTYPE == 0
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        v.a[k] = tileops_as_uint(f[k]);
+#else
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        v.a[k] = tileops_pack2(f[2 * k], f[2 * k + 1]);
+#endif
+    return v;
+}
+
+/* ---- the math shared by the three kernels --------------------------------------------- */
+
+/* acc += sum of squares of a group, elements in order */
+TILEOPS_DEV float tileops_sumsq(struct tileops_v4 v, float acc) {
+    float f[TILEOPS_G];
+    tileops_unpack(v, f);
+#pragma unroll
+    for (int k = 0; k < TILEOPS_G; k++)
+        acc += f[k] * f[k];
+    return acc;
+}
+
+/* y group = x group * rstd (* w group) */
+TILEOPS_DEV struct tileops_v4 tileops_scale(struct tileops_v4 xv, struct tileops_v4 wv,
+                                            float rstd) {
+    float f[TILEOPS_G];
+    tileops_unpack(xv, f);
+#if TILEOPS_HAS_WEIGHT
+    float wf[TILEOPS_G];
+    tileops_unpack(wv, wf);
+#pragma unroll
+    for (int k = 0; k < TILEOPS_G; k++)
+        f[k] = f[k] * rstd * wf[k];
+#else
+    (void)wv;
+#pragma unroll
+    for (int k = 0; k < TILEOPS_G; k++)
+        f[k] = f[k] * rstd;
+#endif
+    return tileops_pack(f);
+}
+
+/* 1 / sqrt(mean + eps) from a row's total sum of squares */
+TILEOPS_DEV float tileops_rstd(float sumsq, float eps) {
+    return tileops_rsqrt(sumsq / (float)TILEOPS_N + eps);
+}
+
+/* Sum over the RT threads of a row, the same fixed order for every row. RT <= 32: an
+ * xor butterfly inside the row's lanes. RT > 32: a butterfly in each warp, the per-warp
+ * sums through red[] (one barrier; all threads of the block must call it), a butterfly
+ * over them. red: TILEOPS_WARPS floats, not reused before the next barrier. Every thread
+ * of the row returns the same total. */
+TILEOPS_DEV float tileops_row_sum(float v, float *red, unsigned tid, int rt) {
+    if (rt <= 32) {
+#pragma unroll
+        for (int off = 16; off >= 1; off >>= 1)
+            if (off < rt)
+                v += tileops_shfl_xor(v, off);
+        return v;
+    }
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1)
+        v += tileops_shfl_xor(v, off);
+    unsigned warp = tid >> 5, lane = tid & 31u;
+    if (lane == 0)
+        red[warp] = v;
+    tileops_barrier();
+    unsigned first = (tid / (unsigned)rt) * (unsigned)(rt / 32);
+    float p = lane < (unsigned)(rt / 32) ? red[first + lane] : 0.0f;
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1)
+        p += tileops_shfl_xor(p, off);
+    return p;
+}
+
+/* Row pointers: strides in elements. */
+TILEOPS_DEV const char *tileops_row_in(const void *base, long long row, long long stride) {
+    return (const char *)base + row * stride * TILEOPS_E;
+}
+TILEOPS_DEV char *tileops_row_out(void *base, long long row, long long stride) {
+    return (char *)base + row * stride * TILEOPS_E;
+}
+
+/* ==== tileops_rms_norm: the row in registers ============================================ */
+#if RK_ENABLED
+extern "C" __global__ void __launch_bounds__(TILEOPS_THREADS)
+tileops_rms_norm(const void *x, const void *w, void *y, long long rows, long long x_row_stride,
+                 long long y_row_stride, float eps) {
+#if RK_RT > 32
+    __shared__ float red[2][TILEOPS_WARPS]; /* alternated per row: one barrier per row */
+#else
+    float *red[2] = {0, 0};
+#endif
+    const unsigned tid = tileops_tid();
+    const unsigned t = tid % RK_RT; /* thread within the row */
+    const long long group = tid / RK_RT;
+#if RK_W_IN_REGS
+    struct tileops_v4 wr[RK_VPT];
+#pragma unroll
+    for (int j = 0; j < RK_VPT; j++) {
+        long long g = (long long)j * RK_RT + t;
+        wr[j] = g < TILEOPS_NG ? tileops_ld_group((const char *)w, g, 1) : tileops_zero4();
+    }
+#endif
+    int parity = 0;
+    for (long long base = (long long)tileops_ctaid() * RK_RPB; base < rows;
+         base += (long long)tileops_nctaid() * RK_RPB) {
+        const long long row = base + group;
+        const int active = row < rows;
+        const char *xrow = tileops_row_in(x, active ? row : 0, x_row_stride);
+        struct tileops_v4 xr[RK_VPT];
+#pragma unroll
+        for (int j = 0; j < RK_VPT; j++) {
+            long long g = (long long)j * RK_RT + t;
+            xr[j] = (active && g < TILEOPS_NG) ? tileops_ld_group(xrow, g, 0) : tileops_zero4();
+        }
+        float acc = 0.0f;
+#pragma unroll
+        for (int j = 0; j < RK_VPT; j++)
+            acc = tileops_sumsq(xr[j], acc);
+        const float rstd = tileops_rstd(tileops_row_sum(acc, red[parity], tid, RK_RT), eps);
+        parity ^= 1;
+        if (active) {
+            char *yrow = tileops_row_out(y, row, y_row_stride);
+#pragma unroll
+            for (int j = 0; j < RK_VPT; j++) {
+                long long g = (long long)j * RK_RT + t;
+                if (g < TILEOPS_NG) {
+#if RK_W_IN_REGS
+                    struct tileops_v4 wv = wr[j];
+#elif TILEOPS_HAS_WEIGHT
+                    struct tileops_v4 wv = tileops_ld_group((const char *)w, g, 1);
+#else
+                    struct tileops_v4 wv = tileops_zero4();
+#endif
+                    tileops_st_group(yrow, g, tileops_scale(xr[j], wv, rstd), 0);
+                }
+            }
+        }
+    }
+#if !TILEOPS_HAS_WEIGHT
+    (void)w;
+#endif
+}
+#endif /* RK_ENABLED */
+
+/* ==== tileops_rms_norm_on_chip: the row staged in shared memory ========================= */
+#if OC_ENABLED
+#define OC_J ((TILEOPS_NG + TILEOPS_THREADS - 1) / TILEOPS_THREADS) /* groups per thread */
+
+extern "C" __global__ void __launch_bounds__(TILEOPS_THREADS)
+tileops_rms_norm_on_chip(const void *x, const void *w, void *y, long long rows,
+                         long long x_row_stride, long long y_row_stride, float eps) {
+    extern __shared__ struct tileops_v4 tileops_row_smem[]; /* NG groups */
+    __shared__ float red[2][TILEOPS_WARPS];
+    const unsigned tid = tileops_tid();
+    int parity = 0;
+    for (long long row = tileops_ctaid(); row < rows; row += tileops_nctaid()) {
+        const char *xrow = tileops_row_in(x, row, x_row_stride);
+        /* stage: each thread copies its own groups, and later reads only those, so no
+         * barrier is needed between the copy and the reads */
+#if TILEOPS_VEC != 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#pragma unroll 4
+        for (int j = 0; j < OC_J; j++) {
+            int g = j * TILEOPS_THREADS + (int)tid;
+            if (g < TILEOPS_NG) {
+                unsigned bytes = (TILEOPS_TAIL == 0 || g < TILEOPS_NGF) ? 16u : TILEOPS_TAIL * TILEOPS_E;
+                /* copies `bytes`, zero-fills the rest of the 16 */
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                             :
+                             : "r"(tileops_smem_addr(&tileops_row_smem[g])), "l"(xrow + (long long)g * 16),
+                               "r"(bytes)
+                             : "memory");
+            }
+        }
+        asm volatile("cp.async.wait_all;" ::: "memory");
+#else
+#pragma unroll 4
+        for (int j = 0; j < OC_J; j++) {
+            int g = j * TILEOPS_THREADS + (int)tid;
+            if (g < TILEOPS_NG)
+                tileops_row_smem[g] = tileops_ld_group(xrow, g, 0);
+        }
+#endif
+        float acc = 0.0f;
+#pragma unroll 4
+        for (int j = 0; j < OC_J; j++) {
+            int g = j * TILEOPS_THREADS + (int)tid;
+            if (g < TILEOPS_NG)
+                acc = tileops_sumsq(tileops_row_smem[g], acc);
+        }
+        const float rstd = tileops_rstd(tileops_row_sum(acc, red[parity], tid, TILEOPS_THREADS), eps);
+        parity ^= 1;
+        char *yrow = tileops_row_out(y, row, y_row_stride);
+#pragma unroll 4
+        for (int j = 0; j < OC_J; j++) {
+            int g = j * TILEOPS_THREADS + (int)tid;
+            if (g < TILEOPS_NG) {
+#if TILEOPS_HAS_WEIGHT
+                struct tileops_v4 wv = tileops_ld_group((const char *)w, g, 1);
+#else
+                struct tileops_v4 wv = tileops_zero4();
+#endif
+                tileops_st_group(yrow, g, tileops_scale(tileops_row_smem[g], wv, rstd), 0);
+            }
+        }
+    }
+#if !TILEOPS_HAS_WEIGHT
+    (void)w;
+#endif
+}
+#endif /* OC_ENABLED */
+
+/* ==== tileops_rms_norm_streaming: two passes over global memory ========================= */
+#if ST_ENABLED
+#define ST_J ((TILEOPS_NG + TILEOPS_THREADS - 1) / TILEOPS_THREADS) /* groups per thread */
+
+extern "C" __global__ void __launch_bounds__(TILEOPS_THREADS)
+tileops_rms_norm_streaming(const void *x, const void *w, void *y, long long rows,
+                           long long x_row_stride, long long y_row_stride, float eps) {
+    __shared__ float red[2][TILEOPS_WARPS];
+    const unsigned tid = tileops_tid();
+    int parity = 0;
+    for (long long row = tileops_ctaid(); row < rows; row += tileops_nctaid()) {
+        const char *xrow = tileops_row_in(x, row, x_row_stride);
+        float acc = 0.0f;
+        for (int j0 = 0; j0 < ST_J; j0 += TILEOPS_UNROLL) {
+            struct tileops_v4 v[TILEOPS_UNROLL];
+#pragma unroll
+            for (int u = 0; u < TILEOPS_UNROLL; u++) {
+                long long g = (long long)(j0 + u) * TILEOPS_THREADS + tid;
+                v[u] = g < TILEOPS_NG ? tileops_ld_group(xrow, g, 0) : tileops_zero4();
+            }
+#pragma unroll
+            for (int u = 0; u < TILEOPS_UNROLL; u++)
+                acc = tileops_sumsq(v[u], acc);
+        }
+        const float rstd = tileops_rstd(tileops_row_sum(acc, red[parity], tid, TILEOPS_THREADS), eps);
+        parity ^= 1;
+        char *yrow = tileops_row_out(y, row, y_row_stride);
+        for (int j0 = 0; j0 < ST_J; j0 += TILEOPS_UNROLL) {
+            struct tileops_v4 v[TILEOPS_UNROLL];
+            struct tileops_v4 wv[TILEOPS_UNROLL];
+#pragma unroll
+            for (int u = 0; u < TILEOPS_UNROLL; u++) {
+                long long g = (long long)(j0 + u) * TILEOPS_THREADS + tid;
+                v[u] = g < TILEOPS_NG ? tileops_ld_group(xrow, g, 0) : tileops_zero4();
+#if TILEOPS_HAS_WEIGHT
+                wv[u] = g < TILEOPS_NG ? tileops_ld_group((const char *)w, g, 1) : tileops_zero4();
+#else
+                wv[u] = tileops_zero4();
+#endif
+            }
+#pragma unroll
+            for (int u = 0; u < TILEOPS_UNROLL; u++) {
+                long long g = (long long)(j0 + u) * TILEOPS_THREADS + tid;
+                if (g < TILEOPS_NG)
+                    tileops_st_group(yrow, g, tileops_scale(v[u], wv[u], rstd), 1);
+            }
+        }
+    }
+#if !TILEOPS_HAS_WEIGHT
+    (void)w;
+#endif
+}
+#endif /* ST_ENABLED */

@@ -1,0 +1,99 @@
+"""The compile contract: every implemented op with a compile boundary registers a cold
+compile test here, and test_compile_contract.py fails if one has none.
+
+A cold test: torch._dynamo.reset(), a fresh instance, torch.compile(op, fullgraph=True) with
+inductor; the compiled result equals eager; the captured graph's call targets are non-empty
+and every one of them is in the class's compile_op_names."""
+from __future__ import annotations
+
+import torch
+
+CONTRACT: dict = {}   # op class name -> factory() returning (op, args, kwargs)
+
+
+def cold_compile_test(op_cls):
+    def register(factory):
+        CONTRACT[op_cls.__name__] = (op_cls, factory)
+        return factory
+    return register
+
+
+def graph_targets(gm) -> list[str]:
+    """Operator names of the graph's call nodes (tuple unpacking, operator.getitem, is
+    structure, not a call)."""
+    import operator
+    out = []
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.target is not operator.getitem:
+            t = n.target
+            name = getattr(t, "_schema", None)
+            out.append(f"{t._schema.name}" if name is not None else str(t))
+    return out
+
+
+def run_cold(name: str):
+    op_cls, factory = CONTRACT[name]
+    torch._dynamo.reset()
+    op, args, kwargs = factory()
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        from torch._inductor.compile_fx import compile_fx
+        return compile_fx(gm, example_inputs)
+
+    eager_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    expected = op(*eager_args, **kwargs)
+    compiled = torch.compile(op, fullgraph=True, backend=backend)
+    got = compiled(*args, **kwargs)
+    exp_t = expected if isinstance(expected, tuple) else (expected,)
+    got_t = got if isinstance(got, tuple) else (got,)
+    assert len(exp_t) == len(got_t)
+    for e, g in zip(exp_t, got_t):
+        if e is None:
+            assert g is None
+            continue
+        torch.testing.assert_close(g, e)
+    targets = [t for g in graphs for t in graph_targets(g)]
+    assert targets, f"{name}: the compiled graph has no call node"
+    assert all(t in op_cls.compile_op_names for t in targets), (targets, op_cls.compile_op_names)
+    return targets
+
+
+# ---- registrations ---------------------------------------------------------------------
+
+def _register_all():
+    from tileops.norm import RMSNormFwdOp
+    import toy_ops
+
+    @cold_compile_test(RMSNormFwdOp)
+    def _rms():
+        op = RMSNormFwdOp(normalized_shape=(256,))
+        return op, (torch.randn(8, 256), torch.randn(256)), {}
+
+    @cold_compile_test(toy_ops.ToyScaleOp)
+    def _scale():
+        return toy_ops.ToyScaleOp(3.0), (torch.randn(4, 5), 0.5), {}
+
+    @cold_compile_test(toy_ops.ToyAccumulateOp)
+    def _acc():
+        return toy_ops.ToyAccumulateOp(), (torch.randn(4, 5), torch.randn(4, 5)), {}
+
+    @cold_compile_test(toy_ops.ToyAddOp)
+    def _add():
+        return toy_ops.ToyAddOp(), (torch.randn(4, 5), torch.randn(4, 5)), {}
+
+    @cold_compile_test(toy_ops.ToyNormStatsOp)
+    def _stats():
+        return toy_ops.ToyNormStatsOp(), (torch.randn(4, 5),), {"return_rstd": True}
+
+    @cold_compile_test(toy_ops.ToySwapOp)
+    def _swap():
+        return toy_ops.ToySwapOp(), (torch.randn(4, 5), torch.randn(4, 5)), {}
+
+    @cold_compile_test(toy_ops.ScaleRowsOp)
+    def _rows():
+        return toy_ops.ScaleRowsOp(), (torch.randn(4, 5),), {}
+
+
+_register_all()

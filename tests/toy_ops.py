@@ -1,0 +1,179 @@
+"""Test-only ops declared by tests/manifest/toy.yaml: one per effect branch of the boundary.
+
+Their kernels are torch operations behind the same Kernel interface as the in-tree ones, so
+the ops go through everything real ops do (instance key, checks, target resolution inside
+the node, kernel_for, the per-instance table)."""
+import os
+
+import torch
+
+from tileops.kernels.base import Kernel
+from tileops.ops import Op
+
+MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "manifest", "toy.yaml")
+BUILDS = []  # (kernel, identity) of every build, to prove what was (not) built
+
+
+class _TorchKernel(Kernel):
+    devices = ("cpu", "cuda", "meta")
+
+    @classmethod
+    def entry_for(cls, call):
+        first = next(s for s in call.inputs.values() if s is not None)
+        return (cls.__name__, call.device.type, first.dtype)
+
+    @classmethod
+    def build(cls, identity):
+        BUILDS.append((cls.__name__, identity))
+        return cls.run
+
+
+class ScaleKernel(_TorchKernel):
+    interface = "scale"
+
+    @staticmethod
+    def run(x, factor, alpha, inplace):
+        if inplace:
+            return x.mul_(factor * alpha)
+        return x * (factor * alpha)
+
+
+class AccumulateKernel(_TorchKernel):
+    interface = "accumulate"
+
+    @staticmethod
+    def run(acc, x):
+        return acc.add_(x)
+
+
+class AddKernel(_TorchKernel):
+    interface = "add"
+
+    @staticmethod
+    def run(a, b, out):
+        if out is None:
+            return a + b
+        return torch.add(a, b, out=out)
+
+
+class NormStatsKernel(_TorchKernel):
+    interface = "norm_stats"
+
+    @staticmethod
+    def run(x, return_rstd):
+        xf = x.float()
+        rstd = torch.rsqrt(xf.pow(2).mean(-1) + 1e-6)
+        y = (xf * rstd[..., None]).to(x.dtype)
+        return y, (rstd if return_rstd else None)
+
+
+class SwapKernel(_TorchKernel):
+    interface = "swap"
+
+    @staticmethod
+    def run(a, b):
+        tmp = a.clone()
+        a.copy_(b)
+        b.copy_(tmp)
+
+
+class ScaleRowsKernel(_TorchKernel):
+    interface = "scale_rows"
+
+    @staticmethod
+    def run(x):
+        return x * torch.arange(1, x.shape[0] + 1, device=x.device, dtype=x.dtype).reshape(-1, *([1] * (x.ndim - 1)))
+
+
+class ToyScaleOp(Op, manifest=MANIFEST):
+    kernel_types = {"scale": ScaleKernel}
+    interfaces = {"scale": ("scale",)}
+
+    def __init__(self, factor=2.0, *, target=None):
+        super().__init__(target=target)
+        self.factor = float(factor)
+
+    def forward(self, x, alpha=1.0, *, inplace=False):
+        return self.kernel_for("scale", x)(x, self.factor, alpha, inplace)
+
+
+class ToyAccumulateOp(Op, manifest=MANIFEST):
+    kernel_types = {"accumulate": AccumulateKernel}
+    interfaces = {"accumulate": ("accumulate",)}
+
+    def __init__(self, *, target=None):
+        super().__init__(target=target)
+
+    def forward(self, acc, x):
+        return self.kernel_for("accumulate", acc, x)(acc, x)
+
+
+class ToyAddOp(Op, manifest=MANIFEST):
+    kernel_types = {"add": AddKernel}
+    interfaces = {"add": ("add",)}
+
+    def __init__(self, *, target=None):
+        super().__init__(target=target)
+
+    def forward(self, a, b, *, out=None):
+        return self.kernel_for("add", a, b)(a, b, out)
+
+
+class ToyNormStatsOp(Op, manifest=MANIFEST):
+    kernel_types = {"norm_stats": NormStatsKernel}
+    interfaces = {"norm_stats": ("norm_stats",)}
+
+    def __init__(self, *, target=None):
+        super().__init__(target=target)
+
+    def forward(self, x, *, return_rstd=False):
+        return self.kernel_for("norm_stats", x)(x, return_rstd)
+
+
+class ToySwapOp(Op, manifest=MANIFEST):
+    kernel_types = {"swap": SwapKernel}
+    interfaces = {"swap": ("swap",)}
+
+    def __init__(self, *, target=None):
+        super().__init__(target=target)
+
+    def forward(self, a, b):
+        self.kernel_for("swap", a, b)(a, b)
+        return ()
+
+
+class ScaleRowsOp(Op, manifest=MANIFEST):
+    kernel_types = {"scale_rows": ScaleRowsKernel}
+    interfaces = {"scale_rows": ("scale_rows",)}
+
+    def __init__(self, *, target=None):
+        super().__init__(target=target)
+
+    def forward(self, x):
+        return self.kernel_for("scale_rows", x)(x)
+
+
+class ToyScaleAddOp(Op, manifest=MANIFEST):
+    """A composite: dynamo traces this forward; its sub-ops are the graph's nodes."""
+
+    def __init__(self, factor=2.0, *, target=None):
+        super().__init__(target=target)
+        self.factor = factor
+        self.scale = ToyScaleOp(factor, target=target)
+        self.add = ToyAddOp(target=target)
+
+    def forward(self, x, b):
+        return self.add(self.scale(x), b)
+
+
+class ToyIotaOp(Op, manifest=MANIFEST):
+    def __init__(self, n, *, target=None):
+        super().__init__(target=target)
+        self.n = int(n)
+
+    def forward(self):
+        return torch.arange(self.n, dtype=torch.float32)
+
+
+TOY_CLASSES = {c.__name__: c for c in (ToyScaleOp, ToyAccumulateOp, ToyAddOp, ToyNormStatsOp, ToySwapOp,
+                                       ScaleRowsOp, ToyScaleAddOp, ToyIotaOp)}
