@@ -48,7 +48,12 @@ demo: install
 validate: install
 	$(PY) -m tileops.manifest validate
 
-test: install test-c validate
+# The test plugin is a real distribution, discovered through its entry points.
+$(VENV)/.stamp-testplugin: $(VENV)/.stamp-deps $(wildcard tests/plugins/tileops-testplugin/*.toml tests/plugins/tileops-testplugin/tileops_testplugin/*.py)
+	$(PY) -m pip install -q --no-build-isolation --no-deps ./tests/plugins/tileops-testplugin
+	@touch $@
+
+test: install $(VENV)/.stamp-testplugin test-c validate
 	$(PY) -m pytest -q tests
 
 # ---- the C core on its own -----------------------------------------------------------

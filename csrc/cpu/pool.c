@@ -45,6 +45,7 @@ static struct {
     atomic_uint gen;     /* bumped (under mu) once per job */
     atomic_int pending;  /* worker shares of the current job not yet finished */
     atomic_int busy;     /* 1 while a caller owns the pool */
+    atomic_int spin;     /* polls before sleeping; 0 when threads outnumber CPUs */
     /* The current job, written under mu before gen is bumped, read under mu. */
     tileops_range_fn fn;
     void *ctx;
@@ -104,6 +105,8 @@ static int affinity_cpus(void) {
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     return c > 0 ? (int)(c < INT_MAX ? c : INT_MAX) : 1;
 }
+
+static int g_cpus; /* CPUs this process may use, found with the first workers */
 
 static int default_threads(void) {
     const char *env = getenv("TILEOPS_NUM_THREADS");
@@ -183,7 +186,8 @@ static void *worker_main(void *arg) {
     int id = (int)(intptr_t)arg; /* runs share id + 1; share 0 is the caller's */
     unsigned seen = pool.slots[id].start_gen;
     for (;;) {
-        for (int spin = 0; spin < POOL_SPIN; spin++) {
+        int spins = atomic_load_explicit(&pool.spin, memory_order_relaxed);
+        for (int spin = 0; spin < spins; spin++) {
             if (atomic_load_explicit(&pool.gen, memory_order_relaxed) != seen)
                 break;
             cpu_relax();
@@ -230,6 +234,8 @@ static int ensure_workers(int want) {
     if (pool.nworkers >= want)
         return pool.nworkers;
     pthread_once(&g_atfork_once, register_atfork);
+    if (g_cpus == 0)
+        g_cpus = affinity_cpus();
     /* Workers inherit a fully blocked signal mask, so process signals (Ctrl-C in
      * Python) keep going to the application's own threads. */
     sigset_t all, old;
@@ -244,6 +250,10 @@ static int ensure_workers(int want) {
         pool.nworkers++;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* Every worker spins after every job, taking part or not. A spinning thread with no
+     * core of its own only delays the ones doing the work, so once threads outnumber
+     * CPUs everyone sleeps at once. */
+    atomic_store(&pool.spin, pool.nworkers + 1 <= g_cpus ? POOL_SPIN : 0);
     return pool.nworkers;
 }
 
@@ -290,7 +300,8 @@ void tileops_cpu_parallel_for(int64_t count, int64_t min_per_thread, tileops_ran
     chunk_bounds(count, nchunks, 0, &b, &e);
     fn(ctx, b, e);
 
-    for (int spin = 0; spin < POOL_SPIN && atomic_load(&pool.pending) > 0; spin++)
+    int spins = atomic_load_explicit(&pool.spin, memory_order_relaxed);
+    for (int spin = 0; spin < spins && atomic_load(&pool.pending) > 0; spin++)
         cpu_relax();
     if (atomic_load(&pool.pending) > 0) {
         pthread_mutex_lock(&pool.mu);

@@ -153,7 +153,9 @@
 #define OC_ENABLED (TILEOPS_KERNEL == 1 || TILEOPS_KERNEL == -1)
 #define ST_ENABLED (TILEOPS_KERNEL == 2 || TILEOPS_KERNEL == -1)
 /* the weight stays in registers across rows when it costs at most 16 registers */
+#ifndef RK_W_IN_REGS
 #define RK_W_IN_REGS (TILEOPS_HAS_WEIGHT && RK_VPT <= 4)
+#endif
 
 #define TILEOPS_DEV static __device__ __forceinline__
 

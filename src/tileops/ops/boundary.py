@@ -134,7 +134,8 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
           "_tf_mode": torch._C._is_torch_function_mode_enabled,
           "_functorch_level": torch._C._functorch.maybe_current_level,
           "_grad_enabled": torch.is_grad_enabled, "_strided": torch.strided,
-          "_bump": torch.autograd.graph.increment_version, "_PLAIN": (torch.Tensor, torch.nn.Parameter)}
+          "_bump": torch.autograd.graph.increment_version,
+          "_below_inplace_view": torch._C._AutoDispatchBelowADInplaceOrView, "_PLAIN": (torch.Tensor, torch.nn.Parameter)}
     lines = []
     w = lines.append
     scalar_args = [c.name for c in scalars]
@@ -288,8 +289,16 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         w(f"    if {' and '.join(conds) if conds else 'True'}:")
         op_args = input_names + scalar_args + (["out"] if b.uses_out else []) + ["key"]
         w(f"        if _fast:")
-        w(f"            _a = _impl_{bi}({', '.join(op_args)})")
-        for v in list(b.written) + (["out"] if b.uses_out else []):
+        writes = list(b.written) + (["out"] if b.uses_out else [])
+        if writes:
+            # As under the operator: writes inside the body do not bump version counters
+            # (custom_op runs its kernel below ADInplaceOrView); the op's own write bumps
+            # each written tensor once.
+            w(f"            with _below_inplace_view():")
+            w(f"                _a = _impl_{bi}({', '.join(op_args)})")
+        else:
+            w(f"            _a = _impl_{bi}({', '.join(op_args)})")
+        for v in writes:
             w(f"            _bump({v})")
         w(f"        else:")
         w(f"            _a = _op_{bi}({', '.join(op_args)})")

@@ -1,0 +1,176 @@
+"""The eager fast path (the body run directly, no dispatcher) is indistinguishable from the
+operator path: same outputs, same errors and messages, same writes and version counters;
+and it is not taken where it must not be."""
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import toy_ops
+from tileops.norm import RMSNormFwdOp
+
+
+class Spy(TorchDispatchMode):
+    """Records tileops operators that went through the dispatcher."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.namespace == "tileops":
+            self.calls.append(func)
+        return func(*args, **(kwargs or {}))
+
+
+def forced_operator_path(fn):
+    """Runs fn with a no-op dispatch mode active, which rules the fast path out."""
+    with Spy() as s:
+        out = fn()
+    assert s.calls, "the call did not go through the operator"
+    return out
+
+
+def _clone(v):
+    return v.clone() if isinstance(v, torch.Tensor) else v
+
+
+CASES = [
+    ("scale", lambda: toy_ops.ToyScaleOp(3.0), lambda: ((torch.randn(3, 4), 0.5), {})),
+    ("scale_inplace", lambda: toy_ops.ToyScaleOp(3.0), lambda: ((torch.randn(3, 4), 0.5), {"inplace": True})),
+    ("scale_inplace_noncontig", lambda: toy_ops.ToyScaleOp(3.0), lambda: ((torch.randn(4, 3).t(), 0.5), {"inplace": True})),
+    ("accumulate", lambda: toy_ops.ToyAccumulateOp(), lambda: ((torch.randn(3, 4), torch.randn(3, 4)), {})),
+    ("add", lambda: toy_ops.ToyAddOp(), lambda: ((torch.randn(3, 4), torch.randn(3, 4)), {})),
+    ("add_out", lambda: toy_ops.ToyAddOp(), lambda: ((torch.randn(3, 4), torch.randn(3, 4)), {"out": torch.empty(3, 4)})),
+    ("add_out_noncontig", lambda: toy_ops.ToyAddOp(), lambda: ((torch.randn(3, 4), torch.randn(3, 4)), {"out": torch.empty(4, 3).t()})),
+    ("stats", lambda: toy_ops.ToyNormStatsOp(), lambda: ((torch.randn(3, 4),), {})),
+    ("stats_rstd", lambda: toy_ops.ToyNormStatsOp(), lambda: ((torch.randn(3, 4),), {"return_rstd": True})),
+    ("swap", lambda: toy_ops.ToySwapOp(), lambda: ((torch.randn(3, 4), torch.randn(3, 4)), {})),
+    ("rms_norm", lambda: RMSNormFwdOp((64,)), lambda: ((torch.randn(3, 64), torch.randn(64)), {})),
+    ("rms_norm_bf16", lambda: RMSNormFwdOp((64,)), lambda: ((torch.randn(3, 64, dtype=torch.bfloat16), None), {})),
+    ("rms_norm_noncontig", lambda: RMSNormFwdOp((64,)), lambda: ((torch.randn(64, 3).t(),), {})),
+]
+
+
+def _tensors(args, kwargs):
+    return [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
+
+
+@pytest.mark.parametrize("name,make_op,make_args", CASES, ids=[c[0] for c in CASES])
+def test_fast_path_equals_operator_path(name, make_op, make_args):
+    torch.manual_seed(0)
+    args, kwargs = make_args()
+    args2, kwargs2 = [_clone(a) for a in args], {k: _clone(v) for k, v in kwargs.items()}
+    op1, op2 = make_op(), make_op()
+    v1 = [t._version for t in _tensors(args, kwargs)]
+    with Spy() as s:
+        pass
+    fast = op1(*args, **kwargs)
+    slow = forced_operator_path(lambda: op2(*args2, **kwargs2))
+    assert not s.calls
+    fo = fast if isinstance(fast, tuple) else (fast,)
+    so = slow if isinstance(slow, tuple) else (slow,)
+    assert len(fo) == len(so)
+    for f, s_ in zip(fo, so):
+        if f is None:
+            assert s_ is None
+        else:
+            assert torch.equal(f, s_) and f.stride() == s_.stride() and f.dtype == s_.dtype
+    t1, t2 = _tensors(args, kwargs), _tensors(args2, kwargs2)
+    for a, b in zip(t1, t2):
+        assert torch.equal(a, b), "written inputs differ between the paths"
+    assert [t._version for t in t1] == [t._version for t in t2], "version counters differ"
+    # alias results are the caller's tensors in both paths
+    for f, s_ in zip(fo, so):
+        if f is not None:
+            assert any(f is t for t in t1) == any(s_ is t for t in t2)
+    assert any(v != t._version for v, t in zip(v1, t1)) == any(
+        n in name for n in ("inplace", "accumulate", "out", "swap"))
+
+
+ERRORS = [
+    (lambda: RMSNormFwdOp((64,)), lambda: (torch.zeros(2, 64, dtype=torch.int32),)),
+    (lambda: RMSNormFwdOp((64,)), lambda: (torch.zeros(2, 63),)),
+    (lambda: RMSNormFwdOp((64,)), lambda: (torch.zeros(2, 64), torch.zeros(64, dtype=torch.float64))),
+    (lambda: toy_ops.ToyAddOp(), lambda: (torch.zeros(2, 3), torch.zeros(2, 4))),
+]
+
+
+@pytest.mark.parametrize("make_op,make_args", ERRORS)
+def test_same_exceptions_and_messages(make_op, make_args):
+    args = make_args()
+    with pytest.raises(Exception) as fast:
+        make_op()(*args)
+    with pytest.raises(Exception) as slow:
+        forced_operator_path_err(lambda: make_op()(*args))
+    assert type(fast.value) is type(slow.value)
+    assert str(fast.value) == str(slow.value)
+
+
+def forced_operator_path_err(fn):
+    with Spy():
+        return fn()
+
+
+def _took_operator(fn):
+    with Spy() as s:
+        fn()
+    return bool(s.calls)
+
+
+def test_fast_path_skips_the_dispatcher_in_plain_eager():
+    op = RMSNormFwdOp((64,))
+    x = torch.randn(2, 64)
+    seen = []
+    orig = torch.ops.tileops.norm_rms_norm_fwd.default
+    # a plain call never reaches the operator: its impl runs directly
+    from tileops.ops.norm.rms_norm import RMSNormFwdOp as C
+    ns = C._boundary
+    saved = ns["_op_0"]
+    ns["_op_0"] = lambda *a: seen.append(a) or orig(*a)
+    try:
+        op(x)
+        assert not seen
+        with torch.enable_grad():
+            op(x.requires_grad_())
+        assert len(seen) == 1, "autograd recording must go through the operator"
+    finally:
+        ns["_op_0"] = saved
+
+
+def test_fast_path_not_taken_under_modes_meta_subclasses_and_transforms():
+    op = RMSNormFwdOp((64,))
+    ns = RMSNormFwdOp._boundary
+    saved = ns["_op_0"]
+    seen = []
+    ns["_op_0"] = lambda *a: seen.append(1) or saved(*a)
+    try:
+        x = torch.randn(2, 64)
+        op(torch.empty(2, 64, device="meta"))                 # meta tensors
+        assert len(seen) == 1
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode() as m:                            # dispatch mode
+            op(m.from_tensor(x))
+        assert len(seen) == 2
+        from torch.overrides import TorchFunctionMode
+
+        class TF(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+        with TF():                                             # function mode
+            op(x)
+        assert len(seen) == 3
+        with torch.enable_grad():                              # autograd recording
+            op(torch.randn(2, 64, requires_grad=True))
+        assert len(seen) == 4
+
+        class Sub(torch.Tensor):
+            pass
+        op(x.as_subclass(Sub))                                 # tensor subclass
+        assert len(seen) == 5
+        try:                                                   # functorch transform
+            torch.func.grad(lambda t: op(t).sum())(torch.randn(2, 64))
+        except Exception:
+            pass
+        assert len(seen) == 6
+    finally:
+        ns["_op_0"] = saved

@@ -1,0 +1,150 @@
+"""Targets: selection, the shipped aten target, and a real installed plugin
+(tests/plugins/tileops-testplugin, installed into the venv by `make test`)."""
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import tileops
+from tileops import targets
+from tileops.errors import TargetError
+from tileops.norm import RMSNormFwdOp
+
+N = 96
+
+tp = pytest.importorskip("tileops_testplugin", reason="the test plugin is installed by `make test` "
+                         "(pip install tests/plugins/tileops-testplugin)")
+
+
+@pytest.fixture(autouse=True)
+def _clean(monkeypatch):
+    monkeypatch.delenv("TILEOPS_TESTPLUGIN_CLAIM", raising=False)
+    tileops.set_default_target(None)
+    yield
+    tileops.set_default_target(None)
+    tp.FAIL_NEXT[0] = 0
+
+
+def _graph_code(op, *args):
+    torch._dynamo.reset()
+    graphs = []
+
+    def backend(gm, ex):
+        graphs.append(gm)
+        from torch._inductor.compile_fx import compile_fx
+        return compile_fx(gm, ex)
+    y = torch.compile(op, fullgraph=True, backend=backend)(*args)
+    assert len(graphs) == 1
+    return graphs[0].code.replace(op._key, "<key>"), y
+
+
+def test_plugin_is_discovered_through_entry_points():
+    assert "testplugin" in targets.names()
+    assert isinstance(targets.get("testplugin"), targets.PluginTarget)
+
+
+def test_a_plugin_that_fails_to_import_is_recorded_not_fatal():
+    fails = dict(tileops.load_failures())
+    assert "testplugin_broken" in fails and "broken on purpose" in fails["testplugin_broken"]
+    assert {"builtin", "aten", "testplugin"} <= set(targets.names())
+
+
+def test_unknown_target_lists_the_known_ones():
+    with pytest.raises(TargetError, match=r"unknown target 'nope'; known targets: aten, builtin, testplugin"):
+        RMSNormFwdOp((N,), target="nope")
+    with pytest.raises(TargetError, match="known targets"):
+        tileops.set_default_target("nope")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_same_graph_and_agreeing_results_under_builtin_aten_and_plugin(dtype):
+    x, w = torch.randn(5, N, dtype=dtype), torch.randn(N, dtype=dtype)
+    codes, ys = {}, {}
+    for name in ("builtin", "aten", "testplugin"):
+        op = RMSNormFwdOp((N,), target=name)
+        codes[name], ys[name] = _graph_code(op, x, w)
+        assert op.target.name == name
+    assert codes["builtin"] == codes["aten"] == codes["testplugin"]
+    assert "torch.ops.tileops.norm_rms_norm_fwd.default" in codes["builtin"]
+    tol = dict(atol=1e-5, rtol=1e-5) if dtype == torch.float32 else dict(atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(ys["builtin"], ys["testplugin"], **tol)
+    torch.testing.assert_close(ys["aten"], ys["testplugin"], **tol)
+
+
+def test_plugin_builder_gets_device_dtype_shape_and_params():
+    tp.BUILDS.clear()
+    op = RMSNormFwdOp((N,), eps=1e-3, target="testplugin")
+    op(torch.randn(3, N, dtype=torch.bfloat16))
+    assert tp.BUILDS == [("cpu", torch.bfloat16, (3, N), False)]
+
+
+def test_selection_order_constructor_then_default_then_detection(monkeypatch):
+    tileops.set_default_target("aten")
+    a = RMSNormFwdOp((N,))
+    b = RMSNormFwdOp((N,), target="testplugin")
+    a(torch.randn(2, N)), b(torch.randn(2, N))
+    assert a.target.name == "aten" and b.target.name == "testplugin"
+    tileops.set_default_target(None)
+    c = RMSNormFwdOp((N,))
+    c(torch.randn(2, N))
+    assert c.target.name == "builtin"   # detection: only builtin claims cpu
+    monkeypatch.setenv("TILEOPS_TESTPLUGIN_CLAIM", "cpu")
+    d = RMSNormFwdOp((N,))
+    with pytest.raises(TargetError, match=r"targets \['builtin', 'testplugin'\] all claim device cpu; choose one with target="):
+        d(torch.randn(2, N))
+    assert d.target is None
+    e = RMSNormFwdOp((N,), target="builtin")
+    e(torch.randn(2, N))
+    assert e.target.name == "builtin"
+
+
+def test_failed_build_undoes_resolution_and_the_next_call_resolves_again():
+    tp.FAIL_NEXT[0] = 1
+    op = RMSNormFwdOp((N,), target="testplugin")
+    x = torch.randn(2, N)
+    with pytest.raises(RuntimeError, match="build failed on purpose"):
+        op(x)
+    assert op.target is None and op._kernels == {}
+    torch.testing.assert_close(op(x), RMSNormFwdOp((N,), target="aten")(x))
+    assert op.target.name == "testplugin"
+
+
+def test_failed_build_inside_a_compiled_call_is_undone_too():
+    tp.FAIL_NEXT[0] = 1
+    op = RMSNormFwdOp((N,), target="testplugin")
+    torch._dynamo.reset()
+    f = torch.compile(op, fullgraph=True)
+    x = torch.randn(2, N)
+    with pytest.raises(Exception, match="build failed on purpose"):
+        f(x)
+    assert op.target is None
+    y = f(x)
+    assert op.target.name == "testplugin"
+    torch.testing.assert_close(y, RMSNormFwdOp((N,), target="aten")(x))
+
+
+def test_target_given_to_the_constructor_takes_effect_on_the_first_compiled_call():
+    op = RMSNormFwdOp((N,), target="aten")
+    torch._dynamo.reset()
+    torch.compile(op, fullgraph=True)(torch.randn(2, N))
+    assert op.target.name == "aten"
+
+
+def test_aten_target_runs_on_meta_free_devices_and_matches_builtin():
+    x = torch.randn(4, 3, N)
+    w = torch.randn(N)
+    ya = RMSNormFwdOp((N,), target="aten")(x, w)
+    yb = RMSNormFwdOp((N,), target="builtin")(x, w)
+    torch.testing.assert_close(ya, yb, atol=1e-5, rtol=1e-5)
+
+
+def test_python_m_tileops_ops_lists_targets():
+    r = subprocess.run([sys.executable, "-m", "tileops", "ops", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    import json
+    rows = {row["op"]: row for row in json.loads(r.stdout)}
+    assert rows["RMSNormFwdOp"]["compile_op_names"] == ["tileops::norm_rms_norm_fwd"]
+    assert set(rows["RMSNormFwdOp"]["targets"]) == {"aten", "builtin", "testplugin"}
+    assert rows["RMSNormFwdOp"]["dtypes"] == ["float32", "float16", "bfloat16"]
+    assert rows["AlibiFwdOp"]["compile_op_names"] == []
