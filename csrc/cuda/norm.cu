@@ -141,13 +141,15 @@
 #define RK_RT TILEOPS_ROW_THREADS
 #define RK_RPB (TILEOPS_THREADS / RK_RT)
 #define RK_VPT ((TILEOPS_NG + RK_RT - 1) / RK_RT)
-#define RK_MAX_VPT 8
+/* at most 32 registers of packed row per thread (float32: 8 groups; the half types get
+ * 4, as their unpacked floats take registers too): larger spills at 1024 threads */
+#define RK_MAX_VPT (TILEOPS_E == 4 ? 8 : 4)
 #if RK_RT < 1 || TILEOPS_THREADS % RK_RT != 0 || \
     (RK_RT <= 32 && (RK_RT & (RK_RT - 1)) != 0) || (RK_RT > 32 && RK_RT % 32 != 0)
 #error "TILEOPS_ROW_THREADS must be a power of two <= 32 or a multiple of 32, dividing TILEOPS_THREADS"
 #endif
 #if TILEOPS_KERNEL == 0 && RK_VPT > RK_MAX_VPT
-#error "TILEOPS_N is too long for tileops_rms_norm with this TILEOPS_ROW_THREADS (more than 8 vectors per thread): use more row threads or tileops_rms_norm_on_chip"
+#error "TILEOPS_N is too long for tileops_rms_norm with this TILEOPS_ROW_THREADS (more than RK_MAX_VPT groups per thread): use more row threads or tileops_rms_norm_on_chip"
 #endif
 #define RK_ENABLED ((TILEOPS_KERNEL == 0 || TILEOPS_KERNEL == -1) && RK_VPT <= RK_MAX_VPT)
 #define OC_ENABLED (TILEOPS_KERNEL == 1 || TILEOPS_KERNEL == -1)
@@ -617,6 +619,7 @@ tileops_rms_norm_streaming(const void *x, const void *w, void *y, long long rows
     for (long long row = tileops_ctaid(); row < rows; row += tileops_nctaid()) {
         const char *xrow = tileops_row_in(x, row, x_row_stride);
         float acc = 0.0f;
+#pragma unroll 1
         for (int j0 = 0; j0 < ST_J; j0 += TILEOPS_UNROLL) {
             struct tileops_v4 v[TILEOPS_UNROLL];
 #pragma unroll
@@ -631,6 +634,7 @@ tileops_rms_norm_streaming(const void *x, const void *w, void *y, long long rows
         const float rstd = tileops_rstd(tileops_row_sum(acc, red[parity], tid, TILEOPS_THREADS), eps);
         parity ^= 1;
         char *yrow = tileops_row_out(y, row, y_row_stride);
+#pragma unroll 1
         for (int j0 = 0; j0 < ST_J; j0 += TILEOPS_UNROLL) {
             struct tileops_v4 v[TILEOPS_UNROLL];
             struct tileops_v4 wv[TILEOPS_UNROLL];

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs on the lent GPU machine (the `device` tool), from the repository root:
+#   bash tests/gpu/run_on_device.sh [quick]
+# Builds tileops in place with the image's python3 (no network there: nothing is
+# installed but our own extension and the test plugin), then runs the C smoke test, the
+# GPU tests, the whole suite, the demo and the benchmarks. Everything lands in $OUT:
+#   norm.json norm.png overhead.json (results), logs.tar.gz (every log; at most 8 files come back)
+set -uo pipefail
+OUT=${OUT:-/tmp/tileops-out}
+mkdir -p "$OUT"
+LOGS=/tmp/tileops-logs
+rm -rf "$LOGS"; mkdir -p "$LOGS"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/src:/tmp/tileops-plugin${PYTHONPATH:+:$PYTHONPATH}"
+export TILEOPS_CACHE_DIR=/tmp/tileops-cache
+MODE=${1:-full}
+status=0
+step() { echo; echo "=== $* ==="; }
+
+step "GPU"
+nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv | tee "$LOGS/gpu.txt"
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "devices", torch.cuda.device_count())' | tee -a "$LOGS/gpu.txt"
+
+step "build (python3 setup.py build_ext --inplace)"
+if ! python3 setup.py -q build_ext --inplace >"$LOGS/build.log" 2>&1; then
+    tail -40 "$LOGS/build.log"; echo "BUILD FAILED"; exit 1
+fi
+python3 -m pip install -q --no-deps --no-build-isolation --no-compile --target /tmp/tileops-plugin \
+    ./tests/plugins/tileops-testplugin >>"$LOGS/build.log" 2>&1 || echo "(test plugin not installed)"
+
+step "CUDA C kernels: nvcc compile check"
+if command -v nvcc >/dev/null && [ -f tests/gpu/compile_check_kernels.sh ]; then
+    bash tests/gpu/compile_check_kernels.sh >"$LOGS/compile_check.log" 2>&1 && echo "ok" || { echo "FAILED"; tail -20 "$LOGS/compile_check.log"; status=1; }
+fi
+
+step "C runtime smoke test"
+if [ -f tests/gpu/run_c_smoke.sh ]; then
+    bash tests/gpu/run_c_smoke.sh >"$LOGS/c_smoke.log" 2>&1 && tail -5 "$LOGS/c_smoke.log" || { echo "FAILED"; tail -30 "$LOGS/c_smoke.log"; status=1; }
+fi
+
+step "GPU tests"
+python3 -m pytest -q -p no:cacheprovider tests/gpu -x -rs 2>&1 | tee "$LOGS/tests_gpu.log" | tail -25
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+
+if [ "$MODE" = full ]; then
+    step "whole suite on the GPU machine"
+    python3 -m pytest -q -p no:cacheprovider tests --ignore=tests/gpu -rs 2>&1 | tee "$LOGS/tests_all.log" | tail -15
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+
+    step "demo --device cuda"
+    python3 -m tileops demo --device cuda 2>&1 | tee "$LOGS/demo.log" | tail -12
+
+    step "bench_norm --device cuda"
+    python3 benchmarks/bench_norm.py --device cuda --out "$OUT/norm.json" --plot "$OUT/norm.png" 2>&1 | tee "$LOGS/bench_norm.log" | tail -40
+
+    step "overhead --device cuda"
+    python3 benchmarks/overhead.py --device cuda --out "$OUT/overhead.json" 2>&1 | tee "$LOGS/overhead.log" | tail -20
+fi
+cp "$OUT"/*.json "$LOGS"/ 2>/dev/null
+tar czf "$OUT/logs.tar.gz" -C "$LOGS" .
+echo; echo "run_on_device: status $status"
+exit $status

@@ -1,0 +1,124 @@
+"""RMSNormFwdOp on the CPU: every kernel type, every dtype, odd and non-contiguous shapes,
+against a float64 torch reference."""
+import pytest
+import torch
+
+from tileops import _C
+from tileops._dtypes import CODE
+from tileops.kernels.norm.rms_norm import (RMSNormKernel, RMSNormOnChipKernel,
+                                           RMSNormStreamingKernel)
+from tileops.norm import RMSNormFwdOp
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+TOL = {torch.float32: dict(atol=1e-5, rtol=1e-5), torch.float16: dict(atol=2e-3, rtol=2e-3),
+       torch.bfloat16: dict(atol=1.6e-2, rtol=1.6e-2)}
+
+
+def reference(x, ns, w, eps):
+    xd = x.double()
+    dims = tuple(range(-len(ns), 0))
+    e = torch.finfo(x.dtype).eps if eps is None else eps
+    y = xd * torch.rsqrt(xd.pow(2).mean(dim=dims, keepdim=True) + e)
+    if w is not None:
+        y = y * w.double()
+    return y.to(x.dtype)
+
+
+def poisoned_like(y):
+    return torch.full_like(y, float("nan"))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (3, 1), (1, 7), (5, 127), (2, 3, 4095), (4, 4096), (3, 4097), (0, 64), (33, 8192)])
+@pytest.mark.parametrize("with_weight", [True, False])
+def test_matches_float64_reference(dtype, shape, with_weight):
+    n = shape[-1]
+    x = torch.randn(shape, dtype=dtype) * 3
+    w = torch.randn(n, dtype=dtype) if with_weight else None
+    op = RMSNormFwdOp((n,))
+    y = op(x, w)
+    assert y.shape == x.shape and y.dtype == dtype and y.is_contiguous()
+    torch.testing.assert_close(y, reference(x, (n,), w, None), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("variant", [0, 1, 2])
+@pytest.mark.parametrize("n", [1, 3, 17, 4095, 4096, 4097])
+def test_each_c_variant_against_the_c_reference(dtype, variant, n):
+    rows = 9
+    x = torch.randn(rows, n, dtype=dtype)
+    w = torch.randn(n, dtype=dtype)
+    y = torch.full((rows, n), float("nan"), dtype=dtype)
+    r = torch.full((rows, n), float("nan"), dtype=dtype)
+    _C.cpu_rms_norm(x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n, n, 1e-6, CODE[dtype], variant)
+    _C.cpu_rms_norm_reference(x.data_ptr(), w.data_ptr(), r.data_ptr(), rows, n, n, n, 1e-6, CODE[dtype], 0)
+    assert not torch.isnan(y).any(), "unwritten outputs"
+    torch.testing.assert_close(y, r, **TOL[dtype])
+
+
+def test_strided_rows_do_not_touch_the_padding():
+    rows, n, stride = 7, 100, 131
+    xbuf = torch.randn(rows, stride)
+    ybuf = torch.full((rows, stride), 123.0)
+    _C.cpu_rms_norm(xbuf.data_ptr(), 0, ybuf.data_ptr(), rows, n, stride, stride, 1e-6, 0, 0)
+    assert torch.all(ybuf[:, n:] == 123.0)
+    torch.testing.assert_close(ybuf[:, :n], reference(xbuf[:, :n], (n,), None, 1e-6))
+
+
+@pytest.mark.parametrize("n,kernel", [(4096, RMSNormKernel), (40000, RMSNormOnChipKernel), (300000, RMSNormStreamingKernel)])
+def test_each_kernel_type_serves_its_row_lengths(n, kernel):
+    op = RMSNormFwdOp((n,))
+    x = torch.randn(2, n)
+    y = op(x)
+    torch.testing.assert_close(y, reference(x, (n,), None, None), atol=1e-5, rtol=1e-5)
+    built = [ident for ident in op._kernels]
+    assert len(built) == 1
+    expected_variant = {RMSNormKernel: 0, RMSNormOnChipKernel: 1, RMSNormStreamingKernel: 2}[kernel]
+    assert built[0][1] == expected_variant
+
+
+def test_multi_dim_normalized_shape_and_eps():
+    x = torch.randn(3, 5, 6, 7)
+    w = torch.randn(6, 7)
+    op = RMSNormFwdOp((6, 7), eps=0.5)
+    torch.testing.assert_close(op(x, w), reference(x, (6, 7), w, 0.5), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(op(x, w), torch.nn.functional.rms_norm(x, (6, 7), w, eps=0.5), atol=1e-5, rtol=1e-5)
+
+
+def test_non_contiguous_input_and_weight():
+    x = torch.randn(64, 10).t()
+    w = torch.randn(128)[::2]
+    op = RMSNormFwdOp(64)
+    torch.testing.assert_close(op(x, w), reference(x, (64,), w, None), atol=1e-5, rtol=1e-5)
+
+
+def test_batch_invariance_bit_for_bit():
+    torch.manual_seed(1)
+    x = torch.randn(257, 4096, dtype=torch.bfloat16)
+    op = RMSNormFwdOp(4096)
+    full = op(x)
+    for r in (0, 1, 128, 256):
+        assert torch.equal(op(x[r:r + 1]), full[r:r + 1])
+    assert torch.equal(op(x[:3]), full[:3])
+
+
+def test_thread_count_does_not_change_results():
+    x = torch.randn(64, 4096)
+    op = RMSNormFwdOp(4096)
+    n0 = _C.cpu_num_threads()
+    try:
+        _C.cpu_set_num_threads(1)
+        a = op(x)
+        _C.cpu_set_num_threads(3)
+        b = op(x)
+    finally:
+        _C.cpu_set_num_threads(n0)
+    assert torch.equal(a, b)
+
+
+def test_c_errors_become_exceptions_with_the_core_message():
+    with pytest.raises(ValueError, match="rms_norm"):
+        _C.cpu_rms_norm(0, 0, 0, 4, 0, 0, 0, 1e-6, 0, 0)
+    with pytest.raises(ValueError, match="rms_norm"):
+        x = torch.randn(2, 8)
+        _C.cpu_rms_norm(x.data_ptr(), 0, x.data_ptr(), 2, 8, 8, 8, 1e-6, 99, 0)
