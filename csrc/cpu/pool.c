@@ -3,7 +3,9 @@
  * Workers are created on the first parallel call that needs them and then live for
  * the process, sleeping between jobs (after a short spin, so back-to-back kernel calls
  * do not pay a futex wake-up each). The calling thread always runs the first share of
- * a job itself. One job runs at a time: a parallel_for that finds the pool taken -
+ * a job itself, then takes any share no worker has claimed yet: a worker that the OS
+ * has not scheduled (a busy machine) then costs nothing instead of a whole time
+ * slice. One job runs at a time: a parallel_for that finds the pool taken -
  * a nested call from inside a job, or a second user thread - runs its whole range on
  * its own thread, which can never deadlock. A fork handler makes a child process start
  * from an empty pool, and a destructor joins the workers so nothing is left for
@@ -43,7 +45,11 @@ static struct {
     int sleepers;        /* workers inside pthread_cond_wait (under mu) */
     int shutdown;        /* under mu */
     atomic_uint gen;     /* bumped (under mu) once per job */
-    atomic_int pending;  /* worker shares of the current job not yet finished */
+    atomic_int pending;  /* shares of the current job, other than share 0, not finished */
+    /* (generation << 32) | next unclaimed share. Claiming through one word that also
+     * names the job means a worker that wakes late can never claim a share of a newer
+     * job with the fields of an older one. */
+    _Atomic uint64_t claim;
     atomic_int busy;     /* 1 while a caller owns the pool */
     atomic_int spin;     /* polls before sleeping; 0 when threads outnumber CPUs */
     /* The current job, written under mu before gen is bumped, read under mu. */
@@ -182,8 +188,40 @@ static void chunk_bounds(int64_t count, int nchunks, int i, int64_t *b, int64_t 
     *e = *b + q + (i < r ? 1 : 0);
 }
 
+/* Returns the index of an unclaimed share of job `gen`, or -1 when there is none left
+ * or the pool has moved on to another job. */
+static int claim_share(unsigned gen, int nchunks) {
+    uint64_t cur = atomic_load(&pool.claim);
+    for (;;) {
+        if ((unsigned)(cur >> 32) != gen || (int64_t)(cur & 0xffffffffu) >= nchunks)
+            return -1;
+        if (atomic_compare_exchange_weak(&pool.claim, &cur, cur + 1))
+            return (int)(cur & 0xffffffffu);
+    }
+}
+
+/* Runs shares of job `gen` until none is left. Once pending reaches 0 the caller may
+ * return and its ctx die, so nothing here touches ctx after the last decrement. */
+static void run_shares(unsigned gen, tileops_range_fn fn, void *ctx, int64_t count,
+                       int nchunks) {
+    int c;
+    while ((c = claim_share(gen, nchunks)) >= 0) {
+        int64_t b, e;
+        chunk_bounds(count, nchunks, c, &b, &e);
+        if (b < e)
+            fn(ctx, b, e);
+        if (atomic_fetch_sub(&pool.pending, 1) == 1) {
+            /* Taking the lock orders this signal after the caller's check of pending
+             * under the same lock, so the wake-up cannot be lost. */
+            pthread_mutex_lock(&pool.mu);
+            pthread_cond_signal(&pool.done);
+            pthread_mutex_unlock(&pool.mu);
+        }
+    }
+}
+
 static void *worker_main(void *arg) {
-    int id = (int)(intptr_t)arg; /* runs share id + 1; share 0 is the caller's */
+    int id = (int)(intptr_t)arg;
     unsigned seen = pool.slots[id].start_gen;
     for (;;) {
         int spins = atomic_load_explicit(&pool.spin, memory_order_relaxed);
@@ -210,19 +248,7 @@ static void *worker_main(void *arg) {
         int nchunks = pool.nchunks;
         pthread_mutex_unlock(&pool.mu);
 
-        if (id + 1 >= nchunks)
-            continue; /* a job too small to need this worker */
-        int64_t b, e;
-        chunk_bounds(count, nchunks, id + 1, &b, &e);
-        if (b < e)
-            fn(ctx, b, e);
-        if (atomic_fetch_sub(&pool.pending, 1) == 1) {
-            /* Taking the lock orders this signal after the caller's check of pending
-             * under the same lock, so the wake-up cannot be lost. */
-            pthread_mutex_lock(&pool.mu);
-            pthread_cond_signal(&pool.done);
-            pthread_mutex_unlock(&pool.mu);
-        }
+        run_shares(seen, fn, ctx, count, nchunks);
     }
 }
 
@@ -291,7 +317,9 @@ void tileops_cpu_parallel_for(int64_t count, int64_t min_per_thread, tileops_ran
     pool.count = count;
     pool.nchunks = nchunks;
     atomic_store(&pool.pending, nchunks - 1);
-    atomic_fetch_add(&pool.gen, 1u);
+    unsigned gen = atomic_load(&pool.gen) + 1u;
+    atomic_store(&pool.claim, ((uint64_t)gen << 32) | 1u); /* share 0 is ours */
+    atomic_store(&pool.gen, gen);
     if (pool.sleepers > 0)
         pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.mu);
@@ -299,6 +327,7 @@ void tileops_cpu_parallel_for(int64_t count, int64_t min_per_thread, tileops_ran
     int64_t b, e;
     chunk_bounds(count, nchunks, 0, &b, &e);
     fn(ctx, b, e);
+    run_shares(gen, fn, ctx, count, nchunks);
 
     int spins = atomic_load_explicit(&pool.spin, memory_order_relaxed);
     for (int spin = 0; spin < spins && atomic_load(&pool.pending) > 0; spin++)

@@ -25,8 +25,8 @@
  *   TILEOPS_ROW_THREADS  tileops_rms_norm only: RT, threads per row; a power of two <= 32,
  *                        or a multiple of 32; divides TILEOPS_THREADS. Default THREADS.
  *                        (The other two kernels always use RT = TILEOPS_THREADS.)
- *   TILEOPS_UNROLL       tileops_rms_norm_streaming only: vectors in flight per thread per
- *                        step (default 4).
+ *   TILEOPS_UNROLL       tileops_rms_norm_streaming only: groups in flight per thread per
+ *                        step (default 4 on the vector path, 2 on the scalar path).
  *   TILEOPS_KERNEL       which kernel to compile: 0 tileops_rms_norm, 1 ..._on_chip,
  *                        2 ..._streaming; -1 or undefined: all that fit the defines
  *                        (recommended: name the one you launch; NVRTC is then faster and
@@ -48,39 +48,47 @@
  *
  * ==== Kernels and launch shapes ==========================================================
  * Every kernel loops over rows with a grid stride, so any grid.x >= 1 is correct and the
- * result never depends on it; grid.y = grid.z = 1, block = (TILEOPS_THREADS, 1, 1).
+ * result never depends on it; grid.y = grid.z = 1; block = (TILEOPS_THREADS, 1, 1).
+ * Static shared memory: 8 * TILEOPS_THREADS / 32 bytes (<= 256) where a barrier is used.
+ * Which kernel for which N (measured on an H200, see the recommended shapes below):
+ *   N <= 32768 (any dtype)                    tileops_rms_norm
+ *   32768 < N and NG * 16 + 256 <= opt-in      tileops_rms_norm_on_chip
+ *   longer rows                               tileops_rms_norm_streaming
  *
  * tileops_rms_norm (registers): each row is held in registers by RT threads; RPB =
  *   THREADS / RT rows per block (RT <= 32: a warp or part of a warp per row, no barrier;
  *   RT > 32: several warps, one barrier per row).
- *     VPT = ceil(NG / RT) groups per thread; must be <= 8 (compile error otherwise).
+ *     VPT     = ceil(NG / RT) groups per thread; at most 8 for float32 and 4 for the half
+ *               types (a compile error otherwise; more would spill at 1024 threads)
  *     grid.x  = ceil(rows / RPB)  (may be capped, e.g. at 2^31 - 1: rows are strided)
- *     shared  = 0 dynamic (static: 256 bytes when RT > 32, else 0)
- *     max N   = 8 * G * 1024: 32768 (float32), 65536 (float16/bfloat16), scalar path too.
- *   Recommended: RT = min(1024, max(1, pow2ceil(ceil(NG / 4)))) (VPT <= 4: the weight
- *   stays in registers), then RT = 1024 for 4096 < NG <= 8192 (VPT 5..8);
- *   THREADS = max(RT, 256); grid.x = ceil(rows / (THREADS / RT)).
- *   Intended for N up to 16384 (float32) / 32768 (half types); the register kernel is
- *   correct up to the max above.
+ *     shared  = 0 dynamic
+ *     max N   = RT 1024 x max VPT x G = 32768 for every dtype (vector or scalar path).
+ *   Recommended: RT = min(1024, pow2ceil(ceil(NG / 4))) (>= 1; so VPT <= 4, and 5..8
+ *   only for float32 N in 16385..32768), THREADS = max(RT, 128),
+ *   grid.x = ceil(rows / (THREADS / RT)). E.g. float16 N = 4096: NG 512, RT = THREADS =
+ *   128, VPT 4, one row per block, grid.x = rows. The weight stays in registers across
+ *   the rows of a block when VPT <= 4 and THREADS <= 256 (vector path).
  *
- * tileops_rms_norm_on_chip (shared memory): one row per block, staged once in dynamic
- *   shared memory in its 16-byte groups (the vector path copies with cp.async, the tail
- *   zero-filled), reduced, then normalised from shared memory: x is read once.
- *     grid.x  = rows (may be capped; rows are strided), block.x = THREADS
- *     shared  = NG * 16 bytes dynamic (static: 256 bytes)
- *     max N   : NG * 16 + 256 <= max shared per block (opt-in). On an H200 (232448 bytes):
- *               NG <= 14512: N <= 58048 (float32), N <= 116096 (float16/bfloat16).
- *   Recommended THREADS = 512 (1024 for NG > 8192). Intended for N above the register
- *   kernel's range up to that max. The runtime raises the function's dynamic shared
- *   limit when shared > 48 KiB.
+ * tileops_rms_norm_on_chip (shared memory): one row per block at a time, staged in dynamic
+ *   shared memory in its 16-byte groups (vector path on sm_80+: cp.async, the tail group
+ *   zero-filled; otherwise through registers), reduced, then normalised from shared
+ *   memory: x is read from memory once. When a block has further rows (grid.x < rows)
+ *   each slot is refilled with the block's next row as soon as it has been written out.
+ *     grid.x  = rows (recommended: one row per block measured faster than a persistent
+ *               grid; a smaller grid is correct)
+ *     shared  = NG * 16 bytes dynamic (the runtime raises the function's limit > 48 KiB)
+ *     max N   : NG * 16 + THREADS / 4 <= max shared per block (opt-in). H200 (232448
+ *               bytes), THREADS 1024: NG <= 14512: N <= 58048 (float32), 116096 (half).
+ *   Recommended THREADS = 1024 (512 when NG <= 4096).
  *
- * tileops_rms_norm_streaming (two passes over global memory): one row per block; pass 1
- *   sums the squares, pass 2 re-reads x (from L2 when the rows in flight fit), scales and
- *   writes y (evict-first stores so they do not push x out of L2). Any N.
- *     grid.x  = min(rows, sm_count)  (one 1024-thread block per SM keeps the rows in
- *               flight, sm_count * N * E bytes, inside L2 up to ~300 KB rows)
- *     block.x = THREADS (recommended 1024), shared = 0 dynamic (static: 256 bytes)
- *   Intended for rows too long for tileops_rms_norm_on_chip.
+ * tileops_rms_norm_streaming (two passes over global memory): one row per block at a
+ *   time; pass 1 sums the squares, pass 2 re-reads x (from L2 when the rows in flight
+ *   fit), scales and writes y (evict-first stores, so they do not push x out of L2).
+ *   Any N; TILEOPS_UNROLL vectors in flight per thread per step.
+ *     grid.x  = min(rows, sm_count)  (one 1024-thread block per SM: the rows in flight,
+ *               sm_count * N * E bytes, stay inside L2 for rows up to ~300 KB)
+ *     shared  = 0 dynamic
+ *   Recommended THREADS = 1024.
  */
 
 /* ---- no headers: the few CUDA keywords the kernels need, if the compiler lacks them --- */
@@ -126,7 +134,11 @@
 #define TILEOPS_ROW_THREADS TILEOPS_THREADS
 #endif
 #ifndef TILEOPS_UNROLL
+#if TILEOPS_VEC == 1
+#define TILEOPS_UNROLL 2 /* element loads: 2 groups are already 8-16 loads in flight */
+#else
 #define TILEOPS_UNROLL 4
+#endif
 #endif
 #ifndef TILEOPS_KERNEL
 #define TILEOPS_KERNEL (-1)
@@ -154,12 +166,14 @@
 #define RK_ENABLED ((TILEOPS_KERNEL == 0 || TILEOPS_KERNEL == -1) && RK_VPT <= RK_MAX_VPT)
 #define OC_ENABLED (TILEOPS_KERNEL == 1 || TILEOPS_KERNEL == -1)
 #define ST_ENABLED (TILEOPS_KERNEL == 2 || TILEOPS_KERNEL == -1)
-/* the weight stays in registers across rows when it costs at most 16 registers */
+/* the weight stays in registers across rows when it costs at most 16 registers and the
+ * block is small (at 512+ threads the extra registers cost a resident block per SM) */
 #ifndef RK_W_IN_REGS
-#define RK_W_IN_REGS (TILEOPS_HAS_WEIGHT && RK_VPT <= 4)
+#define RK_W_IN_REGS (TILEOPS_HAS_WEIGHT && TILEOPS_VEC != 1 && RK_VPT <= 4 && TILEOPS_THREADS <= 256)
 #endif
 
-#define TILEOPS_DEV static __device__ __forceinline__
+/* unused: each specialisation uses only some helpers */
+#define TILEOPS_DEV static __device__ __forceinline__ __attribute__((unused))
 
 /* One 16-byte group: G elements packed in four 32-bit words (for the half types element
  * 2k is the low half of word k). */
@@ -286,18 +300,15 @@ TILEOPS_DEV void tileops_st_group_scalar(char *row, long long g, int count, stru
 #endif
 }
 
-/* Elements of group g that exist (G for a full group). */
-TILEOPS_DEV int tileops_group_count(long long g) {
-    long long left = (long long)TILEOPS_N - g * TILEOPS_G;
-    return left >= TILEOPS_G ? TILEOPS_G : (int)left;
-}
-
 /* Loads group g (< NG) of a row: 16-byte load on the vector path, element loads for the
  * tail and on the scalar path. nc: read-only data. */
 TILEOPS_DEV struct tileops_v4 tileops_ld_group(const char *row, long long g, int nc) {
 #if TILEOPS_VEC == 1
     (void)nc;
-    return tileops_ld_group_scalar(row, g, tileops_group_count(g));
+    /* a constant count for full groups: no per-element predicates */
+    if (TILEOPS_TAIL == 0 || g < TILEOPS_NGF)
+        return tileops_ld_group_scalar(row, g, TILEOPS_G);
+    return tileops_ld_group_scalar(row, g, TILEOPS_TAIL);
 #else
     if (TILEOPS_TAIL == 0 || g < TILEOPS_NGF)
         return nc ? tileops_ld16_nc(row + g * 16) : tileops_ld16(row + g * 16);
@@ -308,7 +319,10 @@ TILEOPS_DEV struct tileops_v4 tileops_ld_group(const char *row, long long g, int
 TILEOPS_DEV void tileops_st_group(char *row, long long g, struct tileops_v4 v, int evict_first) {
 #if TILEOPS_VEC == 1
     (void)evict_first;
-    tileops_st_group_scalar(row, g, tileops_group_count(g), v);
+    if (TILEOPS_TAIL == 0 || g < TILEOPS_NGF)
+        tileops_st_group_scalar(row, g, TILEOPS_G, v);
+    else
+        tileops_st_group_scalar(row, g, TILEOPS_TAIL, v);
 #else
     if (TILEOPS_TAIL == 0 || g < TILEOPS_NGF) {
         if (evict_first)
@@ -440,6 +454,77 @@ TILEOPS_DEV float tileops_rstd(float sumsq, float eps) {
     return tileops_rsqrt(sumsq / (float)TILEOPS_N + eps);
 }
 
+/* float -> one element of the dtype, round to nearest even */
+TILEOPS_DEV void tileops_st_elem(char *row, long long i, float v) {
+#if TILEOPS_DTYPE == 0
+    ((float *)row)[i] = v;
+#elif TILEOPS_DTYPE == 1
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    ((unsigned short *)row)[i] = h;
+#else
+    ((unsigned short *)row)[i] = (unsigned short)(tileops_pack2(v, 0.0f) & 0xffffu);
+#endif
+}
+
+/* one element of the dtype -> float */
+TILEOPS_DEV float tileops_ld_elem(const char *row, long long i) {
+#if TILEOPS_DTYPE == 0
+    return ((const float *)row)[i];
+#elif TILEOPS_DTYPE == 1
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(((const unsigned short *)row)[i]));
+    return f;
+#else
+    return tileops_as_float((unsigned)((const unsigned short *)row)[i] << 16);
+#endif
+}
+
+/* The scalar path's output: the first `count` elements of group g, one by one. */
+TILEOPS_DEV void tileops_write_scalar(char *yrow, const void *w, long long g, struct tileops_v4 xv,
+                                      float rstd, int count) {
+    float f[TILEOPS_G];
+    tileops_unpack(xv, f);
+#pragma unroll
+    for (int k = 0; k < TILEOPS_G; k++) {
+        if (k < count) {
+            float v = f[k] * rstd;
+#if TILEOPS_HAS_WEIGHT
+            v = v * tileops_ld_elem((const char *)w, g * TILEOPS_G + k);
+#else
+            (void)w;
+#endif
+            tileops_st_elem(yrow, g * TILEOPS_G + k, v);
+        }
+    }
+}
+
+/* Writes y group g = x group * rstd (* w group g). wv: the weight group when the caller
+ * already holds it (have_w), else it is loaded here. The scalar path works element by
+ * element (same arithmetic, same roundings as the vector path, fewer registers). */
+TILEOPS_DEV void tileops_write_group(char *yrow, const void *w, long long g, struct tileops_v4 xv,
+                                     int have_w, struct tileops_v4 wv, float rstd,
+                                     int evict_first) {
+#if TILEOPS_VEC == 1
+    (void)have_w;
+    (void)wv;
+    (void)evict_first;
+    if (TILEOPS_TAIL == 0 || g < TILEOPS_NGF)
+        tileops_write_scalar(yrow, w, g, xv, rstd, TILEOPS_G);
+    else
+        tileops_write_scalar(yrow, w, g, xv, rstd, TILEOPS_TAIL);
+#else
+#if TILEOPS_HAS_WEIGHT
+    if (!have_w)
+        wv = tileops_ld_group((const char *)w, g, 1);
+#else
+    (void)have_w;
+    (void)w;
+#endif
+    tileops_st_group(yrow, g, tileops_scale(xv, wv, rstd), evict_first);
+#endif
+}
+
 /* Sum over the RT threads of a row, the same fixed order for every row. RT <= 32: an
  * xor butterfly inside the row's lanes. RT > 32: a butterfly in each warp, the per-warp
  * sums through red[] (one barrier; all threads of the block must call it), a butterfly
@@ -522,26 +607,40 @@ tileops_rms_norm(const void *x, const void *w, void *y, long long rows, long lon
                 long long g = (long long)j * RK_RT + t;
                 if (g < TILEOPS_NG) {
 #if RK_W_IN_REGS
-                    struct tileops_v4 wv = wr[j];
-#elif TILEOPS_HAS_WEIGHT
-                    struct tileops_v4 wv = tileops_ld_group((const char *)w, g, 1);
+                    tileops_write_group(yrow, w, g, xr[j], 1, wr[j], rstd, 0);
 #else
-                    struct tileops_v4 wv = tileops_zero4();
+                    tileops_write_group(yrow, w, g, xr[j], 0, tileops_zero4(), rstd, 0);
 #endif
-                    tileops_st_group(yrow, g, tileops_scale(xr[j], wv, rstd), 0);
                 }
             }
         }
     }
-#if !TILEOPS_HAS_WEIGHT
-    (void)w;
-#endif
 }
 #endif /* RK_ENABLED */
 
 /* ==== tileops_rms_norm_on_chip: the row staged in shared memory ========================= */
 #if OC_ENABLED
 #define OC_J ((TILEOPS_NG + TILEOPS_THREADS - 1) / TILEOPS_THREADS) /* groups per thread */
+#if TILEOPS_VEC != 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define OC_ASYNC 1 /* cp.async: global -> shared without registers, all in flight at once */
+#else
+#define OC_ASYNC 0
+#endif
+
+/* Stages group g of a row into its shared memory slot. Each thread stages its own groups
+ * and later reads only those, so no barrier is needed between copy and use. */
+TILEOPS_DEV void tileops_stage_group(struct tileops_v4 *slot, const char *xrow, int g) {
+#if OC_ASYNC
+    unsigned bytes = (TILEOPS_TAIL == 0 || g < TILEOPS_NGF) ? 16u : TILEOPS_TAIL * TILEOPS_E;
+    /* copies `bytes`, zero-fills the rest of the 16 */
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :
+                 : "r"(tileops_smem_addr(slot)), "l"(xrow + (long long)g * 16), "r"(bytes)
+                 : "memory");
+#else
+    *slot = tileops_ld_group(xrow, g, 0);
+#endif
+}
 
 extern "C" __global__ void __launch_bounds__(TILEOPS_THREADS)
 tileops_rms_norm_on_chip(const void *x, const void *w, void *y, long long rows,
@@ -549,32 +648,33 @@ tileops_rms_norm_on_chip(const void *x, const void *w, void *y, long long rows,
     extern __shared__ struct tileops_v4 tileops_row_smem[]; /* NG groups */
     __shared__ float red[2][TILEOPS_WARPS];
     const unsigned tid = tileops_tid();
+    const long long step = tileops_nctaid();
     int parity = 0;
-    for (long long row = tileops_ctaid(); row < rows; row += tileops_nctaid()) {
+    long long row = tileops_ctaid();
+#if OC_ASYNC
+    /* software pipeline over the block's rows: while a group of row r is normalised and
+     * written, the same slot is refilled with that group of the block's next row, so the
+     * next row's loads overlap this row's stores (one buffer, any row length) */
+    if (row < rows) {
         const char *xrow = tileops_row_in(x, row, x_row_stride);
-        /* stage: each thread copies its own groups, and later reads only those, so no
-         * barrier is needed between the copy and the reads */
-#if TILEOPS_VEC != 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#pragma unroll 4
-        for (int j = 0; j < OC_J; j++) {
-            int g = j * TILEOPS_THREADS + (int)tid;
-            if (g < TILEOPS_NG) {
-                unsigned bytes = (TILEOPS_TAIL == 0 || g < TILEOPS_NGF) ? 16u : TILEOPS_TAIL * TILEOPS_E;
-                /* copies `bytes`, zero-fills the rest of the 16 */
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                             :
-                             : "r"(tileops_smem_addr(&tileops_row_smem[g])), "l"(xrow + (long long)g * 16),
-                               "r"(bytes)
-                             : "memory");
-            }
-        }
-        asm volatile("cp.async.wait_all;" ::: "memory");
-#else
 #pragma unroll 4
         for (int j = 0; j < OC_J; j++) {
             int g = j * TILEOPS_THREADS + (int)tid;
             if (g < TILEOPS_NG)
-                tileops_row_smem[g] = tileops_ld_group(xrow, g, 0);
+                tileops_stage_group(&tileops_row_smem[g], xrow, g);
+        }
+    }
+#endif
+    for (; row < rows; row += step) {
+#if OC_ASYNC
+        asm volatile("cp.async.wait_all;" ::: "memory");
+#else
+        const char *xrow = tileops_row_in(x, row, x_row_stride);
+#pragma unroll 4
+        for (int j = 0; j < OC_J; j++) {
+            int g = j * TILEOPS_THREADS + (int)tid;
+            if (g < TILEOPS_NG)
+                tileops_stage_group(&tileops_row_smem[g], xrow, g);
         }
 #endif
         float acc = 0.0f;
@@ -587,22 +687,24 @@ tileops_rms_norm_on_chip(const void *x, const void *w, void *y, long long rows,
         const float rstd = tileops_rstd(tileops_row_sum(acc, red[parity], tid, TILEOPS_THREADS), eps);
         parity ^= 1;
         char *yrow = tileops_row_out(y, row, y_row_stride);
+#if OC_ASYNC
+        const long long next = row + step;
+        const int prefetch = next < rows;
+        const char *nxrow = tileops_row_in(x, prefetch ? next : row, x_row_stride);
+#endif
 #pragma unroll 4
         for (int j = 0; j < OC_J; j++) {
             int g = j * TILEOPS_THREADS + (int)tid;
             if (g < TILEOPS_NG) {
-#if TILEOPS_HAS_WEIGHT
-                struct tileops_v4 wv = tileops_ld_group((const char *)w, g, 1);
-#else
-                struct tileops_v4 wv = tileops_zero4();
+                tileops_write_group(yrow, w, g, tileops_row_smem[g], 0, tileops_zero4(), rstd, 0);
+#if OC_ASYNC
+                /* after the store in program order: the slot was read (the store used it) */
+                if (prefetch)
+                    tileops_stage_group(&tileops_row_smem[g], nxrow, g);
 #endif
-                tileops_st_group(yrow, g, tileops_scale(tileops_row_smem[g], wv, rstd), 0);
             }
         }
     }
-#if !TILEOPS_HAS_WEIGHT
-    (void)w;
-#endif
 }
 #endif /* OC_ENABLED */
 
@@ -642,7 +744,7 @@ tileops_rms_norm_streaming(const void *x, const void *w, void *y, long long rows
             for (int u = 0; u < TILEOPS_UNROLL; u++) {
                 long long g = (long long)(j0 + u) * TILEOPS_THREADS + tid;
                 v[u] = g < TILEOPS_NG ? tileops_ld_group(xrow, g, 0) : tileops_zero4();
-#if TILEOPS_HAS_WEIGHT
+#if TILEOPS_HAS_WEIGHT && TILEOPS_VEC != 1
                 wv[u] = g < TILEOPS_NG ? tileops_ld_group((const char *)w, g, 1) : tileops_zero4();
 #else
                 wv[u] = tileops_zero4();
@@ -652,12 +754,9 @@ tileops_rms_norm_streaming(const void *x, const void *w, void *y, long long rows
             for (int u = 0; u < TILEOPS_UNROLL; u++) {
                 long long g = (long long)(j0 + u) * TILEOPS_THREADS + tid;
                 if (g < TILEOPS_NG)
-                    tileops_st_group(yrow, g, tileops_scale(v[u], wv[u], rstd), 1);
+                    tileops_write_group(yrow, w, g, v[u], 1, wv[u], rstd, 1);
             }
         }
     }
-#if !TILEOPS_HAS_WEIGHT
-    (void)w;
-#endif
 }
 #endif /* ST_ENABLED */

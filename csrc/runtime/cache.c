@@ -15,8 +15,13 @@
  *
  * A handle is an index into a table of pages that are allocated once and never move, so
  * tileops_cuda_launch reads entries without taking a lock. Lookups and inserts in the two
- * maps take g_mutex briefly; NVRTC runs with no lock held; module loading is serialised
- * by g_module_mutex so a kernel is never loaded twice on one device. */
+ * maps take g_mutex briefly (never held across NVRTC, disk or driver calls, so memory hits
+ * never wait); CUBIN misses (disk, NVRTC) are serialised by g_compile_mutex so a kernel is
+ * compiled once however many threads ask; module loading is serialised by g_module_mutex
+ * so a kernel is never loaded twice on one device. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* O_CLOEXEC, strerror_r, clock_gettime; the build defines it too */
+#endif
 #include "runtime/cuda_api.h"
 
 #include <errno.h>
@@ -391,6 +396,7 @@ typedef struct handle_slot {
 
 static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;      /* the two maps, the table */
 static pthread_mutex_t g_module_mutex = PTHREAD_MUTEX_INITIALIZER; /* module loading */
+static pthread_mutex_t g_compile_mutex = PTHREAD_MUTEX_INITIALIZER; /* disk + NVRTC */
 static cubin_slot_t *g_cubins;
 static size_t g_cubin_cap, g_cubin_count;
 static handle_slot_t *g_handles;
@@ -532,6 +538,48 @@ static int kernel_add(CUfunction fn, CUmodule module, int device, const char *ar
 
 /* ---- builds ------------------------------------------------------------------------- */
 
+/* The hash of a kernel source is the slow part of a memory hit (FNV-1a is a serial chain,
+ * ~1 ns per byte: tens of microseconds for a kernel file), and callers pass the same few
+ * sources again and again. Remember the hashes of the last few sources, each with a copy
+ * of the text: a hit is a memcmp (a few GB/s), never a guess from a pointer. */
+#define SOURCE_MEMO 8
+static pthread_mutex_t g_memo_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char *text;
+    size_t len;
+    uint64_t hash;
+} g_memo[SOURCE_MEMO];
+static unsigned g_memo_next;
+
+static uint64_t source_hash(const char *source, size_t len) {
+    uint64_t h = 0;
+    int found = 0;
+    pthread_mutex_lock(&g_memo_mutex);
+    for (int i = 0; i < SOURCE_MEMO; i++) {
+        if (g_memo[i].text && g_memo[i].len == len && memcmp(g_memo[i].text, source, len) == 0) {
+            h = g_memo[i].hash;
+            found = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_memo_mutex);
+    if (found)
+        return h;
+    h = tileops_hash64(source, len, 0);
+    char *copy = malloc(len);
+    if (!copy)
+        return h; /* not remembered: still correct */
+    memcpy(copy, source, len);
+    pthread_mutex_lock(&g_memo_mutex);
+    unsigned slot = g_memo_next++ % SOURCE_MEMO;
+    free(g_memo[slot].text);
+    g_memo[slot].text = copy;
+    g_memo[slot].len = len;
+    g_memo[slot].hash = h;
+    pthread_mutex_unlock(&g_memo_mutex);
+    return h;
+}
+
 static int is_identifier(const char *s) {
     if (!s || !s[0])
         return 0;
@@ -622,7 +670,7 @@ tileops_status_t tileops_cuda_build(int device, const char *source, size_t sourc
     int num_fixed = tileops_nvrtc_fixed_options(dev->major, dev->minor, api->nvrtc_major,
                                                 api->nvrtc_minor, arch_option, sizeof arch_option,
                                                 fixed);
-    uint64_t key = tileops_hash64(source, source_len, 0);
+    uint64_t key = source_hash(source, source_len);
     key = hash_str("options:", key);
     for (int i = 0; i < num_fixed; i++)
         key = hash_str(fixed[i], key);
@@ -662,11 +710,22 @@ tileops_status_t tileops_cuda_build(int device, const char *source, size_t sourc
                                 kernel_name, device);
     }
 
-    /* 3. the CUBIN: process memory, else disk, else NVRTC (then stored on disk) */
+    /* 3. the CUBIN: process memory, else disk, else NVRTC (then stored on disk). Misses
+     * are serialised by g_compile_mutex so that threads wanting the same kernel compile
+     * it once (the map is checked again under it). */
     pthread_mutex_lock(&g_mutex);
     cubin_slot_t *slot = cubin_find(key);
     const void *cubin = slot ? slot->data : NULL;
     pthread_mutex_unlock(&g_mutex);
+    int compile_locked = 0;
+    if (!cubin) {
+        pthread_mutex_lock(&g_compile_mutex);
+        compile_locked = 1;
+        pthread_mutex_lock(&g_mutex);
+        slot = cubin_find(key);
+        cubin = slot ? slot->data : NULL;
+        pthread_mutex_unlock(&g_mutex);
+    }
     if (!cubin) {
         char path[4096];
         void *data = NULL;
@@ -678,8 +737,10 @@ tileops_status_t tileops_cuda_build(int device, const char *source, size_t sourc
         } else {
             st = tileops_nvrtc_compile(source, source_len, kernel_name, options, num_options,
                                        dev->major, dev->minor, &data, &len, &local.compile_ms);
-            if (st != TILEOPS_OK)
+            if (st != TILEOPS_OK) {
+                pthread_mutex_unlock(&g_compile_mutex);
                 return st;
+            }
             local.nvrtc_ran = 1;
             tileops_cuda_stat_add(TILEOPS_STAT_NVRTC_COMPILES, 1);
             if (have_path)
@@ -693,6 +754,7 @@ tileops_status_t tileops_cuda_build(int device, const char *source, size_t sourc
             cubin = slot->data;
         } else if (cubin_insert(key, data, len) != 0) {
             pthread_mutex_unlock(&g_mutex);
+            pthread_mutex_unlock(&g_compile_mutex);
             free(data);
             return tileops_fail(TILEOPS_ERR_OUT_OF_MEMORY, "tileops_cuda_build(%s): out of memory",
                                 kernel_name);
@@ -701,6 +763,8 @@ tileops_status_t tileops_cuda_build(int device, const char *source, size_t sourc
         }
         pthread_mutex_unlock(&g_mutex);
     }
+    if (compile_locked)
+        pthread_mutex_unlock(&g_compile_mutex);
 
     /* 4. load it in the device's primary context, once */
     CUcontext ctx, previous;

@@ -7,6 +7,9 @@
  * path: a launch looks its handle up in cache.c's never-moving table, makes the device's
  * primary context current only when it is not, packs the arguments into a stack array
  * and calls cuLaunchKernel. Nothing here prints, exits or allocates per launch. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* O_CLOEXEC, strerror_r, clock_gettime; the build defines it too */
+#endif
 #include "runtime/cuda_api.h"
 
 #include <dlfcn.h>
@@ -135,6 +138,9 @@ static tileops_status_t resolve_driver(void *lib, tileops_cuda_api_t *api) {
     OPTIONAL_SYM(lib, cuEventElapsedTime, "cuEventElapsedTime_v2");
     if (!api->cuEventElapsedTime)
         OPTIONAL_SYM(lib, cuEventElapsedTime, "cuEventElapsedTime");
+    OPTIONAL_SYM(lib, cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+    OPTIONAL_SYM(lib, cuStreamEndCapture, "cuStreamEndCapture");
+    OPTIONAL_SYM(lib, cuGraphDestroy, "cuGraphDestroy");
     return TILEOPS_OK;
 }
 
@@ -149,6 +155,17 @@ static tileops_status_t resolve_nvrtc(void *lib, const char *libname, tileops_cu
     REQUIRE_SYM(lib, libname, nvrtcGetCUBINSize, "nvrtcGetCUBINSize");
     REQUIRE_SYM(lib, libname, nvrtcGetCUBIN, "nvrtcGetCUBIN");
     return TILEOPS_OK;
+}
+
+/* Copies a string into a bounded buffer, truncating. */
+static void copy_bounded(char *dst, size_t size, const char *src) {
+    size_t n = strlen(src);
+    if (size == 0)
+        return;
+    if (n >= size)
+        n = size - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
 }
 
 /* Appends to a bounded text buffer (silently truncating). */
@@ -172,7 +189,7 @@ static void *open_nvrtc(const char *hint, char *path_out, size_t path_size, char
     do {                                                                                 \
         lib = dlopen((path), RTLD_NOW | RTLD_LOCAL);                                     \
         if (lib) {                                                                       \
-            snprintf(path_out, path_size, "%s", (path));                                 \
+            copy_bounded(path_out, path_size, (path));                                   \
             return lib;                                                                  \
         }                                                                                \
         const char *err_ = dlerror();                                                    \
@@ -262,7 +279,7 @@ tileops_status_t tileops_cuda_load(const char *nvrtc_hint) {
         tileops_status_t st = do_load(nvrtc_hint);
         g_load_status = st;
         if (st != TILEOPS_OK) {
-            snprintf(g_load_message, sizeof g_load_message, "%s", tileops_last_error());
+            copy_bounded(g_load_message, sizeof g_load_message, tileops_last_error());
             memset(&g_api, 0, sizeof g_api);
         }
         atomic_store_explicit(&g_load_state, st == TILEOPS_OK ? 1 : 2, memory_order_release);

@@ -23,6 +23,7 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
 
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_NOT_INITIALIZED 3
@@ -42,6 +43,9 @@ typedef struct CUevent_st *CUevent;
 #define CU_STREAM_CAPTURE_STATUS_NONE 0
 #define CU_STREAM_CAPTURE_STATUS_ACTIVE 1
 #define CU_STREAM_CAPTURE_STATUS_INVALIDATED 2
+
+/* CUstreamCaptureMode values */
+#define CU_STREAM_CAPTURE_MODE_GLOBAL 0
 
 /* stream and event creation flags */
 #define CU_STREAM_NON_BLOCKING 0x1
@@ -85,6 +89,9 @@ typedef CUresult (*PFN_cuEventDestroy_v2)(CUevent event);
 typedef CUresult (*PFN_cuEventRecord)(CUevent event, CUstream stream);
 typedef CUresult (*PFN_cuEventSynchronize)(CUevent event);
 typedef CUresult (*PFN_cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
+typedef CUresult (*PFN_cuStreamBeginCapture_v2)(CUstream stream, int mode);
+typedef CUresult (*PFN_cuStreamEndCapture)(CUstream stream, CUgraph *graph);
+typedef CUresult (*PFN_cuGraphDestroy)(CUgraph graph);
 
 /* ---- NVRTC types (mirror nvrtc.h) ------------------------------------------------ */
 
@@ -143,6 +150,9 @@ typedef struct tileops_cuda_api {
     PFN_cuEventRecord cuEventRecord;
     PFN_cuEventSynchronize cuEventSynchronize;
     PFN_cuEventElapsedTime cuEventElapsedTime;
+    PFN_cuStreamBeginCapture_v2 cuStreamBeginCapture;
+    PFN_cuStreamEndCapture cuStreamEndCapture;
+    PFN_cuGraphDestroy cuGraphDestroy;
     /* NVRTC, required */
     PFN_nvrtcGetErrorString nvrtcGetErrorString;
     PFN_nvrtcVersion nvrtcVersion;

@@ -25,7 +25,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 # ---- the register kernel's recommended shape (mirrors norm.cu's comment) -----------------
-# RT = min(1024, pow2ceil(ceil(NG / 4))); THREADS = max(RT, 256)
+# RT = min(1024, pow2ceil(ceil(NG / 4))); THREADS = max(RT, 128)
 plan_rt() { # N G -> RT
     local ng=$(( ($1 + $2 - 1) / $2 )) rt=1
     local want=$(( (ng + 3) / 4 ))
@@ -43,7 +43,7 @@ for dtype in 0 1 2; do
         for vec in 1 "$G"; do
             # tileops_rms_norm (registers)
             for n in 1 7 100 4095 4096 8192 16384 32768; do
-                rt=$(plan_rt "$n" "$G"); t=$(( rt > 256 ? rt : 256 ))
+                rt=$(plan_rt "$n" "$G"); t=$(( rt > 128 ? rt : 128 ))
                 add ok 0 "$dtype" "$n" "$w" "$vec" "$t" "$rt" sm_90a
             done
             # other row-thread choices (sub-warp, one warp, several warps per block)
@@ -53,7 +53,7 @@ for dtype in 0 1 2; do
             add ok 0 "$dtype" 33 "$w" "$vec" 128 8 sm_90a
             # tileops_rms_norm_on_chip (shared memory)
             for n in 1 7 4095 4096 8192 16384 32768 65536; do
-                t=$(( n > 8192 * G ? 1024 : 512 ))
+                t=$(( n > 4096 * G ? 1024 : 512 ))
                 add ok 1 "$dtype" "$n" "$w" "$vec" "$t" "$t" sm_90a
             done
             if [ "$dtype" = 0 ]; then maxn=58048; else maxn=116096; fi
@@ -66,7 +66,7 @@ for dtype in 0 1 2; do
         done
         # older architectures: the fallbacks (no cp.async / cvt.rn.bf16x2 on sm_75)
         for arch in sm_80 sm_75; do
-            add ok 0 "$dtype" 4096 "$w" "$G" 256 "$(plan_rt 4096 "$G")" "$arch"
+            add ok 0 "$dtype" 4096 "$w" "$G" 256 128 "$arch"
             add ok 1 "$dtype" 4099 "$w" "$G" 512 512 "$arch"
             add ok 2 "$dtype" 65536 "$w" "$G" 1024 1024 "$arch"
         done

@@ -159,8 +159,10 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
             ns[f"_ALLOWED_{i.name}"] = frozenset(i.dtype.allowed)
             w(f"{ind}if {i.name}.dtype not in _ALLOWED_{i.name}:")
             w(f"{ind}    raise InputTypeError(f\"{opname}: argument '{i.name}': expected dtype {i.dtype.text}, got {{{i.name}.dtype}}\")")
+        if i.name == first and len(entry.inputs) + (1 if out_param else 0) > 1:
+            w(f"{ind}_dev = {first}.device")
         if i.name != first:
-            w(f"{ind}if {i.name}.device != {first}.device:")
+            w(f"{ind}if {i.name}.device != _dev:")
             w(f"{ind}    raise InputValueError(f\"{opname}: argument '{i.name}': expected a tensor on {{{first}.device}} (the device of '{first}'), got {{{i.name}.device}}\")")
     for c in scalars:
         pytype = {"bool": "bool", "int": "int", "float": "(float, int)"}[c.type]
@@ -184,7 +186,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         w(f"            raise InputValueError(f\"{opname}: argument 'out': expected shape {{_s}} (output '{o.name}'), got {{tuple(out.shape)}}\")")
         w(f"        if out.dtype != {dt}:")
         w(f"            raise InputTypeError(f\"{opname}: argument 'out': expected dtype {{{dt}}}, got {{out.dtype}}\")")
-        w(f"        if out.device != {first}.device:")
+        w(f"        if out.device != _dev:")
         w(f"            raise InputValueError(f\"{opname}: argument 'out': expected a tensor on {{{first}.device}}, got {{out.device}}\")")
     w("")
 
@@ -199,6 +201,10 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         w(f"    self = _instances.get(key)")
         w(f"    if self is None:")
         w(f"        raise TileOpsError(f\"{opname}: no live instance with key {{key!r}}; construct the op once and keep it alive while it is called\")")
+        w(f"    return _body_{bi}(self, {sig})")
+        w("")
+        # The body proper; the eager fast path calls it with the instance in hand.
+        w(f"def _body_{bi}(self, {sig}):")
         w(f"    _check(self, {chk})")
         w(f"    _resolved = self._target is None")
         w(f"    if _resolved:")
@@ -295,9 +301,9 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
             # (custom_op runs its kernel below ADInplaceOrView); the op's own write bumps
             # each written tensor once.
             w(f"            with _below_inplace_view():")
-            w(f"                _a = _impl_{bi}({', '.join(op_args)})")
+            w(f"                _a = _body_{bi}(self, {', '.join(op_args)})")
         else:
-            w(f"            _a = _impl_{bi}({', '.join(op_args)})")
+            w(f"            _a = _body_{bi}(self, {', '.join(op_args)})")
         for v in writes:
             w(f"            _bump({v})")
         w(f"        else:")

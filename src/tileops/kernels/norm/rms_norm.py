@@ -24,11 +24,12 @@ CPU_ROW, CPU_ON_CHIP, CPU_STREAMING = 0, 1, 2
 CPU_ROW_MAX_BYTES = 64 * 1024
 CPU_SCRATCH_MAX_BYTES = 1024 * 1024
 
-# CUDA (see the launch-shape comment at the top of csrc/cuda/norm.cu).
+# CUDA: launch shapes follow the comment at the top of csrc/cuda/norm.cu.
 CUDA_SOURCE = "norm.cu"
 CUDA_ARG_FORMAT = "pppqqqf"
-CUDA_REGISTER_MAX_BYTES = 32 * 1024     # row bytes the register kernel holds
-CUDA_SMEM_RESERVE = 1024                # bytes of static shared memory the kernels use
+CUDA_REGISTER_MAX_N = 32768             # the register kernel holds rows up to this length
+CUDA_KERNEL_CODE = {"tileops_rms_norm": 0, "tileops_rms_norm_on_chip": 1, "tileops_rms_norm_streaming": 2}
+GRID_MAX = 2**31 - 1
 
 
 def _row_length(call: KernelCall) -> int:
@@ -47,8 +48,19 @@ def _row_bytes(call: KernelCall) -> int:
     return _row_length(call) * call.inputs["x"].dtype.itemsize
 
 
-def _cuda_smem_limit(call: KernelCall) -> int:
-    return runtime.device_attributes(call.device.index or 0)["max_shared_per_block"] - CUDA_SMEM_RESERVE
+def _groups(call: KernelCall) -> int:
+    """16-byte groups per row (the last may be partial)."""
+    return -(-_row_length(call) // (16 // call.inputs["x"].dtype.itemsize))
+
+
+def _on_chip_threads(groups: int) -> int:
+    return 512 if groups <= 4096 else 1024
+
+
+def _on_chip_fits(call: KernelCall) -> bool:
+    g = _groups(call)
+    limit = runtime.device_attributes(call.device.index or 0)["max_shared_per_block"]
+    return g * 16 + _on_chip_threads(g) // 4 <= limit
 
 
 def _cpu_identity(kind: int, call: KernelCall):
@@ -78,71 +90,88 @@ def _cuda_identity(kernel_name: str, call: KernelCall):
     return ("cuda", call.device.index or 0, kernel_name, CODE[x.dtype], n, w is not None, vec, _eps(call))
 
 
-def _threads_for(n: int, vec: int, kernel_name: str) -> int:
-    """Block size: enough threads that each holds a few vectors of the row."""
+def _pow2ceil(v: int) -> int:
+    return 1 << max(0, (v - 1).bit_length())
+
+
+def _cuda_launch_shape(kernel_name: str, n: int, elem: int, sm_count: int):
+    """(defines, threads, rows per block or None for a capped grid, dynamic shared bytes)."""
+    groups = -(-n // (16 // elem))
     if kernel_name == "tileops_rms_norm":
-        per_thread_target = 4  # vectors per thread kept in registers
-        t = -(-n // (vec * per_thread_target))
-        t = max(32, min(1024, ((t + 31) // 32) * 32))
-        return t
-    return 1024 if n >= 16384 else 512
+        rt = min(1024, _pow2ceil(-(-groups // 4)))
+        threads = max(rt, 128)
+        return (f"-DTILEOPS_ROW_THREADS={rt}",), threads, threads // rt, 0, None
+    if kernel_name == "tileops_rms_norm_on_chip":
+        return (), _on_chip_threads(groups), 1, groups * 16, None
+    return (), 1024, 1, 0, sm_count
 
 
 def _build_cuda(identity):
     _, dev, kernel_name, dtype, n, has_weight, vec, eps = identity
-    threads = _threads_for(n, vec, kernel_name)
-    elem = {0: 4, 1: 2, 2: 2}[dtype]
-    shared = n * 4 if kernel_name == "tileops_rms_norm_on_chip" and dtype == 0 else (
-        n * elem if kernel_name == "tileops_rms_norm_on_chip" else 0)
-    options = (f"-DTILEOPS_DTYPE={dtype}", f"-DTILEOPS_N={n}", f"-DTILEOPS_HAS_WEIGHT={int(has_weight)}",
-               f"-DTILEOPS_VEC={vec}", f"-DTILEOPS_THREADS={threads}")
-    handle = runtime.build(dev, CUDA_SOURCE, kernel_name, options, CUDA_ARG_FORMAT)
+    elem = 4 if dtype == 0 else 2
     sm_count = runtime.device_attributes(dev)["sm_count"]
+    extra, threads, rows_per_block, shared, grid_cap = _cuda_launch_shape(kernel_name, n, elem, sm_count)
+    options = (f"-DTILEOPS_KERNEL={CUDA_KERNEL_CODE[kernel_name]}", f"-DTILEOPS_DTYPE={dtype}",
+               f"-DTILEOPS_N={n}", f"-DTILEOPS_HAS_WEIGHT={int(has_weight)}", f"-DTILEOPS_VEC={vec}",
+               f"-DTILEOPS_THREADS={threads}") + extra
+    handle = runtime.build(dev, CUDA_SOURCE, kernel_name, options, CUDA_ARG_FORMAT)
     launch_raw = _C.cuda_launch
     stream_of = runtime.current_stream
-    max_grid = sm_count * (32 if kernel_name == "tileops_rms_norm" else 8)
+    cap = min(grid_cap or GRID_MAX, GRID_MAX)
 
     def launch(x, weight=None):
         y = torch.empty_like(x)
         rows = x.numel() // n
         if rows:
-            launch_raw(handle, min(rows, max_grid), 1, 1, threads, 1, 1, shared, stream_of(dev),
+            grid = min(-(-rows // rows_per_block), cap)
+            launch_raw(handle, grid, 1, 1, threads, 1, 1, shared, stream_of(dev),
                        x.data_ptr(), 0 if weight is None else weight.data_ptr(), y.data_ptr(),
                        rows, n, n, eps)
         return y
     return launch
 
 
-class RMSNormKernel(Kernel):
-    """Row in registers (CUDA) / row in cache, two passes (CPU)."""
+class _RMSNormImplementation(Kernel):
+    """What the three share: the identity and the build, per device."""
     interface = "rms_norm"
-    specialised = True
-
-    @classmethod
-    def refusal(cls, call):
-        why = super().refusal(call)
-        if why:
-            return why
-        limit = CPU_ROW_MAX_BYTES if call.device.type == "cpu" else CUDA_REGISTER_MAX_BYTES
-        if _row_bytes(call) > limit:
-            return f"row of {_row_bytes(call)} bytes exceeds {limit}"
-        return None
+    cpu_variant = CPU_STREAMING
+    cuda_kernel = "tileops_rms_norm_streaming"
 
     @classmethod
     def entry_for(cls, call):
         if call.device.type == "cpu":
-            return _cpu_identity(CPU_ROW, call)
-        return _cuda_identity("tileops_rms_norm", call)
+            return _cpu_identity(cls.cpu_variant, call)
+        return _cuda_identity(cls.cuda_kernel, call)
 
     @classmethod
     def build(cls, identity):
         return _build_cpu(identity) if identity[0] == "cpu" else _build_cuda(identity)
 
 
-class RMSNormOnChipKernel(Kernel):
-    """Row staged once in shared memory (CUDA) / in an fp32 scratch (CPU)."""
-    interface = "rms_norm"
+class RMSNormKernel(_RMSNormImplementation):
+    """Row in registers (CUDA) / row in cache, two passes (CPU)."""
     specialised = True
+    cpu_variant = CPU_ROW
+    cuda_kernel = "tileops_rms_norm"
+
+    @classmethod
+    def refusal(cls, call):
+        why = super().refusal(call)
+        if why:
+            return why
+        if call.device.type == "cpu":
+            if _row_bytes(call) > CPU_ROW_MAX_BYTES:
+                return f"row of {_row_bytes(call)} bytes exceeds {CPU_ROW_MAX_BYTES}"
+        elif _row_length(call) > CUDA_REGISTER_MAX_N:
+            return f"row of {_row_length(call)} elements exceeds the register kernel's {CUDA_REGISTER_MAX_N}"
+        return None
+
+
+class RMSNormOnChipKernel(_RMSNormImplementation):
+    """Row staged once in shared memory (CUDA) / in an fp32 scratch (CPU)."""
+    specialised = True
+    cpu_variant = CPU_ON_CHIP
+    cuda_kernel = "tileops_rms_norm_on_chip"
 
     @classmethod
     def refusal(cls, call):
@@ -156,34 +185,13 @@ class RMSNormOnChipKernel(Kernel):
             if _row_length(call) * 4 > CPU_SCRATCH_MAX_BYTES:
                 return f"fp32 scratch of {_row_length(call) * 4} bytes exceeds {CPU_SCRATCH_MAX_BYTES}"
             return None
-        if b <= CUDA_REGISTER_MAX_BYTES:
-            return f"row of {b} bytes is served by RMSNormKernel"
-        if b > _cuda_smem_limit(call):
+        if _row_length(call) <= CUDA_REGISTER_MAX_N:
+            return f"row of {_row_length(call)} elements is served by RMSNormKernel"
+        if not _on_chip_fits(call):
             return f"row of {b} bytes exceeds the shared memory of {call.device}"
         return None
 
-    @classmethod
-    def entry_for(cls, call):
-        if call.device.type == "cpu":
-            return _cpu_identity(CPU_ON_CHIP, call)
-        return _cuda_identity("tileops_rms_norm_on_chip", call)
 
-    @classmethod
-    def build(cls, identity):
-        return _build_cpu(identity) if identity[0] == "cpu" else _build_cuda(identity)
-
-
-class RMSNormStreamingKernel(Kernel):
+class RMSNormStreamingKernel(_RMSNormImplementation):
     """Any row length: sum of squares, then the scaled write, each a pass over memory."""
-    interface = "rms_norm"
     specialised = False
-
-    @classmethod
-    def entry_for(cls, call):
-        if call.device.type == "cpu":
-            return _cpu_identity(CPU_STREAMING, call)
-        return _cuda_identity("tileops_rms_norm_streaming", call)
-
-    @classmethod
-    def build(cls, identity):
-        return _build_cpu(identity) if identity[0] == "cpu" else _build_cuda(identity)

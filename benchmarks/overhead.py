@@ -1,0 +1,208 @@
+"""Per-call host overhead of RMSNormFwdOp, eager and under torch.compile.
+
+    python benchmarks/overhead.py --device cpu|cuda [--out PATH.json] [--plot PATH.png]
+                                  [--no-plot] [--side-stream]
+
+Shapes 1x4096 (host-bound: the time is almost all dispatch) and 2048x4096, float32 on CPU
+and float16 on CUDA, normalised over the last dimension. Impls:
+  tileops eager                    ``op(x, w)``
+  F.rms_norm eager                 ``F.rms_norm(x, (n,), w, eps)``
+  custom_op(F.rms_norm) eager      a bare ``torch.library.custom_op("bench::rms_norm_ref")``
+                                   wrapping F.rms_norm (register_fake: ``torch.empty``): the
+                                   cost of any opaque custom op, the floor for tileops' own
+  ... compile                      each of the three in ``torch.compile(fullgraph=True)``
+                                   (default mode), compiled fresh per shape, warmed up
+
+Per-call time = wall time of a loop of n back-to-back calls / n, synchronising the device
+only before and after the loop (on CUDA the 1x4096 loop is host-bound, so this is the host
+cost per call; at 2048x4096 the GPU may be the bound). Median over 7 rounds of ~0.1 s.
+Everything runs on torch's current stream (the legacy default stream unless
+``--side-stream``). The table gives each impl's µs and its ratio to "F.rms_norm eager".
+
+tileops' results (eager and compiled) are checked against F.rms_norm first; beyond
+tolerance the script exits 1 without timing tileops.
+
+Default output: benchmarks/results/<cpu|h200|device name>/overhead.json (+ .png).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+SHAPES = ((1, 4096), (2048, 4096))
+BASE = "F.rms_norm eager"
+IMPLS = ("tileops eager", "F.rms_norm eager", "custom_op(F.rms_norm) eager",
+         "tileops compile", "F.rms_norm compile", "custom_op(F.rms_norm) compile")
+
+_REF_OP = None
+
+
+def ref_custom_op():
+    """``bench::rms_norm_ref``: F.rms_norm behind a bare torch.library.custom_op."""
+    global _REF_OP
+    if _REF_OP is None:
+        import torch
+        import torch.nn.functional as F
+
+        # schema given explicitly: `from __future__ import annotations` leaves the
+        # annotations as strings that infer_schema cannot resolve in a local scope
+        @torch.library.custom_op("bench::rms_norm_ref", mutates_args=(),
+                                 schema="(Tensor x, Tensor w, float eps) -> Tensor")
+        def rms_norm_ref(x, w, eps):
+            return F.rms_norm(x, (x.shape[-1],), w, eps)
+
+        @rms_norm_ref.register_fake
+        def _(x, w, eps):
+            return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+        _REF_OP = rms_norm_ref
+    return _REF_OP
+
+
+def make_impls(shape, dtype, device):
+    """x, w and the six impls' zero-argument callables for one shape."""
+    import torch
+    import torch.nn.functional as F
+    from tileops.norm import RMSNormFwdOp
+
+    n = shape[-1]
+    eps = torch.finfo(dtype).eps
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    x = torch.randn(shape, generator=gen).to(device=device, dtype=dtype)
+    w = (1.0 + 0.1 * torch.randn(n, generator=gen)).to(device=device, dtype=dtype)
+    op = RMSNormFwdOp((n,), eps=eps)
+    ref = ref_custom_op()
+
+    def t_fn(a, b):
+        return op(a, b)
+
+    def f_fn(a, b):
+        return F.rms_norm(a, (n,), b, eps)
+
+    def c_fn(a, b):
+        return ref(a, b, eps)
+
+    torch._dynamo.reset()  # fresh compiles per shape: static shapes, no recompile limit
+    tc, fc, cc = (torch.compile(f, fullgraph=True) for f in (t_fn, f_fn, c_fn))
+    return x, w, {
+        "tileops eager": lambda: t_fn(x, w),
+        "F.rms_norm eager": lambda: f_fn(x, w),
+        "custom_op(F.rms_norm) eager": lambda: c_fn(x, w),
+        "tileops compile": lambda: tc(x, w),
+        "F.rms_norm compile": lambda: fc(x, w),
+        "custom_op(F.rms_norm) compile": lambda: cc(x, w),
+    }, (lambda: f_fn(x, w))
+
+
+def run(device):
+    """Time every impl at every shape. Returns (rows, failures)."""
+    import torch
+    cuda = device == "cuda"
+    dtype_name = "float16" if cuda else "float32"
+    dtype = getattr(torch, dtype_name)
+    sync = torch.cuda.synchronize if cuda else None
+    rows, failures = [], []
+    for shape in SHAPES:
+        wl = "x".join(map(str, shape))
+        x, w, fns, ref_fn = make_impls(shape, dtype, device)
+        ref = ref_fn()
+        t_case = time.perf_counter()
+        case_rows, ready = [], {}
+        for impl in IMPLS:
+            row = {"op": "RMSNormFwdOp", "workload": wl, "dtype": dtype_name, "impl": impl}
+            case_rows.append(row)
+            fn = fns[impl]
+            try:
+                out = fn()  # first call: builds / compiles outside the timer
+                if impl.startswith("tileops"):
+                    err, scaled, ok = common.check_close(out, ref, dtype_name)
+                    row.update(max_abs_err=err, correct=ok)
+                    if not ok:
+                        row["error"] = f"scaled error {scaled:.3g} > tolerance"
+                        failures.append(f"{wl} {impl}: {row['error']}")
+                        continue
+                ready[impl] = fn
+            except Exception as e:
+                traceback.print_exc()
+                row["error"] = f"{type(e).__name__}: {e}"
+                if impl.startswith("tileops"):
+                    failures.append(f"{wl} {impl}: raised {row['error']}")
+        times = common.loop_times_us(ready, sync=sync) if ready else {}
+        for row in case_rows:
+            if row["impl"] in times:
+                row["us"] = times[row["impl"]]
+        rows.extend(case_rows)
+        base = next((r.get("us") for r in rows if r["workload"] == wl and r["impl"] == BASE),
+                    None)
+        for r in rows:
+            if r["workload"] == wl:
+                r["ratio_vs_eager"] = common.ratio(r.get("us"), base)
+        print(f"[overhead] {wl}: {time.perf_counter() - t_case:.1f} s", file=sys.stderr,
+              flush=True)
+    return rows, failures
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=("cuda", "cpu"), required=True)
+    ap.add_argument("--out",
+                    help="results JSON (default benchmarks/results/<device>/overhead.json)")
+    ap.add_argument("--plot", help="PNG to draw (default: the JSON's path with .png)")
+    ap.add_argument("--no-plot", action="store_true", help="write no PNG")
+    ap.add_argument("--side-stream", action="store_true",
+                    help="cuda: run everything on a fresh non-default stream instead of the "
+                         "legacy default stream (recorded in the metadata)")
+    args = ap.parse_args(argv)
+
+    if args.device == "cpu":
+        # no inductor compile-worker pool spinning beside the timed loops on a small host
+        os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    common.import_tileops()
+    import torch
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("[overhead] --device cuda: no CUDA device visible to torch", file=sys.stderr)
+        return 2
+
+    t0 = time.perf_counter()
+    load0 = common.host_loadavg()
+    with common.stream_context(args.device, args.side_stream):
+        rows, failures = run(args.device)
+    if args.device == "cuda":
+        extra = {"stream": "side" if args.side_stream else "default"}
+    else:
+        extra = {}
+    meta = common.metadata(
+        args.device, op="RMSNormFwdOp", impls=list(IMPLS), baseline=BASE,
+        timer="wall time of a loop of n calls / n, device synced only around the loop; "
+              "impls interleaved, median of 7 rounds of ~0.1 s per impl",
+        host_loadavg_1m_start=load0,
+        elapsed_s=round(time.perf_counter() - t0, 1),
+        status="FAILED" if failures else "ok", failures=failures, **extra)
+    out = Path(args.out) if args.out else common.default_out(args.device, "overhead.json")
+    common.write_results(out, rows, meta)
+
+    print(f"\nPer-call time, RMSNormFwdOp on {meta['device_name']} (torch "
+          f"{meta['torch_version']}); ratio = impl / {BASE}")
+    print(common.format_table(rows, [
+        ("workload", "workload", ""), ("dtype", "dtype", ""), ("impl", "impl", ""),
+        ("µs", "us", ".2f"), ("ratio", "ratio_vs_eager", ".2f"),
+        ("error", lambda r: common.clip(r.get("error")), "")], left=3))
+    print(f"\n[overhead] wrote {out} ({meta['elapsed_s']} s)")
+    if not args.no_plot:
+        import plot
+        plot.plot_file(out, Path(args.plot) if args.plot else out.with_suffix(".png"))
+    if failures:
+        print("\n[overhead] FAILED: " + "; ".join(failures), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
