@@ -534,11 +534,6 @@ tileops_status_t tileops_cuda_launch(int handle, const unsigned grid[3], const u
     if (num_args > 0 && !args)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "tileops_cuda_launch(%s): args is NULL",
                             e->name);
-    if (stream == 0)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
-                            "tileops_cuda_launch(%s): stream 0 (the legacy default stream) is "
-                            "refused; pass the caller's current stream",
-                            e->name);
     if (block[0] == 0 || block[1] == 0 || block[2] == 0)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
                             "tileops_cuda_launch(%s): empty block (%u, %u, %u)", e->name, block[0],

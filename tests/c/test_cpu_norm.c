@@ -859,6 +859,56 @@ static void test_rms_norm_errors(void) {
           "simd level '%s'", lvl);
 }
 
+/* A NaN in a row makes that row NaN; an infinity makes its scale 0 (so inf * 0 = NaN and
+ * the rest +-0), as in the reference; other rows are unaffected. */
+static void test_rms_norm_special(void) {
+    const int64_t rows = 3, n = 100;
+    const int dts[] = {TILEOPS_FLOAT32, TILEOPS_FLOAT16, TILEOPS_BFLOAT16};
+    for (int d = 0; d < 3; d++) {
+        int dt = dts[d];
+        size_t es = tileops_dtype_size(dt);
+        void *x = xmalloc(es * rows * n), *w = xmalloc(es * n);
+        void *y = xmalloc(es * rows * n), *ref = xmalloc(es * rows * n);
+        for (int64_t i = 0; i < rows * n; i++)
+            put(x, i, dt, (float)urand(-1.5, 1.5));
+        for (int64_t i = 0; i < n; i++)
+            put(w, i, dt, (float)urand(-1.5, 1.5));
+        put(x, n + 5, dt, NAN);
+        put(x, 2 * n + 7, dt, INFINITY);
+        for (int has_w = 0; has_w < 2; has_w++) {
+            tileops_rms_norm_args_t a = {x, has_w ? w : NULL, ref, rows, n, n, n, 1e-6f, dt};
+            tileops_cpu_rms_norm_reference(&a);
+            a.y = y;
+            for (int l = tileops_cpu_simd_detect(); l >= 0; l--) {
+                tileops_cpu_simd_override(l);
+                for (int v = 0; v < 3; v++) {
+                    poison(y, rows * n, dt);
+                    tileops_cpu_rms_norm(&a, v);
+                    int64_t bad = 0, first = -1;
+                    for (int64_t i = 0; i < rows * n; i++) {
+                        double g = elem(y, i, dt), r = elem(ref, i, dt);
+                        int ok = is_poison(y, i, dt)          ? 0
+                                 : isnan(r)                    ? isnan(g)
+                                 : i < n                       ? fabs(g - r) <= 0.01 * fabs(r) + 1e-30
+                                                               : g == r;
+                        if (!ok && bad++ == 0)
+                            first = i;
+                    }
+                    check(bad == 0,
+                          "rms_norm with NaN / inf input, %s %s %s weight=%d: %lld elements "
+                          "differ from the reference, first at %lld (got %g, ref %g)",
+                          level_name(l), variant_name(v), tileops_dtype_name(dt), has_w,
+                          (long long)bad, (long long)first,
+                          first >= 0 ? elem(y, first, dt) : 0.0,
+                          first >= 0 ? elem(ref, first, dt) : 0.0);
+                }
+            }
+            tileops_cpu_simd_override(-1);
+        }
+        free(x), free(w), free(y), free(ref);
+    }
+}
+
 static void test_rms_norm(void) {
     int levels[3], nlevels = 0;
     int best = tileops_cpu_simd_detect();
@@ -892,6 +942,7 @@ int main(void) {
     test_pool();
     test_reference_sanity();
     test_rms_norm_errors();
+    test_rms_norm_special();
     test_rms_norm();
     printf("%ld passed, %ld failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;

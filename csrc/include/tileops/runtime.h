@@ -83,8 +83,9 @@ typedef union tileops_arg {
 
 #define TILEOPS_MAX_KERNEL_ARGS 24
 
-/* Launches on `stream` (a CUstream as an integer; 0 means the legacy default stream and is
- * refused: callers pass torch's current stream) with the handle's device primary context
+/* Launches on `stream`: the caller passes torch's current stream for the device (a CUstream
+ * as an integer; 0 when torch's current stream is the device's default stream, which is
+ * then where torch itself launches), with the handle's device primary context
  * made current on this thread. An empty grid (any dimension 0) returns TILEOPS_OK without
  * launching. Dynamic shared memory above 48 KiB is enabled on the function on first need.
  * Never synchronises, never allocates. num_args must equal strlen(arg_format). */

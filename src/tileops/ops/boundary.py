@@ -298,7 +298,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         writes = list(b.written) + (["out"] if b.uses_out else [])
         if writes:
             # As under the operator: writes inside the body do not bump version counters
-            # (custom_op runs its kernel below ADInplaceOrView); the op's own write bumps
+            # (the operator runs its kernel below ADInplaceOrView); the op's own write bumps
             # each written tensor once.
             w(f"            with _below_inplace_view():")
             w(f"                _a = _body_{bi}(self, {', '.join(op_args)})")
@@ -339,16 +339,53 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         qual = f"{LIB_NAMESPACE}::{b.name}"
         mutates = tuple(b.written) + (("out",) if b.uses_out else ())
         schema = _schema(entry, b, scalars)
-        impl = ns[f"_impl_{bi}"]
-        custom = torch.library.custom_op(qual, impl, mutates_args=mutates, schema=schema)
-        custom.register_fake(ns[f"_fake_{bi}"])
-        ns[f"_op_{bi}"] = getattr(getattr(torch.ops, LIB_NAMESPACE), b.name).default
-        ns[f"_custom_{bi}"] = custom
+        ns[f"_op_{bi}"] = _register(b.name, schema, ns[f"_impl_{bi}"], ns[f"_fake_{bi}"], mutates)
         names.append(qual)
     ns["_source"] = src
     ns["_branches"] = branches
     ns["_names"] = tuple(names)
     return ns
+
+
+_LIBRARY = None
+
+
+def _library():
+    global _LIBRARY
+    if _LIBRARY is None:
+        _LIBRARY = torch.library.Library(LIB_NAMESPACE, "FRAGMENT")
+    return _LIBRARY
+
+
+def _register(name: str, schema: str, impl, fake, mutates: tuple):
+    """Defines one operator with torch.library.Library: define + impl + register_fake.
+
+    Measured against torch.library.custom_op (benchmarks/overhead.py, docs in the README):
+    custom_op wraps the kernel in Python autograd and ADInplaceOrView layers that cost
+    ~7 µs per call through the dispatcher; here the kernel is registered once for every
+    backend (CompositeExplicitAutograd), the fake doubles as the Meta kernel, and only an
+    operator that writes its inputs gets an ADInplaceOrView kernel, which bumps each written
+    tensor's version counter once, as an in-place aten op does."""
+    lib = _library()
+    lib.define(name + schema)
+    lib.impl(name, impl, "CompositeExplicitAutograd")
+    torch.library.register_fake(f"{LIB_NAMESPACE}::{name}", fake, lib=lib)
+    overload = getattr(getattr(torch.ops, LIB_NAMESPACE), name).default
+    if mutates:
+        arg_names = [a.name for a in overload._schema.arguments]
+        written = tuple(arg_names.index(m) for m in mutates)
+        below = torch._C._after_ADInplaceOrView_keyset
+        guard = torch._C._AutoDispatchBelowADInplaceOrView
+        bump = torch.autograd.graph.increment_version
+
+        def ad_inplace_or_view(keyset, *args):
+            with guard():
+                out = overload.redispatch(keyset & below, *args)
+            for i in written:
+                bump(args[i])
+            return out
+        lib.impl(name, ad_inplace_or_view, "ADInplaceOrView", with_keyset=True)
+    return overload
 
 
 def _generated_module(cls):
