@@ -166,8 +166,9 @@ static void atfork_child(void) {
     pool.sleepers = 0;
     pool.shutdown = 0;
     if (tl_owns_pool) {
-        /* fork() from inside this thread's own share of a job: the workers' shares
-         * cannot finish here, so do not let the caller wait for them forever. */
+        /* fork() from inside this thread's own share of a job: it will still run the
+         * shares nobody had claimed, but those the parent's workers held are lost here,
+         * so do not let it wait for them forever. */
         atomic_store(&pool.pending, 0);
     } else {
         atomic_store(&pool.busy, 0);

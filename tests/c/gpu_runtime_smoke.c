@@ -456,8 +456,6 @@ static void run_runtime_checks(void) {
     CHECK(tileops_cuda_launch(h1, grid, block, 0, (uintptr_t)g_stream, args, 6) ==
               TILEOPS_ERR_INVALID_ARGUMENT,
           "launch with 6 args for pppqqqf");
-    CHECK(tileops_cuda_launch(h1, grid, block, 0, 0, args, 7) == TILEOPS_ERR_INVALID_ARGUMENT,
-          "launch on stream 0");
     CHECK(tileops_cuda_launch(1 << 30, grid, block, 0, (uintptr_t)g_stream, args, 7) ==
               TILEOPS_ERR_INVALID_ARGUMENT,
           "launch of a bad handle");

@@ -144,8 +144,12 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     # ---- _check ---------------------------------------------------------------
     check_args = input_names + scalar_args + (["out"] if out_param else [])
     w(f"def _check(self, {', '.join(check_args)}):")
+    used = set()
+    for r in list(entry.shape_rules) + ([entry.output(out_param.fills).shape] if out_param else []):
+        used.update(_rule_names(r, set(param_names)))
     for p in param_names:
-        w(f"    {p} = self.{p}")
+        if p in used:
+            w(f"    {p} = self.{p}")
     first = entry.inputs[0].name
     for i in entry.inputs:
         w(f"    if {i.name} is not None:" if i.optional else f"    if True:")

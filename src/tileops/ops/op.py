@@ -75,12 +75,16 @@ class Op:
         self._memo.clear()
 
     # ---- kernels ---------------------------------------------------------------
-    def kernel_for(self, name: str, *tensors):
+    def kernel_for(self, name: str, *tensors, memo_key=None):
         """The launchable serving interface `name` for these (contiguous) inputs, given in
         the manifest's input order. Steady calls hit the memo; a miss asks the target to
-        select an implementation and build it (or find its build identity in the table)."""
-        sig = (name,) + tuple(None if t is None else (t.dtype, t.device, t.shape, t.data_ptr() & 15)
-                              for t in tensors)
+        select an implementation and build it (or find its build identity in the table).
+
+        memo_key: an op that knows exactly what its selection and build identity depend on
+        (beyond the instance's params) may pass that as a cheaper memo key than the default,
+        which covers every input's dtype, device, shape and 16-byte alignment."""
+        sig = (name, memo_key) if memo_key is not None else (name,) + tuple(
+            None if t is None else (t.dtype, t.device, t.shape, t.data_ptr() & 15) for t in tensors)
         fn = self._memo.get(sig)
         if fn is not None:
             return fn
