@@ -274,11 +274,8 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     w(f"def _call_boundary{_signature_text(forward_sig)}:")
     w(f"    key = self._key")
     tensor_vars = input_names + (["out"] if out_param else [])
-    for t in tensor_vars:  # before the dispatcher, whose own message would not name the op
-        opt = t == "out" or entry.input(t).optional
-        guard = f"{t} is not None and " if opt else ""
-        w(f"    if {guard}not isinstance({t}, Tensor):")
-        w(f"        raise InputTypeError(\"{opname}: argument '{t}': expected a Tensor{' or None' if opt else ''}, got \" + type({t}).__name__)")
+    # The fast path needs plain dense tensors; anything else goes through the operator,
+    # after a type check here: the dispatcher's own message would not name the op.
     plain = " and ".join(
         f"({t} is None or (type({t}) in _PLAIN and {t}.layout is _strided and not {t}.is_meta"
         f" and not (_g and {t}.requires_grad)))" for t in tensor_vars)
@@ -287,6 +284,12 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     w(f"    else:")
     w(f"        _g = _grad_enabled()")
     w(f"        _fast = {plain}")
+    w(f"    if not _fast:")
+    for t in tensor_vars:
+        opt = t == "out" or entry.input(t).optional
+        guard = f"{t} is not None and " if opt else ""
+        w(f"        if {guard}not isinstance({t}, Tensor):")
+        w(f"            raise InputTypeError(\"{opname}: argument '{t}': expected a Tensor{' or None' if opt else ''}, got \" + type({t}).__name__)")
     if out_param:
         omittable = [o for o in entry.outputs if o.optional and o.name == out_param.fills]
         for o in omittable:
