@@ -74,6 +74,8 @@ def test_validator_catches_a_forward_that_disagrees_with_the_manifest():
         _entry = toy_ops.ToyAddOp._entry
         compile_op_names = ()
         _boundary = None
+        kernel_types = {"add": toy_ops.AddKernel, "stray": toy_ops.ScaleKernel}
+        interfaces = {"add": toy_ops.ToyAddOp.interfaces["add"]}
 
         def __init__(self, scale, *, target=None):
             pass
@@ -85,6 +87,7 @@ def test_validator_catches_a_forward_that_disagrees_with_the_manifest():
     assert "compile_op_names" in text
     assert "forward's tensor parameters are ['b', 'a']" in text
     assert "constructor parameters are ['scale']" in text
+    assert "kernel type 'stray' belongs to no interface" in text
 
 
 def test_python_m_validate_runs_green():

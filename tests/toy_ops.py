@@ -7,7 +7,7 @@ import os
 
 import torch
 
-from tileops.kernels.base import Kernel
+from tileops.kernels.base import Kernel, KernelInterface
 from tileops.ops import Op
 
 MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "manifest", "toy.yaml")
@@ -87,7 +87,7 @@ class ScaleRowsKernel(_TorchKernel):
 
 class ToyScaleOp(Op, manifest=MANIFEST):
     kernel_types = {"scale": ScaleKernel}
-    interfaces = {"scale": ("scale",)}
+    interfaces = {"scale": KernelInterface.of("scale", "scale")}
 
     def __init__(self, factor=2.0, *, target=None):
         super().__init__(target=target)
@@ -99,7 +99,7 @@ class ToyScaleOp(Op, manifest=MANIFEST):
 
 class ToyAccumulateOp(Op, manifest=MANIFEST):
     kernel_types = {"accumulate": AccumulateKernel}
-    interfaces = {"accumulate": ("accumulate",)}
+    interfaces = {"accumulate": KernelInterface.of("accumulate", "accumulate")}
 
     def __init__(self, *, target=None):
         super().__init__(target=target)
@@ -110,7 +110,7 @@ class ToyAccumulateOp(Op, manifest=MANIFEST):
 
 class ToyAddOp(Op, manifest=MANIFEST):
     kernel_types = {"add": AddKernel}
-    interfaces = {"add": ("add",)}
+    interfaces = {"add": KernelInterface.of("add", "add")}
 
     def __init__(self, *, target=None):
         super().__init__(target=target)
@@ -121,7 +121,7 @@ class ToyAddOp(Op, manifest=MANIFEST):
 
 class ToyNormStatsOp(Op, manifest=MANIFEST):
     kernel_types = {"norm_stats": NormStatsKernel}
-    interfaces = {"norm_stats": ("norm_stats",)}
+    interfaces = {"norm_stats": KernelInterface.of("norm_stats", "norm_stats")}
 
     def __init__(self, *, target=None):
         super().__init__(target=target)
@@ -132,7 +132,7 @@ class ToyNormStatsOp(Op, manifest=MANIFEST):
 
 class ToySwapOp(Op, manifest=MANIFEST):
     kernel_types = {"swap": SwapKernel}
-    interfaces = {"swap": ("swap",)}
+    interfaces = {"swap": KernelInterface.of("swap", "swap")}
 
     def __init__(self, *, target=None):
         super().__init__(target=target)
@@ -144,7 +144,7 @@ class ToySwapOp(Op, manifest=MANIFEST):
 
 class ScaleRowsOp(Op, manifest=MANIFEST):
     kernel_types = {"scale_rows": ScaleRowsKernel}
-    interfaces = {"scale_rows": ("scale_rows",)}
+    interfaces = {"scale_rows": KernelInterface.of("scale_rows", "scale_rows")}
 
     def __init__(self, *, target=None):
         super().__init__(target=target)

@@ -34,6 +34,25 @@ class KernelCall:
     params: dict            # constructor params by name
 
 
+class KernelInterface:
+    """The call an implementation serves.
+
+    An op maps each interface name it uses to a KernelInterface subclass; the subclass
+    names the keys (in the op's `kernel_types`) of the kernels implementing it, and says
+    what their launchables take and return. `op.kernel_for(name, ...)` selects among
+    exactly these."""
+
+    name: str = ""
+    implementations: tuple = ()     # keys into the op's kernel_types
+    launchable: str = ""            # what a built launchable is called with and returns
+
+    @classmethod
+    def of(cls, name: str, *implementations: str, launchable: str = ""):
+        """A KernelInterface subclass, for ops whose interface needs no docstring of its own."""
+        return type(f"{name.title().replace('_', '')}Interface", (cls,),
+                    {"name": name, "implementations": tuple(implementations), "launchable": launchable})
+
+
 class Kernel:
     """One implementation of an interface. Subclasses set `interface` and `specialised`."""
 
@@ -60,7 +79,7 @@ def select(op, name: str, call: KernelCall):
     """The one implementation of op.interfaces[name] that serves `call`: a specialised one
     over the general one; none, or two at the same level, is an error."""
     from ..errors import KernelSelectionError
-    impls = [op.kernel_types[k] for k in op.interfaces[name]]
+    impls = [op.kernel_types[k] for k in op.interfaces[name].implementations]
     refusals, accepting = [], []
     for k in impls:
         why = k.refusal(call)

@@ -60,6 +60,20 @@ def check_class(cls, entry) -> list[str]:
         if p is not None and i.optional and p.default is not None:
             errs.append(f"{name}: optional input {i.name} must default to None in forward")
 
+    for iname, iface in dict(cls.interfaces).items():
+        if getattr(iface, "name", None) != iname:
+            errs.append(f"{name}: interfaces[{iname!r}] is not a KernelInterface named {iname!r}")
+            continue
+        for key in iface.implementations:
+            k = cls.kernel_types.get(key)
+            if k is None:
+                errs.append(f"{name}: interface {iname!r} names {key!r}, which is not in kernel_types")
+            elif k.interface != iname:
+                errs.append(f"{name}: kernel type {key!r} implements {k.interface!r}, not {iname!r}")
+    for key, k in dict(cls.kernel_types).items():
+        if not any(key in i.implementations for i in dict(cls.interfaces).values()):
+            errs.append(f"{name}: kernel type {key!r} belongs to no interface")
+
     init = [p for p in list(inspect.signature(cls.__init__).parameters.values())[1:] if p.name != "target"]
     got_params = [p.name for p in init]
     want_params = [p.name for p in entry.params]

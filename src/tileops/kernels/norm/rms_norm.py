@@ -15,7 +15,7 @@ import torch
 
 from ... import _C, runtime
 from ..._dtypes import CODE
-from ..base import Kernel, KernelCall
+from ..base import Kernel, KernelCall, KernelInterface
 
 # CPU: rows whose bytes fit comfortably in L2 take the two-pass ROW kernel; longer rows
 # convert once into an fp32 scratch (ON_CHIP) while the scratch fits in L2; beyond that,
@@ -129,6 +129,14 @@ def _build_cuda(identity):
                        rows, n, n, eps)
         return y
     return launch
+
+
+class RMSNormFwdInterface(KernelInterface):
+    """rms_norm: y = x * rsqrt(mean(x^2 over the row) + eps) * weight, rows of
+    prod(normalized_shape) elements, x and weight contiguous."""
+    name = "rms_norm"
+    implementations = ("rms_norm", "rms_norm_on_chip", "rms_norm_streaming")
+    launchable = "launch(x, weight=None) -> y (new, contiguous, x's shape and dtype)"
 
 
 class _RMSNormImplementation(Kernel):

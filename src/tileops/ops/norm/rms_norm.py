@@ -1,7 +1,8 @@
 """RMSNormFwdOp: y = x * rsqrt(mean(x^2 over normalized_shape) + eps) * weight."""
 from __future__ import annotations
 
-from ...kernels.norm.rms_norm import RMSNormKernel, RMSNormOnChipKernel, RMSNormStreamingKernel
+from ...kernels.norm.rms_norm import (RMSNormFwdInterface, RMSNormKernel, RMSNormOnChipKernel,
+                                     RMSNormStreamingKernel)
 from ..op import Op
 
 
@@ -28,7 +29,7 @@ class RMSNormFwdOp(Op):
         "rms_norm_on_chip": RMSNormOnChipKernel,
         "rms_norm_streaming": RMSNormStreamingKernel,
     }
-    interfaces = {"rms_norm": ("rms_norm", "rms_norm_on_chip", "rms_norm_streaming")}
+    interfaces = {"rms_norm": RMSNormFwdInterface}
 
     def __init__(self, normalized_shape, eps=None, *, target=None):
         super().__init__(target=target)
