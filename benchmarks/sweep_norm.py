@@ -30,14 +30,14 @@ def pow2ceil(v):
 def configs(n, elem, rows, sm_count, smem_limit):
     g = 16 // elem
     ng = -(-n // g)
-    max_vpt = 8 if elem == 4 else 4
     out = []
-    rt = pow2ceil(-(-ng // max_vpt))
+    rt = pow2ceil(-(-ng // 16))     # norm.cu: up to 16 groups per thread in blocks <= 256
     while rt <= 1024:
         if rt >= 32 or rt & (rt - 1) == 0:
             for rpb in (1, 2, 4, 8):
                 threads = rt * rpb
-                if 32 <= threads <= 1024 and threads % 32 == 0:
+                max_vpt = 16 if threads <= 256 else (8 if elem == 4 else 4)
+                if 32 <= threads <= 1024 and threads % 32 == 0 and -(-ng // rt) <= max_vpt:
                     out.append(("tileops_rms_norm", threads, rt, 0, -(-rows // rpb)))
         rt *= 2
     for threads in (256, 512, 1024):

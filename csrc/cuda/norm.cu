@@ -59,6 +59,7 @@
  *   THREADS / RT rows per block (RT <= 32: a warp or part of a warp per row, no barrier;
  *   RT > 32: several warps, one barrier per row).
  *     VPT     = ceil(NG / RT) groups per thread; at most 8 for float32 and 4 for the half
+ *               types (16 for any dtype when THREADS <= 256)
  *               types (a compile error otherwise; more would spill at 1024 threads)
  *     grid.x  = ceil(rows / RPB)  (may be capped, e.g. at 2^31 - 1: rows are strided)
  *     shared  = 0 dynamic
@@ -154,8 +155,10 @@
 #define RK_RPB (TILEOPS_THREADS / RK_RT)
 #define RK_VPT ((TILEOPS_NG + RK_RT - 1) / RK_RT)
 /* at most 32 registers of packed row per thread (float32: 8 groups; the half types get
- * 4, as their unpacked floats take registers too): larger spills at 1024 threads */
-#define RK_MAX_VPT (TILEOPS_E == 4 ? 8 : 4)
+ * 4, as their unpacked floats take registers too): larger spills at 1024 threads. Blocks
+ * of at most 256 threads may hold 16 groups per thread (ptxas, sm_90a: 92-180 registers,
+ * no spills), e.g. one warp per 4096-element half row: no block barrier at all. */
+#define RK_MAX_VPT (TILEOPS_THREADS <= 256 ? 16 : (TILEOPS_E == 4 ? 8 : 4))
 #if RK_RT < 1 || TILEOPS_THREADS % RK_RT != 0 || \
     (RK_RT <= 32 && (RK_RT & (RK_RT - 1)) != 0) || (RK_RT > 32 && RK_RT % 32 != 0)
 #error "TILEOPS_ROW_THREADS must be a power of two <= 32 or a multiple of 32, dividing TILEOPS_THREADS"

@@ -73,6 +73,11 @@ for dtype in 0 1 2; do
         # all three kernels in one program (TILEOPS_KERNEL unset)
         add ok all "$dtype" 4096 "$w" "$G" 256 128 sm_90a
     done
+    # small blocks holding 16 groups per thread (one or two warps per row)
+    add ok 0 "$dtype" $(( 16 * 32 * G )) 1 "$G" 32 32 sm_90a
+    add ok 0 "$dtype" $(( 16 * 32 * G )) 0 "$G" 128 32 sm_90a
+    add ok 0 "$dtype" $(( 16 * 64 * G )) 1 "$G" 256 64 sm_90a
+    add ok 0 "$dtype" $(( 16 * 32 * G - 1 )) 1 1 64 32 sm_90a
     # must be refused at compile time
     if [ "$dtype" = 0 ]; then big=32772; else big=32776; fi
     add fail 0 "$dtype" "$big" 1 "$G" 1024 1024 sm_90a   # past the register kernel's max N

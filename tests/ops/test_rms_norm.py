@@ -122,3 +122,40 @@ def test_c_errors_become_exceptions_with_the_core_message():
     with pytest.raises(ValueError, match="rms_norm"):
         x = torch.randn(2, 8)
         _C.cpu_rms_norm(x.data_ptr(), 0, x.data_ptr(), 2, 8, 8, 8, 1e-6, 99, 0)
+
+
+def test_concurrent_python_threads_share_the_pool_safely():
+    """The GIL is released around CPU kernels: calls from several threads at once (the
+    pool busy with one of them) must all be right."""
+    import threading
+    op = RMSNormFwdOp(4096)
+    xs = [torch.randn(64, 4096) for _ in range(4)]
+    expected = [reference(x, (4096,), None, None) for x in xs]
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(20):
+                torch.testing.assert_close(op(xs[i]), expected[i], atol=1e-5, rtol=1e-5)
+        except Exception as e:  # reported below, with the thread's index
+            errors.append((i, e))
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_forked_child_runs_the_kernels():
+    """The pool is re-created in a child process (fork after the pool started)."""
+    import os
+    op = RMSNormFwdOp(4096)
+    x = torch.randn(256, 4096)
+    op(x)  # the pool has started in the parent
+    pid = os.fork()
+    if pid == 0:  # child: exit status says whether the result was right
+        ok = torch.allclose(op(x), reference(x, (4096,), None, None), atol=1e-5, rtol=1e-5)
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
