@@ -255,3 +255,10 @@ def test_second_card_while_current_device_is_zero():
     with torch.cuda.device(1):
         y1 = op(x, w)
     torch.testing.assert_close(y1, y)
+
+
+@pytest.mark.parametrize("shape,ns", [((5, 0), (0,)), ((0, 4096), (4096,))])
+def test_empty_inputs_on_gpu(shape, ns):
+    x = torch.randn(shape, device=DEV, dtype=torch.float16)
+    y = RMSNormFwdOp(ns)(x)
+    assert y.shape == x.shape and y.device == x.device

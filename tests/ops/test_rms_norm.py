@@ -161,3 +161,12 @@ def test_forked_child_runs_the_kernels():
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+@pytest.mark.parametrize("shape,ns", [((5, 0), (0,)), ((0, 7), (7,)), ((2, 0, 3), (0, 3))])
+def test_empty_inputs(shape, ns):
+    x = torch.randn(shape)
+    w = torch.randn(ns)
+    y = RMSNormFwdOp(ns)(x, w)
+    assert y.shape == x.shape and y.numel() == 0
+    torch.testing.assert_close(y, torch.nn.functional.rms_norm(x, ns, w))

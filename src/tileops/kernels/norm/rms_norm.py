@@ -74,7 +74,7 @@ def _build_cpu(identity):
 
     def launch(x, weight=None):
         y = torch.empty_like(x)
-        rows = x.numel() // n if n else 0
+        rows = x.numel() // n
         run(x.data_ptr(), 0 if weight is None else weight.data_ptr(), y.data_ptr(),
             rows, n, n, n, eps, dtype, variant)
         return y
@@ -153,7 +153,14 @@ class _RMSNormImplementation(Kernel):
 
     @classmethod
     def build(cls, identity):
+        n = identity[3] if identity[0] == "cpu" else identity[4]
+        if n == 0:  # empty rows: nothing to compute, no kernel to build (N >= 1 in C)
+            return _empty_rows
         return _build_cpu(identity) if identity[0] == "cpu" else _build_cuda(identity)
+
+
+def _empty_rows(x, weight=None):
+    return torch.empty_like(x)
 
 
 class RMSNormKernel(_RMSNormImplementation):
