@@ -106,14 +106,23 @@ def _cuda_launch_shape(kernel_name: str, n: int, elem: int, sm_count: int):
     return (), 1024, 1, 0, sm_count
 
 
-def _build_cuda(identity):
-    _, dev, kernel_name, dtype, n, has_weight, vec, eps = identity
+def cuda_specialisation(kernel_name: str, dtype: int, n: int, has_weight: bool, vec: int, sm_count: int):
+    """The NVRTC defines and launch shape of one build: (options, threads, rows per block,
+    dynamic shared bytes, grid cap or None). Pure, so tests can compile every
+    specialisation the selection rules can produce with nvcc, without a GPU."""
     elem = 4 if dtype == 0 else 2
-    sm_count = runtime.device_attributes(dev)["sm_count"]
     extra, threads, rows_per_block, shared, grid_cap = _cuda_launch_shape(kernel_name, n, elem, sm_count)
     options = (f"-DTILEOPS_KERNEL={CUDA_KERNEL_CODE[kernel_name]}", f"-DTILEOPS_DTYPE={dtype}",
                f"-DTILEOPS_N={n}", f"-DTILEOPS_HAS_WEIGHT={int(has_weight)}", f"-DTILEOPS_VEC={vec}",
                f"-DTILEOPS_THREADS={threads}") + extra
+    return options, threads, rows_per_block, shared, grid_cap
+
+
+def _build_cuda(identity):
+    _, dev, kernel_name, dtype, n, has_weight, vec, eps = identity
+    sm_count = runtime.device_attributes(dev)["sm_count"]
+    options, threads, rows_per_block, shared, grid_cap = cuda_specialisation(
+        kernel_name, dtype, n, has_weight, vec, sm_count)
     handle = runtime.build(dev, CUDA_SOURCE, kernel_name, options, CUDA_ARG_FORMAT)
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream   # runtime.current_stream, one frame less

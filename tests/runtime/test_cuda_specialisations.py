@@ -1,0 +1,66 @@
+"""Every CUDA specialisation the RMSNorm selection rules can produce compiles (nvcc, sm_90a,
+no GPU needed) without local-memory spills, and its launch shape obeys the constraints
+documented at the top of csrc/cuda/norm.cu. Skipped where nvcc is not installed."""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+from tileops.kernels.base import KernelCall, TensorSpec, select
+from tileops.kernels.norm import rms_norm as K
+from tileops.norm import RMSNormFwdOp
+
+H200 = {"sm_count": 132, "max_shared_per_block": 232448, "l2_bytes": 60 * 2**20, "arch": (9, 0)}
+SOURCE = os.path.join(os.path.dirname(__file__), "..", "..", "csrc", "cuda", "norm.cu")
+NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+CASES = [(dt, n, w, aligned) for dt in (torch.float32, torch.float16, torch.bfloat16)
+         for n in (1, 7, 4095, 4096, 8192, 16384, 32768, 40000, 131072)
+         for w in (True, False) for aligned in (True, False)]
+
+
+def _specialisation(monkeypatch, dtype, n, with_weight, aligned):
+    monkeypatch.setattr(K.runtime, "device_attributes", lambda index: H200)
+    op = RMSNormFwdOp((n,))
+    dev = torch.device("cuda", 0)
+    spec = TensorSpec(dtype, (3, n), dev, aligned)
+    call = KernelCall(op=op, device=dev, inputs={"x": spec, "weight": spec if with_weight else None},
+                      params=op.params())
+    kernel = select(op, "rms_norm", call)
+    ident = kernel.entry_for(call)
+    _, _, name, code, nn, has_w, vec, _ = ident
+    return name, K.cuda_specialisation(name, code, nn, has_w, vec, H200["sm_count"])
+
+
+@pytest.mark.parametrize("dtype,n,with_weight,aligned", CASES)
+def test_launch_shape_obeys_the_kernel_constraints(monkeypatch, dtype, n, with_weight, aligned):
+    name, (opts, threads, rpb, shared, cap) = _specialisation(monkeypatch, dtype, n, with_weight, aligned)
+    assert 32 <= threads <= 1024 and threads % 32 == 0
+    d = dict(o[2:].split("=") for o in opts)
+    g = 16 // dtype.itemsize
+    ng = -(-n // g)
+    assert int(d["TILEOPS_VEC"]) in (1, g)
+    if name == "tileops_rms_norm":
+        rt = int(d["TILEOPS_ROW_THREADS"])
+        assert threads % rt == 0 and rpb == threads // rt
+        assert (rt <= 32 and rt & (rt - 1) == 0) or rt % 32 == 0
+        assert -(-ng // rt) <= (16 if threads <= 256 else (8 if g == 4 else 4))
+    elif name == "tileops_rms_norm_on_chip":
+        assert shared == ng * 16 and shared + threads // 4 <= H200["max_shared_per_block"]
+    else:
+        assert cap == H200["sm_count"] and shared == 0
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("dtype,n,with_weight,aligned",
+                         [c for c in CASES if c[1] in (7, 4096, 40000, 131072) and c[2]])
+def test_specialisation_compiles_without_spills(monkeypatch, tmp_path, dtype, n, with_weight, aligned):
+    name, (opts, *_rest) = _specialisation(monkeypatch, dtype, n, with_weight, aligned)
+    r = subprocess.run([NVCC, "-cubin", "-arch=sm_90a", "-Xptxas", "-v", *opts, "-o",
+                        str(tmp_path / "k.cubin"), SOURCE], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    info = [ln for ln in r.stderr.splitlines() if name in ln or "spill" in ln]
+    spills = [int(v) for v in re.findall(r"(\d+) bytes spill", r.stderr)]
+    assert not any(spills), "\n".join(info)
