@@ -9,6 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -259,15 +260,27 @@ static PyObject *py_cuda_launch(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_SetString(PyExc_TypeError, "tileops._C.cuda_launch: (handle, gx, gy, gz, bx, by, bz, shared_bytes, stream, *args)");
         return NULL;
     }
-    int handle = (int)PyLong_AsLong(args[0]);
-    unsigned grid[3], block[3];
-    for (int i = 0; i < 3; i++) {
-        grid[i] = (unsigned)PyLong_AsUnsignedLong(args[1 + i]);
-        block[i] = (unsigned)PyLong_AsUnsignedLong(args[4 + i]);
-    }
-    unsigned smem = (unsigned)PyLong_AsUnsignedLong(args[7]);
+    long handle_l = PyLong_AsLong(args[0]);
+    unsigned long dims[7];
+    for (int i = 0; i < 7; i++)
+        dims[i] = PyLong_AsUnsignedLong(args[1 + i]); /* negative: OverflowError */
     uintptr_t stream = as_ptr(args[8]);
     if (PyErr_Occurred()) return NULL;
+    if (handle_l < 0 || handle_l > INT_MAX) {
+        PyErr_Format(PyExc_ValueError, "tileops._C.cuda_launch: no kernel with handle %ld", handle_l);
+        return NULL;
+    }
+    for (int i = 0; i < 7; i++) {
+        if (dims[i] > UINT_MAX) {
+            PyErr_Format(PyExc_OverflowError, "tileops._C.cuda_launch: grid/block/shared value %lu exceeds %u",
+                         dims[i], UINT_MAX);
+            return NULL;
+        }
+    }
+    int handle = (int)handle_l;
+    unsigned grid[3] = {(unsigned)dims[0], (unsigned)dims[1], (unsigned)dims[2]};
+    unsigned block[3] = {(unsigned)dims[3], (unsigned)dims[4], (unsigned)dims[5]};
+    unsigned smem = (unsigned)dims[6];
     const char *fmt = tileops_cuda_kernel_arg_format(handle);
     if (fmt == NULL) {
         PyErr_Format(PyExc_ValueError, "tileops._C.cuda_launch: no kernel with handle %d", handle);

@@ -52,11 +52,11 @@ def ensure_loaded():
 @functools.lru_cache(maxsize=None)
 def source(name: str) -> str:
     """Text of a CUDA C source shipped with the package (csrc/cuda/<name>)."""
-    path = os.path.join(CUDA_SOURCE_DIR, name)
-    if not os.path.exists(path):  # running from a source tree without a build step
-        alt = os.path.join(os.path.dirname(__file__), "..", "..", "csrc", "cuda", name)
-        if os.path.exists(alt):
-            path = alt
+    # In a source checkout (editable install) csrc/cuda is the truth: the package copy is
+    # made at install time and may be older.
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "csrc", "cuda", name)
+    if not os.path.exists(path):
+        path = os.path.join(CUDA_SOURCE_DIR, name)
     with open(path, encoding="utf-8") as f:
         return f.read()
 

@@ -225,6 +225,8 @@ def parse_entry(name, raw, source) -> Entry:
         mutated = bool(spec.get("mutated", False))
         if when is not None and (not mutated or when not in bools):
             raise _err(source, name, field + ".when", f"`when` needs `mutated: true` and a call-time bool; bools: {sorted(bools)}")
+        if mutated and spec.get("optional", False):
+            raise _err(source, name, field, "an input the op writes cannot be optional")
         inputs.append(InputSpec(iname, rule, bool(spec.get("optional", False)), mutated, when))
 
     outputs = []

@@ -101,6 +101,21 @@ def _schema(entry, branch: Branch, scalars) -> str:
     return "(" + ", ".join(args) + ") -> " + ret
 
 
+def _as_scalar(value, kind, opname, arg):
+    """A call-time int or float argument as the Python type the schema takes: ints (and
+    numpy scalars) convert; a tensor, string, None or bool is an InputTypeError. SymInts
+    and SymFloats (dynamic shapes) pass through."""
+    import operator
+    if isinstance(value, (torch.SymInt, torch.SymFloat)):
+        return value
+    if isinstance(value, bool) or isinstance(value, torch.Tensor) or value is None:
+        raise InputTypeError(f"{opname}: argument '{arg}': expected {kind.__name__}, got {type(value).__name__}")
+    try:
+        return kind(operator.index(value)) if kind is int else kind(value)
+    except (TypeError, ValueError):
+        raise InputTypeError(f"{opname}: argument '{arg}': expected {kind.__name__}, got {type(value).__name__}") from None
+
+
 def _rule_names(expr: str, names) -> list[str]:
     import ast
     return sorted({n.id for n in ast.walk(ast.parse(expr, mode="eval"))
@@ -134,6 +149,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
           "_tf_mode": torch._C._is_torch_function_mode_enabled,
           "_functorch_level": torch._C._functorch.maybe_current_level,
           "_grad_enabled": torch.is_grad_enabled, "_strided": torch.strided,
+          "_jit_tracing": torch._C._get_tracing_state, "_as_scalar": _as_scalar,
           "_bump": torch.autograd.graph.increment_version,
           "_below_inplace_view": torch._C._AutoDispatchBelowADInplaceOrView, "_PLAIN": (torch.Tensor, torch.nn.Parameter)}
     lines = []
@@ -237,6 +253,11 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         if out_param:
             kw.append("out=_c_out" if b.uses_out else "out=None")
         w(f"        _r = self.forward({', '.join(call_tensors + kw)})")
+        if len(entry.outputs) != 1:
+            w(f"        if not isinstance(_r, tuple) or len(_r) != {len(entry.outputs)}:")
+            w(f"            raise TileOpsError(\"{opname}.forward must return a tuple of {len(entry.outputs)} outputs (None for an omitted one)\")")
+        else:
+            w(f"        _r = (_r,)")
         for v in copies:
             w(f"        if _c_{v} is not {v}:")
             w(f"            {v}.copy_(_c_{v})")
@@ -244,11 +265,6 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         w(f"        if _resolved:")
         w(f"            self._unresolve_target()")
         w(f"        raise")
-        if len(entry.outputs) != 1:
-            w(f"    if not isinstance(_r, tuple) or len(_r) != {len(entry.outputs)}:")
-            w(f"        raise TileOpsError(\"{opname}.forward must return a tuple of {len(entry.outputs)} outputs (None for an omitted one)\")")
-        else:
-            w(f"    _r = (_r,)")
         idx = {o.name: k for k, o in enumerate(entry.outputs)}
         ret = [f"_r[{idx[n]}]" for n in b.allocated]
         w(f"    return {ret[0] if len(ret) == 1 else '(' + ', '.join(ret) + ',)' if ret else 'None'}")
@@ -274,12 +290,18 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     w(f"def _call_boundary{_signature_text(forward_sig)}:")
     w(f"    key = self._key")
     tensor_vars = input_names + (["out"] if out_param else [])
+    # Call-time scalars are checked and normalised here, so that both paths see the same
+    # Python float/int (the dispatcher would convert some types and reject others).
+    for c in scalars:
+        if c.type in ("float", "int"):
+            w(f"    if type({c.name}) is not {c.type}:")
+            w(f"        {c.name} = _as_scalar({c.name}, {c.type}, \"{opname}\", \"{c.name}\")")
     # The fast path needs plain dense tensors; anything else goes through the operator,
     # after a type check here: the dispatcher's own message would not name the op.
     plain = " and ".join(
         f"({t} is None or (type({t}) in _PLAIN and {t}.layout is _strided and not {t}.is_meta"
         f" and not (_g and {t}.requires_grad)))" for t in tensor_vars)
-    w(f"    if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None:")
+    w(f"    if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:")
     w(f"        _fast = False")
     w(f"    else:")
     w(f"        _g = _grad_enabled()")

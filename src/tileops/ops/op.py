@@ -59,6 +59,21 @@ class Op:
         self._memo: dict = {}       # call signature -> launchable (skips selection)
         self._key = registry.new_key(self)
 
+    # ---- copies -------------------------------------------------------------------
+    # A copy (copy.copy, copy.deepcopy, pickle) is a new instance: it takes a new key
+    # (keys are never reused) and starts unresolved, with no kernels of its own yet.
+    _RUNTIME_STATE = ("_key", "_target", "_kernels", "_memo")
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in self._RUNTIME_STATE}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._target = None
+        self._kernels = {}
+        self._memo = {}
+        self._key = registry.new_key(self)
+
     # ---- targets (called from inside the node) ----------------------------------
     @property
     def target(self):
@@ -83,8 +98,12 @@ class Op:
         memo_key: an op that knows exactly what its selection and build identity depend on
         (beyond the instance's params) may pass that as a cheaper memo key than the default,
         which covers every input's dtype, device, shape and 16-byte alignment."""
-        sig = (name, memo_key) if memo_key is not None else (name,) + tuple(
-            None if t is None else (t.dtype, t.device, t.shape, t.data_ptr() & 15) for t in tensors)
+        target = self._target
+        if memo_key is not None and target is not None and target.honours_memo_key:
+            sig = (name, memo_key)
+        else:  # external builders may specialise on anything in the call, shapes included
+            sig = (name,) + tuple(None if t is None else (t.dtype, t.device, t.shape, t.data_ptr() & 15)
+                                  for t in tensors)
         fn = self._memo.get(sig)
         if fn is not None:
             return fn

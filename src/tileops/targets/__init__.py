@@ -153,8 +153,24 @@ class PluginTarget(Target):
             fn = builder(dict(call.inputs), dict(call.params))
             if not callable(fn):
                 raise TargetError(f"target {self.name!r}: builder for {type(op).__name__} returned {fn!r}, not a callable")
+            fn = checked_outputs(fn, self.name, type(op).__name__, call.device)
             op._kernels[table_key] = fn
         return fn
+
+
+def checked_outputs(fn, target_name, op_name, device):
+    """Wraps an external builder's callable: every tensor it returns must be contiguous and
+    on the inputs' device, as the manifest's fake declares (the compiled graph relies on
+    it); a target that breaks this fails loudly, naming itself."""
+    def run(*args, **kwargs):
+        res = fn(*args, **kwargs)
+        for t in (res if isinstance(res, tuple) else (res,)):
+            if isinstance(t, torch.Tensor) and (not t.is_contiguous() or t.device != device):
+                raise TargetError(
+                    f"target {target_name!r} returned for {op_name} a tensor with strides {t.stride()} on "
+                    f"{t.device}; outputs must be contiguous on {device}, as the manifest declares")
+        return res
+    return run
 
 
 __all__ = ["Target", "register", "load_failures", "names", "get", "set_default_target",

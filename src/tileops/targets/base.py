@@ -6,6 +6,9 @@ import torch
 
 class Target:
     name: str = ""
+    # True when what the target builds depends only on what the op's own memo key covers
+    # (the in-tree kernels' build identities); builders that see whole input specs do not.
+    honours_memo_key: bool = False
 
     def claims(self, device: torch.device) -> bool:
         """Whether detection should pick this target for tensors on `device`."""

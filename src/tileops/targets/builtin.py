@@ -10,6 +10,7 @@ from .base import Target
 
 class BuiltinTarget(Target):
     name = "builtin"
+    honours_memo_key = True
 
     def claims(self, device: torch.device) -> bool:
         return device.type in ("cpu", "cuda")

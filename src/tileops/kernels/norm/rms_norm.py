@@ -30,6 +30,9 @@ CUDA_ARG_FORMAT = "pppqqqf"
 CUDA_REGISTER_MAX_N = 32768             # the register kernel holds rows up to this length
 CUDA_KERNEL_CODE = {"tileops_rms_norm": 0, "tileops_rms_norm_on_chip": 1, "tileops_rms_norm_streaming": 2}
 GRID_MAX = 2**31 - 1
+# Outputs get the strides the fake declares (torch.empty's): empty_like alone would copy
+# odd strides of size-1 dimensions from a contiguous x.
+_CONTIGUOUS = torch.contiguous_format
 
 
 def _row_length(call: KernelCall) -> int:
@@ -73,7 +76,7 @@ def _build_cpu(identity):
     run = _C.cpu_rms_norm
 
     def launch(x, weight=None):
-        y = torch.empty_like(x)
+        y = torch.empty_like(x, memory_format=_CONTIGUOUS)
         rows = x.numel() // n
         run(x.data_ptr(), 0 if weight is None else weight.data_ptr(), y.data_ptr(),
             rows, n, n, n, eps, dtype, variant)
@@ -129,7 +132,7 @@ def _build_cuda(identity):
     cap = min(grid_cap or GRID_MAX, GRID_MAX)
 
     def launch(x, weight=None):
-        y = torch.empty_like(x)
+        y = torch.empty_like(x, memory_format=_CONTIGUOUS)
         rows = x.numel() // n
         if rows:
             grid = min(-(-rows // rows_per_block), cap)
@@ -169,7 +172,7 @@ class _RMSNormImplementation(Kernel):
 
 
 def _empty_rows(x, weight=None):
-    return torch.empty_like(x)
+    return torch.empty_like(x, memory_format=_CONTIGUOUS)
 
 
 class RMSNormKernel(_RMSNormImplementation):
