@@ -105,9 +105,12 @@ def test_external_builder_is_asked_again_for_a_new_shape():
     t = ShapeTarget()
     t.builders = {"RMSNormFwdOp": builder}
     targets.register(t)
-    op = RMSNormFwdOp((8,), target=t.name)
-    op(torch.randn(3, 8))
-    op(torch.randn(5, 8))
+    try:
+        op = RMSNormFwdOp((8,), target=t.name)
+        op(torch.randn(3, 8))
+        op(torch.randn(5, 8))
+    finally:
+        targets.unregister(t.name)
     assert seen == [(3, 8), (5, 8)]
 
 
@@ -122,10 +125,13 @@ def test_external_target_returning_a_non_contiguous_output_fails_loudly():
     t = BadTarget()
     t.builders = {"RMSNormFwdOp": lambda inputs, params: (lambda x, weight=None: x.t().contiguous().t())}
     targets.register(t)
-    op = RMSNormFwdOp((8,), target=t.name)
-    with pytest.raises(TargetError, match="'non_contiguous_test_target' returned .* must be contiguous"):
-        op(torch.randn(3, 8))
-    assert op.target is None  # a failed call undoes the resolution
+    try:
+        op = RMSNormFwdOp((8,), target=t.name)
+        with pytest.raises(TargetError, match="'non_contiguous_test_target' returned .* must be contiguous"):
+            op(torch.randn(3, 8))
+        assert op.target is None  # a failed call undoes the resolution
+    finally:
+        targets.unregister(t.name)
 
 
 def test_resolution_is_undone_when_forward_returns_the_wrong_number_of_outputs(monkeypatch):

@@ -46,6 +46,14 @@ def register(target: Target):
         _targets[target.name] = target
 
 
+def unregister(name: str):
+    """Removes a target registered with register() (the shipped ones stay)."""
+    with _lock:
+        if name in ("builtin", "aten"):
+            raise TargetError(f"the shipped target {name!r} cannot be removed")
+        _targets.pop(name, None)
+
+
 def _load_plugins():
     global _plugins_loaded
     with _lock:
@@ -173,5 +181,5 @@ def checked_outputs(fn, target_name, op_name, device):
     return run
 
 
-__all__ = ["Target", "register", "load_failures", "names", "get", "set_default_target",
+__all__ = ["Target", "register", "unregister", "load_failures", "names", "get", "set_default_target",
            "default_target", "detect", "resolve", "all_targets", "ENTRY_POINT_GROUP"]
