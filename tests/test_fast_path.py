@@ -3,23 +3,10 @@ operator path: same outputs, same errors and messages, same writes and version c
 and it is not taken where it must not be."""
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 import toy_ops
+from dispatch_spy import Spy
 from tileops.norm import RMSNormFwdOp
-
-
-class Spy(TorchDispatchMode):
-    """Records tileops operators that went through the dispatcher."""
-
-    def __init__(self):
-        super().__init__()
-        self.calls = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func.namespace == "tileops":
-            self.calls.append(func)
-        return func(*args, **(kwargs or {}))
 
 
 def forced_operator_path(fn):

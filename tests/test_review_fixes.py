@@ -5,24 +5,13 @@ import pickle
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 import toy_ops
+from dispatch_spy import Spy
 from tileops import TileOpsError, targets
 from tileops.errors import ManifestError, TargetError
 from tileops.manifest.schema import parse_entry
 from tileops.norm import RMSNormFwdOp
-
-
-class Spy(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.calls = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func.namespace == "tileops":
-            self.calls.append(func)
-        return func(*args, **(kwargs or {}))
 
 
 @pytest.mark.parametrize("how", [copy.copy, copy.deepcopy, lambda o: pickle.loads(pickle.dumps(o))])
