@@ -82,7 +82,8 @@ class Op:
 
     def _resolve_target(self, device: torch.device):
         from .. import targets
-        self._target = targets.resolve(self, device)
+        self._target = target = targets.resolve(self, device)
+        return target
 
     def _unresolve_target(self):
         self._target = None
@@ -108,9 +109,10 @@ class Op:
         if fn is not None:
             return fn
         call = self._make_call(tensors)
-        if self._target is None:
-            self._resolve_target(call.device)
-        fn = self._target.kernel_for(self, name, call)
+        target = self._target  # one read: another thread's failed call may reset it
+        if target is None:
+            target = self._resolve_target(call.device)
+        fn = target.kernel_for(self, name, call)
         if len(self._memo) >= _MEMO_LIMIT:
             self._memo.clear()
         self._memo[sig] = fn
