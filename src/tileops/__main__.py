@@ -1,4 +1,4 @@
-"""python -m tileops demo [--device cpu|cuda] | ops [--json]
+"""python -m tileops demo [--device cpu|cuda] | ops [--json] | info
 
 demo: the seed's example. Constructs RMSNormFwdOp once, compiles a function calling it with
 fullgraph=True, prints the captured graph (one node: tileops::norm_rms_norm_fwd), checks
@@ -116,6 +116,35 @@ def ops(as_json: bool) -> int:
     return 0
 
 
+def info() -> int:
+    """What this process would run on: versions, CPU SIMD path and threads, CUDA driver,
+    NVRTC and devices (or why not), the disk cache folder, and the targets."""
+    import os
+    import torch
+    import tileops
+    from tileops import _C, runtime, targets
+    print(f"tileops {tileops.__version__}, torch {torch.__version__}")
+    print(f"CPU kernels: SIMD {_C.cpu_simd_level()}, {_C.cpu_num_threads()} threads (TILEOPS_NUM_THREADS)")
+    try:
+        runtime.ensure_loaded()
+        n = _C.cuda_device_count()
+        nv = _C.nvrtc_version()
+        print(f"CUDA: driver loaded, NVRTC {nv[0]}.{nv[1]}, {n} device(s)")
+        for i in range(n):
+            a = runtime.device_attributes(i)
+            print(f"  cuda:{i} sm_{a['arch'][0]}{a['arch'][1]}, {a['sm_count']} SMs, "
+                  f"{a['max_shared_per_block'] // 1024} KiB shared/block")
+    except tileops.TileOpsError as e:
+        print(f"CUDA: not available ({e})")
+    cache = os.environ["TILEOPS_CACHE_DIR"] if "TILEOPS_CACHE_DIR" in os.environ else os.path.join(
+        os.path.expanduser("~"), ".cache", "tileops", tileops.__version__)
+    print(f"kernel cache: {cache or '(disabled)'}")
+    print(f"targets: {', '.join(targets.names())}; default: {targets.default_target() or 'detect'}")
+    for name, why in targets.load_failures():
+        print(f"  plugin {name} failed to load: {why}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tileops")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -126,7 +155,10 @@ def main(argv=None) -> int:
     d.add_argument("--dtype", default=None, help="float32 | float16 | bfloat16 (default: float32 on cpu, float16 on cuda)")
     o = sub.add_parser("ops", help="list every op")
     o.add_argument("--json", action="store_true")
+    sub.add_parser("info", help="versions, CPU SIMD path, CUDA driver/NVRTC/devices, cache, targets")
     a = p.parse_args(argv)
+    if a.cmd == "info":
+        return info()
     if a.cmd == "demo":
         return demo(a.device, a.rows, a.n, a.dtype or ("float32" if a.device == "cpu" else "float16"))
     return ops(a.json)
