@@ -32,8 +32,6 @@ Default output: benchmarks/results/<h200|cpu|device name>/norm.json, and a PNG b
 """
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 import time
 import traceback
@@ -255,25 +253,11 @@ def print_tables(rows, device):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", choices=("cuda", "cpu"), required=True)
-    ap.add_argument("--out", help="results JSON (default benchmarks/results/<device>/norm.json)")
-    ap.add_argument("--plot", help="PNG to draw (default: the JSON's path with .png)")
-    ap.add_argument("--no-plot", action="store_true", help="write no PNG")
+    ap = common.bench_parser(__doc__.splitlines()[0], "norm.json")
     ap.add_argument("--workloads", help="comma-separated subset, e.g. 2048x4096,1x4096")
     ap.add_argument("--dtypes", help="comma-separated dtypes overriding the defaults")
-    ap.add_argument("--side-stream", action="store_true",
-                    help="cuda: run everything on a fresh non-default stream instead of the "
-                         "legacy default stream (recorded in the metadata)")
     args = ap.parse_args(argv)
-
-    if args.device == "cpu":
-        # no inductor compile-worker pool spinning beside the timed loops on a small host
-        os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
-    common.import_tileops()
-    import torch
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("[bench_norm] --device cuda: no CUDA device visible to torch", file=sys.stderr)
+    if common.prepare_device(args.device, "bench_norm") is None:
         return 2
     only = set(args.workloads.split(",")) if args.workloads else None
     dtypes = args.dtypes.split(",") if args.dtypes else None

@@ -536,3 +536,32 @@ def ratio(a, b):
     if a is None or b is None or b == 0:
         return None
     return a / b
+
+
+def bench_parser(description, results_name):
+    """The arguments every benchmark takes: --device, --out, --plot, --no-plot,
+    --side-stream. Scripts add their own to the parser returned."""
+    import argparse
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--device", choices=("cuda", "cpu"), required=True)
+    ap.add_argument("--out", help=f"results JSON (default benchmarks/results/<device>/{results_name})")
+    ap.add_argument("--plot", help="PNG to draw (default: the JSON's path with .png)")
+    ap.add_argument("--no-plot", action="store_true", help="write no PNG")
+    ap.add_argument("--side-stream", action="store_true",
+                    help="cuda: run everything on a fresh non-default stream instead of the "
+                         "legacy default stream (recorded in the metadata)")
+    return ap
+
+
+def prepare_device(device, tag):
+    """Imports tileops and torch for a run on `device`; returns torch, or None (with a
+    message) when --device cuda finds no GPU."""
+    if device == "cpu":
+        # no inductor compile-worker pool spinning beside the timed loops on a small host
+        os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    import_tileops()
+    import torch
+    if device == "cuda" and not torch.cuda.is_available():
+        print(f"[{tag}] --device cuda: no CUDA device visible to torch", file=sys.stderr)
+        return None
+    return torch

@@ -26,8 +26,6 @@ Default output: benchmarks/results/<cpu|h200|device name>/overhead.json (+ .png)
 """
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 import time
 import traceback
@@ -150,24 +148,8 @@ def run(device):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", choices=("cuda", "cpu"), required=True)
-    ap.add_argument("--out",
-                    help="results JSON (default benchmarks/results/<device>/overhead.json)")
-    ap.add_argument("--plot", help="PNG to draw (default: the JSON's path with .png)")
-    ap.add_argument("--no-plot", action="store_true", help="write no PNG")
-    ap.add_argument("--side-stream", action="store_true",
-                    help="cuda: run everything on a fresh non-default stream instead of the "
-                         "legacy default stream (recorded in the metadata)")
-    args = ap.parse_args(argv)
-
-    if args.device == "cpu":
-        # no inductor compile-worker pool spinning beside the timed loops on a small host
-        os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
-    common.import_tileops()
-    import torch
-    if args.device == "cuda" and not torch.cuda.is_available():
-        print("[overhead] --device cuda: no CUDA device visible to torch", file=sys.stderr)
+    args = common.bench_parser(__doc__.splitlines()[0], "overhead.json").parse_args(argv)
+    if common.prepare_device(args.device, "overhead") is None:
         return 2
 
     t0 = time.perf_counter()

@@ -9,7 +9,6 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import toy_ops
-from compile_contract import graph_targets
 from tileops.norm import RMSNormFwdOp
 
 N = 64

@@ -75,14 +75,6 @@ def test_bad_scalars_fail_the_same_on_both_paths(bad):
 def test_external_builder_is_asked_again_for_a_new_shape():
     seen = []
 
-    class ShapeTarget(targets.Target):
-        name = "shape_checking_test_target"
-
-        def serves(self, op_cls):
-            return True
-
-        kernel_for = targets.PluginTarget.kernel_for
-
     def builder(inputs, params):
         shape = inputs["x"].shape
         seen.append(shape)
@@ -91,8 +83,7 @@ def test_external_builder_is_asked_again_for_a_new_shape():
             assert tuple(x.shape) == shape, f"built for {shape}, called with {tuple(x.shape)}"
             return torch.nn.functional.rms_norm(x, tuple(params["normalized_shape"]), weight)
         return run
-    t = ShapeTarget()
-    t.builders = {"RMSNormFwdOp": builder}
+    t = targets.BuilderTarget("shape_checking_test_target", {"RMSNormFwdOp": builder})
     targets.register(t)
     try:
         op = RMSNormFwdOp((8,), target=t.name)
@@ -104,15 +95,8 @@ def test_external_builder_is_asked_again_for_a_new_shape():
 
 
 def test_external_target_returning_a_non_contiguous_output_fails_loudly():
-    class BadTarget(targets.Target):
-        name = "non_contiguous_test_target"
-
-        def serves(self, op_cls):
-            return True
-
-        kernel_for = targets.PluginTarget.kernel_for
-    t = BadTarget()
-    t.builders = {"RMSNormFwdOp": lambda inputs, params: (lambda x, weight=None: x.t().contiguous().t())}
+    t = targets.BuilderTarget("non_contiguous_test_target", {
+        "RMSNormFwdOp": lambda inputs, params: (lambda x, weight=None: x.t().contiguous().t())})
     targets.register(t)
     try:
         op = RMSNormFwdOp((8,), target=t.name)

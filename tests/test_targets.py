@@ -41,7 +41,7 @@ def _graph_code(op, *args):
 
 def test_plugin_is_discovered_through_entry_points():
     assert "testplugin" in targets.names()
-    assert isinstance(targets.get("testplugin"), targets.PluginTarget)
+    assert isinstance(targets.get("testplugin"), targets.BuilderTarget)
 
 
 def test_a_plugin_that_fails_to_import_is_recorded_not_fatal():

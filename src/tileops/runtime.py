@@ -91,9 +91,5 @@ def build(device_index: int, source_name: str, kernel_name: str, options, arg_fo
     return handle
 
 
-def launch(handle, grid, block, shared, stream, *args):
-    _C.cuda_launch(handle, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream, *args)
-
-
 def stats() -> dict:
     return dict(_C.cuda_stats())

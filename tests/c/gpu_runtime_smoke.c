@@ -24,8 +24,8 @@
 #include "tileops/cpu.h"
 #include "tileops/dtype.h"
 #include "tileops/runtime.h"
+#include "check.h"
 
-static int g_pass, g_fail;
 static const tileops_cuda_api_t *A;
 static char *g_src;
 static size_t g_src_len;
@@ -33,17 +33,6 @@ static int g_sm_count, g_smem_optin, g_l2;
 static CUstream g_stream;
 static int g_expect_disk;
 
-#define CHECK(cond, ...)                                            \
-    do {                                                            \
-        if (cond) {                                                 \
-            g_pass++;                                               \
-        } else {                                                    \
-            g_fail++;                                               \
-            printf("FAIL (line %d): ", __LINE__);                   \
-            printf(__VA_ARGS__);                                    \
-            printf("\n");                                           \
-        }                                                           \
-    } while (0)
 
 static void finish(void) {
     tileops_cuda_stats_t s;

@@ -24,20 +24,9 @@
 #include "runtime/cuda_api.h"
 #include "tileops/runtime.h"
 #include "tileops/status.h"
+#include "check.h"
 
-static int g_pass, g_fail;
 
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (cond) {                                        \
-            g_pass++;                                      \
-        } else {                                           \
-            g_fail++;                                      \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);    \
-            printf(__VA_ARGS__);                           \
-            printf("\n");                                  \
-        }                                                  \
-    } while (0)
 
 static char g_dir[256];
 
@@ -483,6 +472,5 @@ int main(void) {
     tileops_cuda_set_cache_dir(NULL);
     remove_dir();
     CHECK(access(g_dir, F_OK) != 0, "temp folder removed");
-    printf("%d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    return check_summary();
 }

@@ -9,9 +9,7 @@ import sys
 import pytest
 import torch
 
-from tileops import NotReadyDuringCaptureError, runtime
-from tileops.kernels.norm.rms_norm import (RMSNormKernel, RMSNormOnChipKernel,
-                                           RMSNormStreamingKernel)
+from tileops import NotReadyDuringCaptureError
 from tileops.norm import RMSNormFwdOp
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]

@@ -9,7 +9,7 @@ A kernel never validates user input (the op layer did)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Hashable
+from typing import Any
 
 import torch
 
@@ -54,25 +54,27 @@ class KernelInterface:
 
 
 class Kernel:
-    """One implementation of an interface. Subclasses set `interface` and `specialised`."""
+    """One implementation of an interface. Subclasses set `interface` and `specialised`,
+    and define (or inherit from a shared base of their own) the classmethods
+    `entry_for(call) -> Hashable` (the build identity) and `build(identity)` (the
+    launchable); a class that sets `interface` without both is refused when defined."""
 
     interface: str = ""
     specialised: bool = False   # a specialised implementation wins over a general one
     devices: tuple = ("cpu", "cuda")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.interface:
+            missing = [m for m in ("entry_for", "build") if not callable(getattr(cls, m, None))]
+            if missing:
+                raise TypeError(f"kernel {cls.__name__} implements {cls.interface!r} but defines no {', '.join(missing)}")
 
     @classmethod
     def refusal(cls, call: KernelCall) -> str | None:
         if call.device.type not in cls.devices:
             return f"{cls.__name__} serves {', '.join(cls.devices)} tensors, not {call.device.type}"
         return None
-
-    @classmethod
-    def entry_for(cls, call: KernelCall) -> Hashable:
-        raise NotImplementedError(f"{cls.__name__}.entry_for")
-
-    @classmethod
-    def build(cls, identity: Hashable):
-        raise NotImplementedError(f"{cls.__name__}.build")
 
 
 def select(op, name: str, call: KernelCall):

@@ -22,7 +22,6 @@ import re
 
 import torch
 
-from .._dtypes import NAME as DTYPE_NAME
 from ..errors import InputTypeError, InputValueError, ManifestError, TileOpsError
 from . import registry
 
@@ -102,12 +101,14 @@ def _schema(entry, branch: Branch, scalars) -> str:
 
 
 def _as_scalar(value, kind, opname, arg):
-    """A call-time int or float argument as the Python type the schema takes: ints (and
-    numpy scalars) convert; a tensor, string, None or bool is an InputTypeError. SymInts
-    and SymFloats (dynamic shapes) pass through."""
+    """A call-time scalar that is not already of its type, as the Python type the schema
+    takes: for int and float, ints and numpy scalars convert; a tensor, string, None or
+    bool is an InputTypeError; a bool must be a bool. Symbolic values pass through."""
     import operator
-    if isinstance(value, (torch.SymInt, torch.SymFloat)):
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return value
+    if kind is bool:  # a call-time flag that is not a branch selector: a real bool only
+        raise InputTypeError(f"{opname}: argument '{arg}': expected bool, got {type(value).__name__}")
     if isinstance(value, bool) or isinstance(value, torch.Tensor) or value is None:
         raise InputTypeError(f"{opname}: argument '{arg}': expected {kind.__name__}, got {type(value).__name__}")
     try:
@@ -155,7 +156,6 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     lines = []
     w = lines.append
     scalar_args = [c.name for c in scalars]
-    fwd_params = list(forward_sig.parameters.values())[1:]
 
     # ---- _check ---------------------------------------------------------------
     check_args = input_names + scalar_args + (["out"] if out_param else [])
@@ -184,10 +184,8 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         if i.name != first:
             w(f"{ind}if {i.name}.device != _dev:")
             w(f"{ind}    raise InputValueError(f\"{opname}: argument '{i.name}': expected a tensor on {{{first}.device}} (the device of '{first}'), got {{{i.name}.device}}\")")
-    for c in scalars:
-        pytype = {"bool": "bool", "int": "int", "float": "(float, int)"}[c.type]
-        w(f"    if not isinstance({c.name}, {pytype}) and not isinstance({c.name}, torch.SymInt):")
-        w(f"        raise InputTypeError(f\"{opname}: argument '{c.name}': expected {c.type}, got {{type({c.name}).__name__}}\")")
+    # (call-time scalars are checked once, in _call_boundary; the operator's schema types
+    # them on the dispatcher path)
     for k, rule in enumerate(entry.shape_rules):
         names = _rule_names(rule, rule_names)
         shown = ", ".join(
@@ -212,7 +210,6 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
 
     # ---- per-branch impl and fake ------------------------------------------------
     for bi, b in enumerate(branches):
-        vals = dict(b.values)
         op_args = input_names + scalar_args + (["out"] if b.uses_out else []) + ["key"]
         sig = ", ".join(op_args)
         chk = ", ".join(input_names + scalar_args + (["out" if b.uses_out else "None"] if out_param else []))
@@ -293,9 +290,8 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     # Call-time scalars are checked and normalised here, so that both paths see the same
     # Python float/int (the dispatcher would convert some types and reject others).
     for c in scalars:
-        if c.type in ("float", "int"):
-            w(f"    if type({c.name}) is not {c.type}:")
-            w(f"        {c.name} = _as_scalar({c.name}, {c.type}, \"{opname}\", \"{c.name}\")")
+        w(f"    if type({c.name}) is not {c.type}:")
+        w(f"        {c.name} = _as_scalar({c.name}, {c.type}, \"{opname}\", \"{c.name}\")")
     # The fast path needs plain dense tensors; anything else goes through the operator,
     # after a type check here: the dispatcher's own message would not name the op.
     plain = " and ".join(

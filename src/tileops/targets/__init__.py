@@ -17,7 +17,7 @@ import threading
 import torch
 
 from ..errors import TargetError
-from .base import Target
+from .base import BuilderTarget, Target
 from .builtin import BuiltinTarget
 from .aten import AtenTarget
 
@@ -62,14 +62,19 @@ def _load_plugins():
         _plugins_loaded = True
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             try:
-                obj = ep.load()
-                target = obj() if isinstance(obj, type) else obj
-                if callable(target) and not isinstance(target, Target) and not hasattr(target, "detect"):
-                    target = target()
-                target = PluginTarget.wrap(target, ep.name)
-                register(target)
+                register(_plugin_target(ep.load(), ep.name))
             except Exception as e:  # recorded and reported, never fatal to the others
                 _failures.append((ep.name, f"{type(e).__name__}: {e}"))
+
+
+def _plugin_target(obj, ep_name) -> Target:
+    """An entry point names a Target, or an object (or class) with `name`, `builders`
+    ({op class name: builder}) and optionally `detect(device) -> bool`."""
+    if isinstance(obj, type):
+        obj = obj()
+    if isinstance(obj, Target):
+        return obj
+    return BuilderTarget(getattr(obj, "name", ep_name), getattr(obj, "builders", None), getattr(obj, "detect", None))
 
 
 def load_failures() -> list[tuple[str, str]]:
@@ -129,57 +134,5 @@ def resolve(op, device: torch.device) -> Target:
     return target
 
 
-class PluginTarget(Target):
-    """Adapts a plugin object: `name`, `detect(device) -> bool`, `builders` {op name: builder}."""
-
-    def __init__(self, obj, ep_name):
-        self.obj = obj
-        self.name = getattr(obj, "name", ep_name)
-        builders = getattr(obj, "builders", None)
-        if not isinstance(builders, dict):
-            raise TargetError(f"plugin {ep_name}: expected a dict attribute `builders`")
-        self.builders = builders
-
-    @staticmethod
-    def wrap(obj, ep_name):
-        return obj if isinstance(obj, Target) else PluginTarget(obj, ep_name)
-
-    def claims(self, device):
-        detect = getattr(self.obj, "detect", None)
-        return bool(detect(device)) if detect else False
-
-    def serves(self, op_cls):
-        return op_cls.__name__ in self.builders or any(k.startswith(op_cls.__name__ + ".") for k in self.builders)
-
-    def kernel_for(self, op, name, call):
-        builder = self.builders.get(f"{type(op).__name__}.{name}") or self.builders.get(type(op).__name__)
-        if builder is None:
-            raise TargetError(f"target {self.name!r} has no builder for {type(op).__name__}")
-        table_key = ("plugin", name, call.device, tuple(call.inputs.items()))
-        fn = op._kernels.get(table_key)
-        if fn is None:
-            fn = builder(dict(call.inputs), dict(call.params))
-            if not callable(fn):
-                raise TargetError(f"target {self.name!r}: builder for {type(op).__name__} returned {fn!r}, not a callable")
-            fn = checked_outputs(fn, self.name, type(op).__name__, call.device)
-            op._kernels[table_key] = fn
-        return fn
-
-
-def checked_outputs(fn, target_name, op_name, device):
-    """Wraps an external builder's callable: every tensor it returns must be contiguous and
-    on the inputs' device, as the manifest's fake declares (the compiled graph relies on
-    it); a target that breaks this fails loudly, naming itself."""
-    def run(*args, **kwargs):
-        res = fn(*args, **kwargs)
-        for t in (res if isinstance(res, tuple) else (res,)):
-            if isinstance(t, torch.Tensor) and (not t.is_contiguous() or t.device != device):
-                raise TargetError(
-                    f"target {target_name!r} returned for {op_name} a tensor with strides {t.stride()} on "
-                    f"{t.device}; outputs must be contiguous on {device}, as the manifest declares")
-        return res
-    return run
-
-
-__all__ = ["Target", "register", "unregister", "load_failures", "names", "get", "set_default_target",
+__all__ = ["Target", "BuilderTarget", "register", "unregister", "load_failures", "names", "get", "set_default_target",
            "default_target", "detect", "resolve", "all_targets", "ENTRY_POINT_GROUP"]

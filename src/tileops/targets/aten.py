@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from .base import Target
+from .base import BuilderTarget
 
 
 def _rms_norm(inputs, params):
@@ -29,20 +29,8 @@ def _rms_norm(inputs, params):
 BUILDERS = {"RMSNormFwdOp": _rms_norm}
 
 
-class AtenTarget(Target):
-    name = "aten"
-    builders = BUILDERS
+class AtenTarget(BuilderTarget):
+    """Chosen by name only (or when no target claims a device)."""
 
-    def claims(self, device):
-        return False  # explicit only (or the fallback when no target claims a device)
-
-    def serves(self, op_cls):
-        return op_cls.__name__ in self.builders
-
-    def kernel_for(self, op, name, call):
-        key = ("aten", name, call.device, tuple(call.inputs.items()))
-        fn = op._kernels.get(key)
-        if fn is None:
-            fn = self.builders[type(op).__name__](dict(call.inputs), dict(call.params))
-            op._kernels[key] = fn
-        return fn
+    def __init__(self):
+        super().__init__("aten", BUILDERS)

@@ -128,7 +128,7 @@ def _build_cuda(identity):
         kernel_name, dtype, n, has_weight, vec, sm_count)
     handle = runtime.build(dev, CUDA_SOURCE, kernel_name, options, CUDA_ARG_FORMAT)
     launch_raw = _C.cuda_launch
-    stream_of = torch._C._cuda_getCurrentRawStream   # runtime.current_stream, one frame less
+    stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
     cap = min(grid_cap or GRID_MAX, GRID_MAX)
 
     def launch(x, weight=None):
@@ -152,10 +152,26 @@ class RMSNormFwdInterface(KernelInterface):
 
 
 class _RMSNormImplementation(Kernel):
-    """What the three share: the identity and the build, per device."""
+    """What the three share: the device check, the identity and the build, per device.
+    Each implementation states the row lengths it serves in _cpu_refusal / _cuda_refusal."""
     interface = "rms_norm"
     cpu_variant = CPU_STREAMING
     cuda_kernel = "tileops_rms_norm_streaming"
+
+    @classmethod
+    def refusal(cls, call):
+        why = super().refusal(call)
+        if why:
+            return why
+        return cls._cpu_refusal(call) if call.device.type == "cpu" else cls._cuda_refusal(call)
+
+    @classmethod
+    def _cpu_refusal(cls, call):
+        return None
+
+    @classmethod
+    def _cuda_refusal(cls, call):
+        return None
 
     @classmethod
     def entry_for(cls, call):
@@ -182,14 +198,14 @@ class RMSNormKernel(_RMSNormImplementation):
     cuda_kernel = "tileops_rms_norm"
 
     @classmethod
-    def refusal(cls, call):
-        why = super().refusal(call)
-        if why:
-            return why
-        if call.device.type == "cpu":
-            if _row_bytes(call) > CPU_ROW_MAX_BYTES:
-                return f"row of {_row_bytes(call)} bytes exceeds {CPU_ROW_MAX_BYTES}"
-        elif _row_length(call) > CUDA_REGISTER_MAX_N:
+    def _cpu_refusal(cls, call):
+        if _row_bytes(call) > CPU_ROW_MAX_BYTES:
+            return f"row of {_row_bytes(call)} bytes exceeds {CPU_ROW_MAX_BYTES}"
+        return None
+
+    @classmethod
+    def _cuda_refusal(cls, call):
+        if _row_length(call) > CUDA_REGISTER_MAX_N:
             return f"row of {_row_length(call)} elements exceeds the register kernel's {CUDA_REGISTER_MAX_N}"
         return None
 
@@ -201,21 +217,19 @@ class RMSNormOnChipKernel(_RMSNormImplementation):
     cuda_kernel = "tileops_rms_norm_on_chip"
 
     @classmethod
-    def refusal(cls, call):
-        why = super().refusal(call)
-        if why:
-            return why
-        b = _row_bytes(call)
-        if call.device.type == "cpu":
-            if b <= CPU_ROW_MAX_BYTES:
-                return f"row of {b} bytes is served by RMSNormKernel"
-            if _row_length(call) * 4 > CPU_SCRATCH_MAX_BYTES:
-                return f"fp32 scratch of {_row_length(call) * 4} bytes exceeds {CPU_SCRATCH_MAX_BYTES}"
-            return None
+    def _cpu_refusal(cls, call):
+        if _row_bytes(call) <= CPU_ROW_MAX_BYTES:
+            return f"row of {_row_bytes(call)} bytes is served by RMSNormKernel"
+        if _row_length(call) * 4 > CPU_SCRATCH_MAX_BYTES:
+            return f"fp32 scratch of {_row_length(call) * 4} bytes exceeds {CPU_SCRATCH_MAX_BYTES}"
+        return None
+
+    @classmethod
+    def _cuda_refusal(cls, call):
         if _row_length(call) <= CUDA_REGISTER_MAX_N:
             return f"row of {_row_length(call)} elements is served by RMSNormKernel"
         if not _on_chip_fits(call):
-            return f"row of {b} bytes exceeds the shared memory of {call.device}"
+            return f"row of {_row_bytes(call)} bytes exceeds the shared memory of {call.device}"
         return None
 
 
