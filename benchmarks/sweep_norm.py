@@ -1,6 +1,6 @@
 """Launch-shape sweep of the three RMSNorm CUDA kernels (csrc/cuda/norm.cu) on one GPU.
 
-    python benchmarks/sweep_norm.py [--out PATH.json] [--dtype float16]
+    python benchmarks/sweep_norm.py [--mode shapes|policies] [--out PATH.json] [--dtype float16]
 
 For each manifest workload, every valid launch shape of each kernel is built through the
 tileops runtime with explicit defines (TILEOPS_KERNEL, TILEOPS_THREADS, TILEOPS_ROW_THREADS)
@@ -21,13 +21,15 @@ import common
 tileops = common.import_tileops()
 from tileops import _C, runtime  # noqa: E402
 from tileops._dtypes import CODE  # noqa: E402
+from tileops.kernels.norm.rms_norm import CUDA_KERNEL_CODE as KERNEL_CODE  # noqa: E402
 
 
 def pow2ceil(v):
     return 1 << max(0, (v - 1).bit_length())
 
 
-def configs(n, elem, rows, sm_count, smem_limit):
+def shape_configs(n, elem, rows, sm_count, smem_limit):
+    """Every valid launch shape of each kernel: (kernel, threads, rt, shared, grid, defines)."""
     g = 16 // elem
     ng = -(-n // g)
     out = []
@@ -38,14 +40,56 @@ def configs(n, elem, rows, sm_count, smem_limit):
                 threads = rt * rpb
                 max_vpt = 16 if threads <= 256 else (8 if elem == 4 else 4)
                 if 32 <= threads <= 1024 and threads % 32 == 0 and -(-ng // rt) <= max_vpt:
-                    out.append(("tileops_rms_norm", threads, rt, 0, -(-rows // rpb)))
+                    out.append(("tileops_rms_norm", threads, rt, 0, -(-rows // rpb), {}))
         rt *= 2
     for threads in (256, 512, 1024):
         if ng * 16 + threads // 4 <= smem_limit:
-            out.append(("tileops_rms_norm_on_chip", threads, None, ng * 16, rows))
+            out.append(("tileops_rms_norm_on_chip", threads, None, ng * 16, rows, {}))
     for threads in (512, 1024):
         for mult in (1, 2, 4):
-            out.append(("tileops_rms_norm_streaming", threads, None, 0, min(rows, sm_count * mult)))
+            out.append(("tileops_rms_norm_streaming", threads, None, 0, min(rows, sm_count * mult), {}))
+    return out
+
+
+def policy_configs(n, elem, rows, sm_count, smem_limit):
+    """The shipped launch shape under each of norm.cu's tuning defines (cache policies,
+    register cap, prefetching persistent grid), register-kernel shapes with fewer groups
+    per thread, and the on-chip kernel in small blocks and persistent grids; the shipped
+    shape first and last (their spread is the noise)."""
+    from tileops.kernels.norm.rms_norm import CUDA_REGISTER_MAX_N, _cuda_launch_shape
+    if n > CUDA_REGISTER_MAX_N:
+        return []
+    (extra,), threads, rpb, shared, _cap = _cuda_launch_shape("tileops_rms_norm", n, elem, sm_count)
+    rt = int(extra.split("=")[1])
+    full = -(-rows // rpb)
+    base = ("tileops_rms_norm", threads, rt, shared, full)
+    out = [base + ({},)]
+    for ld in range(1, 7):
+        out.append(base + ({"TILEOPS_LD_POLICY": ld},))
+    for st in range(1, 4):
+        out.append(base + ({"TILEOPS_ST_POLICY": st},))
+    out.append(base + ({"TILEOPS_LD_POLICY": 3, "TILEOPS_ST_POLICY": 2},))
+    out.append(base + ({"TILEOPS_LD_POLICY": 4, "TILEOPS_ST_POLICY": 3},))
+    out.append(base + ({"RK_W_IN_REGS": 0},))
+    for mb in sorted({max(1, 1024 // threads), 2048 // threads}):
+        out.append(base + ({"TILEOPS_MIN_BLOCKS": mb, "RK_W_IN_REGS": 0},))
+    for mult in (1, 2, 4, 8):
+        if sm_count * mult < full:
+            out.append(("tileops_rms_norm", threads, rt, shared, sm_count * mult, {"TILEOPS_PREFETCH": 1}))
+    ng = -(-n // (16 // elem))
+    for t2 in (2 * threads, 4 * threads):   # fewer groups per thread: fewer registers
+        if t2 <= 1024 and rt == threads:
+            out.append(("tileops_rms_norm", t2, t2, 0, rows, {}))
+    # the row in shared memory: small blocks (more rows resident than registers allow),
+    # and persistent grids (the next row's copy overlaps the stores)
+    for t in (64, 128, 256, 512, 1024):
+        if ng * 16 + t // 4 <= smem_limit:
+            if t <= 256:
+                out.append(("tileops_rms_norm_on_chip", t, None, ng * 16, rows, {}))
+            for mult in (1, 2, 4):
+                if sm_count * mult < rows and mult * t <= 2048 and t >= 256:
+                    out.append(("tileops_rms_norm_on_chip", t, None, ng * 16, sm_count * mult, {}))
+    out.append(base + ({},))
     return out
 
 
@@ -53,12 +97,16 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--out", default=None)
     p.add_argument("--dtype", default="float16")
+    p.add_argument("--mode", choices=("shapes", "policies"), default="shapes",
+                   help="shapes: every launch shape; policies: norm.cu's tuning defines "
+                        "(cache policies, register cap, prefetch) on the shipped shape")
     a = p.parse_args(argv)
     dtype = getattr(torch, a.dtype)
     elem = dtype.itemsize
     attrs = runtime.device_attributes(0)
     sm, smem = attrs["sm_count"], attrs["max_shared_per_block"]
     entry = tileops.manifest.package_entries()["RMSNormFwdOp"]
+    make_configs = shape_configs if a.mode == "shapes" else policy_configs
     rows_out, best = [], []
     for wl in entry.workloads:
         rows, n = wl["x"]
@@ -70,16 +118,17 @@ def main(argv=None):
         copy_cold = common.cuda_cold_us(lambda: y.copy_(x))
         copy_hot = common.cuda_hot_us(lambda: y.copy_(x))
         results = []
-        for name, threads, rt, shared, grid in configs(n, elem, rows, sm, smem):
-            opts = [f"-DTILEOPS_KERNEL={ {'tileops_rms_norm': 0, 'tileops_rms_norm_on_chip': 1, 'tileops_rms_norm_streaming': 2}[name] }",
+        for name, threads, rt, shared, grid, defines in make_configs(n, elem, rows, sm, smem):
+            opts = [f"-DTILEOPS_KERNEL={KERNEL_CODE[name]}",
                     f"-DTILEOPS_DTYPE={CODE[dtype]}", f"-DTILEOPS_N={n}", "-DTILEOPS_HAS_WEIGHT=1",
                     f"-DTILEOPS_VEC={16 // elem}", f"-DTILEOPS_THREADS={threads}"]
             if rt is not None:
                 opts.append(f"-DTILEOPS_ROW_THREADS={rt}")
+            opts += [f"-D{k}={v}" for k, v in defines.items()]
             try:
                 h = runtime.build(0, "norm.cu", name, opts, "pppqqqf")
             except Exception as e:  # an invalid shape is a compile error: skip it, say so
-                print(f"skip {name} threads={threads} rt={rt}: {str(e).splitlines()[0][:100]}")
+                print(f"skip {name} threads={threads} rt={rt} {defines}: {str(e).splitlines()[0][:100]}")
                 continue
 
             def launch(h=h, threads=threads, shared=shared, grid=grid):
@@ -93,10 +142,11 @@ def main(argv=None):
             cold = common.cuda_cold_us(launch) if ok else None
             hot = common.cuda_hot_us(launch) if ok else None
             row = {"workload": f"{rows}x{n}", "dtype": a.dtype, "kernel": name, "threads": threads,
-                   "row_threads": rt, "grid": grid, "shared": shared, "max_abs_err": err, "ok": ok,
+                   "row_threads": rt, "grid": grid, "shared": shared, "defines": defines,
+                   "max_abs_err": err, "ok": ok,
                    "cold_us": cold, "hot_us": hot, "copy_cold_us": copy_cold, "copy_hot_us": copy_hot}
             results.append(row)
-            print(f"{rows}x{n} {name:28s} threads={threads:5d} rt={str(rt):5s} grid={grid:6d} "
+            print(f"{rows}x{n} {name:28s} threads={threads:5d} rt={str(rt):5s} grid={grid:6d} {defines} "
                   f"cold={cold if cold is None else round(cold, 2)} hot={hot if hot is None else round(hot, 2)} "
                   f"copy={copy_cold:.2f}/{copy_hot:.2f} err={err:.3g}")
         rows_out.extend(results)
@@ -109,11 +159,11 @@ def main(argv=None):
         torch.cuda.empty_cache()
     print("\nbest per workload (cold | hot), ratio to copy:")
     for wl, bc, bh, cc, ch in best:
-        print(f"{wl:11s} cold {bc['kernel']:28s} t={bc['threads']} rt={bc['row_threads']} grid={bc['grid']} "
-              f"{bc['cold_us']:.2f} ({bc['cold_us'] / cc:.3f}x) | hot {bh['kernel']} t={bh['threads']} "
-              f"rt={bh['row_threads']} {bh['hot_us']:.2f} ({bh['hot_us'] / ch:.3f}x)")
-    out = a.out or str(common.default_out("cuda", "sweep_norm.json"))
-    common.write_results(out, rows_out, common.metadata("cuda", sweep="rms_norm launch shapes"))
+        print(f"{wl:11s} cold {bc['kernel']:17s} t={bc['threads']} rt={bc['row_threads']} grid={bc['grid']} "
+              f"{bc['defines']} {bc['cold_us']:.2f} ({bc['cold_us'] / cc:.3f}x) | hot t={bh['threads']} "
+              f"rt={bh['row_threads']} grid={bh['grid']} {bh['defines']} {bh['hot_us']:.2f} ({bh['hot_us'] / ch:.3f}x)")
+    out = a.out or str(common.default_out("cuda", f"sweep_norm{'' if a.mode == 'shapes' else '_policies'}.json"))
+    common.write_results(out, rows_out, common.metadata("cuda", sweep=f"rms_norm {a.mode}"))
     return 0 if all(r["ok"] for r in rows_out) else 1
 
 

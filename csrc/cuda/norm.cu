@@ -27,6 +27,19 @@
  *                        (The other two kernels always use RT = TILEOPS_THREADS.)
  *   TILEOPS_UNROLL       tileops_rms_norm_streaming only: groups in flight per thread per
  *                        step (default 4 on the vector path, 2 on the scalar path).
+ *   TILEOPS_LD_POLICY    cache policy of the 16-byte loads of x: 0 ld.global (default),
+ *                        1 .L1::no_allocate, 2 .L2::256B (prefetch size), 3 both,
+ *                        4 L2 evict-first (createpolicy), 5 4 + .L2::256B,
+ *                        6 4 + .L1::no_allocate. x is dead once read: evict-first lets
+ *                        y's lines replace x's (clean) rather than older dirty lines.
+ *   TILEOPS_ST_POLICY    cache policy of the 16-byte stores of y (the streaming kernel's
+ *                        second pass always stores evict-first): 0 st.global (default),
+ *                        1 .cs (evict first), 2 .L1::no_allocate, 3 L2 evict-last.
+ *   TILEOPS_MIN_BLOCKS   resident blocks per SM the compiler must allow (the second
+ *                        __launch_bounds__ argument; caps registers); 0 (default): none.
+ *   TILEOPS_PREFETCH     tileops_rms_norm only: 1 = a block issues the loads of its next
+ *                        rows before it reduces and stores the current ones (twice the
+ *                        registers for the row; pays only when grid.x < ceil(rows / RPB)).
  *   TILEOPS_KERNEL       which kernel to compile: 0 tileops_rms_norm, 1 ..._on_chip,
  *                        2 ..._streaming; -1 or undefined: all that fit the defines
  *                        (recommended: name the one you launch; NVRTC is then faster and
@@ -103,7 +116,7 @@
 #define __shared__ __attribute__((shared))
 #endif
 #ifndef __launch_bounds__
-#define __launch_bounds__(t) __attribute__((launch_bounds(t)))
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 #endif
 #ifndef __forceinline__
 #define __forceinline__ __inline__ __attribute__((always_inline))
@@ -143,6 +156,54 @@
 #endif
 #ifndef TILEOPS_KERNEL
 #define TILEOPS_KERNEL (-1)
+#endif
+#ifndef TILEOPS_LD_POLICY
+#define TILEOPS_LD_POLICY 0
+#endif
+#ifndef TILEOPS_ST_POLICY
+#define TILEOPS_ST_POLICY 0
+#endif
+#ifndef TILEOPS_MIN_BLOCKS
+#define TILEOPS_MIN_BLOCKS 0
+#endif
+#ifndef TILEOPS_PREFETCH
+#define TILEOPS_PREFETCH 0
+#endif
+#if TILEOPS_LD_POLICY == 0
+#define TILEOPS_LD_X "ld.global.v4.u32"
+#elif TILEOPS_LD_POLICY == 1
+#define TILEOPS_LD_X "ld.global.L1::no_allocate.v4.u32"
+#elif TILEOPS_LD_POLICY == 2
+#define TILEOPS_LD_X "ld.global.L2::256B.v4.u32"
+#elif TILEOPS_LD_POLICY == 3
+#define TILEOPS_LD_X "ld.global.L1::no_allocate.L2::256B.v4.u32"
+#elif TILEOPS_LD_POLICY == 4
+#define TILEOPS_LD_X "ld.global.L2::cache_hint.v4.u32"
+#elif TILEOPS_LD_POLICY == 5
+#define TILEOPS_LD_X "ld.global.L2::cache_hint.L2::256B.v4.u32"
+#elif TILEOPS_LD_POLICY == 6
+#define TILEOPS_LD_X "ld.global.L1::no_allocate.L2::cache_hint.v4.u32"
+#else
+#error "TILEOPS_LD_POLICY must be 0 to 6"
+#endif
+#if TILEOPS_ST_POLICY == 0
+#define TILEOPS_ST_Y "st.global.v4.u32"
+#elif TILEOPS_ST_POLICY == 1
+#define TILEOPS_ST_Y "st.global.cs.v4.u32"
+#elif TILEOPS_ST_POLICY == 2
+#define TILEOPS_ST_Y "st.global.L1::no_allocate.v4.u32"
+#elif TILEOPS_ST_POLICY == 3
+#define TILEOPS_ST_Y "st.global.L2::cache_hint.v4.u32"
+#else
+#error "TILEOPS_ST_POLICY must be 0 to 3"
+#endif
+#if TILEOPS_MIN_BLOCKS < 0 || TILEOPS_MIN_BLOCKS * TILEOPS_THREADS > 2048
+#error "TILEOPS_MIN_BLOCKS must be >= 0 with TILEOPS_MIN_BLOCKS * TILEOPS_THREADS <= 2048"
+#endif
+#if TILEOPS_MIN_BLOCKS
+#define TILEOPS_BOUNDS __launch_bounds__(TILEOPS_THREADS, TILEOPS_MIN_BLOCKS)
+#else
+#define TILEOPS_BOUNDS __launch_bounds__(TILEOPS_THREADS)
 #endif
 
 #define TILEOPS_NG ((TILEOPS_N + TILEOPS_G - 1) / TILEOPS_G) /* groups per row */
@@ -224,11 +285,28 @@ TILEOPS_DEV unsigned tileops_as_uint(float f) {
 }
 
 /* ---- global and shared memory access -------------------------------------------------- */
+/* L2 cache policies (64-bit descriptors; not volatile: computed once, hoisted) */
+TILEOPS_DEV unsigned long long tileops_policy_evict_first(void) {
+    unsigned long long r;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(r));
+    return r;
+}
+TILEOPS_DEV unsigned long long tileops_policy_evict_last(void) {
+    unsigned long long r;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(r));
+    return r;
+}
 TILEOPS_DEV struct tileops_v4 tileops_ld16(const char *p) {
     struct tileops_v4 v;
-    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+#if TILEOPS_LD_POLICY >= 4
+    asm volatile(TILEOPS_LD_X " {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.a[0]), "=r"(v.a[1]), "=r"(v.a[2]), "=r"(v.a[3])
+                 : "l"(p), "l"(tileops_policy_evict_first()));
+#else
+    asm volatile(TILEOPS_LD_X " {%0, %1, %2, %3}, [%4];"
                  : "=r"(v.a[0]), "=r"(v.a[1]), "=r"(v.a[2]), "=r"(v.a[3])
                  : "l"(p));
+#endif
     return v;
 }
 /* read-only data (the weight): the non-coherent path, kept in L1 */
@@ -240,10 +318,18 @@ TILEOPS_DEV struct tileops_v4 tileops_ld16_nc(const char *p) {
     return v;
 }
 TILEOPS_DEV void tileops_st16(char *p, struct tileops_v4 v) {
-    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};"
+#if TILEOPS_ST_POLICY == 3
+    asm volatile(TILEOPS_ST_Y " [%0], {%1, %2, %3, %4}, %5;"
+                 :
+                 : "l"(p), "r"(v.a[0]), "r"(v.a[1]), "r"(v.a[2]), "r"(v.a[3]),
+                   "l"(tileops_policy_evict_last())
+                 : "memory");
+#else
+    asm volatile(TILEOPS_ST_Y " [%0], {%1, %2, %3, %4};"
                  :
                  : "l"(p), "r"(v.a[0]), "r"(v.a[1]), "r"(v.a[2]), "r"(v.a[3])
                  : "memory");
+#endif
 }
 /* evict-first store (streaming kernel: keep L2 for the second read of x) */
 TILEOPS_DEV void tileops_st16_cs(char *p, struct tileops_v4 v) {
@@ -549,10 +635,19 @@ TILEOPS_DEV float tileops_row_sum(float v, float *red, unsigned tid, int rt) {
         red[warp] = v;
     tileops_barrier();
     unsigned first = (tid / (unsigned)rt) * (unsigned)(rt / 32);
-    float p = lane < (unsigned)(rt / 32) ? red[first + lane] : 0.0f;
+    /* the nw per-warp sums sit in every group of pw lanes (pw = pow2ceil(nw)), so a
+     * butterfly of log2(pw) steps leaves the total in all 32 lanes; it adds the same
+     * values in the same pairs as a full 5-step one (whose extra steps added zeros) */
+    const int nw = rt / 32;
+    int pw = 1;
+    while (pw < nw) /* constant after inlining */
+        pw <<= 1;
+    const unsigned l = lane & (unsigned)(pw - 1);
+    float p = l < (unsigned)nw ? red[first + l] : 0.0f;
 #pragma unroll
     for (int off = 16; off >= 1; off >>= 1)
-        p += tileops_shfl_xor(p, off);
+        if (off < pw)
+            p += tileops_shfl_xor(p, off);
     return p;
 }
 
@@ -566,7 +661,19 @@ TILEOPS_DEV char *tileops_row_out(void *base, long long row, long long stride) {
 
 /* ==== tileops_rms_norm: the row in registers ============================================ */
 #if RK_ENABLED
-extern "C" __global__ void __launch_bounds__(TILEOPS_THREADS)
+/* Loads this thread's groups of `row` into xr (zeros past the row or when row >= rows). */
+TILEOPS_DEV void tileops_rk_load(struct tileops_v4 *xr, const void *x, long long row,
+                                 long long rows, long long x_row_stride, unsigned t) {
+    const int active = row < rows;
+    const char *xrow = tileops_row_in(x, active ? row : 0, x_row_stride);
+#pragma unroll
+    for (int j = 0; j < RK_VPT; j++) {
+        long long g = (long long)j * RK_RT + t;
+        xr[j] = (active && g < TILEOPS_NG) ? tileops_ld_group(xrow, g, 0) : tileops_zero4();
+    }
+}
+
+extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rms_norm(const void *x, const void *w, void *y, long long rows, long long x_row_stride,
                  long long y_row_stride, float eps) {
 #if RK_RT > 32
@@ -585,25 +692,30 @@ tileops_rms_norm(const void *x, const void *w, void *y, long long rows, long lon
         wr[j] = g < TILEOPS_NG ? tileops_ld_group((const char *)w, g, 1) : tileops_zero4();
     }
 #endif
+#if TILEOPS_PREFETCH
+    struct tileops_v4 xr[RK_VPT];
+    tileops_rk_load(xr, x, (long long)tileops_ctaid() * RK_RPB + group, rows, x_row_stride, t);
+#endif
     int parity = 0;
     for (long long base = (long long)tileops_ctaid() * RK_RPB; base < rows;
          base += (long long)tileops_nctaid() * RK_RPB) {
         const long long row = base + group;
-        const int active = row < rows;
-        const char *xrow = tileops_row_in(x, active ? row : 0, x_row_stride);
+#if !TILEOPS_PREFETCH
         struct tileops_v4 xr[RK_VPT];
-#pragma unroll
-        for (int j = 0; j < RK_VPT; j++) {
-            long long g = (long long)j * RK_RT + t;
-            xr[j] = (active && g < TILEOPS_NG) ? tileops_ld_group(xrow, g, 0) : tileops_zero4();
-        }
+        tileops_rk_load(xr, x, row, rows, x_row_stride, t);
+#endif
         float acc = 0.0f;
 #pragma unroll
         for (int j = 0; j < RK_VPT; j++)
             acc = tileops_sumsq(xr[j], acc);
+#if TILEOPS_PREFETCH
+        /* the next rows' loads are in flight during this row's reduction and stores */
+        struct tileops_v4 xn[RK_VPT];
+        tileops_rk_load(xn, x, row + (long long)tileops_nctaid() * RK_RPB, rows, x_row_stride, t);
+#endif
         const float rstd = tileops_rstd(tileops_row_sum(acc, red[parity], tid, RK_RT), eps);
         parity ^= 1;
-        if (active) {
+        if (row < rows) {
             char *yrow = tileops_row_out(y, row, y_row_stride);
 #pragma unroll
             for (int j = 0; j < RK_VPT; j++) {
@@ -617,6 +729,11 @@ tileops_rms_norm(const void *x, const void *w, void *y, long long rows, long lon
                 }
             }
         }
+#if TILEOPS_PREFETCH
+#pragma unroll
+        for (int j = 0; j < RK_VPT; j++)
+            xr[j] = xn[j];
+#endif
     }
 }
 #endif /* RK_ENABLED */
@@ -645,7 +762,7 @@ TILEOPS_DEV void tileops_stage_group(struct tileops_v4 *slot, const char *xrow, 
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(TILEOPS_THREADS)
+extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rms_norm_on_chip(const void *x, const void *w, void *y, long long rows,
                          long long x_row_stride, long long y_row_stride, float eps) {
     extern __shared__ struct tileops_v4 tileops_row_smem[]; /* NG groups */
@@ -715,7 +832,7 @@ tileops_rms_norm_on_chip(const void *x, const void *w, void *y, long long rows,
 #if ST_ENABLED
 #define ST_J ((TILEOPS_NG + TILEOPS_THREADS - 1) / TILEOPS_THREADS) /* groups per thread */
 
-extern "C" __global__ void __launch_bounds__(TILEOPS_THREADS)
+extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rms_norm_streaming(const void *x, const void *w, void *y, long long rows,
                            long long x_row_stride, long long y_row_stride, float eps) {
     __shared__ float red[2][TILEOPS_WARPS];

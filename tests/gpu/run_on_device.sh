@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs on the lent GPU machine (the `device` tool), from the repository root:
-#   bash tests/gpu/run_on_device.sh [full|bench|quick]
-#     full: everything; bench: all but the C smoke test and the CPU suite; quick: GPU tests
+#   bash tests/gpu/run_on_device.sh [full|bench|quick|sweep]
+#     full: everything; bench: all but the C smoke test, the CPU suite and the sweeps;
+#     quick: GPU tests; sweep: GPU tests and the two launch sweeps of benchmarks/sweep_norm.py
 # Builds tileops in place with the image's python3 (no network there: nothing is
 # installed but our own extension and the test plugin), then runs the C smoke test, the
 # GPU tests, the whole suite, the demo and the benchmarks. Everything lands in $OUT:
-#   norm.json norm.png overhead.json (results), logs.tar.gz (every log; at most 8 files come back)
+#   norm.json norm.png overhead.json sweep_norm.json sweep_norm_policies.json (results),
+#   logs.tar.gz (every log)
 set -uo pipefail
 OUT=${OUT:-/tmp/tileops-out}
 mkdir -p "$OUT"
@@ -51,6 +53,13 @@ if [ "$MODE" = full ] || [ "$MODE" = bench ]; then
 
     step "overhead --device cuda"
     python3 benchmarks/overhead.py --device cuda --out "$OUT/overhead.json" 2>&1 | tee "$LOGS/overhead.log" | tail -20
+fi
+if [ "$MODE" = full ] || [ "$MODE" = sweep ]; then
+    step "sweep_norm --mode shapes / policies"
+    python3 benchmarks/sweep_norm.py --mode shapes --out "$OUT/sweep_norm.json" >"$LOGS/sweep_shapes.log" 2>&1 || status=1
+    grep -A6 "best per" "$LOGS/sweep_shapes.log"
+    python3 benchmarks/sweep_norm.py --mode policies --out "$OUT/sweep_norm_policies.json" >"$LOGS/sweep_policies.log" 2>&1 || status=1
+    grep -A6 "best per" "$LOGS/sweep_policies.log"
 fi
 cp "$OUT"/*.json "$LOGS"/ 2>/dev/null
 tar czf "$OUT/logs.tar.gz" -C "$LOGS" .

@@ -260,3 +260,62 @@ def test_empty_inputs_on_gpu(shape, ns):
     x = torch.randn(shape, device=DEV, dtype=torch.float16)
     y = RMSNormFwdOp(ns)(x)
     assert y.shape == x.shape and y.device == x.device
+
+
+def _direct_build(kernel, n, dtype, threads, rt=None, **defines):
+    """Builds one norm.cu kernel with explicit defines (as benchmarks/sweep_norm.py does)."""
+    from tileops import runtime
+    from tileops._dtypes import CODE
+    from tileops.kernels.norm.rms_norm import CUDA_ARG_FORMAT, CUDA_KERNEL_CODE
+    opts = [f"-DTILEOPS_KERNEL={CUDA_KERNEL_CODE[kernel]}", f"-DTILEOPS_DTYPE={CODE[dtype]}",
+            f"-DTILEOPS_N={n}", "-DTILEOPS_HAS_WEIGHT=1", f"-DTILEOPS_VEC={16 // dtype.itemsize}",
+            f"-DTILEOPS_THREADS={threads}"] + ([f"-DTILEOPS_ROW_THREADS={rt}"] if rt else [])
+    opts += [f"-D{k}={v}" for k, v in defines.items()]
+    return runtime.build(0, "norm.cu", kernel, opts, CUDA_ARG_FORMAT)
+
+
+def _direct_run(handle, x, w, threads, grid, shared=0):
+    from tileops import _C, runtime
+    rows, n = x.shape
+    y = torch.full_like(x, float("nan"))
+    _C.cuda_launch(handle, grid, 1, 1, threads, 1, 1, shared, runtime.current_stream(0),
+                   x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n, float(torch.finfo(x.dtype).eps))
+    torch.cuda.synchronize()
+    assert not torch.isnan(y).any(), "output elements left unwritten"
+    return y
+
+
+@pytest.mark.parametrize("defines,grid", [
+    ({}, 37), ({"TILEOPS_LD_POLICY": 1}, 37), ({"TILEOPS_LD_POLICY": 2}, 37), ({"TILEOPS_LD_POLICY": 3}, 37),
+    ({"TILEOPS_LD_POLICY": 4}, 37), ({"TILEOPS_LD_POLICY": 5}, 37), ({"TILEOPS_LD_POLICY": 6}, 37),
+    ({"TILEOPS_ST_POLICY": 1}, 37), ({"TILEOPS_ST_POLICY": 2}, 37), ({"TILEOPS_ST_POLICY": 3}, 37),
+    ({"TILEOPS_MIN_BLOCKS": 8}, 37), ({"TILEOPS_PREFETCH": 1}, 5), ({"TILEOPS_PREFETCH": 1}, 1),
+    ({"TILEOPS_PREFETCH": 1, "TILEOPS_LD_POLICY": 4}, 3)])
+def test_tuning_defines_keep_the_result_bit_for_bit(defines, grid):
+    """Cache policies, the register cap and prefetching (with grids smaller than the row
+    count) change how bytes move, never the arithmetic: same bits as the default build."""
+    torch.manual_seed(1)
+    n, dtype = 4096, torch.float16
+    x = torch.randn(37, n, device=DEV, dtype=dtype)
+    w = torch.randn(n, device=DEV, dtype=dtype)
+    base = _direct_run(_direct_build("tileops_rms_norm", n, dtype, 128, 128), x, w, 128, 37)
+    torch.testing.assert_close(base, reference(x, n, w), **TOL[dtype])
+    y = _direct_run(_direct_build("tileops_rms_norm", n, dtype, 128, 128, **defines), x, w, 128, grid)
+    assert torch.equal(y, base)
+
+
+@pytest.mark.parametrize("kernel,threads,rt", [("tileops_rms_norm", 192, 96), ("tileops_rms_norm", 96, 96),
+                                               ("tileops_rms_norm_on_chip", 384, None),
+                                               ("tileops_rms_norm_on_chip", 96, None),
+                                               ("tileops_rms_norm_streaming", 416, None)])
+def test_rows_spanning_a_non_power_of_two_number_of_warps(kernel, threads, rt):
+    """The cross-warp butterfly over 3 or 12 or 13 per-warp sums gives every thread the total."""
+    torch.manual_seed(2)
+    n, dtype = 3000, torch.float32
+    x = torch.randn(11, n, device=DEV, dtype=dtype)
+    w = torch.randn(n, device=DEV, dtype=dtype)
+    groups = -(-n // 4)
+    shared = groups * 16 if kernel == "tileops_rms_norm_on_chip" else 0
+    rpb = threads // rt if rt else 1
+    y = _direct_run(_direct_build(kernel, n, dtype, threads, rt), x, w, threads, -(-11 // rpb), shared)
+    torch.testing.assert_close(y, reference(x, n, w), **TOL[dtype])

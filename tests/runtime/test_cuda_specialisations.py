@@ -64,3 +64,33 @@ def test_specialisation_compiles_without_spills(monkeypatch, tmp_path, dtype, n,
     info = [ln for ln in r.stderr.splitlines() if name in ln or "spill" in ln]
     spills = [int(v) for v in re.findall(r"(\d+) bytes spill", r.stderr)]
     assert not any(spills), "\n".join(info)
+
+
+# The tuning defines norm.cu accepts besides those the selection rules set (the sweep in
+# benchmarks/sweep_norm.py --mode policies measures them): each value compiles, and an
+# out-of-range value is a compile error naming the define.
+KNOBS = [("TILEOPS_LD_POLICY", v) for v in range(7)] + [("TILEOPS_ST_POLICY", v) for v in range(4)] + \
+        [("TILEOPS_PREFETCH", 1), ("TILEOPS_MIN_BLOCKS", 8)]
+BASE_OPTS = ["-DTILEOPS_KERNEL=0", "-DTILEOPS_DTYPE=1", "-DTILEOPS_N=4096", "-DTILEOPS_HAS_WEIGHT=1",
+             "-DTILEOPS_VEC=8", "-DTILEOPS_THREADS=128", "-DTILEOPS_ROW_THREADS=128"]
+
+
+def _nvcc(tmp_path, opts):
+    return subprocess.run([NVCC, "-cubin", "-arch=sm_90a", "-Xptxas", "-v", *opts, "-o",
+                           str(tmp_path / "k.cubin"), SOURCE], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("define,value", KNOBS)
+def test_tuning_define_compiles_without_spills(tmp_path, define, value):
+    r = _nvcc(tmp_path, BASE_OPTS + [f"-D{define}={value}"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert not any(int(v) for v in re.findall(r"(\d+) bytes spill", r.stderr)), r.stderr[-2000:]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("define,value", [("TILEOPS_LD_POLICY", 7), ("TILEOPS_ST_POLICY", 4),
+                                          ("TILEOPS_MIN_BLOCKS", 17)])
+def test_out_of_range_tuning_define_is_a_compile_error_naming_it(tmp_path, define, value):
+    r = _nvcc(tmp_path, BASE_OPTS + [f"-D{define}={value}"])
+    assert r.returncode != 0 and define in r.stderr
