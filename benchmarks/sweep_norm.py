@@ -1,6 +1,7 @@
 """Launch-shape sweep of the three RMSNorm CUDA kernels (csrc/cuda/norm.cu) on one GPU.
 
-    python benchmarks/sweep_norm.py [--mode shapes|policies] [--out PATH.json] [--dtype float16]
+    python benchmarks/sweep_norm.py [--mode shapes|policies] [--only 2048x4096,...] [--out PATH.json]
+                                    [--dtype float16]
 
 For each manifest workload, every valid launch shape of each kernel is built through the
 tileops runtime with explicit defines (TILEOPS_KERNEL, TILEOPS_THREADS, TILEOPS_ROW_THREADS)
@@ -72,6 +73,7 @@ def policy_configs(n, elem, rows, sm_count, smem_limit):
     out.append(base + ({"TILEOPS_LD_POLICY": 4, "TILEOPS_ST_POLICY": 3},))
     out.append(base + ({"RK_W_IN_REGS": 0},))
     for mb in sorted({max(1, 1024 // threads), 2048 // threads}):
+        out.append(base + ({"TILEOPS_MIN_BLOCKS": mb},))
         out.append(base + ({"TILEOPS_MIN_BLOCKS": mb, "RK_W_IN_REGS": 0},))
     for mult in (1, 2, 4, 8):
         if sm_count * mult < full:
@@ -97,6 +99,7 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--out", default=None)
     p.add_argument("--dtype", default="float16")
+    p.add_argument("--only", default=None, help="comma-separated workloads, e.g. 2048x4096,1x4096")
     p.add_argument("--mode", choices=("shapes", "policies"), default="shapes",
                    help="shapes: every launch shape; policies: norm.cu's tuning defines "
                         "(cache policies, register cap, prefetch) on the shipped shape")
@@ -110,6 +113,8 @@ def main(argv=None):
     rows_out, best = [], []
     for wl in entry.workloads:
         rows, n = wl["x"]
+        if a.only and f"{rows}x{n}" not in a.only.split(","):
+            continue
         x = torch.randn(rows, n, device="cuda", dtype=dtype)
         w = torch.randn(n, device="cuda", dtype=dtype)
         y = torch.empty_like(x)

@@ -51,7 +51,8 @@
  *   NG = ceil(N / G)             groups per row (the last one may be partial: a tail)
  *   RT = threads per row         (TILEOPS_ROW_THREADS for tileops_rms_norm, else THREADS)
  *   Thread t of a row owns groups g = j * RT + t, j = 0, 1, ...; it sums the squares of
- *   its groups in increasing j, elements in increasing order, in one fp32 accumulator;
+ *   each group by a fixed pairwise tree (tileops_sumsq) and adds the group sums in
+ *   increasing j into one fp32 accumulator;
  *   the RT partial sums are combined by a fixed xor-butterfly inside each warp and, when
  *   RT > 32, by a second fixed butterfly over the per-warp sums (through shared memory).
  *   The order depends only on (N, dtype, RT): never on rows, the grid, the row's position
@@ -508,14 +509,41 @@ TILEOPS_DEV struct tileops_v4 tileops_pack(const float *f) {
 
 /* ---- the math shared by the three kernels --------------------------------------------- */
 
-/* acc += sum of squares of a group, elements in order */
+/* Rounded fp32 arithmetic the compiler may schedule but not re-associate or contract
+ * differently from one kernel to another: the sums below have one fixed shape. */
+TILEOPS_DEV float tileops_mul(float a, float b) {
+    float r;
+    asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+TILEOPS_DEV float tileops_fma(float a, float b, float c) {
+    float r;
+    asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));
+    return r;
+}
+TILEOPS_DEV float tileops_add(float a, float b) {
+    float r;
+    asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+/* acc + the sum of squares of a group, as a fixed pairwise tree: pairs (2k, 2k+1) as
+ * fma(f[2k+1], f[2k+1], f[2k] * f[2k]), then the pair sums pairwise, then one add to acc.
+ * A thread's dependent chain is then log2(G) + 1 + its group count, not G x groups
+ * (what a single-row call waits on). */
 TILEOPS_DEV float tileops_sumsq(struct tileops_v4 v, float acc) {
     float f[TILEOPS_G];
     tileops_unpack(v, f);
+    float p[TILEOPS_G / 2];
 #pragma unroll
-    for (int k = 0; k < TILEOPS_G; k++)
-        acc += f[k] * f[k];
-    return acc;
+    for (int k = 0; k < TILEOPS_G / 2; k++)
+        p[k] = tileops_fma(f[2 * k + 1], f[2 * k + 1], tileops_mul(f[2 * k], f[2 * k]));
+#if TILEOPS_G == 8
+    float s = tileops_add(tileops_add(p[0], p[1]), tileops_add(p[2], p[3]));
+#else
+    float s = tileops_add(p[0], p[1]);
+#endif
+    return tileops_add(acc, s);
 }
 
 /* y group = x group * rstd (* w group) */
