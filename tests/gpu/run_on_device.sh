@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs on the lent GPU machine (the `device` tool), from the repository root:
 #   bash tests/gpu/run_on_device.sh [full|bench|quick|sweep]
-#     full: everything; bench: all but the C smoke test, the CPU suite and the sweeps;
-#     quick: GPU tests; sweep: GPU tests and the two launch sweeps of benchmarks/sweep_norm.py
+#     full: everything but the sweeps (~7 min); bench: all but the C smoke test and the CPU
+#     suite; quick: GPU tests; sweep: GPU tests and the two sweeps of benchmarks/sweep_norm.py
 # Builds tileops in place with the image's python3 (no network there: nothing is
 # installed but our own extension and the test plugin), then runs the C smoke test, the
 # GPU tests, the whole suite, the demo and the benchmarks. Everything lands in $OUT:
-#   norm.json norm.png overhead.json sweep_norm.json sweep_norm_policies.json (results),
+#   norm.json norm.png overhead.json build_times.json sweep_norm.json sweep_norm_policies.json (results),
 #   logs.tar.gz (every log)
 set -uo pipefail
 OUT=${OUT:-/tmp/tileops-out}
@@ -51,10 +51,14 @@ if [ "$MODE" = full ] || [ "$MODE" = bench ]; then
     step "bench_norm --device cuda"
     python3 benchmarks/bench_norm.py --device cuda --out "$OUT/norm.json" --plot "$OUT/norm.png" 2>&1 | tee "$LOGS/bench_norm.log" | tail -40
 
+    step "build_times (NVRTC compile, disk-cache hit in a second process)"
+    python3 benchmarks/build_times.py --out "$OUT/build_times.json" 2>&1 | tee "$LOGS/build_times.log" | tail -4
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+
     step "overhead --device cuda"
     python3 benchmarks/overhead.py --device cuda --out "$OUT/overhead.json" 2>&1 | tee "$LOGS/overhead.log" | tail -20
 fi
-if [ "$MODE" = full ] || [ "$MODE" = sweep ]; then
+if [ "$MODE" = sweep ]; then
     step "sweep_norm --mode shapes / policies"
     python3 benchmarks/sweep_norm.py --mode shapes --out "$OUT/sweep_norm.json" >"$LOGS/sweep_shapes.log" 2>&1 || status=1
     grep -A6 "best per" "$LOGS/sweep_shapes.log"
