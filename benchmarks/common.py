@@ -6,9 +6,9 @@ What is measured, and how
   ``rounds`` rounds of a ``time.perf_counter`` loop of ``n`` back-to-back calls (``n``
   calibrated so one loop lasts about ``round_s``); the result is the median over rounds of
   the per-call time, in microseconds. Several callables are timed in interleaved rounds,
-  so that load from elsewhere on a shared host hits them alike. With ``sync`` (e.g.
-  ``torch.cuda.synchronize``) the device is drained before each loop starts and once at
-  its end, never between calls.
+  their order rotated each round, so that load from elsewhere on a shared host hits them
+  alike. With ``sync`` (e.g. ``torch.cuda.synchronize``) the device is drained before
+  each loop starts and once at its end, never between calls.
 * GPU, L2-cold: :func:`cuda_cold_us` -- ``triton.testing.do_bench(fn, warmup=25, rep=100,
   return_mode="median")``, which writes a 256 MB buffer before every call so that the call
   starts with a cold L2. Without triton it falls back to the same recipe by hand: CUDA events
@@ -86,8 +86,10 @@ def _calibrate(fn, sync, round_s, max_calls):
 def loop_times_us(fns, *, sync=None, warmup=3, rounds=7, round_s=0.1, max_calls=100_000):
     """Per-call wall time of several callables, timed in interleaved rounds, in µs.
 
-    Each round runs every callable's loop once, one after the other, so that a burst of
-    load from elsewhere on the host hits all of them alike and their ratios stay fair.
+    Each round runs every callable's loop once, one after the other, so that slow drift
+    and bursts of load from elsewhere on the host hit all of them alike and their ratios
+    stay fair. The order rotates by one place each round, so that every callable takes
+    every place in a round equally often (none always runs first, say).
 
     Parameters
     ----------
@@ -123,8 +125,10 @@ def loop_times_us(fns, *, sync=None, warmup=3, rounds=7, round_s=0.1, max_calls=
     gc.collect()
     gc.disable()
     try:
-        for _ in range(rounds):
-            for name, fn in fns.items():
+        order = list(fns.items())
+        for r in range(rounds):
+            k = r % len(order)
+            for name, fn in order[k:] + order[:k]:
                 n = counts[name]
                 sync()
                 t0 = time.perf_counter()

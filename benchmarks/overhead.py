@@ -11,13 +11,18 @@ and float16 on CUDA, normalised over the last dimension. Impls:
                                    wrapping F.rms_norm (register_fake: ``torch.empty``): the
                                    cost of any opaque custom op, the floor for tileops' own
   ... compile                      each of the three in ``torch.compile(fullgraph=True)``
-                                   (default mode), compiled fresh per shape, warmed up
+                                   (default mode), compiled fresh per shape (each shape's
+                                   functions have code objects of their own), warmed up
 
 Per-call time = wall time of a loop of n back-to-back calls / n, synchronising the device
 only before and after the loop (on CUDA the 1x4096 loop is host-bound, so this is the host
-cost per call; at 2048x4096 the GPU may be the bound). Median over 7 rounds of ~0.1 s.
-Everything runs on torch's current stream (the legacy default stream unless
-``--side-stream``). The table gives each impl's µs and its ratio to "F.rms_norm eager".
+cost per call; at 2048x4096 the GPU may be the bound). Every impl at every shape is built,
+compiled and checked first; then all of them are timed together in 15 rounds of ~0.05 s
+per impl, round-robin, the order rotated each round, and each reports its median round:
+slow drift of the host (clock, load from elsewhere, a compile worker pool still starting)
+hits every impl and both shapes alike. Everything runs on torch's current stream (the
+legacy default stream unless ``--side-stream``). The table gives each impl's µs and its
+ratio to "F.rms_norm eager" at the same shape.
 
 tileops' results (eager and compiled) are checked against F.rms_norm first; beyond
 tolerance the script exits 1 without timing tileops.
@@ -29,6 +34,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+import types
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -36,6 +42,7 @@ import common  # noqa: E402
 
 SHAPES = ((1, 4096), (2048, 4096))
 BASE = "F.rms_norm eager"
+ROUNDS, ROUND_S = 15, 0.05
 IMPLS = ("tileops eager", "F.rms_norm eager", "custom_op(F.rms_norm) eager",
          "tileops compile", "F.rms_norm compile", "custom_op(F.rms_norm) compile")
 
@@ -64,6 +71,17 @@ def ref_custom_op():
     return _REF_OP
 
 
+def own_code(fn, tag):
+    """A copy of `fn` with a code object of its own, named after `tag`. Dynamo keeps
+    compiled code per code object, and the sizes it has seen (for automatic dynamic
+    shapes) per code name: each shape's copy compiles once, statically, beside the other
+    shapes' copies, with no reset between them."""
+    code = fn.__code__
+    name = f"{code.co_name}_{tag}"
+    code = code.replace(co_name=name, co_qualname=f"{code.co_qualname}_{tag}")
+    return types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+
+
 def make_impls(shape, dtype, device):
     """x, w and the six impls' zero-argument callables for one shape."""
     import torch
@@ -87,8 +105,8 @@ def make_impls(shape, dtype, device):
     def c_fn(a, b):
         return ref(a, b, eps)
 
-    torch._dynamo.reset()  # fresh compiles per shape: static shapes, no recompile limit
-    tc, fc, cc = (torch.compile(f, fullgraph=True) for f in (t_fn, f_fn, c_fn))
+    tag = "x".join(map(str, shape))
+    tc, fc, cc = (torch.compile(own_code(f, tag), fullgraph=True) for f in (t_fn, f_fn, c_fn))
     return x, w, {
         "tileops eager": lambda: t_fn(x, w),
         "F.rms_norm eager": lambda: f_fn(x, w),
@@ -100,22 +118,22 @@ def make_impls(shape, dtype, device):
 
 
 def run(device):
-    """Time every impl at every shape. Returns (rows, failures)."""
+    """Build, check and time every impl at every shape. Returns (rows, failures)."""
     import torch
     cuda = device == "cuda"
     dtype_name = "float16" if cuda else "float32"
     dtype = getattr(torch, dtype_name)
     sync = torch.cuda.synchronize if cuda else None
-    rows, failures = [], []
+    rows, failures, ready = [], [], {}
+    torch._dynamo.reset()
     for shape in SHAPES:
+        t_case = time.perf_counter()
         wl = "x".join(map(str, shape))
         x, w, fns, ref_fn = make_impls(shape, dtype, device)
         ref = ref_fn()
-        t_case = time.perf_counter()
-        case_rows, ready = [], {}
         for impl in IMPLS:
             row = {"op": "RMSNormFwdOp", "workload": wl, "dtype": dtype_name, "impl": impl}
-            case_rows.append(row)
+            rows.append(row)
             fn = fns[impl]
             try:
                 out = fn()  # first call: builds / compiles outside the timer
@@ -126,24 +144,28 @@ def run(device):
                         row["error"] = f"scaled error {scaled:.3g} > tolerance"
                         failures.append(f"{wl} {impl}: {row['error']}")
                         continue
-                ready[impl] = fn
+                ready[(wl, impl)] = fn
             except Exception as e:
                 traceback.print_exc()
                 row["error"] = f"{type(e).__name__}: {e}"
                 if impl.startswith("tileops"):
                     failures.append(f"{wl} {impl}: raised {row['error']}")
-        times = common.loop_times_us(ready, sync=sync) if ready else {}
-        for row in case_rows:
-            if row["impl"] in times:
-                row["us"] = times[row["impl"]]
-        rows.extend(case_rows)
-        base = next((r.get("us") for r in rows if r["workload"] == wl and r["impl"] == BASE),
-                    None)
+        print(f"[overhead] {wl}: built and checked in {time.perf_counter() - t_case:.1f} s",
+              file=sys.stderr, flush=True)
+    t_time = time.perf_counter()
+    times = common.loop_times_us(ready, sync=sync, rounds=ROUNDS, round_s=ROUND_S) if ready else {}
+    print(f"[overhead] timed {len(ready)} impls in {time.perf_counter() - t_time:.1f} s",
+          file=sys.stderr, flush=True)
+    for row in rows:
+        us = times.get((row["workload"], row["impl"]))
+        if us is not None:
+            row["us"] = us
+    for shape in SHAPES:
+        wl = "x".join(map(str, shape))
+        base = next((r.get("us") for r in rows if r["workload"] == wl and r["impl"] == BASE), None)
         for r in rows:
             if r["workload"] == wl:
                 r["ratio_vs_eager"] = common.ratio(r.get("us"), base)
-        print(f"[overhead] {wl}: {time.perf_counter() - t_case:.1f} s", file=sys.stderr,
-              flush=True)
     return rows, failures
 
 
@@ -163,7 +185,8 @@ def main(argv=None):
     meta = common.metadata(
         args.device, op="RMSNormFwdOp", impls=list(IMPLS), baseline=BASE,
         timer="wall time of a loop of n calls / n, device synced only around the loop; "
-              "impls interleaved, median of 7 rounds of ~0.1 s per impl",
+              f"every impl at every shape interleaved (order rotated each round), median "
+              f"of {ROUNDS} rounds of ~{ROUND_S} s per impl",
         host_loadavg_1m_start=load0,
         elapsed_s=round(time.perf_counter() - t0, 1),
         status="FAILED" if failures else "ok", failures=failures, **extra)

@@ -4,8 +4,10 @@ At class definition, from the op's manifest entry and the signature of its `forw
 module writes Python source and exec's it once:
 
   _check            the dtype, device and shape checks (manifest rules compiled to code)
-  _impl_<branch>    the operator body: recover the instance, check, resolve the target
-                    (undone on failure), make non-written inputs contiguous, call forward
+  _impl_<branch>    the operator body: recover the instance, check (once per call
+                    signature), resolve the target (undone on failure), make non-written
+                    inputs contiguous, call forward
+  _body_<branch>    the same body, for the eager fast path, given the instance
   _fake_<branch>    torch.empty from the manifest's shape and dtype rules (contiguous)
   _call_boundary    picks the effect branch from the call-time bools and `out`, then runs
                     the body directly (the eager fast path) or calls the operator
@@ -144,7 +146,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
 
     ns = {"torch": torch, "Tensor": torch.Tensor, "Parameter": torch.nn.Parameter,
           "InputTypeError": InputTypeError, "InputValueError": InputValueError,
-          "TileOpsError": TileOpsError, "_instances": registry.INSTANCES,
+          "TileOpsError": TileOpsError, "_ref_of": registry.INSTANCES.get, "_NO_REF": registry.NO_REF,
           "_is_compiling": torch.compiler.is_compiling,
           "_dispatch_len": torch._C._len_torch_dispatch_stack,
           "_tf_mode": torch._C._is_torch_function_mode_enabled,
@@ -209,66 +211,89 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     w("")
 
     # ---- per-branch impl and fake ------------------------------------------------
+    # The call signature: the metadata `_check` reads (each input's shape, dtype and
+    # device; the call-time scalars a shape rule names; `out`'s, or None). The checks are
+    # a function of it and of the params, so the body runs them only for a signature the
+    # instance has not passed yet (Op._note_checked; assigning a param forgets them all).
+    # Every tensor reaching the body is a Tensor, or None where optional: the dispatcher
+    # holds the operator path to its schema, and the fast path takes only plain tensors.
+    rule_scalars = set()
+    for r in list(entry.shape_rules) + ([entry.output(out_param.fills).shape] if out_param else []):
+        rule_scalars.update(_rule_names(r, set(scalar_args)))
+    sig_parts = []
+    for i in entry.inputs:
+        v = i.name
+        if i.optional:
+            sig_parts.append(f"None if {v} is None else ({v}.shape, {v}.dtype, {v}.device)")
+        else:
+            sig_parts += [f"{v}.shape", f"{v}.dtype", f"{v}.device"]
+    sig_parts += [c for c in scalar_args if c in rule_scalars]
     for bi, b in enumerate(branches):
         op_args = input_names + scalar_args + (["out"] if b.uses_out else []) + ["key"]
         sig = ", ".join(op_args)
         chk = ", ".join(input_names + scalar_args + (["out" if b.uses_out else "None"] if out_param else []))
-        # impl
-        w(f"def _impl_{bi}({sig}):")
-        w(f"    self = _instances.get(key)")
-        w(f"    if self is None:")
-        w(f"        raise TileOpsError(f\"{opname}: no live instance with key {{key!r}}; construct the op once and keep it alive while it is called\")")
-        w(f"    return _body_{bi}(self, {sig})")
-        w("")
-        # The body proper; the eager fast path calls it with the instance in hand.
-        w(f"def _body_{bi}(self, {sig}):")
-        w(f"    _check(self, {chk})")
-        w(f"    _resolved = self._target is None")
-        w(f"    if _resolved:")
-        w(f"        self._resolve_target({first}.device)")
-        w(f"    try:")
+        call_sig = sig_parts + (["(out.shape, out.dtype, out.device)" if b.uses_out else "None"] if out_param else [])
+        body = []
+        bw = body.append
+        bw(f"_s = ({', '.join(call_sig)},)")
+        bw(f"if _s not in self._checked:")
+        bw(f"    _check(self, {chk})")
+        bw(f"    self._note_checked(_s)")
+        bw(f"_resolved = self._target is None")
+        bw(f"if _resolved:")
+        bw(f"    self._resolve_target({first}.device)")
+        bw(f"try:")
         copies = []
         call_tensors = []
         for i in entry.inputs:
             v = i.name
-            if i.name in b.written:
-                w(f"        _c_{v} = {v} if {v}.is_contiguous() else {v}.contiguous()")
-                copies.append(v)
-                call_tensors.append(f"_c_{v}")
-            elif i.optional:
-                w(f"        _c_{v} = None if {v} is None else ({v} if {v}.is_contiguous() else {v}.contiguous())")
-                call_tensors.append(f"_c_{v}")
+            if i.optional:
+                bw(f"    _c_{v} = None if {v} is None else ({v} if {v}.is_contiguous() else {v}.contiguous())")
             else:
-                w(f"        _c_{v} = {v} if {v}.is_contiguous() else {v}.contiguous()")
-                call_tensors.append(f"_c_{v}")
+                bw(f"    _c_{v} = {v} if {v}.is_contiguous() else {v}.contiguous()")
+            call_tensors.append(f"_c_{v}")
+            if i.name in b.written:
+                copies.append(v)
         if b.uses_out:
-            w(f"        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)")
+            bw(f"    _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)")
             copies.append("out")
         kw = [f"{c}={c}" for c in scalar_args]
         for n, val in b.values:
             kw.append(f"{n}={val}")
         if out_param:
             kw.append("out=_c_out" if b.uses_out else "out=None")
-        w(f"        _r = self.forward({', '.join(call_tensors + kw)})")
+        bw(f"    _r = self.forward({', '.join(call_tensors + kw)})")
         if len(entry.outputs) != 1:
-            w(f"        if not isinstance(_r, tuple) or len(_r) != {len(entry.outputs)}:")
-            w(f"            raise TileOpsError(\"{opname}.forward must return a tuple of {len(entry.outputs)} outputs (None for an omitted one)\")")
-        else:
-            w(f"        _r = (_r,)")
+            bw(f"    if not isinstance(_r, tuple) or len(_r) != {len(entry.outputs)}:")
+            bw(f"        raise TileOpsError(\"{opname}.forward must return a tuple of {len(entry.outputs)} outputs (None for an omitted one)\")")
         for v in copies:
-            w(f"        if _c_{v} is not {v}:")
-            w(f"            {v}.copy_(_c_{v})")
-        w(f"    except BaseException:")
-        w(f"        if _resolved:")
-        w(f"            self._unresolve_target()")
-        w(f"        raise")
-        idx = {o.name: k for k, o in enumerate(entry.outputs)}
-        ret = [f"_r[{idx[n]}]" for n in b.allocated]
-        w(f"    return {ret[0] if len(ret) == 1 else '(' + ', '.join(ret) + ',)' if ret else 'None'}")
+            bw(f"    if _c_{v} is not {v}:")
+            bw(f"        {v}.copy_(_c_{v})")
+        bw(f"except BaseException:")
+        bw(f"    if _resolved:")
+        bw(f"        self._unresolve_target()")
+        bw(f"    raise")
+        if len(entry.outputs) == 1:  # forward returned the output itself
+            ret = ["_r"] if b.allocated else []
+        else:
+            idx = {o.name: k for k, o in enumerate(entry.outputs)}
+            ret = [f"_r[{idx[n]}]" for n in b.allocated]
+        bw(f"return {ret[0] if len(ret) == 1 else '(' + ', '.join(ret) + ',)' if ret else 'None'}")
+        # impl: the operator's kernel. The body is written out in it rather than called,
+        # one Python frame less on every call through the dispatcher.
+        w(f"def _impl_{bi}({sig}):")
+        w(f"    self = _ref_of(key, _NO_REF)()")
+        w(f"    if self is None:")
+        w(f"        raise TileOpsError(f\"{opname}: no live instance with key {{key!r}}; construct the op once and keep it alive while it is called\")")
+        lines.extend("    " + ln for ln in body)
+        w("")
+        # The same body, for the eager fast path, which has the instance in hand.
+        w(f"def _body_{bi}(self, {sig}):")
+        lines.extend("    " + ln for ln in body)
         w("")
         # fake
         w(f"def _fake_{bi}({sig}):")
-        w(f"    self = _instances.get(key)")
+        w(f"    self = _ref_of(key, _NO_REF)()")
         w(f"    if self is None:")
         w(f"        raise TileOpsError(f\"{opname}: no live instance with key {{key!r}}\")")
         w(f"    _check(self, {chk})")
@@ -294,9 +319,11 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         w(f"        {c.name} = _as_scalar({c.name}, {c.type}, \"{opname}\", \"{c.name}\")")
     # The fast path needs plain dense tensors; anything else goes through the operator,
     # after a type check here: the dispatcher's own message would not name the op.
+    # A required input that is None takes the operator path too, where the type check
+    # below names it: the body takes every non-optional input to be a tensor.
+    optional_vars = {t for t in tensor_vars if t == "out" or entry.input(t).optional}
     plain = " and ".join(
-        f"({t} is None or (type({t}) in _PLAIN and {t}.layout is _strided and not {t}.is_meta"
-        f" and not (_g and {t}.requires_grad)))" for t in tensor_vars)
+        f"({t} is None or {_plain(t)})" if t in optional_vars else _plain(t) for t in tensor_vars)
     w(f"    if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:")
     w(f"        _fast = False")
     w(f"    else:")
@@ -304,7 +331,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     w(f"        _fast = {plain}")
     w(f"    if not _fast:")
     for t in tensor_vars:
-        opt = t == "out" or entry.input(t).optional
+        opt = t in optional_vars
         guard = f"{t} is not None and " if opt else ""
         w(f"        if {guard}not isinstance({t}, Tensor):")
         w(f"            raise InputTypeError(\"{opname}: argument '{t}': expected a Tensor{' or None' if opt else ''}, got \" + type({t}).__name__)")
@@ -425,6 +452,13 @@ def _generated_module(cls):
     module = types.ModuleType(name, f"The generated boundary of {cls.__module__}.{cls.__qualname__}.")
     sys.modules[name] = module
     return module
+
+
+def _plain(t: str) -> str:
+    """The fast path's test that tensor variable `t` is an ordinary dense tensor that
+    autograd does not record (`_g`: grad mode)."""
+    return (f"(type({t}) in _PLAIN and {t}.layout is _strided and not {t}.is_meta"
+            f" and not (_g and {t}.requires_grad))")
 
 
 def _signature_text(sig: inspect.Signature) -> str:

@@ -7,7 +7,9 @@ checks, `_call_boundary` and `compile_op_names`.
 
 Phases: construction stores params and takes an instance key and touches no device; the
 target is resolved inside the node on the first call (and undone if that call fails);
-kernels are built on the first call at a new build identity and reused after."""
+kernels are built on the first call at a new build identity and reused after; the
+generated checks run on the first call at a new call signature (the inputs' shapes, dtypes
+and devices). Assigning a param makes the next call check and select its kernel again."""
 from __future__ import annotations
 
 import inspect
@@ -29,12 +31,14 @@ class Op:
     kernel_types: dict = {}
     interfaces: dict = {}
     _entry = None
+    _param_names: frozenset = frozenset()
 
     def __init_subclass__(cls, manifest: str | None = None, **kwargs):
         super().__init_subclass__(**kwargs)
         entry = find_entry(cls.__name__, manifest)
         cls._entry = entry
         cls.family = entry.family
+        cls._param_names = frozenset(p.name for p in entry.params)
         if "forward" not in cls.__dict__:
             raise ManifestError(f"{cls.__name__}: an op defines forward")
         if entry.has_boundary:
@@ -57,12 +61,34 @@ class Op:
         self._target = None
         self._kernels: dict = {}    # build identity -> launchable
         self._memo: dict = {}       # call signature -> launchable (skips selection)
+        self._checked: set = set()  # inputs' metadata the generated checks passed for
         self._key = registry.new_key(self)
+
+    # ---- params -------------------------------------------------------------------
+    # Which signatures passed the checks, which launchable the memo holds and what the
+    # table has built were decided under the params' values (an external builder's build
+    # is not keyed by them); assigning a param after construction drops all three, so the
+    # next call checks, selects and builds again under the new value.
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        if name in self._param_names:
+            d = self.__dict__
+            for cache in ("_checked", "_memo", "_kernels"):
+                if cache in d:
+                    d[cache].clear()
+
+    def _note_checked(self, sig):
+        """Records that the generated checks passed for inputs with this metadata (the
+        body's call signature), so that later calls with the same metadata skip them."""
+        checked = self._checked
+        if len(checked) >= _MEMO_LIMIT:
+            checked.clear()
+        checked.add(sig)
 
     # ---- copies -------------------------------------------------------------------
     # A copy (copy.copy, copy.deepcopy, pickle) is a new instance: it takes a new key
     # (keys are never reused) and starts unresolved, with no kernels of its own yet.
-    _RUNTIME_STATE = ("_key", "_target", "_kernels", "_memo")
+    _RUNTIME_STATE = ("_key", "_target", "_kernels", "_memo", "_checked")
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k not in self._RUNTIME_STATE}
@@ -72,6 +98,7 @@ class Op:
         self._target = None
         self._kernels = {}
         self._memo = {}
+        self._checked = set()
         self._key = registry.new_key(self)
 
     # ---- targets (called from inside the node) ----------------------------------
