@@ -319,3 +319,15 @@ def test_rows_spanning_a_non_power_of_two_number_of_warps(kernel, threads, rt):
     rpb = threads // rt if rt else 1
     y = _direct_run(_direct_build(kernel, n, dtype, threads, rt), x, w, threads, -(-11 // rpb), shared)
     torch.testing.assert_close(y, reference(x, n, w), **TOL[dtype])
+
+
+@pytest.mark.parametrize("ns,shape", [((64,), (3, 64)), ((2, 32), (2, 32)), ((2, 32), (5, 2, 32)), ((64,), (0, 64))])
+def test_output_is_a_new_contiguous_tensor_of_xs_shape_on_gpu(ns, shape):
+    x = torch.randn(shape, device=DEV, dtype=torch.float16)
+    w = torch.randn(ns, device=DEV, dtype=torch.float16)
+    y = RMSNormFwdOp(ns)(x, w)
+    assert y.shape == x.shape and y.stride() == torch.empty(shape).stride() and y.device == x.device
+    n = 1
+    for d in ns:
+        n *= d
+    torch.testing.assert_close(y, reference(x.reshape(-1, n), n, w.reshape(n)).reshape(shape), **TOL[torch.float16])

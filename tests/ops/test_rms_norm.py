@@ -170,3 +170,16 @@ def test_empty_inputs(shape, ns):
     y = RMSNormFwdOp(ns)(x, w)
     assert y.shape == x.shape and y.numel() == 0
     torch.testing.assert_close(y, torch.nn.functional.rms_norm(x, ns, w))
+
+
+@pytest.mark.parametrize("ns,shape", [((8,), (3, 8)), ((8,), (1, 8)), ((8,), (0, 8)), ((2, 4), (2, 4)),
+                                      ((2, 4), (5, 2, 4)), ((8,), (8,)), ((8,), (2, 3, 8)), ((4, 2), (2, 4, 2))])
+def test_output_is_a_new_contiguous_tensor_of_xs_shape(ns, shape):
+    """The launch allocates (rows, n) outputs directly and anything else like empty_like:
+    either way x's shape, torch.empty's strides, a tensor of its own."""
+    x = torch.randn(shape)
+    w = torch.randn(ns)
+    y = RMSNormFwdOp(ns)(x, w)
+    assert y.shape == x.shape and y.stride() == torch.empty(shape).stride() and y.dtype == x.dtype
+    assert y.numel() == 0 or y.data_ptr() != x.data_ptr()
+    torch.testing.assert_close(y, torch.nn.functional.rms_norm(x, ns, w, torch.finfo(x.dtype).eps))

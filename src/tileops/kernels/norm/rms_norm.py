@@ -33,6 +33,14 @@ GRID_MAX = 2**31 - 1
 # Outputs get the strides the fake declares (torch.empty's): empty_like alone would copy
 # odd strides of size-1 dimensions from a contiguous x.
 _CONTIGUOUS = torch.contiguous_format
+# The allocators inductor's generated wrappers call (plain-tuple size and stride, dtype;
+# CUDA: on the current device): no dispatcher round trip, ~0.4 us less per call than
+# empty_like on this CPU machine. Used for x of shape (rows, n) (strides (n, 1)); other
+# shapes, other current devices and torch builds without them take empty_like.
+_guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+_EMPTY_CPU = getattr(_guards, "_empty_strided_cpu", None)
+_EMPTY_CUDA = getattr(_guards, "_empty_strided_cuda", None)
+_CURRENT_CUDA_DEVICE = getattr(torch._C, "_cuda_getDevice", None)
 
 
 def _row_length(call: KernelCall) -> int:
@@ -75,9 +83,14 @@ def _build_cpu(identity):
     _, variant, dtype, n, _has_weight, eps = identity
     run = _C.cpu_rms_norm
 
+    stride2 = (n, 1)
+
     def launch(x, weight=None):
-        y = torch.empty_like(x, memory_format=_CONTIGUOUS)
         rows = x.numel() // n
+        if _EMPTY_CPU is not None and x.dim() == 2 and x.size(1) == n:
+            y = _EMPTY_CPU((rows, n), stride2, x.dtype)
+        else:
+            y = torch.empty_like(x, memory_format=_CONTIGUOUS)
         run(x.data_ptr(), 0 if weight is None else weight.data_ptr(), y.data_ptr(),
             rows, n, n, n, eps, dtype, variant)
         return y
@@ -134,9 +147,15 @@ def _build_cuda(identity):
     stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
     cap = min(grid_cap or GRID_MAX, GRID_MAX)
 
+    stride2 = (n, 1)
+    current_device = _CURRENT_CUDA_DEVICE if _EMPTY_CUDA is not None else None
+
     def launch(x, weight=None):
-        y = torch.empty_like(x, memory_format=_CONTIGUOUS)
         rows = x.numel() // n
+        if current_device is not None and x.dim() == 2 and x.size(1) == n and current_device() == dev:
+            y = _EMPTY_CUDA((rows, n), stride2, x.dtype)
+        else:
+            y = torch.empty_like(x, memory_format=_CONTIGUOUS)
         if rows:
             grid = min(-(-rows // rows_per_block), cap)
             launch_raw(handle, grid, 1, 1, threads, 1, 1, shared, stream_of(dev),
