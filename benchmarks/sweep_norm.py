@@ -41,7 +41,9 @@ def shape_configs(n, elem, rows, sm_count, smem_limit):
                 threads = rt * rpb
                 max_vpt = 16 if threads <= 256 else (8 if elem == 4 else 4)
                 if 32 <= threads <= 1024 and threads % 32 == 0 and -(-ng // rt) <= max_vpt:
-                    out.append(("tileops_rms_norm", threads, rt, 0, -(-rows // rpb), {}))
+                    # with the register cap the launch rule gives every register build
+                    out.append(("tileops_rms_norm", threads, rt, 0, -(-rows // rpb),
+                                {"TILEOPS_MIN_BLOCKS": max(1, 1024 // threads)}))
         rt *= 2
     for threads in (256, 512, 1024):
         if ng * 16 + threads // 4 <= smem_limit:
@@ -60,28 +62,31 @@ def policy_configs(n, elem, rows, sm_count, smem_limit):
     from tileops.kernels.norm.rms_norm import CUDA_REGISTER_MAX_N, _cuda_launch_shape
     if n > CUDA_REGISTER_MAX_N:
         return []
-    (extra,), threads, rpb, shared, _cap = _cuda_launch_shape("tileops_rms_norm", n, elem, sm_count)
-    rt = int(extra.split("=")[1])
+    extras, threads, rpb, shared, _cap = _cuda_launch_shape("tileops_rms_norm", n, elem, sm_count)
+    shipped = {k: int(v) for k, v in (e[2:].split("=") for e in extras)}
+    rt = shipped.pop("TILEOPS_ROW_THREADS")
     full = -(-rows // rpb)
-    base = ("tileops_rms_norm", threads, rt, shared, full)
-    out = [base + ({},)]
+
+    def variant(grid=full, **defines):   # the shipped defines, some changed
+        return ("tileops_rms_norm", threads, rt, shared, grid, {**shipped, **defines})
+    out = [variant()]
     for ld in range(1, 7):
-        out.append(base + ({"TILEOPS_LD_POLICY": ld},))
+        out.append(variant(TILEOPS_LD_POLICY=ld))
     for st in range(1, 4):
-        out.append(base + ({"TILEOPS_ST_POLICY": st},))
-    out.append(base + ({"TILEOPS_LD_POLICY": 3, "TILEOPS_ST_POLICY": 2},))
-    out.append(base + ({"TILEOPS_LD_POLICY": 4, "TILEOPS_ST_POLICY": 3},))
-    out.append(base + ({"RK_W_IN_REGS": 0},))
-    for mb in sorted({max(1, 1024 // threads), 2048 // threads}):
-        out.append(base + ({"TILEOPS_MIN_BLOCKS": mb},))
-        out.append(base + ({"TILEOPS_MIN_BLOCKS": mb, "RK_W_IN_REGS": 0},))
+        out.append(variant(TILEOPS_ST_POLICY=st))
+    out.append(variant(TILEOPS_LD_POLICY=3, TILEOPS_ST_POLICY=2))
+    out.append(variant(TILEOPS_LD_POLICY=4, TILEOPS_ST_POLICY=3))
+    out.append(variant(RK_W_IN_REGS=0))
+    for mb in sorted({0, max(1, 1024 // threads), 2048 // threads}):   # 0: no register cap
+        out.append(variant(TILEOPS_MIN_BLOCKS=mb))
+        out.append(variant(TILEOPS_MIN_BLOCKS=mb, RK_W_IN_REGS=0))
     for mult in (1, 2, 4, 8):
         if sm_count * mult < full:
-            out.append(("tileops_rms_norm", threads, rt, shared, sm_count * mult, {"TILEOPS_PREFETCH": 1}))
+            out.append(variant(grid=sm_count * mult, TILEOPS_PREFETCH=1))
     ng = -(-n // (16 // elem))
     for t2 in (2 * threads, 4 * threads):   # fewer groups per thread: fewer registers
         if t2 <= 1024 and rt == threads:
-            out.append(("tileops_rms_norm", t2, t2, 0, rows, {}))
+            out.append(("tileops_rms_norm", t2, t2, 0, rows, {"TILEOPS_MIN_BLOCKS": max(1, 1024 // t2)}))
     # the row in shared memory: small blocks (more rows resident than registers allow),
     # and persistent grids (the next row's copy overlaps the stores)
     for t in (64, 128, 256, 512, 1024):
@@ -91,7 +96,7 @@ def policy_configs(n, elem, rows, sm_count, smem_limit):
             for mult in (1, 2, 4):
                 if sm_count * mult < rows and mult * t <= 2048 and t >= 256:
                     out.append(("tileops_rms_norm_on_chip", t, None, ng * 16, sm_count * mult, {}))
-    out.append(base + ({},))
+    out.append(variant())
     return out
 
 
