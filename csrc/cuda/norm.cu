@@ -80,9 +80,11 @@
  *     max N   = RT 1024 x max VPT x G = 32768 for every dtype (vector or scalar path).
  *   Recommended: RT = min(1024, pow2ceil(ceil(NG / 4))) (>= 1; so VPT <= 4, and 5..8
  *   only for float32 N in 16385..32768), THREADS = max(RT, 128),
- *   grid.x = ceil(rows / (THREADS / RT)). E.g. float16 N = 4096: NG 512, RT = THREADS =
- *   128, VPT 4, one row per block, grid.x = rows. The weight stays in registers across
- *   the rows of a block when VPT <= 4 and THREADS <= 256 (vector path).
+ *   grid.x = ceil(rows / (THREADS / RT)), TILEOPS_MIN_BLOCKS = max(1, 1024 / THREADS)
+ *   (<= 64 registers: at least 1024 threads resident per SM; no spills at any N).
+ *   E.g. float16 N = 4096: NG 512, RT = THREADS = 128, VPT 4, one row per block,
+ *   grid.x = rows, MIN_BLOCKS 8. The weight stays in registers across the rows of a
+ *   block when VPT <= 4 and THREADS <= 256 (vector path).
  *
  * tileops_rms_norm_on_chip (shared memory): one row per block at a time, staged in dynamic
  *   shared memory in its 16-byte groups (vector path on sm_80+: cp.async, the tail group
