@@ -23,7 +23,6 @@ import common
 def specialisations():
     import torch
     tileops = common.import_tileops()
-    from tileops._dtypes import CODE
     from tileops.kernels.norm import rms_norm as K
     from tileops.kernels.base import KernelCall, TensorSpec, select
     from tileops.norm import RMSNormFwdOp
@@ -45,7 +44,7 @@ def specialisations():
 
 
 def build_all():
-    tileops = common.import_tileops()
+    common.import_tileops()
     from tileops import _C, runtime
     from tileops.kernels.norm.rms_norm import CUDA_ARG_FORMAT, CUDA_SOURCE
     runtime.ensure_loaded()
