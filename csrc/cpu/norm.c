@@ -153,9 +153,12 @@ static AI float sumsq_scalar_impl(const void *x, int64_t n, int dt, float *scr) 
     return fold64(outer);
 }
 
-static AI void apply_scalar_impl(const void *src, int sdt, const void *w, void *y, int dt,
-                                 int64_t n, float s, int has_w) {
-    for (int64_t i = 0; i < n; i++) {
+/* y[i] = (src[i] * s) * w[i] for i in [b, e), element by element: the scalar path's whole
+ * output, and the AVX2 path's head and tail (which thus compute exactly what a vector lane
+ * would). */
+static AI void apply_range(const void *src, int sdt, const void *w, void *y, int dt, int64_t b,
+                           int64_t e, float s, int has_w) {
+    for (int64_t i = b; i < e; i++) {
         float v = load1(src, i, sdt) * s;
         if (has_w)
             v *= load1(w, i, dt);
@@ -163,31 +166,51 @@ static AI void apply_scalar_impl(const void *src, int sdt, const void *w, void *
     }
 }
 
+/* The same signature as the vector paths' apply, for NORM_ROWS; nt and next go unused. */
+static AI void apply_scalar_impl(const void *src, int sdt, const void *w, void *y, int dt,
+                                 int64_t n, float s, int nt, int has_w, const char *next) {
+    (void)nt;
+    (void)next;
+    apply_range(src, sdt, w, y, dt, 0, n, s, has_w);
+}
+
+/* The row loop every path shares, in the body of a rows_*_impl(j, r0, r1, scr, dt, has_w):
+ * a row's sum of squares (kept in scr when there is one), then its output from scr or from
+ * x again. SUMSQ and APPLY are called with a constant scratch (NULL or not) and source
+ * dtype in each branch, so each inlines into a copy without tests in its loops. */
+#define NORM_ROWS(SUMSQ, APPLY)                                                                \
+    for (int64_t r = r0; r < r1; r++) {                                                        \
+        const char *xr = j->x + r * j->x_stride;                                               \
+        char *yr = j->y + r * j->y_stride;                                                     \
+        const char *next = r + 1 < r1 && j->prefetch ? xr + j->x_stride : NULL;                \
+        if (scr != NULL) {                                                                     \
+            float s = rms_scale(SUMSQ(xr, j->n, dt, scr), j->n, j->eps);                       \
+            APPLY(scr, F32, j->w, yr, dt, j->n, s, j->nt, has_w, next);                        \
+        } else {                                                                               \
+            float s = rms_scale(SUMSQ(xr, j->n, dt, NULL), j->n, j->eps);                      \
+            APPLY(xr, dt, j->w, yr, dt, j->n, s, j->nt, has_w, next);                          \
+        }                                                                                      \
+    }
+
+/* One specialised copy of IMPL per (dtype, weight or not), so the inner loops carry no
+ * tests. */
+#define NORM_SPECIALISE(IMPL, j, r0, r1, scr)                                                  \
+    switch ((j)->dtype * 2 + ((j)->w != NULL)) {                                               \
+    case F32 * 2: IMPL(j, r0, r1, scr, F32, 0); break;                                         \
+    case F32 * 2 + 1: IMPL(j, r0, r1, scr, F32, 1); break;                                     \
+    case F16 * 2: IMPL(j, r0, r1, scr, F16, 0); break;                                         \
+    case F16 * 2 + 1: IMPL(j, r0, r1, scr, F16, 1); break;                                     \
+    case BF16 * 2: IMPL(j, r0, r1, scr, BF16, 0); break;                                       \
+    default: IMPL(j, r0, r1, scr, BF16, 1); break;                                             \
+    }
+
 static AI void rows_scalar_impl(const norm_job_t *j, int64_t r0, int64_t r1, float *scr, int dt,
                                 int has_w) {
-    for (int64_t r = r0; r < r1; r++) {
-        const char *xr = j->x + r * j->x_stride;
-        char *yr = j->y + r * j->y_stride;
-        if (scr != NULL) {
-            float s = rms_scale(sumsq_scalar_impl(xr, j->n, dt, scr), j->n, j->eps);
-            apply_scalar_impl(scr, F32, j->w, yr, dt, j->n, s, has_w);
-        } else {
-            float s = rms_scale(sumsq_scalar_impl(xr, j->n, dt, NULL), j->n, j->eps);
-            apply_scalar_impl(xr, dt, j->w, yr, dt, j->n, s, has_w);
-        }
-    }
+    NORM_ROWS(sumsq_scalar_impl, apply_scalar_impl)
 }
 
 static void rows_scalar(const norm_job_t *j, int64_t r0, int64_t r1, float *scr) {
-    int has_w = j->w != NULL;
-    switch (j->dtype * 2 + has_w) {
-    case F32 * 2: rows_scalar_impl(j, r0, r1, scr, F32, 0); break;
-    case F32 * 2 + 1: rows_scalar_impl(j, r0, r1, scr, F32, 1); break;
-    case F16 * 2: rows_scalar_impl(j, r0, r1, scr, F16, 0); break;
-    case F16 * 2 + 1: rows_scalar_impl(j, r0, r1, scr, F16, 1); break;
-    case BF16 * 2: rows_scalar_impl(j, r0, r1, scr, BF16, 0); break;
-    default: rows_scalar_impl(j, r0, r1, scr, BF16, 1); break;
-    }
+    NORM_SPECIALISE(rows_scalar_impl, j, r0, r1, scr)
 }
 
 #if NORM_X86
@@ -420,33 +443,13 @@ static AI T512 void apply_512(const void *src, int sdt, const void *w, void *y, 
 
 static AI T512 void rows_512_impl(const norm_job_t *j, int64_t r0, int64_t r1, float *scr,
                                   int dt, int has_w) {
-    for (int64_t r = r0; r < r1; r++) {
-        const char *xr = j->x + r * j->x_stride;
-        char *yr = j->y + r * j->y_stride;
-        const char *next = r + 1 < r1 && j->prefetch ? xr + j->x_stride : NULL;
-        if (scr != NULL) {
-            float s = rms_scale(sumsq_512(xr, j->n, dt, scr), j->n, j->eps);
-            apply_512(scr, F32, j->w, yr, dt, j->n, s, j->nt, has_w, next);
-        } else {
-            float s = rms_scale(sumsq_512(xr, j->n, dt, NULL), j->n, j->eps);
-            apply_512(xr, dt, j->w, yr, dt, j->n, s, j->nt, has_w, next);
-        }
-    }
+    NORM_ROWS(sumsq_512, apply_512)
     if (j->nt) /* non-temporal stores are weakly ordered: publish them before returning */
         _mm_sfence();
 }
 
-/* One specialised copy per (dtype, weight or not), so the inner loops carry no tests. */
 static T512 void rows_512(const norm_job_t *j, int64_t r0, int64_t r1, float *scr) {
-    int has_w = j->w != NULL;
-    switch (j->dtype * 2 + has_w) {
-    case F32 * 2: rows_512_impl(j, r0, r1, scr, F32, 0); break;
-    case F32 * 2 + 1: rows_512_impl(j, r0, r1, scr, F32, 1); break;
-    case F16 * 2: rows_512_impl(j, r0, r1, scr, F16, 0); break;
-    case F16 * 2 + 1: rows_512_impl(j, r0, r1, scr, F16, 1); break;
-    case BF16 * 2: rows_512_impl(j, r0, r1, scr, BF16, 0); break;
-    default: rows_512_impl(j, r0, r1, scr, BF16, 1); break;
-    }
+    NORM_SPECIALISE(rows_512_impl, j, r0, r1, scr)
 }
 
 /* ---- AVX2 path ------------------------------------------------------------------------- */
@@ -592,17 +595,6 @@ static AI T256 __m256 norm_256(const void *src, int sdt, const void *w, int dt, 
     return v;
 }
 
-/* Element-wise, so a scalar head or tail computes exactly what a vector lane would. */
-static AI T256 void apply_part_256(const void *src, int sdt, const void *w, void *y, int dt,
-                                   int64_t b, int64_t e, float s, int has_w) {
-    for (int64_t i = b; i < e; i++) {
-        float v = load1(src, i, sdt) * s;
-        if (has_w)
-            v *= load1(w, i, dt);
-        store1(y, i, dt, v);
-    }
-}
-
 static AI T256 void apply_256(const void *src, int sdt, const void *w, void *y, int dt,
                               int64_t n, float s, int nt, int has_w, const char *next) {
     __m256 vs = _mm256_set1_ps(s);
@@ -613,7 +605,7 @@ static AI T256 void apply_256(const void *src, int sdt, const void *w, void *y, 
         int64_t head = (int64_t)(((64 - addr % 64) % 64) / es);
         if (head > n)
             head = n;
-        apply_part_256(src, sdt, w, y, dt, 0, head, s, has_w);
+        apply_range(src, sdt, w, y, dt, 0, head, s, has_w);
         for (i = head; i + 16 <= n; i += 16) {
             if (next != NULL)
                 for (size_t k = 0; k < 16 * es; k += 64)
@@ -635,37 +627,18 @@ static AI T256 void apply_256(const void *src, int sdt, const void *w, void *y, 
     }
     for (; i + 8 <= n; i += 8)
         st_256(y, i, dt, norm_256(src, sdt, w, dt, i, vs, has_w));
-    apply_part_256(src, sdt, w, y, dt, i, n, s, has_w);
+    apply_range(src, sdt, w, y, dt, i, n, s, has_w);
 }
 
 static AI T256 void rows_256_impl(const norm_job_t *j, int64_t r0, int64_t r1, float *scr,
                                   int dt, int has_w) {
-    for (int64_t r = r0; r < r1; r++) {
-        const char *xr = j->x + r * j->x_stride;
-        char *yr = j->y + r * j->y_stride;
-        const char *next = r + 1 < r1 && j->prefetch ? xr + j->x_stride : NULL;
-        if (scr != NULL) {
-            float s = rms_scale(sumsq_256(xr, j->n, dt, scr), j->n, j->eps);
-            apply_256(scr, F32, j->w, yr, dt, j->n, s, j->nt, has_w, next);
-        } else {
-            float s = rms_scale(sumsq_256(xr, j->n, dt, NULL), j->n, j->eps);
-            apply_256(xr, dt, j->w, yr, dt, j->n, s, j->nt, has_w, next);
-        }
-    }
+    NORM_ROWS(sumsq_256, apply_256)
     if (j->nt)
         _mm_sfence();
 }
 
 static T256 void rows_256(const norm_job_t *j, int64_t r0, int64_t r1, float *scr) {
-    int has_w = j->w != NULL;
-    switch (j->dtype * 2 + has_w) {
-    case F32 * 2: rows_256_impl(j, r0, r1, scr, F32, 0); break;
-    case F32 * 2 + 1: rows_256_impl(j, r0, r1, scr, F32, 1); break;
-    case F16 * 2: rows_256_impl(j, r0, r1, scr, F16, 0); break;
-    case F16 * 2 + 1: rows_256_impl(j, r0, r1, scr, F16, 1); break;
-    case BF16 * 2: rows_256_impl(j, r0, r1, scr, BF16, 0); break;
-    default: rows_256_impl(j, r0, r1, scr, BF16, 1); break;
-    }
+    NORM_SPECIALISE(rows_256_impl, j, r0, r1, scr)
 }
 #endif /* NORM_X86 */
 

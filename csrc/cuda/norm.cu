@@ -73,8 +73,8 @@
  *   THREADS / RT rows per block (RT <= 32: a warp or part of a warp per row, no barrier;
  *   RT > 32: several warps, one barrier per row).
  *     VPT     = ceil(NG / RT) groups per thread; at most 8 for float32 and 4 for the half
- *               types (16 for any dtype when THREADS <= 256)
- *               types (a compile error otherwise; more would spill at 1024 threads)
+ *               types, 16 for any dtype when THREADS <= 256 (a compile error otherwise;
+ *               more would spill at 1024 threads)
  *     grid.x  = ceil(rows / RPB)  (may be capped, e.g. at 2^31 - 1: rows are strided)
  *     shared  = 0 dynamic
  *     max N   = RT 1024 x max VPT x G = 32768 for every dtype (vector or scalar path).
@@ -212,6 +212,7 @@
 #define TILEOPS_NG ((TILEOPS_N + TILEOPS_G - 1) / TILEOPS_G) /* groups per row */
 #define TILEOPS_NGF (TILEOPS_N / TILEOPS_G)                   /* full groups */
 #define TILEOPS_TAIL (TILEOPS_N - TILEOPS_NGF * TILEOPS_G)     /* elements of the last */
+#define TILEOPS_FULL(g) (TILEOPS_TAIL == 0 || (g) < TILEOPS_NGF) /* group g has G elements */
 #define TILEOPS_WARPS (TILEOPS_THREADS / 32)
 
 /* the register kernel's shape */
@@ -398,11 +399,11 @@ TILEOPS_DEV struct tileops_v4 tileops_ld_group(const char *row, long long g, int
 #if TILEOPS_VEC == 1
     (void)nc;
     /* a constant count for full groups: no per-element predicates */
-    if (TILEOPS_TAIL == 0 || g < TILEOPS_NGF)
+    if (TILEOPS_FULL(g))
         return tileops_ld_group_scalar(row, g, TILEOPS_G);
     return tileops_ld_group_scalar(row, g, TILEOPS_TAIL);
 #else
-    if (TILEOPS_TAIL == 0 || g < TILEOPS_NGF)
+    if (TILEOPS_FULL(g))
         return nc ? tileops_ld16_nc(row + g * 16) : tileops_ld16(row + g * 16);
     return tileops_ld_group_scalar(row, g, TILEOPS_TAIL);
 #endif
@@ -411,12 +412,12 @@ TILEOPS_DEV struct tileops_v4 tileops_ld_group(const char *row, long long g, int
 TILEOPS_DEV void tileops_st_group(char *row, long long g, struct tileops_v4 v, int evict_first) {
 #if TILEOPS_VEC == 1
     (void)evict_first;
-    if (TILEOPS_TAIL == 0 || g < TILEOPS_NGF)
+    if (TILEOPS_FULL(g))
         tileops_st_group_scalar(row, g, TILEOPS_G, v);
     else
         tileops_st_group_scalar(row, g, TILEOPS_TAIL, v);
 #else
-    if (TILEOPS_TAIL == 0 || g < TILEOPS_NGF) {
+    if (TILEOPS_FULL(g)) {
         if (evict_first)
             tileops_st16_cs(row + g * 16, v);
         else
@@ -434,25 +435,18 @@ TILEOPS_DEV void tileops_unpack(struct tileops_v4 v, float *f) {
 #pragma unroll
     for (int k = 0; k < 4; k++)
         f[k] = tileops_as_float(v.a[k]);
-#elif TILEOPS_DTYPE == 1
+#else
+#if TILEOPS_DTYPE == 1
+#define TILEOPS_UNPACK2 "{ .reg .b16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h; }"
+#else
+#define TILEOPS_UNPACK2 "{ shl.b32 %0, %2, 16; and.b32 %1, %2, 0xffff0000; }"
+#endif
     /* volatile: the compiler must not keep the unpacked floats alive across the row's
      * reduction (twice the registers of the packed halves); unpacking again is cheap */
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         float lo, hi;
-        asm volatile("{ .reg .b16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h; }"
-                     : "=f"(lo), "=f"(hi)
-                     : "r"(v.a[k]));
-        f[2 * k] = lo;
-        f[2 * k + 1] = hi;
-    }
-#else
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        float lo, hi;
-        asm volatile("{ shl.b32 %0, %2, 16; and.b32 %1, %2, 0xffff0000; }"
-                     : "=f"(lo), "=f"(hi)
-                     : "r"(v.a[k]));
+        asm volatile(TILEOPS_UNPACK2 : "=f"(lo), "=f"(hi) : "r"(v.a[k]));
         f[2 * k] = lo;
         f[2 * k + 1] = hi;
     }
@@ -628,7 +622,7 @@ TILEOPS_DEV void tileops_write_group(char *yrow, const void *w, long long g, str
     (void)have_w;
     (void)wv;
     (void)evict_first;
-    if (TILEOPS_TAIL == 0 || g < TILEOPS_NGF)
+    if (TILEOPS_FULL(g))
         tileops_write_scalar(yrow, w, g, xv, rstd, TILEOPS_G);
     else
         tileops_write_scalar(yrow, w, g, xv, rstd, TILEOPS_TAIL);
@@ -781,7 +775,7 @@ tileops_rms_norm(const void *x, const void *w, void *y, long long rows, long lon
  * and later reads only those, so no barrier is needed between copy and use. */
 TILEOPS_DEV void tileops_stage_group(struct tileops_v4 *slot, const char *xrow, int g) {
 #if OC_ASYNC
-    unsigned bytes = (TILEOPS_TAIL == 0 || g < TILEOPS_NGF) ? 16u : TILEOPS_TAIL * TILEOPS_E;
+    unsigned bytes = TILEOPS_FULL(g) ? 16u : TILEOPS_TAIL * TILEOPS_E;
     /* copies `bytes`, zero-fills the rest of the 16 */
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
                  :
@@ -790,6 +784,16 @@ TILEOPS_DEV void tileops_stage_group(struct tileops_v4 *slot, const char *xrow, 
 #else
     *slot = tileops_ld_group(xrow, g, 0);
 #endif
+}
+
+/* Stages this thread's groups of a row (smem: the row's NG slots). */
+TILEOPS_DEV void tileops_stage_row(struct tileops_v4 *smem, const char *xrow, unsigned tid) {
+#pragma unroll 4
+    for (int j = 0; j < OC_J; j++) {
+        int g = j * TILEOPS_THREADS + (int)tid;
+        if (g < TILEOPS_NG)
+            tileops_stage_group(&smem[g], xrow, g);
+    }
 }
 
 extern "C" __global__ void TILEOPS_BOUNDS
@@ -805,27 +809,14 @@ tileops_rms_norm_on_chip(const void *x, const void *w, void *y, long long rows,
     /* software pipeline over the block's rows: while a group of row r is normalised and
      * written, the same slot is refilled with that group of the block's next row, so the
      * next row's loads overlap this row's stores (one buffer, any row length) */
-    if (row < rows) {
-        const char *xrow = tileops_row_in(x, row, x_row_stride);
-#pragma unroll 4
-        for (int j = 0; j < OC_J; j++) {
-            int g = j * TILEOPS_THREADS + (int)tid;
-            if (g < TILEOPS_NG)
-                tileops_stage_group(&tileops_row_smem[g], xrow, g);
-        }
-    }
+    if (row < rows)
+        tileops_stage_row(tileops_row_smem, tileops_row_in(x, row, x_row_stride), tid);
 #endif
     for (; row < rows; row += step) {
 #if OC_ASYNC
         asm volatile("cp.async.wait_all;" ::: "memory");
 #else
-        const char *xrow = tileops_row_in(x, row, x_row_stride);
-#pragma unroll 4
-        for (int j = 0; j < OC_J; j++) {
-            int g = j * TILEOPS_THREADS + (int)tid;
-            if (g < TILEOPS_NG)
-                tileops_stage_group(&tileops_row_smem[g], xrow, g);
-        }
+        tileops_stage_row(tileops_row_smem, tileops_row_in(x, row, x_row_stride), tid);
 #endif
         float acc = 0.0f;
 #pragma unroll 4

@@ -82,30 +82,27 @@ static int parse_rms_norm(PyObject *const *a, Py_ssize_t nargs, const char *fn,
     return PyErr_Occurred() ? -1 : 0;
 }
 
-static PyObject *py_cpu_rms_norm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
+/* Both CPU entry points; the reference ignores the variant. */
+static PyObject *run_rms_norm(PyObject *const *args, Py_ssize_t nargs, const char *fn, int reference) {
     tileops_rms_norm_args_t r;
     int variant;
-    if (parse_rms_norm(args, nargs, "cpu_rms_norm", &r, &variant)) return NULL;
+    if (parse_rms_norm(args, nargs, fn, &r, &variant)) return NULL;
     tileops_status_t st;
     Py_BEGIN_ALLOW_THREADS
-    st = tileops_cpu_rms_norm(&r, variant);
+    st = reference ? tileops_cpu_rms_norm_reference(&r) : tileops_cpu_rms_norm(&r, variant);
     Py_END_ALLOW_THREADS
     if (st != TILEOPS_OK) return raise_status(st);
     Py_RETURN_NONE;
 }
 
+static PyObject *py_cpu_rms_norm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    return run_rms_norm(args, nargs, "cpu_rms_norm", 0);
+}
+
 static PyObject *py_cpu_rms_norm_reference(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    tileops_rms_norm_args_t r;
-    int variant;
-    if (parse_rms_norm(args, nargs, "cpu_rms_norm_reference", &r, &variant)) return NULL;
-    tileops_status_t st;
-    Py_BEGIN_ALLOW_THREADS
-    st = tileops_cpu_rms_norm_reference(&r);
-    Py_END_ALLOW_THREADS
-    if (st != TILEOPS_OK) return raise_status(st);
-    Py_RETURN_NONE;
+    return run_rms_norm(args, nargs, "cpu_rms_norm_reference", 1);
 }
 
 static PyObject *py_cpu_num_threads(PyObject *self, PyObject *unused) {

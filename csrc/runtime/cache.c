@@ -146,41 +146,32 @@ tileops_status_t tileops_cache_store(const char *path, const void *data, size_t 
     put_u64(header + 16, (uint64_t)len);
     put_u64(header + 24, tileops_hash64(data, len, 0));
 
+    tileops_status_t st = TILEOPS_OK;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         int e = errno;
-        tileops_status_t st = tileops_fail(TILEOPS_ERR_CACHE, "cache: cannot create %s: %s", tmp,
-                                           errtext(e, err, sizeof err));
-        free(tmp);
-        return st;
-    }
-    if (write_all(fd, header, sizeof header) != 0 || write_all(fd, data, len) != 0) {
+        st = tileops_fail(TILEOPS_ERR_CACHE, "cache: cannot create %s: %s", tmp,
+                          errtext(e, err, sizeof err));
+    } else {
+        int failed = write_all(fd, header, sizeof header) != 0 || write_all(fd, data, len) != 0;
         int e = errno;
-        close(fd);
-        unlink(tmp);
-        tileops_status_t st = tileops_fail(TILEOPS_ERR_CACHE, "cache: cannot write %s: %s", tmp,
-                                           errtext(e, err, sizeof err));
-        free(tmp);
-        return st;
-    }
-    if (close(fd) != 0) {
-        int e = errno;
-        unlink(tmp);
-        tileops_status_t st = tileops_fail(TILEOPS_ERR_CACHE, "cache: cannot write %s: %s", tmp,
-                                           errtext(e, err, sizeof err));
-        free(tmp);
-        return st;
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        tileops_status_t st = tileops_fail(TILEOPS_ERR_CACHE, "cache: cannot rename %s to %s: %s",
-                                           tmp, path, errtext(e, err, sizeof err));
-        free(tmp);
-        return st;
+        if (close(fd) != 0 && !failed) {
+            failed = 1;
+            e = errno;
+        }
+        if (failed) {
+            unlink(tmp);
+            st = tileops_fail(TILEOPS_ERR_CACHE, "cache: cannot write %s: %s", tmp,
+                              errtext(e, err, sizeof err));
+        } else if (rename(tmp, path) != 0) {
+            e = errno;
+            unlink(tmp);
+            st = tileops_fail(TILEOPS_ERR_CACHE, "cache: cannot rename %s to %s: %s", tmp, path,
+                              errtext(e, err, sizeof err));
+        }
     }
     free(tmp);
-    return TILEOPS_OK;
+    return st;
 }
 
 static tileops_status_t reject(const char *path, const char *why, unsigned long long a,
@@ -384,100 +375,99 @@ static int entry_path(const char *arch, const char *kernel_name, uint64_t key, c
 /* ---- in-memory maps ----------------------------------------------------------------- */
 
 typedef struct cubin_slot {
-    uint64_t key; /* 0: empty */
+    uint64_t key; /* 0: empty; first, as key_map_t needs */
     void *data;
     size_t len;
 } cubin_slot_t;
 
 typedef struct handle_slot {
-    uint64_t key; /* 0: empty */
+    uint64_t key; /* 0: empty; first, as key_map_t needs */
     int handle;
 } handle_slot_t;
 
-static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;      /* the two maps, the table */
-static pthread_mutex_t g_module_mutex = PTHREAD_MUTEX_INITIALIZER; /* module loading */
-static pthread_mutex_t g_compile_mutex = PTHREAD_MUTEX_INITIALIZER; /* disk + NVRTC */
-static cubin_slot_t *g_cubins;
-static size_t g_cubin_cap, g_cubin_count;
-static handle_slot_t *g_handles;
-static size_t g_handle_cap, g_handle_count;
+/* An open-addressing hash map with linear probing over slots of `slot_size` bytes that
+ * each begin with their uint64_t key (0: empty). Keys are never 0 and never removed; the
+ * table doubles before it is half full. Both maps below are one of these. */
+typedef struct key_map {
+    unsigned char *slots;
+    size_t slot_size, cap, count;
+} key_map_t;
 
-static uint64_t nonzero(uint64_t k) { return k ? k : 1; }
+static uint64_t *map_key(const key_map_t *m, size_t i) {
+    return (uint64_t *)(void *)(m->slots + i * m->slot_size);
+}
 
-static cubin_slot_t *cubin_find(uint64_t key) {
-    if (!g_cubin_cap)
+/* The slot holding `key`, or NULL. */
+static void *map_find(const key_map_t *m, uint64_t key) {
+    if (!m->cap)
         return NULL;
-    for (size_t i = (size_t)key & (g_cubin_cap - 1);; i = (i + 1) & (g_cubin_cap - 1)) {
-        if (g_cubins[i].key == key)
-            return &g_cubins[i];
-        if (g_cubins[i].key == 0)
+    for (size_t i = (size_t)key & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        uint64_t *k = map_key(m, i);
+        if (*k == key)
+            return k;
+        if (*k == 0)
             return NULL;
     }
 }
 
-static int cubin_insert(uint64_t key, void *data, size_t len) {
-    if ((g_cubin_count + 1) * 2 > g_cubin_cap) {
-        size_t cap = g_cubin_cap ? g_cubin_cap * 2 : 64;
-        cubin_slot_t *slots = calloc(cap, sizeof *slots);
-        if (!slots)
-            return -1;
-        for (size_t j = 0; j < g_cubin_cap; j++) {
-            if (!g_cubins[j].key)
+/* An empty slot for a new `key` (not in the map), with the key written; the caller fills
+ * the rest. NULL when out of memory (the map is unchanged). */
+static void *map_add(key_map_t *m, uint64_t key) {
+    if ((m->count + 1) * 2 > m->cap) {
+        key_map_t grown = {NULL, m->slot_size, m->cap ? m->cap * 2 : 64, m->count};
+        grown.slots = calloc(grown.cap, grown.slot_size);
+        if (!grown.slots)
+            return NULL;
+        for (size_t j = 0; j < m->cap; j++) {
+            uint64_t *k = map_key(m, j);
+            if (!*k)
                 continue;
-            size_t i = (size_t)g_cubins[j].key & (cap - 1);
-            while (slots[i].key)
-                i = (i + 1) & (cap - 1);
-            slots[i] = g_cubins[j];
+            size_t i = (size_t)*k & (grown.cap - 1);
+            while (*map_key(&grown, i))
+                i = (i + 1) & (grown.cap - 1);
+            memcpy(map_key(&grown, i), k, m->slot_size);
         }
-        free(g_cubins);
-        g_cubins = slots;
-        g_cubin_cap = cap;
+        free(m->slots);
+        *m = grown;
     }
-    size_t i = (size_t)key & (g_cubin_cap - 1);
-    while (g_cubins[i].key)
-        i = (i + 1) & (g_cubin_cap - 1);
-    g_cubins[i].key = key;
-    g_cubins[i].data = data;
-    g_cubins[i].len = len;
-    g_cubin_count++;
+    size_t i = (size_t)key & (m->cap - 1);
+    while (*map_key(m, i))
+        i = (i + 1) & (m->cap - 1);
+    uint64_t *k = map_key(m, i);
+    *k = key;
+    m->count++;
+    return k;
+}
+
+static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;      /* the two maps, the table */
+static pthread_mutex_t g_module_mutex = PTHREAD_MUTEX_INITIALIZER; /* module loading */
+static pthread_mutex_t g_compile_mutex = PTHREAD_MUTEX_INITIALIZER; /* disk + NVRTC */
+static key_map_t g_cubins = {NULL, sizeof(cubin_slot_t), 0, 0};
+static key_map_t g_handles = {NULL, sizeof(handle_slot_t), 0, 0};
+
+static uint64_t nonzero(uint64_t k) { return k ? k : 1; }
+
+static cubin_slot_t *cubin_find(uint64_t key) { return map_find(&g_cubins, key); }
+
+static int cubin_insert(uint64_t key, void *data, size_t len) {
+    cubin_slot_t *slot = map_add(&g_cubins, key);
+    if (!slot)
+        return -1;
+    slot->data = data;
+    slot->len = len;
     return 0;
 }
 
 static int handle_find(uint64_t key) {
-    if (!g_handle_cap)
-        return -1;
-    for (size_t i = (size_t)key & (g_handle_cap - 1);; i = (i + 1) & (g_handle_cap - 1)) {
-        if (g_handles[i].key == key)
-            return g_handles[i].handle;
-        if (g_handles[i].key == 0)
-            return -1;
-    }
+    const handle_slot_t *slot = map_find(&g_handles, key);
+    return slot ? slot->handle : -1;
 }
 
 static int handle_insert(uint64_t key, int handle) {
-    if ((g_handle_count + 1) * 2 > g_handle_cap) {
-        size_t cap = g_handle_cap ? g_handle_cap * 2 : 64;
-        handle_slot_t *slots = calloc(cap, sizeof *slots);
-        if (!slots)
-            return -1;
-        for (size_t j = 0; j < g_handle_cap; j++) {
-            if (!g_handles[j].key)
-                continue;
-            size_t i = (size_t)g_handles[j].key & (cap - 1);
-            while (slots[i].key)
-                i = (i + 1) & (cap - 1);
-            slots[i] = g_handles[j];
-        }
-        free(g_handles);
-        g_handles = slots;
-        g_handle_cap = cap;
-    }
-    size_t i = (size_t)key & (g_handle_cap - 1);
-    while (g_handles[i].key)
-        i = (i + 1) & (g_handle_cap - 1);
-    g_handles[i].key = key;
-    g_handles[i].handle = handle;
-    g_handle_count++;
+    handle_slot_t *slot = map_add(&g_handles, key);
+    if (!slot)
+        return -1;
+    slot->handle = handle;
     return 0;
 }
 
@@ -634,6 +624,16 @@ static void finish_info(tileops_build_info_t *info, const tileops_build_info_t *
     }
 }
 
+/* The kernel is already loaded on the device as handle `found`: a memory hit. */
+static tileops_status_t memory_hit(int found, int *handle, tileops_build_info_t *local,
+                                   tileops_build_info_t *info, double t0) {
+    *handle = found;
+    local->memory_hit = 1;
+    tileops_cuda_stat_add(TILEOPS_STAT_MEMORY_HITS, 1);
+    finish_info(info, local, t0);
+    return TILEOPS_OK;
+}
+
 tileops_status_t tileops_cuda_build(int device, const char *source, size_t source_len,
                                     const char *kernel_name, const char *const *options,
                                     int num_options, const char *arg_format,
@@ -689,13 +689,8 @@ tileops_status_t tileops_cuda_build(int device, const char *source, size_t sourc
     pthread_mutex_lock(&g_mutex);
     int found = handle_find(hkey);
     pthread_mutex_unlock(&g_mutex);
-    if (found >= 0) {
-        *handle = found;
-        local.memory_hit = 1;
-        tileops_cuda_stat_add(TILEOPS_STAT_MEMORY_HITS, 1);
-        finish_info(info, &local, t0);
-        return TILEOPS_OK;
-    }
+    if (found >= 0)
+        return memory_hit(found, handle, &local, info, t0);
 
     /* 2. anything else must not happen while the caller's stream is capturing */
     if (capture_stream) {
@@ -778,11 +773,7 @@ tileops_status_t tileops_cuda_build(int device, const char *source, size_t sourc
     pthread_mutex_unlock(&g_mutex);
     if (found >= 0) { /* loaded by another thread meanwhile */
         pthread_mutex_unlock(&g_module_mutex);
-        *handle = found;
-        local.memory_hit = 1;
-        tileops_cuda_stat_add(TILEOPS_STAT_MEMORY_HITS, 1);
-        finish_info(info, &local, t0);
-        return TILEOPS_OK;
+        return memory_hit(found, handle, &local, info, t0);
     }
     st = tileops_cuda_push_context(ctx, &previous, &changed);
     if (st != TILEOPS_OK) {

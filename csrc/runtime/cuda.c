@@ -69,17 +69,22 @@ const tileops_cuda_api_t *tileops_cuda_api(void) {
     return atomic_load_explicit(&g_load_state, memory_order_acquire) == 1 ? &g_api : NULL;
 }
 
-tileops_status_t tileops_cuda_fail_call(const char *call, CUresult rc) {
+/* api: the table to name the error with (NULL: no names), also while it is being loaded. */
+static tileops_status_t fail_call(const tileops_cuda_api_t *api, const char *call, CUresult rc) {
     const char *name = NULL, *text = NULL;
-    if (tileops_cuda_api()) {
-        if (g_api.cuGetErrorName(rc, &name) != CUDA_SUCCESS)
+    if (api) {
+        if (api->cuGetErrorName(rc, &name) != CUDA_SUCCESS)
             name = NULL;
-        if (g_api.cuGetErrorString(rc, &text) != CUDA_SUCCESS)
+        if (api->cuGetErrorString(rc, &text) != CUDA_SUCCESS)
             text = NULL;
     }
     return tileops_fail(TILEOPS_ERR_CUDA, "%s failed: %s (%d): %s", call,
                         name ? name : "CUDA_ERROR_UNKNOWN", (int)rc,
                         text ? text : "no description");
+}
+
+tileops_status_t tileops_cuda_fail_call(const char *call, CUresult rc) {
+    return fail_call(tileops_cuda_api(), call, rc);
 }
 
 /* ---- loading ------------------------------------------------------------------------ */
@@ -255,16 +260,8 @@ static tileops_status_t do_load(const char *nvrtc_hint) {
     }
     /* From here on the libraries stay open for the life of the process. */
     rc = api->cuInit(0);
-    if (rc != CUDA_SUCCESS) {
-        const char *name = NULL, *text = NULL;
-        if (api->cuGetErrorName(rc, &name) != CUDA_SUCCESS)
-            name = NULL;
-        if (api->cuGetErrorString(rc, &text) != CUDA_SUCCESS)
-            text = NULL;
-        return tileops_fail(TILEOPS_ERR_CUDA, "cuInit failed: %s (%d): %s",
-                            name ? name : "CUDA_ERROR_UNKNOWN", (int)rc,
-                            text ? text : "no description");
-    }
+    if (rc != CUDA_SUCCESS) /* the table is not published yet: name the error with it directly */
+        return fail_call(api, "cuInit", rc);
     rc = api->cuDriverGetVersion(&api->driver_version);
     if (rc != CUDA_SUCCESS)
         api->driver_version = 0;

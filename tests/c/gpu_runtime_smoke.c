@@ -33,7 +33,6 @@ static int g_sm_count, g_smem_optin, g_l2;
 static CUstream g_stream;
 static int g_expect_disk;
 
-
 static void finish(void) {
     tileops_cuda_stats_t s;
     tileops_cuda_get_stats(&s);
@@ -129,9 +128,8 @@ static spec_t make_spec(int kernel, int dtype, long long n, int has_w, int align
     return s;
 }
 
-static int build(const spec_t *s, tileops_build_info_t *info) {
-    char o[7][48];
-    const char *opts[7];
+/* The -D options of a spec: opts[i] points at o[i]. */
+static void spec_options(const spec_t *s, char o[7][48], const char *opts[7]) {
     snprintf(o[0], sizeof o[0], "-DTILEOPS_KERNEL=%d", s->kernel);
     snprintf(o[1], sizeof o[1], "-DTILEOPS_DTYPE=%d", s->dtype);
     snprintf(o[2], sizeof o[2], "-DTILEOPS_N=%lld", s->n);
@@ -141,6 +139,12 @@ static int build(const spec_t *s, tileops_build_info_t *info) {
     snprintf(o[6], sizeof o[6], "-DTILEOPS_ROW_THREADS=%d", s->rt);
     for (int i = 0; i < 7; i++)
         opts[i] = o[i];
+}
+
+static int build(const spec_t *s, tileops_build_info_t *info) {
+    char o[7][48];
+    const char *opts[7];
+    spec_options(s, o, opts);
     int h = -1;
     tileops_build_info_t local;
     tileops_status_t st = tileops_cuda_build(0, g_src, g_src_len, KNAMES[s->kernel], opts, 7,
@@ -476,15 +480,7 @@ static void run_runtime_checks(void) {
         CU(A->cuStreamBeginCapture(g_stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
         char fo[7][48];
         const char *fopts[7];
-        snprintf(fo[0], sizeof fo[0], "-DTILEOPS_KERNEL=0");
-        snprintf(fo[1], sizeof fo[1], "-DTILEOPS_DTYPE=%d", fresh.dtype);
-        snprintf(fo[2], sizeof fo[2], "-DTILEOPS_N=%lld", fresh.n);
-        snprintf(fo[3], sizeof fo[3], "-DTILEOPS_HAS_WEIGHT=%d", fresh.has_w);
-        snprintf(fo[4], sizeof fo[4], "-DTILEOPS_VEC=%d", fresh.vec);
-        snprintf(fo[5], sizeof fo[5], "-DTILEOPS_THREADS=%d", fresh.threads);
-        snprintf(fo[6], sizeof fo[6], "-DTILEOPS_ROW_THREADS=%d", fresh.rt);
-        for (int i = 0; i < 7; i++)
-            fopts[i] = fo[i];
+        spec_options(&fresh, fo, fopts);
         tileops_cuda_stats_t s0, s1;
         tileops_cuda_get_stats(&s0);
         st = tileops_cuda_build(0, g_src, g_src_len, "tileops_rms_norm", fopts, 7, "pppqqqf",

@@ -430,19 +430,24 @@ static void cover_fn(void *ctx, int64_t b, int64_t e) {
     }
 }
 
+/* Zeroed counters for a parallel_for over `count` indices. */
+static void cover_init(cover_t *c, int64_t count, int nested) {
+    c->count = count;
+    c->nested = nested;
+    c->hits = xmalloc(sizeof(atomic_int) * (size_t)count);
+    c->inner = xmalloc(sizeof(atomic_int) * (size_t)(count * NESTED));
+    for (int64_t i = 0; i < count; i++)
+        atomic_init(&c->hits[i], 0);
+    for (int64_t i = 0; i < count * NESTED; i++)
+        atomic_init(&c->inner[i], 0);
+    atomic_init(&c->calls, 0);
+    atomic_init(&c->bad_range, 0);
+}
+
 /* Runs one parallel_for and checks coverage; returns 1 if all good. */
 static int run_cover(int64_t count, int64_t min_per, int threads, int nested, const char *tag) {
     cover_t c;
-    c.count = count;
-    c.nested = nested;
-    c.hits = xmalloc(sizeof(atomic_int) * (size_t)(count + 1));
-    c.inner = xmalloc(sizeof(atomic_int) * (size_t)(count * NESTED + 1));
-    for (int64_t i = 0; i < count; i++)
-        atomic_init(&c.hits[i], 0);
-    for (int64_t i = 0; i < count * NESTED; i++)
-        atomic_init(&c.inner[i], 0);
-    atomic_init(&c.calls, 0);
-    atomic_init(&c.bad_range, 0);
+    cover_init(&c, count, nested);
     tileops_cpu_parallel_for(count, min_per, cover_fn, &c);
     int64_t wrong = 0, first = -1;
     for (int64_t i = 0; i < count; i++)
@@ -480,16 +485,7 @@ static void *concurrent_thread(void *arg) {
     for (int r = 0; r < cc->rounds; r++) {
         cover_t c;
         int64_t count = 1000 + r;
-        c.count = count;
-        c.nested = r & 1;
-        c.hits = xmalloc(sizeof(atomic_int) * (size_t)count);
-        c.inner = xmalloc(sizeof(atomic_int) * (size_t)(count * NESTED));
-        for (int64_t i = 0; i < count; i++)
-            atomic_init(&c.hits[i], 0);
-        for (int64_t i = 0; i < count * NESTED; i++)
-            atomic_init(&c.inner[i], 0);
-        atomic_init(&c.calls, 0);
-        atomic_init(&c.bad_range, 0);
+        cover_init(&c, count, r & 1);
         tileops_cpu_parallel_for(count, 10, cover_fn, &c);
         for (int64_t i = 0; i < count; i++)
             if (atomic_load(&c.hits[i]) != 1) {
@@ -632,6 +628,15 @@ static int64_t compare_out(const void *got, const void *ref, const shape_t *s, i
     return bad;
 }
 
+/* Runs `a` with `variant` over a poisoned a->y and compares that with ref: the number of
+ * bad elements (the first described in why), or -1 when the call failed (*st says how). */
+static int64_t run_compare(const tileops_rms_norm_args_t *a, int variant, const void *ref,
+                           const shape_t *s, tileops_status_t *st, char *why, size_t why_len) {
+    poison(a->y, s->rows * (s->n + s->ypad), a->dtype);
+    *st = tileops_cpu_rms_norm(a, variant);
+    return *st == TILEOPS_OK ? compare_out(a->y, ref, s, a->dtype, why, why_len) : -1;
+}
+
 static void fill_input(void *x, const shape_t *s, int dt, int64_t stride) {
     for (int64_t r = 0; r < s->rows; r++) {
         /* Rows of very different magnitudes; never all zero. */
@@ -676,11 +681,9 @@ static void test_rms_norm_shape(const shape_t *s, const int *levels, int nlevels
              * must then reproduce its bits. */
             tileops_cpu_simd_override(-1);
             tileops_cpu_set_num_threads(3);
-            poison(y, s->rows * ys, dt);
             a.y = y;
-            st = tileops_cpu_rms_norm(&a, TILEOPS_RMS_NORM_ROW);
             char why0[256] = "";
-            int64_t bad0 = st == TILEOPS_OK ? compare_out(y, ref, s, dt, why0, sizeof why0) : -1;
+            int64_t bad0 = run_compare(&a, TILEOPS_RMS_NORM_ROW, ref, s, &st, why0, sizeof why0);
             check(bad0 == 0,
                   "rms_norm default dispatch (%s) ROW %s rows=%lld n=%lld weight=%d: status %s, "
                   "%lld bad elements; first: %s",
@@ -697,11 +700,8 @@ static void test_rms_norm_shape(const shape_t *s, const int *levels, int nlevels
                 for (int v = 0; v < 3; v++) {
                     for (int t = 0; t < 3; t++) {
                         tileops_cpu_set_num_threads(thread_counts[t]);
-                        poison(y, s->rows * ys, dt);
-                        a.y = y;
-                        st = tileops_cpu_rms_norm(&a, v);
                         char why[256] = "";
-                        int64_t bad = st == TILEOPS_OK ? compare_out(y, ref, s, dt, why, sizeof why) : -1;
+                        int64_t bad = run_compare(&a, v, ref, s, &st, why, sizeof why);
                         check(bad == 0,
                               "rms_norm %s %s %s rows=%lld n=%lld xs=%lld ys=%lld weight=%d "
                               "threads=%d: status %s, %lld bad elements; first: %s",

@@ -26,8 +26,6 @@
 #include "tileops/status.h"
 #include "check.h"
 
-
-
 static char g_dir[256];
 
 static void path_in_dir(char *buf, size_t size, const char *name) {
@@ -377,47 +375,27 @@ static void test_no_driver(void) {
     CHECK(st1 == TILEOPS_ERR_LIBRARY && h == -1, "valid build without a driver: %s",
           tileops_status_name(st1));
     CHECK(info.nvrtc_ran == 0 && info.disk_hit == 0 && info.memory_hit == 0, "info cleared");
-    CHECK(tileops_cuda_build(0, src, len, "k", opts, 1, "p", 0, NULL, NULL) ==
-              TILEOPS_ERR_INVALID_ARGUMENT,
-          "NULL handle");
-    CHECK(tileops_cuda_build(0, NULL, len, "k", opts, 1, "p", 0, &h, NULL) ==
-              TILEOPS_ERR_INVALID_ARGUMENT,
-          "NULL source");
-    CHECK(tileops_cuda_build(0, src, 0, "k", opts, 1, "p", 0, &h, NULL) ==
-              TILEOPS_ERR_INVALID_ARGUMENT,
-          "empty source");
-    CHECK(tileops_cuda_build(-1, src, len, "k", opts, 1, "p", 0, &h, NULL) ==
-              TILEOPS_ERR_INVALID_ARGUMENT,
-          "negative device");
-    CHECK(tileops_cuda_build(0, src, len, NULL, opts, 1, "p", 0, &h, NULL) ==
-              TILEOPS_ERR_INVALID_ARGUMENT,
-          "NULL kernel name");
-    CHECK(tileops_cuda_build(0, src, len, "9k", opts, 1, "p", 0, &h, NULL) ==
-              TILEOPS_ERR_INVALID_ARGUMENT,
-          "kernel name not an identifier");
-    CHECK(tileops_cuda_build(0, src, len, "k;rm", opts, 1, "p", 0, &h, NULL) ==
-              TILEOPS_ERR_INVALID_ARGUMENT,
-          "kernel name with punctuation");
-    CHECK(tileops_cuda_build(0, src, len, "k", opts, 2, "p", 0, &h, NULL) ==
-              TILEOPS_ERR_INVALID_ARGUMENT,
-          "NULL option");
-    CHECK(tileops_cuda_build(0, src, len, "k", NULL, 1, "p", 0, &h, NULL) ==
-              TILEOPS_ERR_INVALID_ARGUMENT,
-          "NULL options with a count");
-    CHECK(tileops_cuda_build(0, src, len, "k", opts, -1, "p", 0, &h, NULL) ==
-              TILEOPS_ERR_INVALID_ARGUMENT,
-          "negative option count");
-    CHECK(tileops_cuda_build(0, src, len, "k", opts, 1, NULL, 0, &h, NULL) ==
-              TILEOPS_ERR_INVALID_ARGUMENT,
-          "NULL arg format");
-    CHECK(tileops_cuda_build(0, src, len, "k", opts, 1, "pz", 0, &h, NULL) ==
-              TILEOPS_ERR_INVALID_ARGUMENT,
-          "unknown arg format letter");
+    /* a build refused for its arguments (no capture stream, no info) */
+#define CHECK_REFUSED(what, device, source, source_len, name, options, num_options, format, handle) \
+    CHECK(tileops_cuda_build(device, source, source_len, name, options, num_options, format, 0,   \
+                             handle, NULL) == TILEOPS_ERR_INVALID_ARGUMENT,                       \
+          what)
+    CHECK_REFUSED("NULL handle", 0, src, len, "k", opts, 1, "p", NULL);
+    CHECK_REFUSED("NULL source", 0, NULL, len, "k", opts, 1, "p", &h);
+    CHECK_REFUSED("empty source", 0, src, 0, "k", opts, 1, "p", &h);
+    CHECK_REFUSED("negative device", -1, src, len, "k", opts, 1, "p", &h);
+    CHECK_REFUSED("NULL kernel name", 0, src, len, NULL, opts, 1, "p", &h);
+    CHECK_REFUSED("kernel name not an identifier", 0, src, len, "9k", opts, 1, "p", &h);
+    CHECK_REFUSED("kernel name with punctuation", 0, src, len, "k;rm", opts, 1, "p", &h);
+    CHECK_REFUSED("NULL option", 0, src, len, "k", opts, 2, "p", &h);
+    CHECK_REFUSED("NULL options with a count", 0, src, len, "k", NULL, 1, "p", &h);
+    CHECK_REFUSED("negative option count", 0, src, len, "k", opts, -1, "p", &h);
+    CHECK_REFUSED("NULL arg format", 0, src, len, "k", opts, 1, NULL, &h);
+    CHECK_REFUSED("unknown arg format letter", 0, src, len, "k", opts, 1, "pz", &h);
     CHECK(strstr(tileops_last_error(), "'z'") != NULL, "message names the letter: %s",
           tileops_last_error());
-    CHECK(tileops_cuda_build(0, src, len, "k", opts, 1, "ppppppppppppppppppppppppp", 0, &h, NULL) ==
-              TILEOPS_ERR_INVALID_ARGUMENT,
-          "25 arguments");
+    CHECK_REFUSED("25 arguments", 0, src, len, "k", opts, 1, "ppppppppppppppppppppppppp", &h);
+#undef CHECK_REFUSED
     CHECK(tileops_cuda_build(0, src, len, "k", NULL, 0, "", 0, &h, NULL) == TILEOPS_ERR_LIBRARY,
           "no options, no arguments: valid");
 
