@@ -46,11 +46,6 @@ CPU_DTYPES = ("float32", "bfloat16", "float16")
 IMPLS = ("tileops", "torch", "torch.compile", "copy")
 
 
-def wl_name(shape):
-    """``[2048, 4096]`` -> ``"2048x4096"``."""
-    return "x".join(str(int(d)) for d in shape)
-
-
 def workloads(device, only=None, dtypes=None):
     """(shape, dtype names) pairs to run.
 
@@ -77,14 +72,14 @@ def workloads(device, only=None, dtypes=None):
             if shape not in CPU_SHAPES:
                 continue
             dts = list(CPU_DTYPES)
-        if only and wl_name(shape) not in only:
+        if only and common.workload_name(shape) not in only:
             continue
         out.append((shape, list(dtypes) if dtypes else dts))
     if device == "cpu":  # keep CPU_SHAPES' order; fall back to it if the manifest changed
         have = {s for s, _ in out}
         out = sorted(out, key=lambda p: CPU_SHAPES.index(p[0]))
         for s in CPU_SHAPES:
-            if s not in have and (not only or wl_name(s) in only):
+            if s not in have and (not only or common.workload_name(s) in only):
                 out.append((s, list(dtypes) if dtypes else list(CPU_DTYPES)))
     return out
 
@@ -104,9 +99,7 @@ def make_case(shape, dtype_name, device):
     dtype = getattr(torch, dtype_name)
     n = shape[-1]
     eps = torch.finfo(dtype).eps
-    gen = torch.Generator(device="cpu").manual_seed(0)
-    x = torch.randn(shape, generator=gen).to(device=device, dtype=dtype)
-    w = (1.0 + 0.1 * torch.randn(n, generator=gen)).to(device=device, dtype=dtype)
+    x, w = common.norm_inputs(shape, dtype, device)
     y = torch.empty_like(x)
 
     op = RMSNormFwdOp((n,), eps=eps)
@@ -159,16 +152,17 @@ def run(device, only=None, dtypes=None):
     cuda = device == "cuda"
     rows, failures = [], []
     for shape, dts in workloads(device, only, dtypes):
+        wl = common.workload_name(shape)
         for dt in dts:
             t_case = time.perf_counter()
             case = make_case(shape, dt, device)
             err, scaled, ok, why = check_case(case, dt)
             if not ok:
-                failures.append(f"{wl_name(shape)} {dt}: tileops check failed: {why}")
+                failures.append(f"{wl} {dt}: tileops check failed: {why}")
                 print(f"[bench_norm] FAIL {failures[-1]}", file=sys.stderr)
             case_rows, ready = [], {}
             for impl in IMPLS:
-                row = {"op": OP, "workload": wl_name(shape), "dtype": dt, "impl": impl}
+                row = {"op": OP, "workload": wl, "dtype": dt, "impl": impl}
                 case_rows.append(row)
                 if impl == "tileops":
                     row.update(max_abs_err=err, scaled_err=scaled, correct=ok)
@@ -186,7 +180,7 @@ def run(device, only=None, dtypes=None):
                         except Exception as e:  # not capturable: keep the cold number
                             row["hot_us"] = None
                             row["hot_error"] = f"{type(e).__name__}: {e}"
-                            print(f"[bench_norm] {wl_name(shape)} {dt} {impl}: CUDA-graph "
+                            print(f"[bench_norm] {wl} {dt} {impl}: CUDA-graph "
                                   f"capture failed: {row['hot_error']}", file=sys.stderr)
                         row["tbps"] = case["bytes"][impl] / row["cold_us"] / 1e6
                     else:
@@ -195,15 +189,15 @@ def run(device, only=None, dtypes=None):
                     traceback.print_exc()
                     row["error"] = f"{type(e).__name__}: {e}"
                     if impl == "tileops":
-                        failures.append(f"{wl_name(shape)} {dt}: tileops raised {row['error']}")
+                        failures.append(f"{wl} {dt}: tileops raised {row['error']}")
             if ready:  # CPU: all impls of the case in interleaved rounds
-                times = common.cpu_times_us(ready)
+                times = common.loop_times_us(ready)
                 for row in case_rows:
                     if row["impl"] in times:
                         row["us"] = times[row["impl"]]
                         row["gbps"] = case["bytes"][row["impl"]] / row["us"] / 1e3
             rows.extend(case_rows)
-            print(f"[bench_norm] {wl_name(shape)} {dt}: {time.perf_counter() - t_case:.1f} s",
+            print(f"[bench_norm] {wl} {dt}: {time.perf_counter() - t_case:.1f} s",
                   file=sys.stderr, flush=True)
             del case
             if cuda:
@@ -284,14 +278,7 @@ def main(argv=None):
     print(f"\n{OP} on {meta['device_name']} (torch {meta['torch_version']}, copy "
           f"{meta['copy_tbps']:.3f} TB/s)")
     print_tables(rows, args.device)
-    print(f"\n[bench_norm] wrote {out} ({extra['elapsed_s']} s)")
-    if not args.no_plot:
-        import plot
-        plot.plot_file(out, Path(args.plot) if args.plot else out.with_suffix(".png"))
-    if failures:
-        print("\n[bench_norm] FAILED: " + "; ".join(failures), file=sys.stderr)
-        return 1
-    return 0
+    return common.finish("bench_norm", out, meta, args, failures)
 
 
 if __name__ == "__main__":

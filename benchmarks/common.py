@@ -142,19 +142,6 @@ def loop_times_us(fns, *, sync=None, warmup=3, rounds=7, round_s=0.1, max_calls=
     return {name: statistics.median(v) * 1e6 for name, v in samples.items()}
 
 
-def loop_time_us(fn, **kwargs):
-    """Per-call wall time of one callable in a tight loop, in µs.
-
-    Warm-up calls, calibration, then ``rounds`` perf_counter loops; the median per-call
-    time over rounds. Keyword arguments as for :func:`loop_times_us`.
-    """
-    return loop_times_us({"fn": fn}, **kwargs)["fn"]
-
-
-cpu_time_us = loop_time_us  # the CPU timer is the plain loop timer
-cpu_times_us = loop_times_us
-
-
 _TRITON = None  # the triton.testing module, False when it cannot be imported
 
 
@@ -326,8 +313,27 @@ def copy_bandwidth_tbps(device="cuda", nbytes=None, reps=10):
 
 
 # ---------------------------------------------------------------------------------------
-# correctness
+# inputs and correctness
 # ---------------------------------------------------------------------------------------
+def workload_name(shape):
+    """``(2048, 4096)`` -> ``"2048x4096"``."""
+    return "x".join(str(int(d)) for d in shape)
+
+
+def norm_inputs(shape, dtype, device):
+    """x and the weight of a row norm over the last dimension of ``shape``.
+
+    x is standard normal and the weight 1 + 0.1 * standard normal, drawn on the CPU from a
+    generator seeded 0 (the same numbers in every script and run), then moved to
+    ``device`` in ``dtype`` (a torch dtype).
+    """
+    import torch
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    x = torch.randn(shape, generator=gen).to(device=device, dtype=dtype)
+    w = (1.0 + 0.1 * torch.randn(shape[-1], generator=gen)).to(device=device, dtype=dtype)
+    return x, w
+
+
 def check_close(actual, expected, dtype_name):
     """Compare a result with its reference, scaled by the reference's magnitude.
 
@@ -540,6 +546,19 @@ def ratio(a, b):
     if a is None or b is None or b == 0:
         return None
     return a / b
+
+
+def finish(tag, out, meta, args, failures):
+    """The end of a run of a script built on :func:`bench_parser`: says where the results
+    went, draws the PNG unless --no-plot, reports the failures. Returns the exit status."""
+    print(f"\n[{tag}] wrote {out} ({meta['elapsed_s']} s)")
+    if not args.no_plot:
+        import plot
+        plot.plot_file(out, Path(args.plot) if args.plot else out.with_suffix(".png"))
+    if failures:
+        print(f"\n[{tag}] FAILED: " + "; ".join(failures), file=sys.stderr)
+        return 1
+    return 0
 
 
 def bench_parser(description, results_name):

@@ -90,9 +90,7 @@ def make_impls(shape, dtype, device):
 
     n = shape[-1]
     eps = torch.finfo(dtype).eps
-    gen = torch.Generator(device="cpu").manual_seed(0)
-    x = torch.randn(shape, generator=gen).to(device=device, dtype=dtype)
-    w = (1.0 + 0.1 * torch.randn(n, generator=gen)).to(device=device, dtype=dtype)
+    x, w = common.norm_inputs(shape, dtype, device)
     op = RMSNormFwdOp((n,), eps=eps)
     ref = ref_custom_op()
 
@@ -105,7 +103,7 @@ def make_impls(shape, dtype, device):
     def c_fn(a, b):
         return ref(a, b, eps)
 
-    tag = "x".join(map(str, shape))
+    tag = common.workload_name(shape)
     tc, fc, cc = (torch.compile(own_code(f, tag), fullgraph=True) for f in (t_fn, f_fn, c_fn))
     return x, w, {
         "tileops eager": lambda: t_fn(x, w),
@@ -128,7 +126,7 @@ def run(device):
     torch._dynamo.reset()
     for shape in SHAPES:
         t_case = time.perf_counter()
-        wl = "x".join(map(str, shape))
+        wl = common.workload_name(shape)
         x, w, fns, ref_fn = make_impls(shape, dtype, device)
         ref = ref_fn()
         for impl in IMPLS:
@@ -161,7 +159,7 @@ def run(device):
         if us is not None:
             row["us"] = us
     for shape in SHAPES:
-        wl = "x".join(map(str, shape))
+        wl = common.workload_name(shape)
         base = next((r.get("us") for r in rows if r["workload"] == wl and r["impl"] == BASE), None)
         for r in rows:
             if r["workload"] == wl:
@@ -199,14 +197,7 @@ def main(argv=None):
         ("workload", "workload", ""), ("dtype", "dtype", ""), ("impl", "impl", ""),
         ("µs", "us", ".2f"), ("ratio", "ratio_vs_eager", ".2f"),
         ("error", lambda r: common.clip(r.get("error")), "")], left=3))
-    print(f"\n[overhead] wrote {out} ({meta['elapsed_s']} s)")
-    if not args.no_plot:
-        import plot
-        plot.plot_file(out, Path(args.plot) if args.plot else out.with_suffix(".png"))
-    if failures:
-        print("\n[overhead] FAILED: " + "; ".join(failures), file=sys.stderr)
-        return 1
-    return 0
+    return common.finish("overhead", out, meta, args, failures)
 
 
 if __name__ == "__main__":

@@ -38,8 +38,7 @@ def main(argv=None):
         name = f"{rows}x{n}"
         if a.only and name not in a.only.split(","):
             continue
-        x = torch.randn(rows, n, device="cuda", dtype=dtype)
-        w = torch.randn(n, device="cuda", dtype=dtype)
+        x, w = common.norm_inputs((rows, n), dtype, "cuda")
         y = torch.empty_like(x)
         n16 = x.numel() * x.element_size() // 16
         res = {}

@@ -22,19 +22,15 @@ import common
 tileops = common.import_tileops()
 from tileops import _C, runtime  # noqa: E402
 from tileops._dtypes import CODE  # noqa: E402
-from tileops.kernels.norm.rms_norm import CUDA_KERNEL_CODE as KERNEL_CODE  # noqa: E402
-
-
-def pow2ceil(v):
-    return 1 << max(0, (v - 1).bit_length())
+from tileops.kernels.norm.rms_norm import (CUDA_ARG_FORMAT, CUDA_REGISTER_MAX_N, CUDA_SOURCE,  # noqa: E402
+                                           _cuda_launch_shape, _groups, _pow2ceil, cuda_options)
 
 
 def shape_configs(n, elem, rows, sm_count, smem_limit):
     """Every valid launch shape of each kernel: (kernel, threads, rt, shared, grid, defines)."""
-    g = 16 // elem
-    ng = -(-n // g)
+    ng = _groups(n, elem)
     out = []
-    rt = pow2ceil(-(-ng // 16))     # norm.cu: up to 16 groups per thread in blocks <= 256
+    rt = _pow2ceil(-(-ng // 16))     # norm.cu: up to 16 groups per thread in blocks <= 256
     while rt <= 1024:
         if rt >= 32 or rt & (rt - 1) == 0:
             for rpb in (1, 2, 4, 8):
@@ -59,7 +55,6 @@ def policy_configs(n, elem, rows, sm_count, smem_limit):
     register cap, prefetching persistent grid), register-kernel shapes with fewer groups
     per thread, and the on-chip kernel in small blocks and persistent grids; the shipped
     shape first and last (their spread is the noise)."""
-    from tileops.kernels.norm.rms_norm import CUDA_REGISTER_MAX_N, _cuda_launch_shape
     if n > CUDA_REGISTER_MAX_N:
         return []
     extras, threads, rpb, shared, _cap = _cuda_launch_shape("tileops_rms_norm", n, elem, sm_count)
@@ -83,7 +78,7 @@ def policy_configs(n, elem, rows, sm_count, smem_limit):
     for mult in (1, 2, 4, 8):
         if sm_count * mult < full:
             out.append(variant(grid=sm_count * mult, TILEOPS_PREFETCH=1))
-    ng = -(-n // (16 // elem))
+    ng = _groups(n, elem)
     for t2 in (2 * threads, 4 * threads):   # fewer groups per thread: fewer registers
         if t2 <= 1024 and rt == threads:
             out.append(("tileops_rms_norm", t2, t2, 0, rows, {"TILEOPS_MIN_BLOCKS": max(1, 1024 // t2)}))
@@ -120,8 +115,7 @@ def main(argv=None):
         rows, n = wl["x"]
         if a.only and f"{rows}x{n}" not in a.only.split(","):
             continue
-        x = torch.randn(rows, n, device="cuda", dtype=dtype)
-        w = torch.randn(n, device="cuda", dtype=dtype)
+        x, w = common.norm_inputs((rows, n), dtype, "cuda")
         y = torch.empty_like(x)
         eps = float(torch.finfo(dtype).eps)
         ref = F.rms_norm(x.float(), (n,), w.float(), eps)
@@ -129,14 +123,12 @@ def main(argv=None):
         copy_hot = common.cuda_hot_us(lambda: y.copy_(x))
         results = []
         for name, threads, rt, shared, grid, defines in make_configs(n, elem, rows, sm, smem):
-            opts = [f"-DTILEOPS_KERNEL={KERNEL_CODE[name]}",
-                    f"-DTILEOPS_DTYPE={CODE[dtype]}", f"-DTILEOPS_N={n}", "-DTILEOPS_HAS_WEIGHT=1",
-                    f"-DTILEOPS_VEC={16 // elem}", f"-DTILEOPS_THREADS={threads}"]
+            opts = list(cuda_options(name, CODE[dtype], n, True, 16 // elem, threads))
             if rt is not None:
                 opts.append(f"-DTILEOPS_ROW_THREADS={rt}")
             opts += [f"-D{k}={v}" for k, v in defines.items()]
             try:
-                h = runtime.build(0, "norm.cu", name, opts, "pppqqqf")
+                h = runtime.build(0, CUDA_SOURCE, name, opts, CUDA_ARG_FORMAT)
             except Exception as e:  # an invalid shape is a compile error: skip it, say so
                 print(f"skip {name} threads={threads} rt={rt} {defines}: {str(e).splitlines()[0][:100]}")
                 continue
@@ -147,8 +139,7 @@ def main(argv=None):
             y.fill_(float("nan"))
             launch()
             torch.cuda.synchronize()
-            err = (y.float() - ref).abs().max().item()
-            ok = err <= 2e-2 * max(1.0, ref.abs().max().item())
+            err, _, ok = common.check_close(y, ref, "float16")   # the half tolerance, any dtype
             cold = common.cuda_cold_us(launch) if ok else None
             hot = common.cuda_hot_us(launch) if ok else None
             row = {"workload": f"{rows}x{n}", "dtype": a.dtype, "kernel": name, "threads": threads,

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from helpers import assert_outputs_match, clone, compile_keeping_graphs
+
 CONTRACT: dict = {}   # op class name -> factory() returning (op, args, kwargs)
 
 
@@ -35,25 +37,10 @@ def run_cold(name: str):
     op_cls, factory = CONTRACT[name]
     torch._dynamo.reset()
     op, args, kwargs = factory()
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        from torch._inductor.compile_fx import compile_fx
-        return compile_fx(gm, example_inputs)
-
-    eager_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-    expected = op(*eager_args, **kwargs)
-    compiled = torch.compile(op, fullgraph=True, backend=backend)
+    expected = op(*[clone(a) for a in args], **kwargs)
+    compiled, graphs = compile_keeping_graphs(op)
     got = compiled(*args, **kwargs)
-    exp_t = expected if isinstance(expected, tuple) else (expected,)
-    got_t = got if isinstance(got, tuple) else (got,)
-    assert len(exp_t) == len(got_t)
-    for e, g in zip(exp_t, got_t):
-        if e is None:
-            assert g is None
-            continue
-        torch.testing.assert_close(g, e)
+    assert_outputs_match(expected, got, lambda e, g: torch.testing.assert_close(g, e))
     targets = [t for g in graphs for t in graph_targets(g)]
     assert targets, f"{name}: the compiled graph has no call node"
     assert all(t in op_cls.compile_op_names for t in targets), (targets, op_cls.compile_op_names)

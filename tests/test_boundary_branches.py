@@ -5,17 +5,9 @@ import torch
 
 import toy_ops
 from compile_contract import graph_targets
+from dispatch_spy import Spy
+from helpers import assert_outputs_match, clone, clone_call, compile_keeping_graphs
 from tileops.norm import RMSNormFwdOp
-
-
-def _compile_graphs(fn):
-    graphs = []
-
-    def backend(gm, ex):
-        graphs.append(gm)
-        from torch._inductor.compile_fx import compile_fx
-        return compile_fx(gm, ex)
-    return torch.compile(fn, fullgraph=True, backend=backend), graphs
 
 
 def test_input_written_only_when_asked():
@@ -81,7 +73,7 @@ def test_composite_graph_holds_its_sub_ops_nodes_only():
     op = toy_ops.ToyScaleAddOp(3.0)
     x, b = torch.randn(4, 4), torch.randn(4, 4)
     torch._dynamo.reset()
-    f, graphs = _compile_graphs(op)
+    f, graphs = compile_keeping_graphs(op)
     torch.testing.assert_close(f(x, b), op(x, b))
     targets = [t for g in graphs for t in graph_targets(g)]
     assert targets == ["tileops::toy_scale", "tileops::toy_add"]
@@ -92,7 +84,7 @@ def test_op_without_tensor_input_has_no_boundary_and_compiles_inline():
     op = toy_ops.ToyIotaOp(5)
     assert toy_ops.ToyIotaOp.compile_op_names == ()
     torch._dynamo.reset()
-    f, graphs = _compile_graphs(lambda: op())
+    f, graphs = compile_keeping_graphs(lambda: op())
     torch.testing.assert_close(f(), torch.arange(5, dtype=torch.float32))
     assert not any(t.startswith("tileops::") for g in graphs for t in graph_targets(g))
 
@@ -116,25 +108,16 @@ def _make(cls):
     return cls(normalized_shape=(64,)) if cls is RMSNormFwdOp else cls()
 
 
-def _clone(v):
-    return v.clone() if isinstance(v, torch.Tensor) else v
-
-
 @pytest.mark.parametrize("cls,make", BRANCH_CALLS)
 def test_compiled_equals_eager_for_every_branch(cls, make):
     args, kwargs = make()
     op = _make(cls)
-    e_args, e_kwargs = [_clone(a) for a in args], {k: _clone(v) for k, v in kwargs.items()}
+    e_args, e_kwargs = clone_call(args, kwargs)
     expected = op(*e_args, **e_kwargs)
     torch._dynamo.reset()
-    f, graphs = _compile_graphs(op)
+    f, graphs = compile_keeping_graphs(op)
     got = f(*args, **kwargs)
-    for e, g in zip(expected if isinstance(expected, tuple) else (expected,),
-                    got if isinstance(got, tuple) else (got,)):
-        if e is None:
-            assert g is None
-        else:
-            torch.testing.assert_close(g, e)
+    assert_outputs_match(expected, got, lambda e, g: torch.testing.assert_close(g, e))
     for a, ea in zip(args, e_args):  # written inputs were written the same way
         if isinstance(a, torch.Tensor):
             torch.testing.assert_close(a, ea)
@@ -146,17 +129,10 @@ def _operator_calls(cls, make):
     """(operator, args) for the branch this call takes, by running it through the operator path."""
     args, kwargs = make()
     op = _make(cls)
-    seen = []
-
-    class Spy(torch.utils._python_dispatch.TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, a=(), kw=None):
-            if func.namespace == "tileops":
-                seen.append((func, tuple(_clone(x) for x in a)))
-            return func(*a, **(kw or {}))
-    with Spy():
+    with Spy(keep_args=True) as s:
         op(*args, **kwargs)
-    assert len(seen) == 1
-    return seen[0]
+    assert len(s.calls) == 1
+    return s.calls[0], s.args[0]
 
 
 @pytest.mark.parametrize("cls,make", BRANCH_CALLS)
@@ -173,15 +149,12 @@ def test_fake_metadata_equals_real_metadata(cls, make):
     func, args = _operator_calls(cls, make)
     keep = _make(cls)
     args = args[:-1] + (keep._key,)
-    real = func(*[_clone(a) for a in args])
+    real = func(*[clone(a) for a in args])
     with FakeTensorMode(allow_non_fake_inputs=True) as mode:
         fargs = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
         fake = func(*fargs)
-    real_t = real if isinstance(real, tuple) else (real,)
-    fake_t = fake if isinstance(fake, tuple) else (fake,)
-    assert len(real_t) == len(fake_t)
-    for r, f in zip(real_t, fake_t):
-        if r is None:
-            assert f is None
-            continue
-        assert (tuple(r.shape), r.dtype, r.stride(), r.device) == (tuple(f.shape), f.dtype, f.stride(), f.device)
+    assert_outputs_match(real, fake, _same_metadata)
+
+
+def _same_metadata(r, f):
+    assert (tuple(r.shape), r.dtype, r.stride(), r.device) == (tuple(f.shape), f.dtype, f.stride(), f.device)

@@ -9,40 +9,28 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import toy_ops
+from helpers import compile_keeping_graphs
 from tileops.norm import RMSNormFwdOp
 
 N = 64
 
 
-class Counter:
-    """A backend that counts compilations and keeps the graphs."""
-
-    def __init__(self):
-        self.graphs = []
-
-    def __call__(self, gm, ex):
-        self.graphs.append(gm)
-        from torch._inductor.compile_fx import compile_fx
-        return compile_fx(gm, ex)
-
-
 def test_reused_instance_compiles_once_and_a_new_instance_compiles_again():
     torch._dynamo.reset()
-    be = Counter()
     op = RMSNormFwdOp((N,))
     holder = {"op": op}
 
-    @torch.compile(fullgraph=True, backend=be)
-    def f(x):
+    def block(x):
         return holder["op"](x)
+    f, graphs = compile_keeping_graphs(block)
     x = torch.randn(4, N)
     for _ in range(5):
         f(x)
-    assert len(be.graphs) == 1
+    assert len(graphs) == 1
     holder["op"] = RMSNormFwdOp((N,))
     f(x)
-    assert len(be.graphs) == 2
-    keys = [a for g in be.graphs for n in g.graph.nodes if n.op == "call_function" for a in n.args if isinstance(a, str)]
+    assert len(graphs) == 2
+    keys = [a for g in graphs for n in g.graph.nodes if n.op == "call_function" for a in n.args if isinstance(a, str)]
     assert len(set(keys)) == 2, "each instance must bake its own key into its graph"
 
 
@@ -143,10 +131,10 @@ def test_torch_logs_graph_code_shows_the_single_node():
 def test_graph_is_the_same_under_two_targets():
     def graph_of(target):
         torch._dynamo.reset()
-        be = Counter()
         op = RMSNormFwdOp((N,), target=target)
-        y = torch.compile(op, fullgraph=True, backend=be)(torch.randn(4, N), torch.randn(N))
-        code = be.graphs[0].code.replace(op._key, "<key>")
+        f, graphs = compile_keeping_graphs(op)
+        y = f(torch.randn(4, N), torch.randn(N))
+        code = graphs[0].code.replace(op._key, "<key>")
         return code, y, op
     code_b, y_b, op_b = graph_of("builtin")
     code_a, y_a, op_a = graph_of("aten")
@@ -156,15 +144,14 @@ def test_graph_is_the_same_under_two_targets():
 
 def test_dynamic_batch_compiles_once_for_eight_sizes():
     torch._dynamo.reset()
-    be = Counter()
     op = RMSNormFwdOp((N,))
-    f = torch.compile(op, fullgraph=True, backend=be, dynamic=True)
+    f, graphs = compile_keeping_graphs(op, dynamic=True)
     w = torch.randn(N)
     # from 2 up: torch specialises sizes 0 and 1 for every op, ours or not
     for b in (2, 3, 5, 8, 13, 21, 34, 55):
         x = torch.randn(b, N)
         torch.testing.assert_close(f(x, w), op(x, w))
-    assert len(be.graphs) == 1
+    assert len(graphs) == 1
 
 
 def test_target_is_resolved_inside_the_node_on_the_first_compiled_call():

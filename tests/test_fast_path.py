@@ -1,11 +1,14 @@
 """The eager fast path (the body run directly, no dispatcher) is indistinguishable from the
 operator path: same outputs, same errors and messages, same writes and version counters;
 and it is not taken where it must not be."""
+import contextlib
+
 import pytest
 import torch
 
 import toy_ops
 from dispatch_spy import Spy
+from helpers import as_tuple, assert_outputs_match, clone_call
 from tileops.norm import RMSNormFwdOp
 
 
@@ -17,8 +20,21 @@ def forced_operator_path(fn):
     return out
 
 
-def _clone(v):
-    return v.clone() if isinstance(v, torch.Tensor) else v
+@contextlib.contextmanager
+def operator_calls(cls):
+    """The list of the calls that cls's generated `_call_boundary` makes to its operators
+    (`_op_<branch>`) while the block runs: empty where every call took the fast path."""
+    ns = cls._boundary
+    saved = {k: v for k, v in ns.items() if k.startswith("_op_")}
+    seen = []
+
+    def recording(name, operator):
+        return lambda *a: seen.append(name) or operator(*a)
+    ns.update({k: recording(k, v) for k, v in saved.items()})
+    try:
+        yield seen
+    finally:
+        ns.update(saved)
 
 
 CASES = [
@@ -46,22 +62,15 @@ def _tensors(args, kwargs):
 def test_fast_path_equals_operator_path(name, make_op, make_args):
     torch.manual_seed(0)
     args, kwargs = make_args()
-    args2, kwargs2 = [_clone(a) for a in args], {k: _clone(v) for k, v in kwargs.items()}
+    args2, kwargs2 = clone_call(args, kwargs)
     op1, op2 = make_op(), make_op()
     v1 = [t._version for t in _tensors(args, kwargs)]
-    with Spy() as s:
-        pass
-    fast = op1(*args, **kwargs)
+    with operator_calls(type(op1)) as seen:
+        fast = op1(*args, **kwargs)
+    assert not seen, "a plain eager call went through the operator"
     slow = forced_operator_path(lambda: op2(*args2, **kwargs2))
-    assert not s.calls
-    fo = fast if isinstance(fast, tuple) else (fast,)
-    so = slow if isinstance(slow, tuple) else (slow,)
-    assert len(fo) == len(so)
-    for f, s_ in zip(fo, so):
-        if f is None:
-            assert s_ is None
-        else:
-            assert torch.equal(f, s_) and f.stride() == s_.stride() and f.dtype == s_.dtype
+    assert_outputs_match(fast, slow, _identical)
+    fo, so = as_tuple(fast), as_tuple(slow)
     t1, t2 = _tensors(args, kwargs), _tensors(args2, kwargs2)
     for a, b in zip(t1, t2):
         assert torch.equal(a, b), "written inputs differ between the paths"
@@ -88,49 +97,30 @@ def test_same_exceptions_and_messages(make_op, make_args):
     with pytest.raises(Exception) as fast:
         make_op()(*args)
     with pytest.raises(Exception) as slow:
-        forced_operator_path_err(lambda: make_op()(*args))
+        forced_operator_path(lambda: make_op()(*args))
     assert type(fast.value) is type(slow.value)
     assert str(fast.value) == str(slow.value)
 
 
-def forced_operator_path_err(fn):
-    with Spy():
-        return fn()
-
-
-def _took_operator(fn):
-    with Spy() as s:
-        fn()
-    return bool(s.calls)
+def _identical(f, s):
+    assert torch.equal(f, s) and f.stride() == s.stride() and f.dtype == s.dtype
 
 
 def test_fast_path_skips_the_dispatcher_in_plain_eager():
     op = RMSNormFwdOp((64,))
     x = torch.randn(2, 64)
-    seen = []
-    orig = torch.ops.tileops.norm_rms_norm_fwd.default
     # a plain call never reaches the operator: its impl runs directly
-    from tileops.ops.norm.rms_norm import RMSNormFwdOp as C
-    ns = C._boundary
-    saved = ns["_op_0"]
-    ns["_op_0"] = lambda *a: seen.append(a) or orig(*a)
-    try:
+    with operator_calls(RMSNormFwdOp) as seen:
         op(x)
         assert not seen
         with torch.enable_grad():
             op(x.requires_grad_())
         assert len(seen) == 1, "autograd recording must go through the operator"
-    finally:
-        ns["_op_0"] = saved
 
 
 def test_fast_path_not_taken_under_modes_meta_subclasses_and_transforms():
     op = RMSNormFwdOp((64,))
-    ns = RMSNormFwdOp._boundary
-    saved = ns["_op_0"]
-    seen = []
-    ns["_op_0"] = lambda *a: seen.append(1) or saved(*a)
-    try:
+    with operator_calls(RMSNormFwdOp) as seen:
         x = torch.randn(2, 64)
         op(torch.empty(2, 64, device="meta"))                 # meta tensors
         assert len(seen) == 1
@@ -159,5 +149,3 @@ def test_fast_path_not_taken_under_modes_meta_subclasses_and_transforms():
         except Exception:
             pass
         assert len(seen) == 6
-    finally:
-        ns["_op_0"] = saved

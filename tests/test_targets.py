@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import tileops
+from helpers import compile_keeping_graphs
 from tileops import targets
 from tileops.errors import TargetError
 from tileops.norm import RMSNormFwdOp
@@ -28,13 +29,8 @@ def _clean(monkeypatch):
 
 def _graph_code(op, *args):
     torch._dynamo.reset()
-    graphs = []
-
-    def backend(gm, ex):
-        graphs.append(gm)
-        from torch._inductor.compile_fx import compile_fx
-        return compile_fx(gm, ex)
-    y = torch.compile(op, fullgraph=True, backend=backend)(*args)
+    f, graphs = compile_keeping_graphs(op)
+    y = f(*args)
     assert len(graphs) == 1
     return graphs[0].code.replace(op._key, "<key>"), y
 

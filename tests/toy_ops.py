@@ -2,7 +2,8 @@
 
 Their kernels are torch operations behind the same Kernel interface as the in-tree ones, so
 the ops go through everything real ops do (instance key, checks, target resolution inside
-the node, kernel_for, the per-instance table)."""
+the node, kernel_for, the per-instance table). An op without params keeps Op's constructor,
+which takes exactly the keyword-only `target=None`."""
 import os
 
 import torch
@@ -101,9 +102,6 @@ class ToyAccumulateOp(Op, manifest=MANIFEST):
     kernel_types = {"accumulate": AccumulateKernel}
     interfaces = {"accumulate": KernelInterface.of("accumulate", "accumulate")}
 
-    def __init__(self, *, target=None):
-        super().__init__(target=target)
-
     def forward(self, acc, x):
         return self.kernel_for("accumulate", acc, x)(acc, x)
 
@@ -111,9 +109,6 @@ class ToyAccumulateOp(Op, manifest=MANIFEST):
 class ToyAddOp(Op, manifest=MANIFEST):
     kernel_types = {"add": AddKernel}
     interfaces = {"add": KernelInterface.of("add", "add")}
-
-    def __init__(self, *, target=None):
-        super().__init__(target=target)
 
     def forward(self, a, b, *, out=None):
         return self.kernel_for("add", a, b)(a, b, out)
@@ -123,9 +118,6 @@ class ToyNormStatsOp(Op, manifest=MANIFEST):
     kernel_types = {"norm_stats": NormStatsKernel}
     interfaces = {"norm_stats": KernelInterface.of("norm_stats", "norm_stats")}
 
-    def __init__(self, *, target=None):
-        super().__init__(target=target)
-
     def forward(self, x, *, return_rstd=False):
         return self.kernel_for("norm_stats", x)(x, return_rstd)
 
@@ -133,9 +125,6 @@ class ToyNormStatsOp(Op, manifest=MANIFEST):
 class ToySwapOp(Op, manifest=MANIFEST):
     kernel_types = {"swap": SwapKernel}
     interfaces = {"swap": KernelInterface.of("swap", "swap")}
-
-    def __init__(self, *, target=None):
-        super().__init__(target=target)
 
     def forward(self, a, b):
         self.kernel_for("swap", a, b)(a, b)
@@ -145,9 +134,6 @@ class ToySwapOp(Op, manifest=MANIFEST):
 class ScaleRowsOp(Op, manifest=MANIFEST):
     kernel_types = {"scale_rows": ScaleRowsKernel}
     interfaces = {"scale_rows": KernelInterface.of("scale_rows", "scale_rows")}
-
-    def __init__(self, *, target=None):
-        super().__init__(target=target)
 
     def forward(self, x):
         return self.kernel_for("scale_rows", x)(x)

@@ -13,8 +13,9 @@ __version__ = "0.1.0"
 from . import _C  # noqa: E402
 from .errors import (BuildError, InputError, ManifestError, NotReadyDuringCaptureError,  # noqa: E402
                      TargetError, TileOpsError)
+from .errors import STATUS_CLASSES as _STATUS_CLASSES  # noqa: E402
 
-_C.set_error_classes(__import__("tileops.errors", fromlist=["STATUS_CLASSES"]).STATUS_CLASSES)
+_C.set_error_classes(_STATUS_CLASSES)
 
 from .targets import set_default_target, load_failures  # noqa: E402
 from .ops import Op  # noqa: E402

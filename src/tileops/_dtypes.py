@@ -4,6 +4,7 @@ import torch
 FLOAT32, FLOAT16, BFLOAT16 = 0, 1, 2
 
 CODE = {torch.float32: FLOAT32, torch.float16: FLOAT16, torch.bfloat16: BFLOAT16}
+DTYPE = {code: dtype for dtype, code in CODE.items()}
 
 # Names the manifest may use in dtype rules.
 BY_NAME = {
@@ -11,4 +12,3 @@ BY_NAME = {
     "float64": torch.float64, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
     "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool,
 }
-NAME = {v: k for k, v in BY_NAME.items()}

@@ -9,22 +9,12 @@ import sys
 import pytest
 import torch
 
+from helpers import compile_keeping_graphs
+from rms_norm_reference import DTYPES, TOL, reference
 from tileops import NotReadyDuringCaptureError
 from tileops.norm import RMSNormFwdOp
 
-DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-TOL = {torch.float32: dict(atol=1e-5, rtol=1e-5), torch.float16: dict(atol=2e-3, rtol=2e-3),
-       torch.bfloat16: dict(atol=1.6e-2, rtol=1.6e-2)}
 DEV = "cuda"
-
-
-def reference(x, n, w, eps=None):
-    xd = x.double()
-    e = torch.finfo(x.dtype).eps if eps is None else eps
-    y = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + e)
-    if w is not None:
-        y = y * w.double()
-    return y.to(x.dtype)
 
 
 def run_poisoned(op, x, w):
@@ -53,7 +43,7 @@ def test_kernels_match_float64_reference(dtype, rows, n, with_weight):
     w = torch.randn(n, device=DEV, dtype=dtype) if with_weight else None
     op = RMSNormFwdOp((n,))
     y = run_poisoned(op, x, w)
-    torch.testing.assert_close(y, reference(x, n, w), **TOL[dtype])
+    torch.testing.assert_close(y, reference(x, (n,), w), **TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
@@ -64,7 +54,7 @@ def test_each_kernel_type_is_selected_for_its_row_lengths(dtype, n, kernel):
     op = RMSNormFwdOp((n,))
     x = torch.randn(3, n, device=DEV, dtype=dtype)
     y = run_poisoned(op, x, None)
-    torch.testing.assert_close(y, reference(x, n, None), **TOL[dtype])
+    torch.testing.assert_close(y, reference(x, (n,), None), **TOL[dtype])
     assert _variant_of(op) == kernel
 
 
@@ -77,7 +67,7 @@ def test_misaligned_views_take_the_scalar_path_and_are_correct(dtype):
     w = torch.randn(n + 1, device=DEV, dtype=dtype)[1:]
     op = RMSNormFwdOp((n,))
     y = run_poisoned(op, x, w)
-    torch.testing.assert_close(y, reference(x, n, w), **TOL[dtype])
+    torch.testing.assert_close(y, reference(x, (n,), w), **TOL[dtype])
     assert any(k[6] == 1 for k in op._kernels), "expected the unvectorised build"
 
 
@@ -102,7 +92,7 @@ def test_runs_on_torchs_current_stream():
         x2 = x * 3          # queued on s
         y = op(x2)          # must be ordered after it on s
     s.synchronize()
-    torch.testing.assert_close(y, reference(x * 3, 4096, None), **TOL[torch.float16])
+    torch.testing.assert_close(y, reference(x * 3, (4096,), None), **TOL[torch.float16])
 
 
 def test_cuda_graph_capture_after_warm_up_and_replay_with_new_data():
@@ -121,7 +111,7 @@ def test_cuda_graph_capture_after_warm_up_and_replay_with_new_data():
         x.copy_(torch.randn_like(x))
         g.replay()
         torch.cuda.synchronize()
-        torch.testing.assert_close(y, reference(x, 4096, w), **TOL[torch.float16])
+        torch.testing.assert_close(y, reference(x, (4096,), w), **TOL[torch.float16])
 
 
 def test_capture_without_warm_up_raises_the_clear_error_and_capture_ends_cleanly():
@@ -135,7 +125,7 @@ def test_capture_without_warm_up_raises_the_clear_error_and_capture_ends_cleanly
     assert "RMSNormFwdOp" in msg and "2061" in msg and "call the op once at this shape before capture" in msg
     torch.cuda.synchronize()
     y = op(x)              # after capture: builds and runs
-    torch.testing.assert_close(y, reference(x, 2061, None), **TOL[torch.bfloat16])
+    torch.testing.assert_close(y, reference(x, (2061,), None), **TOL[torch.bfloat16])
     assert op.target is not None
 
 
@@ -150,7 +140,7 @@ def test_reduce_overhead_mode_runs_without_skipping_cudagraphs():
     for _ in range(4):
         y = f(x, w)
     torch.cuda.synchronize()
-    torch.testing.assert_close(y, reference(x, 4096, w) * 2, atol=4e-3, rtol=4e-3)
+    torch.testing.assert_close(y, reference(x, (4096,), w) * 2, atol=4e-3, rtol=4e-3)
     assert counters["inductor"]["cudagraph_skips"] == 0, dict(counters["inductor"])
 
 
@@ -169,16 +159,11 @@ def test_steady_calls_never_synchronize():
 
 def test_compiled_fullgraph_on_gpu_has_one_node_and_matches():
     torch._dynamo.reset()
-    graphs = []
-
-    def backend(gm, ex):
-        graphs.append(gm)
-        from torch._inductor.compile_fx import compile_fx
-        return compile_fx(gm, ex)
     op = RMSNormFwdOp((4096,))
     x = torch.randn(2048, 4096, device=DEV, dtype=torch.float16)
     w = torch.randn(4096, device=DEV, dtype=torch.float16)
-    y = torch.compile(op, fullgraph=True, backend=backend)(x, w)
+    f, graphs = compile_keeping_graphs(op)
+    y = f(x, w)
     torch.testing.assert_close(y, op(x, w))
     calls = [n for g in graphs for n in g.graph.nodes if n.op == "call_function"]
     assert [str(n.target) for n in calls] == ["tileops.norm_rms_norm_fwd.default"]
@@ -246,7 +231,7 @@ def test_second_card_while_current_device_is_zero():
     y = op(x, w)
     assert y.device == torch.device("cuda:1")
     torch.cuda.synchronize(1)
-    torch.testing.assert_close(y, reference(x, 4096, w), **TOL[torch.float16])
+    torch.testing.assert_close(y, reference(x, (4096,), w), **TOL[torch.float16])
     x0 = x.to("cuda:0")
     y0 = op(x0, w.to("cuda:0"))       # the same instance on card 0: its own module
     torch.testing.assert_close(y0.to("cuda:1"), y, **TOL[torch.float16])
@@ -266,12 +251,11 @@ def _direct_build(kernel, n, dtype, threads, rt=None, **defines):
     """Builds one norm.cu kernel with explicit defines (as benchmarks/sweep_norm.py does)."""
     from tileops import runtime
     from tileops._dtypes import CODE
-    from tileops.kernels.norm.rms_norm import CUDA_ARG_FORMAT, CUDA_KERNEL_CODE
-    opts = [f"-DTILEOPS_KERNEL={CUDA_KERNEL_CODE[kernel]}", f"-DTILEOPS_DTYPE={CODE[dtype]}",
-            f"-DTILEOPS_N={n}", "-DTILEOPS_HAS_WEIGHT=1", f"-DTILEOPS_VEC={16 // dtype.itemsize}",
-            f"-DTILEOPS_THREADS={threads}"] + ([f"-DTILEOPS_ROW_THREADS={rt}"] if rt else [])
+    from tileops.kernels.norm.rms_norm import CUDA_ARG_FORMAT, CUDA_SOURCE, cuda_options
+    opts = list(cuda_options(kernel, CODE[dtype], n, True, 16 // dtype.itemsize, threads))
+    opts += [f"-DTILEOPS_ROW_THREADS={rt}"] if rt else []
     opts += [f"-D{k}={v}" for k, v in defines.items()]
-    return runtime.build(0, "norm.cu", kernel, opts, CUDA_ARG_FORMAT)
+    return runtime.build(0, CUDA_SOURCE, kernel, opts, CUDA_ARG_FORMAT)
 
 
 def _direct_run(handle, x, w, threads, grid, shared=0):
@@ -299,7 +283,7 @@ def test_tuning_defines_keep_the_result_bit_for_bit(defines, grid):
     x = torch.randn(37, n, device=DEV, dtype=dtype)
     w = torch.randn(n, device=DEV, dtype=dtype)
     base = _direct_run(_direct_build("tileops_rms_norm", n, dtype, 128, 128), x, w, 128, 37)
-    torch.testing.assert_close(base, reference(x, n, w), **TOL[dtype])
+    torch.testing.assert_close(base, reference(x, (n,), w), **TOL[dtype])
     y = _direct_run(_direct_build("tileops_rms_norm", n, dtype, 128, 128, **defines), x, w, 128, grid)
     assert torch.equal(y, base)
 
@@ -318,7 +302,7 @@ def test_rows_spanning_a_non_power_of_two_number_of_warps(kernel, threads, rt):
     shared = groups * 16 if kernel == "tileops_rms_norm_on_chip" else 0
     rpb = threads // rt if rt else 1
     y = _direct_run(_direct_build(kernel, n, dtype, threads, rt), x, w, threads, -(-11 // rpb), shared)
-    torch.testing.assert_close(y, reference(x, n, w), **TOL[dtype])
+    torch.testing.assert_close(y, reference(x, (n,), w), **TOL[dtype])
 
 
 @pytest.mark.parametrize("ns,shape", [((64,), (3, 64)), ((2, 32), (2, 32)), ((2, 32), (5, 2, 32)), ((64,), (0, 64))])
@@ -330,4 +314,4 @@ def test_output_is_a_new_contiguous_tensor_of_xs_shape_on_gpu(ns, shape):
     n = 1
     for d in ns:
         n *= d
-    torch.testing.assert_close(y, reference(x.reshape(-1, n), n, w.reshape(n)).reshape(shape), **TOL[torch.float16])
+    torch.testing.assert_close(y, reference(x.reshape(-1, n), (n,), w.reshape(n)).reshape(shape), **TOL[torch.float16])

@@ -7,25 +7,8 @@ from tileops import _C
 from tileops._dtypes import CODE
 from tileops.kernels.norm.rms_norm import (RMSNormKernel, RMSNormOnChipKernel,
                                            RMSNormStreamingKernel)
+from rms_norm_reference import DTYPES, TOL, reference
 from tileops.norm import RMSNormFwdOp
-
-DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-TOL = {torch.float32: dict(atol=1e-5, rtol=1e-5), torch.float16: dict(atol=2e-3, rtol=2e-3),
-       torch.bfloat16: dict(atol=1.6e-2, rtol=1.6e-2)}
-
-
-def reference(x, ns, w, eps):
-    xd = x.double()
-    dims = tuple(range(-len(ns), 0))
-    e = torch.finfo(x.dtype).eps if eps is None else eps
-    y = xd * torch.rsqrt(xd.pow(2).mean(dim=dims, keepdim=True) + e)
-    if w is not None:
-        y = y * w.double()
-    return y.to(x.dtype)
-
-
-def poisoned_like(y):
-    return torch.full_like(y, float("nan"))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -33,6 +33,10 @@ class KernelCall:
     inputs: dict            # input name -> TensorSpec or None
     params: dict            # constructor params by name
 
+    def shapes(self) -> dict:
+        """Each input's shape (None where absent), for messages."""
+        return {n: (s.shape if s else None) for n, s in self.inputs.items()}
+
 
 class KernelInterface:
     """The call an implementation serves.
@@ -91,7 +95,7 @@ def select(op, name: str, call: KernelCall):
     chosen = spec or general
     if len(chosen) == 1:
         return chosen[0]
-    shapes = {n: (s.shape if s else None) for n, s in call.inputs.items()}
+    shapes = call.shapes()
     if not chosen:
         detail = "; ".join(f"{k.__name__}: {why}" for k, why in refusals)
         raise KernelSelectionError(f"{type(op).__name__}: no implementation of '{name}' serves {shapes}: {detail}")

@@ -17,10 +17,14 @@ module writes Python source and exec's it once:
 Nothing here is evaluated per call except the generated functions themselves."""
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
 import itertools
+import operator
 import re
+import sys
+import types
 
 import torch
 
@@ -106,7 +110,6 @@ def _as_scalar(value, kind, opname, arg):
     """A call-time scalar that is not already of its type, as the Python type the schema
     takes: for int and float, ints and numpy scalars convert; a tensor, string, None or
     bool is an InputTypeError; a bool must be a bool. Symbolic values pass through."""
-    import operator
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return value
     if kind is bool:  # a call-time flag that is not a branch selector: a real bool only
@@ -120,9 +123,14 @@ def _as_scalar(value, kind, opname, arg):
 
 
 def _rule_names(expr: str, names) -> list[str]:
-    import ast
     return sorted({n.id for n in ast.walk(ast.parse(expr, mode="eval"))
                    if isinstance(n, ast.Name) and n.id in names})
+
+
+def _names_in(rules, names) -> list[str]:
+    """Those of `names` that some rule reads, in the order of `names`."""
+    read = {n for r in rules for n in _rule_names(r, names)}
+    return [n for n in names if n in read]
 
 
 def _dtype_expr(rule, ns, key) -> str:
@@ -143,6 +151,8 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     out_param = next((c for c in entry.call_params if c.fills), None)
     param_names = [p.name for p in entry.params]
     rule_names = set(input_names) | set(param_names) | {c.name for c in entry.call_params}
+    # the rules _check evaluates: the shape rules, and `out`'s shape
+    checked_rules = list(entry.shape_rules) + ([entry.output(out_param.fills).shape] if out_param else [])
 
     ns = {"torch": torch, "Tensor": torch.Tensor, "Parameter": torch.nn.Parameter,
           "InputTypeError": InputTypeError, "InputValueError": InputValueError,
@@ -162,12 +172,8 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     # ---- _check ---------------------------------------------------------------
     check_args = input_names + scalar_args + (["out"] if out_param else [])
     w(f"def _check(self, {', '.join(check_args)}):")
-    used = set()
-    for r in list(entry.shape_rules) + ([entry.output(out_param.fills).shape] if out_param else []):
-        used.update(_rule_names(r, set(param_names)))
-    for p in param_names:
-        if p in used:
-            w(f"    {p} = self.{p}")
+    for p in _names_in(checked_rules, param_names):
+        w(f"    {p} = self.{p}")
     first = entry.inputs[0].name
     for i in entry.inputs:
         w(f"    if {i.name} is not None:" if i.optional else f"    if True:")
@@ -217,9 +223,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     # instance has not passed yet (Op._note_checked; assigning a param forgets them all).
     # Every tensor reaching the body is a Tensor, or None where optional: the dispatcher
     # holds the operator path to its schema, and the fast path takes only plain tensors.
-    rule_scalars = set()
-    for r in list(entry.shape_rules) + ([entry.output(out_param.fills).shape] if out_param else []):
-        rule_scalars.update(_rule_names(r, set(scalar_args)))
+    rule_scalars = _names_in(checked_rules, scalar_args)
     sig_parts = []
     for i in entry.inputs:
         v = i.name
@@ -227,10 +231,12 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
             sig_parts.append(f"None if {v} is None else ({v}.shape, {v}.dtype, {v}.device)")
         else:
             sig_parts += [f"{v}.shape", f"{v}.dtype", f"{v}.device"]
-    sig_parts += [c for c in scalar_args if c in rule_scalars]
+    sig_parts += rule_scalars
+    # each branch's arguments: the operator's, less the trailing key
+    branch_args = [input_names + scalar_args + (["out"] if b.uses_out else []) for b in branches]
     for bi, b in enumerate(branches):
-        op_args = input_names + scalar_args + (["out"] if b.uses_out else []) + ["key"]
-        sig = ", ".join(op_args)
+        args = ", ".join(branch_args[bi])
+        sig = args + ", key"
         chk = ", ".join(input_names + scalar_args + (["out" if b.uses_out else "None"] if out_param else []))
         call_sig = sig_parts + (["(out.shape, out.dtype, out.device)" if b.uses_out else "None"] if out_param else [])
         body = []
@@ -287,8 +293,9 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         w(f"        raise TileOpsError(f\"{opname}: no live instance with key {{key!r}}; construct the op once and keep it alive while it is called\")")
         lines.extend("    " + ln for ln in body)
         w("")
-        # The same body, for the eager fast path, which has the instance in hand.
-        w(f"def _body_{bi}(self, {sig}):")
+        # The same body, for the eager fast path, which has the instance in hand (and
+        # needs no key).
+        w(f"def _body_{bi}(self, {args}):")
         lines.extend("    " + ln for ln in body)
         w("")
         # fake
@@ -297,7 +304,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         w(f"    if self is None:")
         w(f"        raise TileOpsError(f\"{opname}: no live instance with key {{key!r}}\")")
         w(f"    _check(self, {chk})")
-        for p in param_names:
+        for p in _names_in([entry.output(n).shape for n in b.allocated], param_names):
             w(f"    {p} = self.{p}")
         fakes = []
         for n in b.allocated:
@@ -310,7 +317,6 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
 
     # ---- _call_boundary ------------------------------------------------------------
     w(f"def _call_boundary{_signature_text(forward_sig)}:")
-    w(f"    key = self._key")
     tensor_vars = input_names + (["out"] if out_param else [])
     # Call-time scalars are checked and normalised here, so that both paths see the same
     # Python float/int (the dispatcher would convert some types and reject others).
@@ -345,7 +351,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         if out_param:
             conds.append("out is not None" if b.uses_out else "out is None")
         w(f"    if {' and '.join(conds) if conds else 'True'}:")
-        op_args = input_names + scalar_args + (["out"] if b.uses_out else []) + ["key"]
+        args = ", ".join(branch_args[bi])
         w(f"        if _fast:")
         writes = list(b.written) + (["out"] if b.uses_out else [])
         if writes:
@@ -353,13 +359,13 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
             # (the operator runs its kernel below ADInplaceOrView); the op's own write bumps
             # each written tensor once.
             w(f"            with _below_inplace_view():")
-            w(f"                _a = _body_{bi}(self, {', '.join(op_args)})")
+            w(f"                _a = _body_{bi}(self, {args})")
         else:
-            w(f"            _a = _body_{bi}(self, {', '.join(op_args)})")
+            w(f"            _a = _body_{bi}(self, {args})")
         for v in writes:
             w(f"            _bump({v})")
         w(f"        else:")
-        w(f"            _a = _op_{bi}({', '.join(op_args)})")
+        w(f"            _a = _op_{bi}({args}, self._key)")
         present = []
         alloc_i = 0
         n_alloc = len(b.allocated)
@@ -441,8 +447,6 @@ def _register(name: str, schema: str, impl, fake, mutates: tuple):
 
 
 def _generated_module(cls):
-    import sys
-    import types
     pkg_name = "tileops._generated"
     if pkg_name not in sys.modules:
         pkg = types.ModuleType(pkg_name, "Boundaries generated from the manifest, one module per op class.")

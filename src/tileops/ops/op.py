@@ -58,6 +58,11 @@ class Op:
         if target is not None:
             targets.get(target)  # an unknown name fails here, listing the known ones
         self._target_request = target
+        self._start_runtime_state()
+
+    def _start_runtime_state(self):
+        """Unresolved, nothing built, selected or checked yet, and a key of its own: a new
+        instance, or a copy."""
         self._target = None
         self._kernels: dict = {}    # build identity -> launchable
         self._memo: dict = {}       # call signature -> launchable (skips selection)
@@ -95,11 +100,7 @@ class Op:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._target = None
-        self._kernels = {}
-        self._memo = {}
-        self._checked = set()
-        self._key = registry.new_key(self)
+        self._start_runtime_state()
 
     # ---- targets (called from inside the node) ----------------------------------
     @property

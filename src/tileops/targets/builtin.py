@@ -26,9 +26,8 @@ class BuiltinTarget(Target):
             try:
                 fn = kernel.build(identity)
             except NotReadyDuringCaptureError as e:
-                shapes = {n: (s.shape if s else None) for n, s in call.inputs.items()}
                 raise NotReadyDuringCaptureError(
-                    f"{type(op).__name__}: kernel {kernel.__name__} is not built for {shapes} "
+                    f"{type(op).__name__}: kernel {kernel.__name__} is not built for {call.shapes()} "
                     f"(dtype {next(s.dtype for s in call.inputs.values() if s)}, {call.device}) and the stream is "
                     f"being captured into a CUDA graph. Building (compile, load) is not allowed during capture: "
                     f"call the op once at this shape before capture (warm-up). [{e}]") from None

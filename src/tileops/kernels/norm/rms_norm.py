@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from ... import _C, runtime
-from ..._dtypes import CODE
+from ..._dtypes import CODE, DTYPE
 from ..base import Kernel, KernelCall, KernelInterface
 
 # CPU: rows whose bytes fit comfortably in L2 take the two-pass ROW kernel; longer rows
@@ -35,8 +35,9 @@ GRID_MAX = 2**31 - 1
 _CONTIGUOUS = torch.contiguous_format
 # The allocators inductor's generated wrappers call (plain-tuple size and stride, dtype;
 # CUDA: on the current device): no dispatcher round trip, ~0.4 us less per call than
-# empty_like on this CPU machine. Used for x of shape (rows, n) (strides (n, 1)); other
-# shapes, other current devices and torch builds without them take empty_like.
+# empty_like on this CPU machine. Used for x of shape (rows, n) (strides (n, 1), the
+# build's dtype); other shapes, other current devices and torch builds without them take
+# empty_like.
 _guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
 _EMPTY_CPU = getattr(_guards, "_empty_strided_cpu", None)
 _EMPTY_CUDA = getattr(_guards, "_empty_strided_cuda", None)
@@ -59,9 +60,9 @@ def _row_bytes(call: KernelCall) -> int:
     return _row_length(call) * call.inputs["x"].dtype.itemsize
 
 
-def _groups(call: KernelCall) -> int:
-    """16-byte groups per row (the last may be partial)."""
-    return -(-_row_length(call) // (16 // call.inputs["x"].dtype.itemsize))
+def _groups(n: int, elem: int) -> int:
+    """16-byte groups in a row of n elements of elem bytes (the last may be partial)."""
+    return -(-n // (16 // elem))
 
 
 def _on_chip_threads(groups: int) -> int:
@@ -69,7 +70,7 @@ def _on_chip_threads(groups: int) -> int:
 
 
 def _on_chip_fits(call: KernelCall) -> bool:
-    g = _groups(call)
+    g = _groups(_row_length(call), call.inputs["x"].dtype.itemsize)
     limit = runtime.device_attributes(call.device.index or 0)["max_shared_per_block"]
     return g * 16 + _on_chip_threads(g) // 4 <= limit
 
@@ -82,14 +83,16 @@ def _cpu_identity(kind: int, call: KernelCall):
 def _build_cpu(identity):
     _, variant, dtype, n, _has_weight, eps = identity
     run = _C.cpu_rms_norm
-
+    y_dtype = DTYPE[dtype]   # x's: the dtype is part of the identity
     stride2 = (n, 1)
 
     def launch(x, weight=None):
-        rows = x.numel() // n
-        if _EMPTY_CPU is not None and x.dim() == 2 and x.size(1) == n:
-            y = _EMPTY_CPU((rows, n), stride2, x.dtype)
+        shape = x.shape
+        if _EMPTY_CPU is not None and len(shape) == 2 and shape[1] == n:
+            rows = shape[0]
+            y = _EMPTY_CPU((rows, n), stride2, y_dtype)
         else:
+            rows = x.numel() // n
             y = torch.empty_like(x, memory_format=_CONTIGUOUS)
         run(x.data_ptr(), 0 if weight is None else weight.data_ptr(), y.data_ptr(),
             rows, n, n, n, eps, dtype, variant)
@@ -112,7 +115,7 @@ def _pow2ceil(v: int) -> int:
 
 def _cuda_launch_shape(kernel_name: str, n: int, elem: int, sm_count: int):
     """(defines, threads, rows per block or None for a capped grid, dynamic shared bytes)."""
-    groups = -(-n // (16 // elem))
+    groups = _groups(n, elem)
     if kernel_name == "tileops_rms_norm":
         rt = min(1024, _pow2ceil(-(-groups // 4)))
         threads = max(rt, 128)
@@ -125,15 +128,21 @@ def _cuda_launch_shape(kernel_name: str, n: int, elem: int, sm_count: int):
     return (), 1024, 1, 0, sm_count
 
 
+def cuda_options(kernel_name: str, dtype: int, n: int, has_weight: bool, vec: int, threads: int) -> tuple:
+    """The defines every norm.cu build takes (the register kernel adds its row threads and
+    register cap; benchmarks/sweep_norm.py and the GPU tests add tuning defines)."""
+    return (f"-DTILEOPS_KERNEL={CUDA_KERNEL_CODE[kernel_name]}", f"-DTILEOPS_DTYPE={dtype}",
+            f"-DTILEOPS_N={n}", f"-DTILEOPS_HAS_WEIGHT={int(has_weight)}", f"-DTILEOPS_VEC={vec}",
+            f"-DTILEOPS_THREADS={threads}")
+
+
 def cuda_specialisation(kernel_name: str, dtype: int, n: int, has_weight: bool, vec: int, sm_count: int):
     """The NVRTC defines and launch shape of one build: (options, threads, rows per block,
     dynamic shared bytes, grid cap or None). Pure, so tests can compile every
     specialisation the selection rules can produce with nvcc, without a GPU."""
-    elem = 4 if dtype == 0 else 2
+    elem = DTYPE[dtype].itemsize
     extra, threads, rows_per_block, shared, grid_cap = _cuda_launch_shape(kernel_name, n, elem, sm_count)
-    options = (f"-DTILEOPS_KERNEL={CUDA_KERNEL_CODE[kernel_name]}", f"-DTILEOPS_DTYPE={dtype}",
-               f"-DTILEOPS_N={n}", f"-DTILEOPS_HAS_WEIGHT={int(has_weight)}", f"-DTILEOPS_VEC={vec}",
-               f"-DTILEOPS_THREADS={threads}") + extra
+    options = cuda_options(kernel_name, dtype, n, has_weight, vec, threads) + extra
     return options, threads, rows_per_block, shared, grid_cap
 
 
@@ -146,15 +155,17 @@ def _build_cuda(identity):
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
     cap = min(grid_cap or GRID_MAX, GRID_MAX)
-
+    y_dtype = DTYPE[dtype]   # x's: the dtype is part of the identity
     stride2 = (n, 1)
     current_device = _CURRENT_CUDA_DEVICE if _EMPTY_CUDA is not None else None
 
     def launch(x, weight=None):
-        rows = x.numel() // n
-        if current_device is not None and x.dim() == 2 and x.size(1) == n and current_device() == dev:
-            y = _EMPTY_CUDA((rows, n), stride2, x.dtype)
+        shape = x.shape
+        if current_device is not None and len(shape) == 2 and shape[1] == n and current_device() == dev:
+            rows = shape[0]
+            y = _EMPTY_CUDA((rows, n), stride2, y_dtype)
         else:
+            rows = x.numel() // n
             y = torch.empty_like(x, memory_format=_CONTIGUOUS)
         if rows:
             grid = min(-(-rows // rows_per_block), cap)
