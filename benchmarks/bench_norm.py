@@ -14,7 +14,9 @@ Impls, per workload (x shape; normalised over the last dimension) and dtype:
 
 CUDA: workloads and dtypes from the manifest (``tileops.manifest.package_entries()``).
 Each impl gets ``cold_us`` (triton do_bench median, L2 flushed between calls), ``hot_us``
-(per call in a 50-call CUDA graph, L2-hot, no launch overhead) and ``tbps`` (bytes moved /
+(per call in a 50-call CUDA graph, L2-hot, no launch overhead), each the median of 3
+rounds in which every impl of the case is timed in turn (order rotated each round; the
+rounds are in ``cold_us_rounds`` / ``hot_us_rounds``), and ``tbps`` (bytes moved /
 cold_us; read x + write y + read w for the norms, read x + write y for copy). The 1 GiB
 device copy bandwidth goes into the metadata as ``copy_tbps``.
 
@@ -32,6 +34,7 @@ Default output: benchmarks/results/<h200|cpu|device name>/norm.json, and a PNG b
 """
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 import traceback
@@ -140,6 +143,53 @@ def check_case(case, dtype_name):
         return None, None, False, f"raised {type(e).__name__}: {e}"
 
 
+CUDA_ROUNDS = 3
+
+
+def time_cuda_rounds(ready, case_rows, nbytes, wl, dt, failures):
+    """Cold and hot times of every impl of one case, in CUDA_ROUNDS interleaved rounds
+    (the order rotated each round), each number the median over the rounds: a drift of
+    the card's state during the case (clocks, the memory system) then hits every impl
+    alike, and tileops/copy compares like with like. The rounds go into the rows."""
+    import torch
+    cold = {impl: [] for impl in ready}
+    hot = {impl: [] for impl in ready}
+    order = list(ready)
+    for r in range(CUDA_ROUNDS):
+        k = r % len(order)
+        for impl in order[k:] + order[:k]:
+            row = next(x for x in case_rows if x["impl"] == impl)
+            if "error" in row:
+                continue
+            fn = ready[impl]
+            try:
+                torch.cuda.synchronize()
+                cold[impl].append(common.cuda_cold_us(fn))
+            except Exception as e:
+                traceback.print_exc()
+                row["error"] = f"{type(e).__name__}: {e}"
+                if impl == "tileops":
+                    failures.append(f"{wl} {dt}: tileops raised {row['error']}")
+                continue
+            if "hot_error" in row:
+                continue
+            try:
+                hot[impl].append(common.cuda_hot_us(fn))
+            except Exception as e:  # not capturable: keep the cold numbers
+                row["hot_error"] = f"{type(e).__name__}: {e}"
+                print(f"[bench_norm] {wl} {dt} {impl}: CUDA-graph capture failed: "
+                      f"{row['hot_error']}", file=sys.stderr)
+    for row in case_rows:
+        impl = row["impl"]
+        if impl not in ready or "error" in row:
+            continue
+        row["cold_us"] = statistics.median(cold[impl])
+        row["cold_us_rounds"] = cold[impl]
+        row["hot_us"] = statistics.median(hot[impl]) if hot[impl] and "hot_error" not in row else None
+        row["hot_us_rounds"] = hot[impl]
+        row["tbps"] = nbytes[impl] / row["cold_us"] / 1e6
+
+
 def run(device, only=None, dtypes=None):
     """Time every impl on every workload/dtype.
 
@@ -174,23 +224,15 @@ def run(device, only=None, dtypes=None):
                     fn()  # first call: compiles (NVRTC, inductor) outside the timers
                     if cuda:
                         torch.cuda.synchronize()
-                        row["cold_us"] = common.cuda_cold_us(fn)
-                        try:
-                            row["hot_us"] = common.cuda_hot_us(fn)
-                        except Exception as e:  # not capturable: keep the cold number
-                            row["hot_us"] = None
-                            row["hot_error"] = f"{type(e).__name__}: {e}"
-                            print(f"[bench_norm] {wl} {dt} {impl}: CUDA-graph "
-                                  f"capture failed: {row['hot_error']}", file=sys.stderr)
-                        row["tbps"] = case["bytes"][impl] / row["cold_us"] / 1e6
-                    else:
-                        ready[impl] = fn
+                    ready[impl] = fn
                 except Exception as e:
                     traceback.print_exc()
                     row["error"] = f"{type(e).__name__}: {e}"
                     if impl == "tileops":
                         failures.append(f"{wl} {dt}: tileops raised {row['error']}")
-            if ready:  # CPU: all impls of the case in interleaved rounds
+            if ready and cuda:
+                time_cuda_rounds(ready, case_rows, case["bytes"], wl, dt, failures)
+            elif ready:  # CPU: all impls of the case in interleaved rounds
                 times = common.loop_times_us(ready)
                 for row in case_rows:
                     if row["impl"] in times:

@@ -7,7 +7,7 @@
  * tileops/cpu.h. Accumulation in fp32; one conversion of the result to the dtype, round
  * to nearest even.
  *
- * ==== Parameters (identical for the three kernels; arg_format "pppqqqf") ==============
+ * ==== Parameters (identical for the four kernels; arg_format "pppqqqf") ===============
  *   (const void *x, const void *w /+ 0 when TILEOPS_HAS_WEIGHT=0 +/, void *y,
  *    long long rows, long long x_row_stride, long long y_row_stride, float eps)
  *   strides in elements; unit stride inside a row; w is (N,) contiguous.
@@ -41,15 +41,23 @@
  *                        rows before it reduces and stores the current ones (twice the
  *                        registers for the row; pays only when grid.x < ceil(rows / RPB)).
  *   TILEOPS_KERNEL       which kernel to compile: 0 tileops_rms_norm, 1 ..._on_chip,
- *                        2 ..._streaming; -1 or undefined: all that fit the defines
+ *                        2 ..._streaming, 3 ..._bulk; -1 or undefined: all of 0, 1, 2
+ *                        that fit the defines, never 3 (which is built only when named)
  *                        (recommended: name the one you launch; NVRTC is then faster and
  *                        a too-long N for the register kernel is a compile error).
+ *   TILEOPS_STAGES       tileops_rms_norm_bulk only: row buffers in the ring, 2..4
+ *                        (default 2). See "tileops_rms_norm_bulk" below.
+ *   TILEOPS_CLUSTER      tileops_rms_norm only: 1 (default) the row in one block, or 2:
+ *                        each row in a cluster of 2 blocks (sm_90+; needs TILEOPS_KERNEL
+ *                        0 and TILEOPS_ROW_THREADS == TILEOPS_THREADS <= 512). See
+ *                        "tileops_rms_norm as a 2-block cluster" below.
  *
  * ==== Derived quantities (what launches are computed from) =============================
  *   E  = element size: 4 (float32) or 2 (float16, bfloat16)
  *   G  = 16 / E                  elements per 16-byte group (4 or 8)
  *   NG = ceil(N / G)             groups per row (the last one may be partial: a tail)
- *   RT = threads per row         (TILEOPS_ROW_THREADS for tileops_rms_norm, else THREADS)
+ *   RT = threads per row         (TILEOPS_ROW_THREADS for tileops_rms_norm, else THREADS;
+ *                                2 * THREADS over a cluster with TILEOPS_CLUSTER=2)
  *   Thread t of a row owns groups g = j * RT + t, j = 0, 1, ...; it sums the squares of
  *   each group by a fixed pairwise tree (tileops_sumsq) and adds the group sums in
  *   increasing j into one fp32 accumulator;
@@ -57,12 +65,13 @@
  *   RT > 32, by a second fixed butterfly over the per-warp sums (through shared memory).
  *   The order depends only on (N, dtype, RT): never on rows, the grid, the row's position
  *   or TILEOPS_VEC (the scalar path loads the same groups element by element), so a
- *   row's result is batch-invariant, and the three kernels give bitwise identical
+ *   row's result is batch-invariant, and the kernels give bitwise identical
  *   results for the same RT.
  *
  * ==== Kernels and launch shapes ==========================================================
- * Every kernel loops over rows with a grid stride, so any grid.x >= 1 is correct and the
- * result never depends on it; grid.y = grid.z = 1; block = (TILEOPS_THREADS, 1, 1).
+ * Every kernel loops over rows with a grid stride, so any grid.x >= 1 (TILEOPS_CLUSTER=2:
+ * any even grid.x >= 2) is correct and the result never depends on it;
+ * grid.y = grid.z = 1; block = (TILEOPS_THREADS, 1, 1).
  * Static shared memory: 8 * TILEOPS_THREADS / 32 bytes (<= 256) where a barrier is used.
  * Which kernel for which N (measured on an H200, see the recommended shapes below):
  *   N <= 32768 (any dtype)                    tileops_rms_norm
@@ -86,6 +95,23 @@
  *   grid.x = rows, MIN_BLOCKS 8. The weight stays in registers across the rows of a
  *   block when VPT <= 4 and THREADS <= 256 (vector path).
  *
+ * tileops_rms_norm as a 2-block cluster (TILEOPS_CLUSTER=2; measured by
+ *   benchmarks/sweep_norm.py --mode cluster, not chosen by the rule above): one row per
+ *   cluster at a time, half of it in the registers of each block. Thread tid of the
+ *   block of rank c (%cluster_ctarank) is the row's thread t = c * THREADS + tid of
+ *   RT = 2 * THREADS: it owns the groups g = j * RT + t, and the row sums to the same
+ *   bits as a one-block build with TILEOPS_ROW_THREADS = TILEOPS_THREADS = 2 * THREADS
+ *   (the same per-warp butterflies, then the same butterfly over the RT / 32 per-warp
+ *   sums, those of the peer block read through distributed shared memory). The cluster
+ *   shape is compiled in (cluster_dims(2, 1, 1)): a plain launch with grid.x even.
+ *     block   = TILEOPS_THREADS (<= 512: at most 32 per-warp sums per row)
+ *     VPT     = ceil(NG / (2 * THREADS)), with the limit of a THREADS block above
+ *     grid.x  = 2 * ceil(rows / 1) = 2 * rows (may be capped at an even number, e.g.
+ *               2^31 - 2: cluster ctaid.x / 2 of nctaid.x / 2 strides over the rows)
+ *     shared  = 0 dynamic (static 8 * THREADS / 32 bytes)
+ *   E.g. float16 N = 8192: NG 1024, THREADS 256 (RT 512, VPT 2), grid.x = 2 * rows,
+ *   TILEOPS_MIN_BLOCKS = max(1, 1024 / THREADS) (or 0).
+ *
  * tileops_rms_norm_on_chip (shared memory): one row per block at a time, staged in dynamic
  *   shared memory in its 16-byte groups (vector path on sm_80+: cp.async, the tail group
  *   zero-filled; otherwise through registers), reduced, then normalised from shared
@@ -106,6 +132,36 @@
  *               sm_count * N * E bytes, stay inside L2 for rows up to ~300 KB)
  *     shared  = 0 dynamic
  *   Recommended THREADS = 1024.
+ *
+ * tileops_rms_norm_bulk (TILEOPS_KERNEL=3, an experiment measured by
+ *   benchmarks/sweep_norm.py --mode bulk, not chosen by the rule above; built only when
+ *   named): a persistent grid whose blocks stage their rows in a ring of TILEOPS_STAGES
+ *   row buffers in dynamic shared memory, filled by TMA bulk copies
+ *   (cp.async.bulk ... mbarrier::complete_tx::bytes, one per row, issued by thread 0), so
+ *   a block has up to STAGES - 1 further rows' loads in flight while it reduces and
+ *   stores one. Block b handles rows b, b + grid.x, ...; row k of the block goes to
+ *   stage k % STAGES, whose mbarrier (static shared memory, one per stage, arrival count
+ *   1) completes a phase when the row's bytes have landed; the phase parity of a stage
+ *   flips each time it is reused. After a row's stores a block barrier (every thread has
+ *   read the stage), then thread 0 orders those generic-proxy reads before the async
+ *   proxy's writes (fence.proxy.async.shared::cta) and issues the copy of the block's
+ *   row k + STAGES into the stage, if it has one: no copy is ever issued for a row the
+ *   block will not consume, so it never exits with one in flight.
+ *   The reduction is the on-chip kernel's (RT = THREADS, groups read from shared memory
+ *   in the register kernel's order): bitwise the same as the register kernel built with
+ *   TILEOPS_ROW_THREADS = TILEOPS_THREADS = THREADS, and as the on-chip kernel.
+ *   Requirements (compile errors otherwise): sm_90+, the vector path (TILEOPS_VEC = G),
+ *   N * E a multiple of 16 (whole groups: no tail), STAGES * N * E + the static shared
+ *   memory <= 232448 bytes (227 KiB, the H100/H200 opt-in per block), N * E < 2^20 (the
+ *   mbarrier's transaction count).
+ *     block   = TILEOPS_THREADS
+ *     grid.x  = min(rows, sm_count * blocks_per_sm), blocks_per_sm = k where k blocks fit
+ *               an SM by shared memory: k * (STAGES * NG * 16 + 1 KiB) <= 228 KiB (any
+ *               grid.x >= 1 is correct)
+ *     shared  = STAGES * NG * 16 bytes dynamic (the runtime raises the function's limit
+ *               > 48 KiB); static: 8 * STAGES (mbarriers) + 8 * THREADS / 32 bytes
+ *   E.g. float16 N = 8192: NG 1024, 16 KiB per stage; STAGES 3, THREADS 512:
+ *   shared 49152, 4 blocks per SM, grid.x = min(rows, 4 * sm_count).
  */
 
 /* ---- no headers: the few CUDA keywords the kernels need, if the compiler lacks them --- */
@@ -123,6 +179,9 @@
 #endif
 #ifndef __forceinline__
 #define __forceinline__ __inline__ __attribute__((always_inline))
+#endif
+#ifndef __cluster_dims__
+#define __cluster_dims__(...) __attribute__((cluster_dims(__VA_ARGS__)))
 #endif
 
 /* ---- defines ------------------------------------------------------------------------- */
@@ -172,6 +231,25 @@
 #ifndef TILEOPS_PREFETCH
 #define TILEOPS_PREFETCH 0
 #endif
+#ifndef TILEOPS_CLUSTER
+#define TILEOPS_CLUSTER 1
+#endif
+#ifndef TILEOPS_STAGES
+#define TILEOPS_STAGES 2
+#endif
+#if TILEOPS_CLUSTER == 2
+#if TILEOPS_KERNEL != 0
+#error "TILEOPS_CLUSTER 2 needs TILEOPS_KERNEL 0 (the register kernel only)"
+#endif
+#if TILEOPS_ROW_THREADS != TILEOPS_THREADS || TILEOPS_THREADS > 512
+#error "TILEOPS_CLUSTER 2 needs TILEOPS_ROW_THREADS == TILEOPS_THREADS <= 512 (one row per block pair, at most 32 warps per row)"
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "TILEOPS_CLUSTER 2 needs sm_90 or later (thread block clusters)"
+#endif
+#elif TILEOPS_CLUSTER != 1
+#error "TILEOPS_CLUSTER must be 1 or 2"
+#endif
 #if TILEOPS_LD_POLICY == 0
 #define TILEOPS_LD_X "ld.global.v4.u32"
 #elif TILEOPS_LD_POLICY == 1
@@ -216,15 +294,29 @@
 #define TILEOPS_WARPS (TILEOPS_THREADS / 32)
 
 /* the register kernel's shape */
+#if TILEOPS_CLUSTER == 2
+#define RK_CLUSTER 1
+#define RK_RT (2 * TILEOPS_THREADS) /* the row's threads: both blocks of the cluster */
+#define RK_RPB 1                    /* rows per cluster */
+/* a block's first row and the row stride: cluster ctaid.x / 2 of nctaid.x / 2 */
+#define RK_FIRST ((long long)(tileops_ctaid() >> 1))
+#define RK_STEP ((long long)(tileops_nctaid() >> 1))
+#define RK_CLUSTER_DIMS __cluster_dims__(2, 1, 1)
+#else
+#define RK_CLUSTER 0
 #define RK_RT TILEOPS_ROW_THREADS
 #define RK_RPB (TILEOPS_THREADS / RK_RT)
+#define RK_FIRST ((long long)tileops_ctaid() * RK_RPB)
+#define RK_STEP ((long long)tileops_nctaid() * RK_RPB)
+#define RK_CLUSTER_DIMS
+#endif
 #define RK_VPT ((TILEOPS_NG + RK_RT - 1) / RK_RT)
 /* at most 32 registers of packed row per thread (float32: 8 groups; the half types get
  * 4, as their unpacked floats take registers too): larger spills at 1024 threads. Blocks
  * of at most 256 threads may hold 16 groups per thread (ptxas, sm_90a: 92-180 registers,
  * no spills), e.g. one warp per 4096-element half row: no block barrier at all. */
 #define RK_MAX_VPT (TILEOPS_THREADS <= 256 ? 16 : (TILEOPS_E == 4 ? 8 : 4))
-#if RK_RT < 1 || TILEOPS_THREADS % RK_RT != 0 || \
+#if RK_RT < 1 || (!RK_CLUSTER && TILEOPS_THREADS % RK_RT != 0) || \
     (RK_RT <= 32 && (RK_RT & (RK_RT - 1)) != 0) || (RK_RT > 32 && RK_RT % 32 != 0)
 #error "TILEOPS_ROW_THREADS must be a power of two <= 32 or a multiple of 32, dividing TILEOPS_THREADS"
 #endif
@@ -683,6 +775,22 @@ TILEOPS_DEV char *tileops_row_out(void *base, long long row, long long stride) {
     return (char *)base + row * stride * TILEOPS_E;
 }
 
+/* The rstd of a row held in shared memory as its NG groups, by a block of THREADS threads
+ * (RT = THREADS: thread tid sums groups j * THREADS + tid, in increasing j): the on-chip
+ * and bulk kernels. */
+#define TILEOPS_SMEM_J ((TILEOPS_NG + TILEOPS_THREADS - 1) / TILEOPS_THREADS) /* groups per thread */
+TILEOPS_DEV float tileops_smem_row_rstd(const struct tileops_v4 *row, float *red, unsigned tid,
+                                        float eps) {
+    float acc = 0.0f;
+#pragma unroll 4
+    for (int j = 0; j < TILEOPS_SMEM_J; j++) {
+        int g = j * TILEOPS_THREADS + (int)tid;
+        if (g < TILEOPS_NG)
+            acc = tileops_sumsq(row[g], acc);
+    }
+    return tileops_rstd(tileops_row_sum(acc, red, tid, TILEOPS_THREADS), eps);
+}
+
 /* ==== tileops_rms_norm: the row in registers ============================================ */
 #if RK_ENABLED
 /* Loads this thread's groups of `row` into xr (zeros past the row or when row >= rows). */
@@ -697,7 +805,67 @@ TILEOPS_DEV void tileops_rk_load(struct tileops_v4 *xr, const void *x, long long
     }
 }
 
-extern "C" __global__ void TILEOPS_BOUNDS
+#if RK_CLUSTER
+/* ---- a row over the 2 blocks of a cluster (sm_90+) ---------------------------------- */
+TILEOPS_DEV unsigned tileops_cluster_ctarank(void) {
+    unsigned r;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+/* the two halves of a cluster-wide barrier of every thread of both blocks: what a
+ * thread wrote to shared memory before its arrive is visible to the peer block after
+ * its wait */
+TILEOPS_DEV void tileops_cluster_arrive(void) {
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+}
+TILEOPS_DEV void tileops_cluster_wait(void) {
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+}
+/* the float at the same shared address as p in the block of rank `rank` (DSMEM) */
+TILEOPS_DEV float tileops_ld_cluster(const float *p, unsigned rank) {
+    float r;
+    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %1, %2; ld.shared::cluster.f32 %0, [a]; }"
+                 : "=f"(r)
+                 : "r"(tileops_smem_addr(p)), "r"(rank)
+                 : "memory");
+    return r;
+}
+
+/* tileops_row_sum(v, red, t, RK_RT) of a one-block build, for a row spread over the 2
+ * blocks of a cluster (the block of rank c holds the row's threads c * THREADS ...):
+ * the same butterfly in each warp; the per-warp sums through red[] (each block's own)
+ * and one cluster barrier (every thread of both blocks must call it); then the same
+ * butterfly over the RK_RT / 32 sums, sum l read from block l / TILEOPS_WARPS. The peer
+ * reads this block's red[] after the barrier: red is not rewritten before the next
+ * cluster barrier, and the block must not exit before the peer has passed one more. */
+TILEOPS_DEV float tileops_row_sum_cluster(float v, float *red, unsigned tid) {
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1)
+        v += tileops_shfl_xor(v, off);
+    const unsigned lane = tid & 31u;
+    if (lane == 0)
+        red[tid >> 5] = v;
+    tileops_cluster_arrive();
+    tileops_cluster_wait();
+    const int nw = RK_RT / 32; /* <= 32 */
+    int pw = 1;
+    while (pw < nw) /* constant after inlining */
+        pw <<= 1;
+    const unsigned l = lane & (unsigned)(pw - 1);
+    float p = 0.0f;
+    if (l < (unsigned)nw) {
+        const unsigned rank = l / (unsigned)TILEOPS_WARPS;
+        p = tileops_ld_cluster(&red[l - rank * (unsigned)TILEOPS_WARPS], rank);
+    }
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1)
+        if (off < pw)
+            p += tileops_shfl_xor(p, off);
+    return p;
+}
+#endif /* RK_CLUSTER */
+
+extern "C" __global__ void TILEOPS_BOUNDS RK_CLUSTER_DIMS
 tileops_rms_norm(const void *x, const void *w, void *y, long long rows, long long x_row_stride,
                  long long y_row_stride, float eps) {
 #if RK_RT > 32
@@ -706,8 +874,13 @@ tileops_rms_norm(const void *x, const void *w, void *y, long long rows, long lon
     float *red[2] = {0, 0};
 #endif
     const unsigned tid = tileops_tid();
+#if RK_CLUSTER
+    const unsigned t = tileops_cluster_ctarank() * TILEOPS_THREADS + tid; /* thread within the row */
+    const long long group = 0;
+#else
     const unsigned t = tid % RK_RT; /* thread within the row */
     const long long group = tid / RK_RT;
+#endif
 #if RK_W_IN_REGS
     struct tileops_v4 wr[RK_VPT];
 #pragma unroll
@@ -718,11 +891,10 @@ tileops_rms_norm(const void *x, const void *w, void *y, long long rows, long lon
 #endif
 #if TILEOPS_PREFETCH
     struct tileops_v4 xr[RK_VPT];
-    tileops_rk_load(xr, x, (long long)tileops_ctaid() * RK_RPB + group, rows, x_row_stride, t);
+    tileops_rk_load(xr, x, RK_FIRST + group, rows, x_row_stride, t);
 #endif
     int parity = 0;
-    for (long long base = (long long)tileops_ctaid() * RK_RPB; base < rows;
-         base += (long long)tileops_nctaid() * RK_RPB) {
+    for (long long base = RK_FIRST; base < rows; base += RK_STEP) {
         const long long row = base + group;
 #if !TILEOPS_PREFETCH
         struct tileops_v4 xr[RK_VPT];
@@ -735,9 +907,17 @@ tileops_rms_norm(const void *x, const void *w, void *y, long long rows, long lon
 #if TILEOPS_PREFETCH
         /* the next rows' loads are in flight during this row's reduction and stores */
         struct tileops_v4 xn[RK_VPT];
-        tileops_rk_load(xn, x, row + (long long)tileops_nctaid() * RK_RPB, rows, x_row_stride, t);
+        tileops_rk_load(xn, x, row + RK_STEP, rows, x_row_stride, t);
 #endif
+#if RK_CLUSTER
+        const float rstd = tileops_rstd(tileops_row_sum_cluster(acc, red[parity], tid), eps);
+        /* the block's last row: its reads of the peer's red[] are done, the peer may exit
+         * once both have arrived (the wait is after the loop, behind the stores) */
+        if (base + RK_STEP >= rows)
+            tileops_cluster_arrive();
+#else
         const float rstd = tileops_rstd(tileops_row_sum(acc, red[parity], tid, RK_RT), eps);
+#endif
         parity ^= 1;
         if (row < rows) {
             char *yrow = tileops_row_out(y, row, y_row_stride);
@@ -759,12 +939,17 @@ tileops_rms_norm(const void *x, const void *w, void *y, long long rows, long lon
             xr[j] = xn[j];
 #endif
     }
+#if RK_CLUSTER
+    /* both blocks of a cluster visit the same rows: both arrived iff they had a row */
+    if (RK_FIRST < rows)
+        tileops_cluster_wait();
+#endif
 }
 #endif /* RK_ENABLED */
 
 /* ==== tileops_rms_norm_on_chip: the row staged in shared memory ========================= */
 #if OC_ENABLED
-#define OC_J ((TILEOPS_NG + TILEOPS_THREADS - 1) / TILEOPS_THREADS) /* groups per thread */
+#define OC_J TILEOPS_SMEM_J
 #if TILEOPS_VEC != 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define OC_ASYNC 1 /* cp.async: global -> shared without registers, all in flight at once */
 #else
@@ -818,14 +1003,7 @@ tileops_rms_norm_on_chip(const void *x, const void *w, void *y, long long rows,
 #else
         tileops_stage_row(tileops_row_smem, tileops_row_in(x, row, x_row_stride), tid);
 #endif
-        float acc = 0.0f;
-#pragma unroll 4
-        for (int j = 0; j < OC_J; j++) {
-            int g = j * TILEOPS_THREADS + (int)tid;
-            if (g < TILEOPS_NG)
-                acc = tileops_sumsq(tileops_row_smem[g], acc);
-        }
-        const float rstd = tileops_rstd(tileops_row_sum(acc, red[parity], tid, TILEOPS_THREADS), eps);
+        const float rstd = tileops_smem_row_rstd(tileops_row_smem, red[parity], tid, eps);
         parity ^= 1;
         char *yrow = tileops_row_out(y, row, y_row_stride);
 #if OC_ASYNC
@@ -901,3 +1079,118 @@ tileops_rms_norm_streaming(const void *x, const void *w, void *y, long long rows
     }
 }
 #endif /* ST_ENABLED */
+
+/* ==== tileops_rms_norm_bulk: rows staged by TMA bulk copies in a ring of stages ========= */
+#if TILEOPS_KERNEL == 3
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "tileops_rms_norm_bulk (TILEOPS_KERNEL 3) needs sm_90 or later (cp.async.bulk, mbarrier transaction counts)"
+#endif
+#if TILEOPS_VEC != TILEOPS_G || TILEOPS_TAIL != 0
+#error "tileops_rms_norm_bulk (TILEOPS_KERNEL 3) needs the vector path (TILEOPS_VEC = 16 / element size) and N * element size a multiple of 16"
+#endif
+#if TILEOPS_STAGES < 2 || TILEOPS_STAGES > 4
+#error "TILEOPS_STAGES must be 2, 3 or 4"
+#endif
+#define BK_ROW_BYTES (TILEOPS_NG * 16) /* = N * E: whole groups */
+#define BK_J TILEOPS_SMEM_J
+/* the mbarrier transaction count is below 2^20: one bulk copy of a row always fits it */
+#if BK_ROW_BYTES >= (1 << 20)
+#error "tileops_rms_norm_bulk: a row of N * element size >= 2^20 bytes exceeds the mbarrier transaction count"
+#endif
+#if TILEOPS_STAGES * BK_ROW_BYTES + 8 * TILEOPS_STAGES + 8 * TILEOPS_WARPS > 232448
+#error "tileops_rms_norm_bulk: TILEOPS_STAGES row buffers exceed 227 KiB of shared memory per block: fewer stages"
+#endif
+
+/* ---- mbarriers and bulk copies (sm_90+) ---------------------------------------------- */
+TILEOPS_DEV void tileops_mbar_init(unsigned long long *bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(tileops_smem_addr(bar)), "r"(count)
+                 : "memory");
+}
+/* makes the initialised mbarriers visible to the async proxy (the bulk copies) */
+TILEOPS_DEV void tileops_fence_mbar_init(void) {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+/* orders this thread's (and, after a barrier, the block's) generic-proxy accesses to
+ * shared memory before later async-proxy ones (a bulk copy rewriting a read buffer) */
+TILEOPS_DEV void tileops_fence_proxy_async(void) {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+/* Waits until the phase of parity `parity` of the mbarrier has completed. */
+TILEOPS_DEV void tileops_mbar_wait(unsigned long long *bar, unsigned parity) {
+    const unsigned a = tileops_smem_addr(bar);
+    unsigned done;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+                     "selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done)
+                     : "r"(a), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+/* One thread: arms the stage's mbarrier for a row's bytes (its one arrival) and issues
+ * the bulk copy of the row (global, 16-byte aligned) into the stage's buffer. */
+TILEOPS_DEV void tileops_bulk_row(struct tileops_v4 *dst, unsigned long long *bar, const char *src) {
+    const unsigned b = tileops_smem_addr(bar);
+    asm volatile("{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }"
+                 ::"r"(b), "r"((unsigned)BK_ROW_BYTES)
+                 : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(tileops_smem_addr(dst)), "l"(src), "r"((unsigned)BK_ROW_BYTES), "r"(b)
+                 : "memory");
+}
+
+extern "C" __global__ void TILEOPS_BOUNDS
+tileops_rms_norm_bulk(const void *x, const void *w, void *y, long long rows,
+                      long long x_row_stride, long long y_row_stride, float eps) {
+    extern __shared__ struct tileops_v4 tileops_bulk_smem[]; /* STAGES rows of NG groups */
+    __shared__ __attribute__((aligned(8))) unsigned long long bar[TILEOPS_STAGES];
+    __shared__ float red[2][TILEOPS_WARPS];
+    const unsigned tid = tileops_tid();
+    const long long first = tileops_ctaid();
+    const long long step = tileops_nctaid();
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < TILEOPS_STAGES; s++)
+            tileops_mbar_init(&bar[s], 1);
+        tileops_fence_mbar_init();
+    }
+    tileops_barrier(); /* the initialised mbarriers, before any thread waits on one */
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < TILEOPS_STAGES; s++) {
+            const long long r = first + s * step;
+            if (r < rows)
+                tileops_bulk_row(tileops_bulk_smem + s * TILEOPS_NG, &bar[s],
+                                 tileops_row_in(x, r, x_row_stride));
+        }
+    }
+    int stage = 0, parity = 0;
+    unsigned phase = 0; /* parity of the phase the current pass over the stages waits for */
+    for (long long row = first; row < rows; row += step) {
+        const struct tileops_v4 *buf = tileops_bulk_smem + stage * TILEOPS_NG;
+        tileops_mbar_wait(&bar[stage], phase);
+        const float rstd = tileops_smem_row_rstd(buf, red[parity], tid, eps);
+        parity ^= 1;
+        char *yrow = tileops_row_out(y, row, y_row_stride);
+#pragma unroll 4
+        for (int j = 0; j < BK_J; j++) {
+            int g = j * TILEOPS_THREADS + (int)tid;
+            if (g < TILEOPS_NG)
+                tileops_write_group(yrow, w, g, buf[g], 0, tileops_zero4(), rstd, 0);
+        }
+        tileops_barrier(); /* every thread has read the stage */
+        if (tid == 0) {
+            const long long next = row + TILEOPS_STAGES * step;
+            if (next < rows) {
+                tileops_fence_proxy_async();
+                tileops_bulk_row(tileops_bulk_smem + stage * TILEOPS_NG, &bar[stage],
+                                 tileops_row_in(x, next, x_row_stride));
+            }
+        }
+        if (++stage == TILEOPS_STAGES) {
+            stage = 0;
+            phase ^= 1u;
+        }
+    }
+}
+#endif /* TILEOPS_KERNEL == 3 */

@@ -21,7 +21,6 @@
 #include <time.h>
 
 #define TILEOPS_MAX_DEVICES 64
-#define TILEOPS_DEFAULT_SHARED_LIMIT (48u * 1024u)
 
 /* ---- load state ------------------------------------------------------------------- */
 
@@ -546,8 +545,10 @@ tileops_status_t tileops_cuda_launch(int handle, const unsigned grid[3], const u
     st = tileops_cuda_push_context(ctx, &previous, &changed);
     if (st != TILEOPS_OK)
         return st;
-    if (shared_bytes > TILEOPS_DEFAULT_SHARED_LIMIT &&
-        shared_bytes > atomic_load_explicit(&e->shared_set, memory_order_acquire)) {
+    /* Any dynamic size above what was set so far raises the function's limit once: the
+     * default limit is 48 KiB less the kernel's static shared memory, so a fixed 48 KiB
+     * threshold would refuse e.g. 48 KiB dynamic + 160 bytes static. */
+    if (shared_bytes > atomic_load_explicit(&e->shared_set, memory_order_acquire)) {
         st = tileops_kernel_ensure_shared(e, shared_bytes);
         if (st != TILEOPS_OK) {
             tileops_cuda_restore_context(previous, changed);

@@ -2,10 +2,13 @@
 # tests/gpu/compile_check_kernels.sh: compile-checks the RMSNorm kernels of
 # csrc/cuda/norm.cu with nvcc (no GPU needed) over dtype x weight x vector/scalar path x
 # row lengths, for each of the three kernels, with the launch shapes the comment at the
-# top of norm.cu recommends. Fails (exit 1) when a specialisation does not compile, when
+# top of norm.cu recommends, and the register kernel as a 2-block cluster
+# (TILEOPS_CLUSTER=2, sm_90a), and the TMA bulk-copy kernel tileops_rms_norm_bulk
+# (TILEOPS_KERNEL=3, TILEOPS_STAGES 2..4, sm_90a). Fails (exit 1) when a specialisation does not compile, when
 # ptxas reports a stack frame or spills (local memory) for any kernel, or when a
 # specialisation that must be refused (register kernel past its maximum N, a bad
-# TILEOPS_VEC) compiles. Prints one line per specialisation with its register count.
+# TILEOPS_VEC, a bad cluster build, a bad bulk build) compiles. Prints one line per specialisation with its
+# register count.
 #
 #   tests/gpu/compile_check_kernels.sh            # sm_90a (H100/H200), plus sm_80/sm_75 spot checks
 #   NVCC=/path/to/nvcc JOBS=8 tests/gpu/compile_check_kernels.sh
@@ -33,7 +36,7 @@ plan_rt() { # N G -> RT
     echo "$rt"
 }
 
-# one line per specialisation: expect kernel dtype N weight vec threads rowthreads arch
+# one line per specialisation: expect kernel dtype N weight vec threads rowthreads arch [cluster]
 CONFIGS="$TMP/configs"
 : >"$CONFIGS"
 add() { echo "$*" >>"$CONFIGS"; }
@@ -73,6 +76,23 @@ for dtype in 0 1 2; do
         # all three kernels in one program (TILEOPS_KERNEL unset)
         add ok all "$dtype" 4096 "$w" "$G" 256 128 sm_90a
     done
+    # the register kernel as a 2-block cluster: rowthreads = threads, 2 x threads per row;
+    # the per-block limit on groups per thread (16 up to 256 threads, else 8 / 4)
+    for w in 0 1; do
+        for vec in 1 "$G"; do
+            for n in 4096 8192 16384 12345; do
+                for t in 128 256 512; do
+                    vpt=$(( ( (n + G - 1) / G + 2 * t - 1) / (2 * t) ))
+                    max=$(( t <= 256 ? 16 : (G == 4 ? 8 : 4) ))
+                    [ "$vpt" -le "$max" ] && add ok 0 "$dtype" "$n" "$w" "$vec" "$t" "$t" sm_90a 2
+                done
+            done
+        done
+    done
+    add ok 0 "$dtype" 8200 1 1 256 256 sm_90a 2          # odd N, scalar path
+    add ok 0 "$dtype" 8200 1 "$G" 256 256 sm_90a 2       # odd N, vector path (tail group)
+    add ok 0 "$dtype" 3000 1 "$G" 96 96 sm_90a 2         # 6 per-warp sums (3 per block)
+    add ok 0 "$dtype" 4096 1 "$G" 128 128 sm_90a 2 -DTILEOPS_PREFETCH=1
     # small blocks holding 16 groups per thread (one or two warps per row)
     add ok 0 "$dtype" $(( 16 * 32 * G )) 1 "$G" 32 32 sm_90a
     add ok 0 "$dtype" $(( 16 * 32 * G )) 0 "$G" 128 32 sm_90a
@@ -84,16 +104,56 @@ for dtype in 0 1 2; do
     add fail 0 "$dtype" 4096 1 2 256 128 sm_90a          # TILEOPS_VEC neither 1 nor G
     add fail 0 "$dtype" 4096 1 "$G" 256 96 sm_90a        # ROW_THREADS does not divide THREADS
 done
+# the TMA bulk-copy kernel (TILEOPS_KERNEL=3): vector path, whole 16-byte groups per row,
+# STAGES row buffers within 227 KiB of shared memory (232448 bytes, with the mbarriers and
+# the reduction scratch)
+for dtype in 0 1 2; do
+    if [ "$dtype" = 0 ]; then G=4; E=4; ns="4096 8192 16384"; else G=8; E=2; ns="4096 8192 16384 32768"; fi
+    for n in $ns; do
+        for w in 0 1; do
+            for t in 256 512 1024; do
+                for s in 2 3 4; do
+                    [ $(( s * n * E + 8 * s + t / 4 )) -le 232448 ] && \
+                        add ok 3 "$dtype" "$n" "$w" "$G" "$t" "$t" sm_90a 1 "-DTILEOPS_STAGES=$s"
+                done
+            done
+        done
+    done
+done
+add ok 3 1 4104 1 8 128 128 sm_90a 1 -DTILEOPS_STAGES=2     # NG = 513: a partial last step
+add ok 3 0 3000 1 4 96 96 sm_90a 1 -DTILEOPS_STAGES=3       # 3 per-warp sums
+# bulk builds that must be refused
+add fail 3 1 8192 1 1 256 256 sm_90a 1 -DTILEOPS_STAGES=2     # scalar path
+add fail 3 1 4100 1 8 256 256 sm_90a 1 -DTILEOPS_STAGES=2     # 8200-byte rows: a partial group
+add fail 3 0 4097 1 4 256 256 sm_90a 1 -DTILEOPS_STAGES=2     # a partial group (float32)
+add fail 3 1 8192 1 8 256 256 sm_80 1 -DTILEOPS_STAGES=2      # no bulk copies before sm_90
+add fail 3 1 8192 1 8 256 256 sm_90a 1 -DTILEOPS_STAGES=5     # STAGES neither 2, 3 nor 4
+add fail 3 1 8192 1 8 256 256 sm_90a 1 -DTILEOPS_STAGES=1
+add fail 3 1 32768 1 8 256 256 sm_90a 1 -DTILEOPS_STAGES=4    # 256 KiB of row buffers
+add fail 3 1 8192 1 8 256 256 sm_90a 2 -DTILEOPS_STAGES=2     # not with TILEOPS_CLUSTER=2
+# cluster builds that must be refused
+add fail 0 1 8192 1 8 256 128 sm_90a 2      # ROW_THREADS != THREADS
+add fail 0 1 16384 1 8 1024 1024 sm_90a 2   # more than 32 warps per row
+add fail 1 1 8192 1 8 256 256 sm_90a 2      # not the register kernel
+add fail all 1 8192 1 8 256 256 sm_90a 2    # TILEOPS_KERNEL unset
+add fail 0 1 8192 1 8 256 256 sm_80 2       # no clusters before sm_90
+add fail 0 1 8192 1 8 256 256 sm_90a 3      # TILEOPS_CLUSTER neither 1 nor 2
+add fail 0 1 32776 1 8 512 512 sm_90a 2     # 5 groups per thread in a 512-thread block
 
-check_one() { # expect kernel dtype n w vec t rt arch
-    local expect=$1 k=$2 dtype=$3 n=$4 w=$5 vec=$6 t=$7 rt=$8 arch=$9
-    local tag="$k-$dtype-$n-$w-$vec-$t-$rt-$arch"
-    local log="$TMP/$tag.log" kdef=""
+check_one() { # expect kernel dtype n w vec t rt arch [cluster [extra define]]
+    local expect=$1 k=$2 dtype=$3 n=$4 w=$5 vec=$6 t=$7 rt=$8 arch=$9 cl=${10:-1} extra=${11:-}
+    local tag="$k-$dtype-$n-$w-$vec-$t-$rt-$arch-$cl${extra//[^A-Z0-9]/}"
+    local log="$TMP/$tag.log" kdef="" lrt=$rt
     [ "$k" != all ] && kdef="-DTILEOPS_KERNEL=$k"
+    if [ "$cl" != 1 ]; then
+        kdef="$kdef -DTILEOPS_CLUSTER=$cl"
+        lrt=$(( 2 * rt ))   # a row's threads: both blocks of the cluster
+    fi
+    kdef="$kdef $extra"
     # the register kernel, at the rule's <= 4 groups per thread, is launched with the
     # rule's register cap (longer per-thread rows are checked uncapped)
     local g=$(( dtype == 0 ? 4 : 8 ))
-    if [ "$k" = 0 ] && [ $(( ( (n + g - 1) / g + rt - 1) / rt )) -le 4 ]; then
+    if [ "$k" = 0 ] && [ $(( ( (n + g - 1) / g + lrt - 1) / lrt )) -le 4 ]; then
         kdef="$kdef -DTILEOPS_MIN_BLOCKS=$(( t >= 1024 ? 1 : 1024 / t ))"
     fi
     local rc=0
@@ -103,6 +163,8 @@ check_one() { # expect kernel dtype n w vec t rt arch
     local desc
     desc=$(printf 'kernel=%-3s dtype=%s N=%-7s w=%s vec=%s threads=%-4s rt=%-4s %-6s' \
         "$k" "$dtype" "$n" "$w" "$vec" "$t" "$rt" "$arch")
+    [ "$cl" != 1 ] && desc="$desc cluster=$cl"
+    [ -n "$extra" ] && desc="$desc $extra"
     if [ "$expect" = fail ]; then
         if [ "$rc" -ne 0 ] && grep -q "#error\|error" "$log"; then
             echo "OK   $desc refused as expected"
@@ -122,7 +184,7 @@ check_one() { # expect kernel dtype n w vec t rt arch
     regs=$(grep -o "Used [0-9]* registers" "$log" | awk '{print $2}' | paste -sd/ -)
     local want=1
     [ "$k" = all ] && want=3
-    if [ "$nfun" -lt "$want" ]; then
+    if [ "$nfun" -ne "$want" ]; then   # "all": the three kernels, never the bulk one
         echo "FAIL $desc expected $want kernel(s), ptxas compiled $nfun"
     elif [ "$nclean" -ne "$nfun" ]; then
         echo "FAIL $desc local memory used: $(grep -E 'stack frame' "$log" | tr -s ' ' | paste -sd';' -)"
