@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -909,6 +910,39 @@ static void test_rms_norm_special(void) {
     }
 }
 
+/* An output of >= 8 MiB is written with non-temporal stores when its pages are in memory
+ * and with plain stores when they are not yet (a fresh mapping, as glibc gives a new
+ * output of 32 MiB or more): both must give the same bits, into every byte. */
+static void test_rms_norm_fresh_output(void) {
+    const int64_t rows = 600, n = 4096; /* 9.4 MiB of float32 */
+    const size_t bytes = (size_t)(rows * n) * 4;
+    float *x = xmalloc(bytes), *w = xmalloc((size_t)n * 4), *y_res = xmalloc(bytes);
+    for (int64_t i = 0; i < rows * n; i++)
+        x[i] = (float)urand(-2.0, 2.0);
+    for (int64_t i = 0; i < n; i++)
+        w[i] = (float)urand(0.5, 1.5);
+    for (int v = 0; v < 2; v++) { /* ROW and ON_CHIP: the variants that choose */
+        poison(y_res, rows * n, TILEOPS_FLOAT32); /* touched: every page resident */
+        tileops_rms_norm_args_t a = {x, w, y_res, rows, n, n, n, 1e-6f, TILEOPS_FLOAT32};
+        tileops_status_t st = tileops_cpu_rms_norm(&a, v);
+        void *fresh = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (!check(fresh != MAP_FAILED, "fresh output: mmap of %zu bytes failed", bytes))
+            break;
+        unsigned char page_in = 1;
+        (void)mincore((char *)fresh + bytes / 2, 1, &page_in);
+        check(!(page_in & 1u), "fresh output: a new mapping's middle page is not in memory yet");
+        a.y = fresh;
+        tileops_status_t st2 = tileops_cpu_rms_norm(&a, v);
+        check(st == TILEOPS_OK && st2 == TILEOPS_OK, "fresh output %s: status %d / %d", variant_name(v),
+              (int)st, (int)st2);
+        check(memcmp(fresh, y_res, bytes) == 0,
+              "fresh output %s: a new mapping and a resident buffer got different bits",
+              variant_name(v));
+        munmap(fresh, bytes);
+    }
+    free(x), free(w), free(y_res);
+}
+
 static void test_rms_norm(void) {
     int levels[3], nlevels = 0;
     int best = tileops_cpu_simd_detect();
@@ -943,6 +977,7 @@ int main(void) {
     test_reference_sanity();
     test_rms_norm_errors();
     test_rms_norm_special();
+    test_rms_norm_fresh_output();
     test_rms_norm();
     printf("%ld passed, %ld failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
