@@ -224,6 +224,52 @@ def test_corrupt_disk_entry_is_rebuilt_not_trusted(tmp_path):
     assert third["nvrtc_compiles"] == 3 and third["disk_rejects"] == 3
 
 
+THREADS_SCRIPT = r"""
+import json, threading, torch
+from tileops import runtime
+from tileops.norm import RMSNormFwdOp
+from rms_norm_reference import reference, TOL
+shared = RMSNormFwdOp((4096,))
+cases = [(torch.float16, 4096), (torch.bfloat16, 4096), (torch.float16, 8192)]
+inputs = [(torch.randn(33, n, device="cuda", dtype=dt), torch.randn(n, device="cuda", dtype=dt)) for dt, n in cases]
+torch.cuda.synchronize()
+start, errors, outs = threading.Barrier(12), [], {}
+def work(i):
+    try:
+        dt, n = cases[i % 3]
+        x, w = inputs[i % 3]
+        op = shared if n == 4096 and i % 2 == 0 else RMSNormFwdOp((n,))
+        start.wait()
+        y = op(x, w)
+        torch.cuda.current_stream().synchronize()
+        torch.testing.assert_close(y, reference(x, (n,), w), **TOL[dt])
+        outs[i] = y
+    except BaseException as e:
+        errors.append(f"{i}: {type(e).__name__}: {e}")
+ts = [threading.Thread(target=work, args=(i,)) for i in range(12)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+same = all(torch.equal(outs[i], outs[i % 3]) for i in outs)
+print("RESULT " + json.dumps({"errors": errors, "same": same, "stats": runtime.stats()}))
+"""
+
+
+def test_threads_racing_on_first_calls_compile_each_kernel_once(tmp_path):
+    """12 threads make their first calls at once (3 kernels; a shared instance and
+    instances of their own) in a fresh process with an empty disk cache: every result is
+    right and equal across threads, and each kernel is compiled exactly once."""
+    env = dict(os.environ, TILEOPS_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=os.pathsep.join([os.path.join(os.path.dirname(__file__), ".."),
+                                           os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", THREADS_SCRIPT], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(next(ln for ln in r.stdout.splitlines() if ln.startswith("RESULT "))[7:])
+    assert res["errors"] == []
+    assert res["same"]
+    assert res["stats"]["nvrtc_compiles"] == 3
+
+
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs a second GPU (run on nvidia-h200-x2)")
 def test_second_card_while_current_device_is_zero():
     torch.cuda.set_device(0)
