@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as _dt
 import gc
 import json
+import hashlib
 import math
 import os
 import platform
@@ -407,6 +408,26 @@ def _git_commit():
         return None
 
 
+SOURCE_DIRS = ("csrc", "src/tileops")
+SOURCE_SUFFIXES = (".c", ".h", ".cu", ".py", ".yaml")
+
+
+def source_digest():
+    """sha256 (first 12 hex digits) of the library's sources: every file under csrc/ and
+    src/tileops/ ending in .c .h .cu .py .yaml, by relative path and content, sorted. It
+    names the code a result came from where ``git rev-parse`` cannot (the GPU machine's
+    copy of the tree carries a stale .git); ``python benchmarks/common.py digest`` prints it
+    for a checkout."""
+    h = hashlib.sha256()
+    for d in SOURCE_DIRS:
+        base = REPO_ROOT / d
+        for path in sorted(base.rglob("*")):
+            if path.is_file() and path.suffix in SOURCE_SUFFIXES and "__pycache__" not in path.parts:
+                h.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0")
+                h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
 def host_loadavg():
     """The host's 1-minute load average (None where unavailable)."""
     try:
@@ -437,6 +458,7 @@ def metadata(device, **extra):
         "torch_version": torch.__version__,
         "tileops_version": getattr(tileops, "__version__", None),
         "git_commit": _git_commit(),
+        "source_digest": source_digest(),
         "python_version": platform.python_version(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(shlex.quote(a) for a in [os.path.basename(sys.executable)] + sys.argv),
@@ -588,3 +610,10 @@ def prepare_device(device, tag):
         print(f"[{tag}] --device cuda: no CUDA device visible to torch", file=sys.stderr)
         return None
     return torch
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["digest"]:
+        print(source_digest())
+    else:
+        sys.exit("usage: python benchmarks/common.py digest")
