@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs on the lent GPU machine (the `device` tool), from the repository root:
-#   bash tests/gpu/run_on_device.sh [full|bench|quick|sweep]
+#   bash tests/gpu/run_on_device.sh [full|bench|quick|sweep|experiments]
 #     full: everything but the sweeps (~7 min); bench: all but the C smoke test and the CPU
-#     suite; quick: GPU tests; sweep: GPU tests and the two sweeps of benchmarks/sweep_norm.py
+#     suite; quick: GPU tests; sweep: GPU tests and the two sweeps of benchmarks/sweep_norm.py;
+#     experiments: GPU tests, the cluster / bulk / register-cap sweeps and probe_placement.py
+#     (benchmarks/NOTES.md, session 3; ~4 min)
 # Builds tileops in place with the image's python3 (no network there: nothing is
 # installed but our own extension and the test plugin), then runs the C smoke test, the
 # GPU tests, the whole suite, the demo and the benchmarks. Everything lands in $OUT:
-#   norm.json norm.png overhead.json build_times.json sweep_norm.json sweep_norm_policies.json (results),
+#   norm.json norm.png overhead.json build_times.json sweep_norm.json sweep_norm_policies.json
+#   sweep_cluster.json sweep_bulk.json sweep_regcap.json probe_placement.json (results),
 #   logs.tar.gz (every log)
 set -uo pipefail
 OUT=${OUT:-/tmp/tileops-out}
@@ -64,6 +67,15 @@ if [ "$MODE" = sweep ]; then
     grep -A6 "best per" "$LOGS/sweep_shapes.log"
     python3 benchmarks/sweep_norm.py --mode policies --out "$OUT/sweep_norm_policies.json" >"$LOGS/sweep_policies.log" 2>&1 || status=1
     grep -A6 "best per" "$LOGS/sweep_policies.log"
+fi
+if [ "$MODE" = experiments ]; then
+    for m in cluster bulk regcap; do
+        step "sweep_norm --mode $m"
+        python3 benchmarks/sweep_norm.py --mode $m --out "$OUT/sweep_$m.json" >"$LOGS/sweep_$m.log" 2>&1 || status=1
+        grep -A5 "best .*per workload" "$LOGS/sweep_$m.log"
+    done
+    step "probe_placement"
+    python3 benchmarks/probe_placement.py --out "$OUT/probe_placement.json" 2>&1 | tee "$LOGS/probe_placement.log" | tail -30
 fi
 cp "$OUT"/*.json "$LOGS"/ 2>/dev/null
 tar czf "$OUT/logs.tar.gz" -C "$LOGS" .
