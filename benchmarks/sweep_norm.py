@@ -337,21 +337,12 @@ def main(argv=None):
                   f"cold={cold if cold is None else round(cold, 2)} hot={hot if hot is None else round(hot, 2)} "
                   f"copy={copy_cold:.2f}/{copy_hot:.2f} err={err:.3g}{bits}")
         rows_out.extend(results)
-        good = [r for r in results if r["ok"]]
-        if good:
-            bc = min(good, key=lambda r: r["cold_us"])
-            bh = min(good, key=lambda r: r["hot_us"])
-            best.append((f"{rows}x{n}", bc, bh, copy_cold, copy_hot))
-        good = [r for r in good if r.get("cluster") == 2]
-        if good:
-            bc = min(good, key=lambda r: r["cold_us"])
-            bh = min(good, key=lambda r: r["hot_us"])
-            best_cluster.append((f"{rows}x{n}", bc, bh, copy_cold, copy_hot))
-        good = [r for r in results if r["ok"] and r["kernel"] == BULK_KERNEL]
-        if good:
-            bc = min(good, key=lambda r: r["cold_us"])
-            bh = min(good, key=lambda r: r["hot_us"])
-            best_bulk.append((f"{rows}x{n}", bc, bh, copy_cold, copy_hot))
+        for table, keep in ((best, lambda r: True), (best_cluster, lambda r: r.get("cluster") == 2),
+                            (best_bulk, lambda r: r["kernel"] == BULK_KERNEL)):
+            good = [r for r in results if r["ok"] and keep(r)]
+            if good:
+                table.append((f"{rows}x{n}", min(good, key=lambda r: r["cold_us"]),
+                              min(good, key=lambda r: r["hot_us"]), copy_cold, copy_hot))
         del x, w, y, ref, bitwise_refs
         torch.cuda.empty_cache()
     for title, table in (("best per workload", best), ("best 2-block cluster build per workload", best_cluster),
