@@ -154,11 +154,12 @@ def time_cuda_rounds(ready, case_rows, nbytes, wl, dt, failures):
     import torch
     cold = {impl: [] for impl in ready}
     hot = {impl: [] for impl in ready}
+    row_of = {row["impl"]: row for row in case_rows}
     order = list(ready)
     for r in range(CUDA_ROUNDS):
         k = r % len(order)
         for impl in order[k:] + order[:k]:
-            row = next(x for x in case_rows if x["impl"] == impl)
+            row = row_of[impl]
             if "error" in row:
                 continue
             fn = ready[impl]
@@ -179,8 +180,7 @@ def time_cuda_rounds(ready, case_rows, nbytes, wl, dt, failures):
                 row["hot_error"] = f"{type(e).__name__}: {e}"
                 print(f"[bench_norm] {wl} {dt} {impl}: CUDA-graph capture failed: "
                       f"{row['hot_error']}", file=sys.stderr)
-    for row in case_rows:
-        impl = row["impl"]
+    for impl, row in row_of.items():
         if impl not in ready or "error" in row:
             continue
         row["cold_us"] = statistics.median(cold[impl])

@@ -316,6 +316,21 @@ def copy_bandwidth_tbps(device="cuda", nbytes=None, reps=10):
 # ---------------------------------------------------------------------------------------
 # inputs and correctness
 # ---------------------------------------------------------------------------------------
+def norm_launch(handle, threads, shared, grid, x, w, y, eps):
+    """A closure that launches a norm.cu build (``runtime.build`` handle) directly, on
+    torch's current stream: x (rows, n) and w (n,) into y, contiguous rows, one block of
+    ``threads`` per grid entry. For sweeps and probes that time builds the op would not
+    pick."""
+    from tileops import _C, runtime
+    rows, n = x.shape
+    dev = x.device.index or 0
+
+    def launch():
+        _C.cuda_launch(handle, grid, 1, 1, threads, 1, 1, shared, runtime.current_stream(dev),
+                       x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n, eps)
+    return launch
+
+
 def workload_name(shape):
     """``(2048, 4096)`` -> ``"2048x4096"``."""
     return "x".join(str(int(d)) for d in shape)

@@ -20,7 +20,7 @@ import torch
 import common
 
 tileops = common.import_tileops()
-from tileops import _C, runtime  # noqa: E402
+from tileops import runtime  # noqa: E402
 from tileops._dtypes import CODE  # noqa: E402
 from tileops.kernels.norm.rms_norm import (CUDA_ARG_FORMAT, CUDA_SOURCE,  # noqa: E402
                                            cuda_specialisation)
@@ -54,10 +54,7 @@ def main(argv=None):
         ys["separate"] = torch.empty_like(x)
 
         def kernel(y):
-            def launch():
-                _C.cuda_launch(h, grid, 1, 1, threads, 1, 1, shared, runtime.current_stream(0),
-                               x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n, eps)
-            return launch
+            return common.norm_launch(h, threads, shared, grid, x, w, y, eps)
         ref = torch.nn.functional.rms_norm(x.float(), (n,), w.float(), eps).to(dtype)
         times = {g: {"copy": [], "tileops": []} for g in ys}
         for _ in range(ROUNDS):          # interleaved rounds: drift hits every placement

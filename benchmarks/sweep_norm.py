@@ -32,7 +32,7 @@ import torch.nn.functional as F
 import common
 
 tileops = common.import_tileops()
-from tileops import _C, runtime  # noqa: E402
+from tileops import runtime  # noqa: E402
 from tileops._dtypes import CODE  # noqa: E402
 from tileops.kernels.norm.rms_norm import (CUDA_ARG_FORMAT, CUDA_REGISTER_MAX_N, CUDA_SOURCE,  # noqa: E402
                                            GRID_MAX, _cuda_launch_shape, _groups, _pow2ceil, cuda_options)
@@ -82,10 +82,7 @@ def policy_configs(n, elem, rows, sm_count, smem_limit):
     shape first and last (their spread is the noise)."""
     if n > CUDA_REGISTER_MAX_N:
         return []
-    extras, threads, rpb, shared, _cap = _cuda_launch_shape("tileops_rms_norm", n, elem, sm_count)
-    shipped = {k: int(v) for k, v in (e[2:].split("=") for e in extras)}
-    rt = shipped.pop("TILEOPS_ROW_THREADS")
-    full = -(-rows // rpb)
+    _, threads, rt, shared, full, shipped = _shipped_register(n, elem, rows, sm_count)
 
     def variant(grid=full, **defines):   # the shipped defines, some changed
         return ("tileops_rms_norm", threads, rt, shared, grid, {**shipped, **defines})
@@ -285,10 +282,7 @@ def main(argv=None):
                 return None
 
         def launcher(h, threads, shared, grid, out):
-            def launch():
-                _C.cuda_launch(h, grid, 1, 1, threads, 1, 1, shared, runtime.current_stream(0),
-                               x.data_ptr(), w.data_ptr(), out.data_ptr(), rows, n, n, eps)
-            return launch
+            return common.norm_launch(h, threads, shared, grid, x, w, out, eps)
 
         bitwise_refs = {}   # one-block reference config -> its output (None: no build)
 

@@ -57,7 +57,7 @@
 /* Outputs at least this big are written with non-temporal stores by ROW and ON_CHIP
  * (STREAMING always uses them): such an output cannot stay in the caches anyway,
  * and bypassing them saves the read-for-ownership of every line of y. Unless the
- * output's pages are not in memory yet (see output_resident). */
+ * output's pages are not in memory yet (see fresh_output). */
 #ifndef NORM_NT_MIN_BYTES
 #define NORM_NT_MIN_BYTES ((int64_t)8 << 20)
 #endif
@@ -773,38 +773,7 @@ static void norm_range(void *ctx, int64_t r0, int64_t r1) {
     free(heap);
 }
 
-/* Whether an output's pages are already in memory (probed at its first, middle and last
- * byte with mincore). A new output of 32 MiB or more is a fresh mapping each call (glibc
- * serves it with mmap): its pages fault in as they are first written, and the kernel
- * zeroes each one through the caches, so plain stores then land in cached lines while
- * non-temporal ones write every line to memory a second time. Measured on a 2-core EPYC,
- * 2048 x 4096 fp32 (small pages): into a new output 12.1 ms with non-temporal stores,
- * 10.7-11.7 with plain ones; into a reused output 0.85-1.4 against 2.2-2.3. The stores do
- * not change the result, only the time. Where it cannot tell, it says resident.
- * (STREAMING keeps its non-temporal stores either way: 64 x 524288 fp32 into a new output
- * was 44-48 ms with them, 51 ms without.) */
-static int output_resident(const void *y, int64_t bytes) {
-#if defined(__linux__)
-    long page = sysconf(_SC_PAGESIZE);
-    if (page <= 0 || bytes <= 0)
-        return 1;
-    uintptr_t base = (uintptr_t)y;
-    uintptr_t probes[3] = {base, base + (uintptr_t)(bytes / 2), base + (uintptr_t)(bytes - 1)};
-    for (int i = 0; i < 3; i++) {
-        unsigned char v = 0;
-        if (mincore((void *)(probes[i] & ~(uintptr_t)(page - 1)), 1, &v) != 0)
-            return 1;
-        if (!(v & 1u))
-            return 0;
-    }
-#else
-    (void)y;
-    (void)bytes;
-#endif
-    return 1;
-}
-
-/* TILEOPS_CPU_HUGEPAGES=0 turns the advice below off; read once. */
+/* TILEOPS_CPU_HUGEPAGES=0 turns the huge-page advice below off; read once. */
 static int huge_pages_allowed(void) {
     static atomic_int allowed = -1;
     int a = atomic_load_explicit(&allowed, memory_order_relaxed);
@@ -816,24 +785,57 @@ static int huge_pages_allowed(void) {
     return a;
 }
 
-/* Asks for transparent huge pages (MADV_HUGEPAGE) over the 2 MiB-aligned interior of an
- * output whose pages are not in memory yet, before the first write faults them in: one
- * fault per 2 MiB instead of per 4 KiB. The advice is what torch's own CPU allocator
- * gives with THP_MEM_ALLOC_ENABLE=1; it moves no data, and where the kernel has no huge
- * page to give (or THP is off) the faults take small pages as before. Measured on a
- * 2-core EPYC (THP "madvise"), into a new fp32 output, separate builds alternating:
- * 2048 x 4096 11.7-13.6 -> 4.4-5.8 ms, 512 x 65536 51-52 -> 17-18, 64 x 524288 59-61 ->
- * 19-21. With huge pages, plain and non-temporal stores time the same there. */
-static void advise_huge_pages(void *y, int64_t extent) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
+/* Whether an output's pages are new, not in memory yet (probed at the first, middle and
+ * last byte of its extent with mincore; where it cannot tell, it says no). If so, asks for
+ * transparent huge pages (MADV_HUGEPAGE) over the extent's 2 MiB-aligned interior before
+ * the first write faults them in.
+ *
+ * A new output of 32 MiB or more is a fresh mapping each call (glibc serves it with mmap).
+ * Its pages fault in as they are first written and the kernel zeroes each one through the
+ * caches: one fault per 4 KiB, and non-temporal stores would then write every line to
+ * memory a second time, so the caller uses plain stores into a fresh output. The huge-page
+ * advice is what torch's CPU allocator gives with THP_MEM_ALLOC_ENABLE=1; it moves no data,
+ * and where the kernel has no huge page to give (or THP is off) the faults take small pages.
+ * Neither changes the result, only the time. Measured on a 2-core EPYC (THP "madvise"),
+ * into a new fp32 output, separate builds alternating, ms: 2048 x 4096 13.1-15.5 with
+ * non-temporal stores, 11.7-13.6 with plain ones, 4.4-5.8 with huge pages as well;
+ * 512 x 65536 51-52 -> 17-18 and 64 x 524288 59-61 -> 19-21 with huge pages. Into a
+ * reused output non-temporal stores stay faster (0.85-1.4 against 2.2-2.3 at 2048 x 4096);
+ * STREAMING keeps them for a new output too (64 x 524288: 44-48 against 51 without). */
+static int fresh_output(void *y, int64_t rows, int64_t n, int64_t y_row_stride, int64_t es) {
+#if defined(__linux__)
+    if (y_row_stride > (INT64_MAX / es - n) / rows)
+        return 0;
+    const int64_t extent = ((rows - 1) * y_row_stride + n) * es;
+    const long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return 0;
+    const uintptr_t base = (uintptr_t)y;
+    const uintptr_t probes[3] = {base, base + (uintptr_t)(extent / 2), base + (uintptr_t)(extent - 1)};
+    int resident = 1;
+    for (int i = 0; i < 3 && resident; i++) {
+        unsigned char v = 0;
+        if (mincore((void *)(probes[i] & ~(uintptr_t)(page - 1)), 1, &v) != 0)
+            return 0;
+        resident = v & 1u;
+    }
+    if (resident)
+        return 0;
+#if defined(MADV_HUGEPAGE)
     const uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t b = ((uintptr_t)y + huge - 1) & ~(huge - 1);
-    uintptr_t e = ((uintptr_t)y + (uintptr_t)extent) & ~(huge - 1);
+    const uintptr_t b = (base + huge - 1) & ~(huge - 1);
+    const uintptr_t e = (base + (uintptr_t)extent) & ~(huge - 1);
     if (e > b && huge_pages_allowed())
         (void)madvise((void *)b, e - b, MADV_HUGEPAGE); /* advice: a failure changes nothing */
+#endif
+    return 1;
 #else
     (void)y;
-    (void)extent;
+    (void)rows;
+    (void)n;
+    (void)y_row_stride;
+    (void)es;
+    return 0;
 #endif
 }
 
@@ -863,9 +865,7 @@ tileops_status_t tileops_cpu_rms_norm(const tileops_rms_norm_args_t *args, int v
     int64_t out_bytes = args->rows > INT64_MAX / es / args->n ? INT64_MAX : args->rows * args->n * es;
     int large = out_bytes >= NORM_NT_MIN_BYTES;
     /* a large output not yet in memory: huge pages for its first touch, plain stores */
-    int fresh = large && !output_resident(args->y, out_bytes);
-    if (fresh && args->y_row_stride <= (INT64_MAX - args->n) / args->rows / es)
-        advise_huge_pages(args->y, ((args->rows - 1) * args->y_row_stride + args->n) * es);
+    int fresh = large && fresh_output(args->y, args->rows, args->n, args->y_row_stride, es);
     job.nt = variant == TILEOPS_RMS_NORM_STREAMING || (large && !fresh);
     /* A STREAMING row does not fit in the caches: fetching the next one early would only
      * evict the current row before its second pass. */

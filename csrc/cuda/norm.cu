@@ -730,22 +730,33 @@ TILEOPS_DEV void tileops_write_group(char *yrow, const void *w, long long g, str
 #endif
 }
 
+/* v summed over each group of `width` lanes (a power of two <= 32) by an xor butterfly,
+ * the steps 16, 8, ... 1 below width: every lane of the group gets the same total. */
+TILEOPS_DEV float tileops_butterfly(float v, int width) {
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1)
+        if (off < width)
+            v += tileops_shfl_xor(v, off);
+    return v;
+}
+
+/* The smallest power of two >= nw (nw >= 1; constant after inlining). */
+TILEOPS_DEV int tileops_pow2ceil(int nw) {
+    int pw = 1;
+    while (pw < nw)
+        pw <<= 1;
+    return pw;
+}
+
 /* Sum over the RT threads of a row, the same fixed order for every row. RT <= 32: an
  * xor butterfly inside the row's lanes. RT > 32: a butterfly in each warp, the per-warp
  * sums through red[] (one barrier; all threads of the block must call it), a butterfly
  * over them. red: TILEOPS_WARPS floats, not reused before the next barrier. Every thread
  * of the row returns the same total. */
 TILEOPS_DEV float tileops_row_sum(float v, float *red, unsigned tid, int rt) {
-    if (rt <= 32) {
-#pragma unroll
-        for (int off = 16; off >= 1; off >>= 1)
-            if (off < rt)
-                v += tileops_shfl_xor(v, off);
-        return v;
-    }
-#pragma unroll
-    for (int off = 16; off >= 1; off >>= 1)
-        v += tileops_shfl_xor(v, off);
+    if (rt <= 32)
+        return tileops_butterfly(v, rt);
+    v = tileops_butterfly(v, 32);
     unsigned warp = tid >> 5, lane = tid & 31u;
     if (lane == 0)
         red[warp] = v;
@@ -755,16 +766,10 @@ TILEOPS_DEV float tileops_row_sum(float v, float *red, unsigned tid, int rt) {
      * butterfly of log2(pw) steps leaves the total in all 32 lanes; it adds the same
      * values in the same pairs as a full 5-step one (whose extra steps added zeros) */
     const int nw = rt / 32;
-    int pw = 1;
-    while (pw < nw) /* constant after inlining */
-        pw <<= 1;
+    const int pw = tileops_pow2ceil(nw);
     const unsigned l = lane & (unsigned)(pw - 1);
     float p = l < (unsigned)nw ? red[first + l] : 0.0f;
-#pragma unroll
-    for (int off = 16; off >= 1; off >>= 1)
-        if (off < pw)
-            p += tileops_shfl_xor(p, off);
-    return p;
+    return tileops_butterfly(p, pw);
 }
 
 /* Row pointers: strides in elements. */
@@ -839,29 +844,21 @@ TILEOPS_DEV float tileops_ld_cluster(const float *p, unsigned rank) {
  * reads this block's red[] after the barrier: red is not rewritten before the next
  * cluster barrier, and the block must not exit before the peer has passed one more. */
 TILEOPS_DEV float tileops_row_sum_cluster(float v, float *red, unsigned tid) {
-#pragma unroll
-    for (int off = 16; off >= 1; off >>= 1)
-        v += tileops_shfl_xor(v, off);
+    v = tileops_butterfly(v, 32);
     const unsigned lane = tid & 31u;
     if (lane == 0)
         red[tid >> 5] = v;
     tileops_cluster_arrive();
     tileops_cluster_wait();
     const int nw = RK_RT / 32; /* <= 32 */
-    int pw = 1;
-    while (pw < nw) /* constant after inlining */
-        pw <<= 1;
+    const int pw = tileops_pow2ceil(nw);
     const unsigned l = lane & (unsigned)(pw - 1);
     float p = 0.0f;
     if (l < (unsigned)nw) {
         const unsigned rank = l / (unsigned)TILEOPS_WARPS;
         p = tileops_ld_cluster(&red[l - rank * (unsigned)TILEOPS_WARPS], rank);
     }
-#pragma unroll
-    for (int off = 16; off >= 1; off >>= 1)
-        if (off < pw)
-            p += tileops_shfl_xor(p, off);
-    return p;
+    return tileops_butterfly(p, pw);
 }
 #endif /* RK_CLUSTER */
 
