@@ -1,0 +1,87 @@
+def _check(self, acc, x):
+    if True:
+        if not isinstance(acc, Tensor):
+            raise InputTypeError("ToyAccumulateOp: argument 'acc': expected a Tensor, got " + type(acc).__name__)
+        if acc.dtype not in _ALLOWED_acc:
+            raise InputTypeError(f"ToyAccumulateOp: argument 'acc': expected dtype float32 | float16 | bfloat16, got {acc.dtype}")
+        _dev = acc.device
+    if True:
+        if not isinstance(x, Tensor):
+            raise InputTypeError("ToyAccumulateOp: argument 'x': expected a Tensor, got " + type(x).__name__)
+        if x.dtype != acc.dtype:
+            raise InputTypeError(f"ToyAccumulateOp: argument 'x': expected dtype same as 'acc' ({acc.dtype}), got {x.dtype}")
+        if x.device != _dev:
+            raise InputValueError(f"ToyAccumulateOp: argument 'x': expected a tensor on {acc.device} (the device of 'acc'), got {x.device}")
+    if not (tuple(acc.shape) == tuple(x.shape)):
+        raise InputValueError(f"ToyAccumulateOp: shape rule `tuple(acc.shape) == tuple(x.shape)` does not hold: acc.shape={tuple(acc.shape) if acc is not None else None}, x.shape={tuple(x.shape) if x is not None else None}")
+
+def _impl_0(acc, x, key):
+    self = _ref_of(key, _NO_REF)()
+    if self is None:
+        raise TileOpsError(f"ToyAccumulateOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
+    _s = (acc.shape, acc.dtype, acc.device, x.shape, x.dtype, x.device,)
+    if _s not in self._checked:
+        _check(self, acc, x)
+        self._note_checked(_s)
+    _resolved = self._target is None
+    if _resolved:
+        self._resolve_target(acc.device)
+    try:
+        _c_acc = acc if acc.is_contiguous() else acc.contiguous()
+        _c_x = x if x.is_contiguous() else x.contiguous()
+        _r = self.forward(_c_acc, _c_x)
+        if _c_acc is not acc:
+            acc.copy_(_c_acc)
+    except BaseException:
+        if _resolved:
+            self._unresolve_target()
+        raise
+    return None
+
+def _body_0(self, acc, x):
+    _s = (acc.shape, acc.dtype, acc.device, x.shape, x.dtype, x.device,)
+    if _s not in self._checked:
+        _check(self, acc, x)
+        self._note_checked(_s)
+    _resolved = self._target is None
+    if _resolved:
+        self._resolve_target(acc.device)
+    try:
+        _c_acc = acc if acc.is_contiguous() else acc.contiguous()
+        _c_x = x if x.is_contiguous() else x.contiguous()
+        _r = self.forward(_c_acc, _c_x)
+        if _c_acc is not acc:
+            acc.copy_(_c_acc)
+    except BaseException:
+        if _resolved:
+            self._unresolve_target()
+        raise
+    return None
+
+def _fake_0(acc, x, key):
+    self = _ref_of(key, _NO_REF)()
+    if self is None:
+        raise TileOpsError(f"ToyAccumulateOp: no live instance with key {key!r}")
+    _check(self, acc, x)
+    return None
+
+def _call_boundary(self, acc, x):
+    if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
+        _fast = False
+    else:
+        _g = _grad_enabled()
+        _fast = (type(acc) in _PLAIN and acc.layout is _strided and not acc.is_meta and not (_g and acc.requires_grad)) and (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad))
+    if not _fast:
+        if not isinstance(acc, Tensor):
+            raise InputTypeError("ToyAccumulateOp: argument 'acc': expected a Tensor, got " + type(acc).__name__)
+        if not isinstance(x, Tensor):
+            raise InputTypeError("ToyAccumulateOp: argument 'x': expected a Tensor, got " + type(x).__name__)
+    if True:
+        if _fast:
+            with _below_inplace_view():
+                _a = _body_0(self, acc, x)
+            _bump(acc)
+        else:
+            _a = _op_0(acc, x, self._key)
+        return acc
+    raise InputValueError("ToyAccumulateOp: no effect branch matches this call")

@@ -1,0 +1,130 @@
+def _check(self, x):
+    if True:
+        if not isinstance(x, Tensor):
+            raise InputTypeError("ToyNormStatsOp: argument 'x': expected a Tensor, got " + type(x).__name__)
+        if x.dtype not in _ALLOWED_x:
+            raise InputTypeError(f"ToyNormStatsOp: argument 'x': expected dtype float32 | float16 | bfloat16, got {x.dtype}")
+    if not (x.ndim >= 1):
+        raise InputValueError(f"ToyNormStatsOp: shape rule `x.ndim >= 1` does not hold: x.shape={tuple(x.shape) if x is not None else None}")
+
+def _impl_0(x, key):
+    self = _ref_of(key, _NO_REF)()
+    if self is None:
+        raise TileOpsError(f"ToyNormStatsOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
+    _s = (x.shape, x.dtype, x.device,)
+    if _s not in self._checked:
+        _check(self, x)
+        self._note_checked(_s)
+    _resolved = self._target is None
+    if _resolved:
+        self._resolve_target(x.device)
+    try:
+        _c_x = x if x.is_contiguous() else x.contiguous()
+        _r = self.forward(_c_x, return_rstd=False)
+        if not isinstance(_r, tuple) or len(_r) != 2:
+            raise TileOpsError("ToyNormStatsOp.forward must return a tuple of 2 outputs (None for an omitted one)")
+    except BaseException:
+        if _resolved:
+            self._unresolve_target()
+        raise
+    return _r[0]
+
+def _body_0(self, x):
+    _s = (x.shape, x.dtype, x.device,)
+    if _s not in self._checked:
+        _check(self, x)
+        self._note_checked(_s)
+    _resolved = self._target is None
+    if _resolved:
+        self._resolve_target(x.device)
+    try:
+        _c_x = x if x.is_contiguous() else x.contiguous()
+        _r = self.forward(_c_x, return_rstd=False)
+        if not isinstance(_r, tuple) or len(_r) != 2:
+            raise TileOpsError("ToyNormStatsOp.forward must return a tuple of 2 outputs (None for an omitted one)")
+    except BaseException:
+        if _resolved:
+            self._unresolve_target()
+        raise
+    return _r[0]
+
+def _fake_0(x, key):
+    self = _ref_of(key, _NO_REF)()
+    if self is None:
+        raise TileOpsError(f"ToyNormStatsOp: no live instance with key {key!r}")
+    _check(self, x)
+    _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+    return _f_y
+
+def _impl_1(x, key):
+    self = _ref_of(key, _NO_REF)()
+    if self is None:
+        raise TileOpsError(f"ToyNormStatsOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
+    _s = (x.shape, x.dtype, x.device,)
+    if _s not in self._checked:
+        _check(self, x)
+        self._note_checked(_s)
+    _resolved = self._target is None
+    if _resolved:
+        self._resolve_target(x.device)
+    try:
+        _c_x = x if x.is_contiguous() else x.contiguous()
+        _r = self.forward(_c_x, return_rstd=True)
+        if not isinstance(_r, tuple) or len(_r) != 2:
+            raise TileOpsError("ToyNormStatsOp.forward must return a tuple of 2 outputs (None for an omitted one)")
+    except BaseException:
+        if _resolved:
+            self._unresolve_target()
+        raise
+    return (_r[0], _r[1],)
+
+def _body_1(self, x):
+    _s = (x.shape, x.dtype, x.device,)
+    if _s not in self._checked:
+        _check(self, x)
+        self._note_checked(_s)
+    _resolved = self._target is None
+    if _resolved:
+        self._resolve_target(x.device)
+    try:
+        _c_x = x if x.is_contiguous() else x.contiguous()
+        _r = self.forward(_c_x, return_rstd=True)
+        if not isinstance(_r, tuple) or len(_r) != 2:
+            raise TileOpsError("ToyNormStatsOp.forward must return a tuple of 2 outputs (None for an omitted one)")
+    except BaseException:
+        if _resolved:
+            self._unresolve_target()
+        raise
+    return (_r[0], _r[1],)
+
+def _fake_1(x, key):
+    self = _ref_of(key, _NO_REF)()
+    if self is None:
+        raise TileOpsError(f"ToyNormStatsOp: no live instance with key {key!r}")
+    _check(self, x)
+    _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+    _f_rstd = torch.empty(tuple(x.shape[:-1]), dtype=_DT_rstd, device=x.device)
+    return (_f_y, _f_rstd,)
+
+def _call_boundary(self, x, *, return_rstd=False):
+    if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
+        _fast = False
+    else:
+        _g = _grad_enabled()
+        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad))
+    if not _fast:
+        if not isinstance(x, Tensor):
+            raise InputTypeError("ToyNormStatsOp: argument 'x': expected a Tensor, got " + type(x).__name__)
+    if not return_rstd:
+        if _fast:
+            _a = _body_0(self, x)
+        else:
+            _a = _op_0(x, self._key)
+        return _a
+    if return_rstd:
+        if _fast:
+            _a = _body_1(self, x)
+        else:
+            _a = _op_1(x, self._key)
+        return (_a[0], _a[1],)
+    raise InputValueError("ToyNormStatsOp: no effect branch matches this call")
