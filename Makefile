@@ -9,9 +9,13 @@ PY          := $(VENV)/bin/python
 TORCH_PIN   ?= torch==2.13.0
 CC          ?= cc
 
-CORE_SRC  := $(wildcard csrc/core/*.c csrc/cpu/*.c csrc/runtime/*.c)
-CORE_HDR  := $(wildcard csrc/include/tileops/*.h csrc/core/*.h csrc/cpu/*.h csrc/runtime/*.h)
+# Each op's C code lives in csrc/ops/<family>/, next to its CUDA C (shipped as data).
+CORE_SRC  := $(wildcard csrc/core/*.c csrc/cpu/*.c csrc/runtime/*.c csrc/ops/*/*.c)
+CORE_HDR  := $(wildcard csrc/include/tileops/*.h csrc/core/*.h csrc/cpu/*.h csrc/runtime/*.h csrc/ops/*/*.h)
+CUDA_SRC  := $(wildcard csrc/ops/*/*.cu csrc/ops/*/*.cuh)
 CTEST_SRC := $(wildcard tests/c/test_*.c)
+# Where the C test binaries go: `make test-c BUILD=build-mine` keeps two people's apart.
+BUILD     ?= build
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Icsrc/include -Icsrc -pthread
 LDLIBS    := -ldl -lpthread -lm
 
@@ -36,7 +40,7 @@ $(VENV)/.stamp-deps:
 
 venv: $(VENV)/.stamp-deps
 
-$(VENV)/.stamp-install: $(VENV)/.stamp-deps pyproject.toml setup.py $(CORE_SRC) $(CORE_HDR) $(wildcard csrc/python/*.c) $(wildcard csrc/cuda/*.cu)
+$(VENV)/.stamp-install: $(VENV)/.stamp-deps pyproject.toml setup.py $(CORE_SRC) $(CORE_HDR) $(wildcard csrc/python/*.c) $(CUDA_SRC)
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
 	@touch $@
 
@@ -57,23 +61,23 @@ test: install $(VENV)/.stamp-testplugin test-c validate
 	$(PY) -m pytest -q tests
 
 # ---- the C core on its own -----------------------------------------------------------
-build/release/%: tests/c/%.c $(CORE_SRC) $(CORE_HDR)
+$(BUILD)/release/%: tests/c/%.c $(CORE_SRC) $(CORE_HDR) tests/c/check.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -O2 -o $@ $< $(CORE_SRC) $(LDLIBS)
 
-build/asan/%: tests/c/%.c $(CORE_SRC) $(CORE_HDR)
+$(BUILD)/asan/%: tests/c/%.c $(CORE_SRC) $(CORE_HDR) tests/c/check.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	    -fno-sanitize-recover=all -o $@ $< $(CORE_SRC) $(LDLIBS)
 
 CTESTS := $(patsubst tests/c/%.c,%,$(CTEST_SRC))
 
-test-c: $(addprefix build/release/,$(CTESTS))
+test-c: $(addprefix $(BUILD)/release/,$(CTESTS))
 	@set -e; for t in $^; do echo "== $$t"; $$t; done
 
-check-c: $(addprefix build/asan/,$(CTESTS))
+check-c: $(addprefix $(BUILD)/asan/,$(CTESTS))
 	@set -e; for t in $^; do echo "== $$t (asan+ubsan)"; \
 	    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $$t; done
 
 clean:
-	rm -rf build src/tileops/_C*.so src/*.egg-info $(VENV)/.stamp-install
+	rm -rf build $(BUILD) src/tileops/_C*.so src/*.egg-info $(VENV)/.stamp-install

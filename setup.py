@@ -1,7 +1,10 @@
 """Builds tileops._C from C sources only: no C++, no torch headers, no libtorch.
 
-The CUDA C kernels (csrc/cuda/*.cu) are not compiled here: they are copied into the
-package as data and compiled at run time by NVRTC for the card the call runs on."""
+The C sources are the core (csrc/core, csrc/cpu, csrc/runtime), each op's CPU code
+(csrc/ops/<family>/*.c, which registers its kernels in the CPU kernel table) and the
+binding (csrc/python). The CUDA C kernels (csrc/ops/<family>/*.cu and the *.cuh they
+include) are not compiled here: they are copied into the package as data, one folder per
+family, and compiled at run time by NVRTC for the card the call runs on."""
 import glob
 import os
 import shutil
@@ -10,6 +13,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CUDA_SUFFIXES = (".cu", ".cuh")
 
 
 def _rel(pattern):
@@ -17,11 +21,26 @@ def _rel(pattern):
 
 
 def _copy_cuda_sources():
-    """csrc/cuda/*.cu -> src/tileops/cuda/ (package data; also what an editable install reads)."""
-    dst = os.path.join(HERE, "src", "tileops", "cuda")
-    os.makedirs(dst, exist_ok=True)
-    for src in glob.glob(os.path.join(HERE, "csrc", "cuda", "*.cu")):
-        shutil.copyfile(src, os.path.join(dst, os.path.basename(src)))
+    """csrc/ops/<family>/*.cu, *.cuh -> src/tileops/cuda/<family>/ (package data; also what
+    an editable install reads). The folder is generated: a file whose source is gone
+    (renamed, moved, deleted) is removed, so the package never ships a stale kernel."""
+    dst_root = os.path.join(HERE, "src", "tileops", "cuda")
+    wanted = {}
+    for suffix in CUDA_SUFFIXES:
+        for src in glob.glob(os.path.join(HERE, "csrc", "ops", "*", "*" + suffix)):
+            family = os.path.basename(os.path.dirname(src))
+            wanted[os.path.join(family, os.path.basename(src))] = src
+    for rel, src in wanted.items():
+        dst = os.path.join(dst_root, rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(src, dst)
+    for folder, _dirs, files in os.walk(dst_root, topdown=False):
+        for name in files:
+            rel = os.path.relpath(os.path.join(folder, name), dst_root)
+            if name.endswith(CUDA_SUFFIXES) and rel not in wanted:
+                os.remove(os.path.join(folder, name))
+        if folder != dst_root and not os.listdir(folder):
+            os.rmdir(folder)
 
 
 class BuildPy(build_py):
@@ -33,11 +52,13 @@ class BuildPy(build_py):
 _copy_cuda_sources()
 
 sources = (_rel("csrc/python/*.c") + _rel("csrc/core/*.c") + _rel("csrc/cpu/*.c")
-           + _rel("csrc/runtime/*.c"))
+           + _rel("csrc/runtime/*.c") + _rel("csrc/ops/*/*.c"))
 
 ext = Extension(
     "tileops._C",
     sources=sources,
+    # "tileops/x.h" (public) from csrc/include; "cpu/simd.h", "runtime/loader.h",
+    # "ops/norm/rms_norm.h" (internal) from csrc
     include_dirs=["csrc/include", "csrc"],
     define_macros=[("_GNU_SOURCE", "1")],
     extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Werror", "-pthread",

@@ -1,8 +1,10 @@
-"""Plot a benchmark results JSON as grouped bar charts.
+"""Plot a benchmark results JSON.
 
     python benchmarks/plot.py IN.json OUT.png
 
-One panel per time metric found in the rows -- ``cold_us`` (L2-cold, GPU), ``hot_us``
+A JSON of ``python -m tileops bench`` (rows with ``impls``) is drawn by
+``tileops.bench.plot_results``: each impl's time over the copy floor, per case. Any other
+results JSON (overhead.py's, the dev/ scripts'): one panel per time metric found in the rows -- ``cold_us`` (L2-cold, GPU), ``hot_us``
 (L2-hot CUDA-graph replay, GPU) and ``us`` (per-call loop time: CPU runs, overhead runs) --
 with one group of bars per (workload, dtype) and one bar per impl, on a log scale (the
 workloads span orders of magnitude). Uses matplotlib's Agg backend; when matplotlib is not
@@ -67,6 +69,12 @@ def plot_file(in_path, out_path, title=None):
     with open(in_path) as f:
         data = json.load(f)
     rows = data.get("rows", [])
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import common
+    common.import_tileops()
+    from tileops.bench import plot_results, save_figure
+    if any("impls" in r for r in rows):  # python -m tileops bench
+        return plot_results(data, out_path)
     meta = data.get("metadata", {})
     metrics = [(k, label) for k, label in METRICS
                if any(isinstance(r.get(k), (int, float)) for r in rows)]
@@ -117,13 +125,7 @@ def plot_file(in_path, out_path, title=None):
     ops = ", ".join(o for o in _ordered(r.get("op") for r in rows) if o)
     fig.suptitle(title or f"{ops} -- {meta.get('device_name', meta.get('device', ''))}",
                  fontsize=10)
-    fig.tight_layout()
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_path, dpi=120)
-    plt.close(fig)
-    print(f"[plot] wrote {out_path}")
-    return True
+    return save_figure(fig, out_path, "plot", dpi=120)
 
 
 def main(argv=None):

@@ -1,6 +1,12 @@
 """The compile contract: every implemented op with a compile boundary registers a cold
 compile test here, and test_compile_contract.py fails if one has none.
 
+The package's ops register theirs from the manifest, with nothing written per op
+(register_manifest_ops: the smallest workload test case, every optional input present, the
+branch that writes nothing); the test-only toy ops of tests/manifest/toy.yaml, which have no
+workloads, register theirs by hand below. A hand-written registration wins over the
+generated one.
+
 A cold test: torch._dynamo.reset(), a fresh instance, torch.compile(op, fullgraph=True) with
 inductor; the compiled result equals eager; the captured graph's call targets are non-empty
 and every one of them is in the class's compile_op_names."""
@@ -49,14 +55,28 @@ def run_cold(name: str):
 
 # ---- registrations ---------------------------------------------------------------------
 
-def _register_all():
-    from tileops.norm import RMSNormFwdOp
-    import toy_ops
+def register_manifest_ops():
+    """A cold compile test for every implemented op of the package with a compile
+    boundary, from its manifest entry (tests/driver.py: small_case)."""
+    import tileops
+    for name, cls in tileops.all_op_classes().items():
+        if cls._entry.status != "implemented" or not cls._entry.has_boundary or name in CONTRACT:
+            continue
+        cold_compile_test(cls)(_manifest_factory(cls))
 
-    @cold_compile_test(RMSNormFwdOp)
-    def _rms():
-        op = RMSNormFwdOp(normalized_shape=(256,))
-        return op, (torch.randn(8, 256), torch.randn(256)), {}
+
+def _manifest_factory(cls):
+    def factory():
+        import driver  # imports this module: only when a factory runs
+        case, inputs = driver.small_case(cls)
+        op = cls(**case.params)
+        return op, tuple(inputs[i.name] for i in cls._entry.inputs), {}
+    factory.__name__ = f"manifest_case_{cls.__name__}"
+    return factory
+
+
+def _register_all():
+    import toy_ops
 
     @cold_compile_test(toy_ops.ToyScaleOp)
     def _scale():
@@ -84,3 +104,4 @@ def _register_all():
 
 
 _register_all()
+register_manifest_ops()

@@ -9,10 +9,11 @@ TOL = {torch.float32: dict(atol=1e-5, rtol=1e-5), torch.float16: dict(atol=2e-3,
 
 def reference(x, ns, w, eps=None):
     """RMS norm of x over its trailing dimensions `ns`, in float64, returned in x's dtype;
-    eps None: x's dtype's machine epsilon (as the op and F.rms_norm)."""
+    eps None: float32's machine epsilon, as F.rms_norm takes it for float32, float16 and
+    bfloat16 inputs (torch.rms_norm: the epsilon of the accumulation type)."""
     xd = x.double()
     dims = tuple(range(-len(ns), 0))
-    e = torch.finfo(x.dtype).eps if eps is None else eps
+    e = torch.finfo(torch.float32).eps if eps is None else eps
     y = xd * torch.rsqrt(xd.pow(2).mean(dim=dims, keepdim=True) + e)
     if w is not None:
         y = y * w.double()

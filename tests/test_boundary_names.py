@@ -9,7 +9,8 @@ from tileops.ops.boundary import base_operator_name
 
 
 def test_rms_norm_compile_op_names_match_the_seed():
-    assert RMSNormFwdOp.compile_op_names == ("tileops::norm_rms_norm_fwd",)
+    # the seed's name, and the `out=` branch's
+    assert RMSNormFwdOp.compile_op_names == ("tileops::norm_rms_norm_fwd", "tileops::norm_rms_norm_fwd_out")
 
 
 @pytest.mark.parametrize("cls,names", [

@@ -20,6 +20,19 @@ def test_every_implemented_boundary_op_registers_a_cold_compile_test():
     assert all(package_entries()[n].has_boundary for n in _boundary_classes() if n in package_entries())
 
 
+def test_package_ops_register_from_the_manifest():
+    """The package's ops take their cold compile test from the manifest (nothing written
+    per op): each one registered is the generated factory, and its case runs."""
+    package = {n for n in _boundary_classes() if n in package_entries()}
+    assert package, "no package op with a compile boundary"
+    for name in sorted(package):
+        cls, factory = CONTRACT[name]
+        assert factory.__name__ == f"manifest_case_{name}", \
+            f"{name}: cold compile test written by hand ({factory.__name__}); the manifest's workloads give it"
+        op, args, kwargs = factory()
+        assert isinstance(op, cls) and args
+
+
 @pytest.mark.parametrize("name", sorted(CONTRACT))
 def test_cold_compile(name):
     targets = run_cold(name)

@@ -98,7 +98,7 @@ def test_meta_and_fake_calls_return_shapes_and_build_nothing():
     with FakeTensorMode() as mode:
         fy = op(mode.from_tensor(torch.randn(7, N)))
     assert fy.shape == (7, N)
-    assert op._kernels == {} and op._memo == {} and op.target is None
+    assert len(op._kernels) == 0 and op._memo == {} and op.target is None
 
 
 def test_fake_metadata_matches_real_for_rms_norm_dtypes():
@@ -176,7 +176,7 @@ def test_failed_resolution_is_undone_so_the_next_call_resolves_again():
     try:
         with pytest.raises(RuntimeError, match="first build fails"):
             op(torch.randn(3))
-        assert op.target is None and op._kernels == {}
+        assert op.target is None and len(op._kernels) == 0
         torch._dynamo.reset()
         y = torch.compile(op, fullgraph=True)(torch.ones(3))
         torch.testing.assert_close(y, torch.full((3,), 2.0))

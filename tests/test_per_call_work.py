@@ -67,7 +67,7 @@ def test_checks_run_once_per_call_signature_on_both_paths(check_calls):
     with Spy() as s:
         op(x, w)
     assert s.calls  # the operator path shares the instance's record
-    assert check_calls == [((3, N), (N,))]
+    assert check_calls == [((3, N), (N,), None)]   # (x, weight, out)
     op(torch.randn(5, N), w)          # another shape
     op(x)                             # no weight: another signature
     op(x.to(torch.float16), w.half())  # another dtype

@@ -20,7 +20,7 @@ def test_a_copy_is_a_new_instance_with_a_new_key(how):
     x = torch.randn(3, 8)
     op(x)
     op2 = how(op)
-    assert op2._key != op._key and op2.target is None and op2._kernels == {}
+    assert op2._key != op._key and op2.target is None and len(op2._kernels) == 0
     op2.eps = 10.0
     fast = op2(x)
     with Spy():
@@ -94,15 +94,19 @@ def test_external_builder_is_asked_again_for_a_new_shape():
     assert seen == [(3, 8), (5, 8)]
 
 
-def test_external_target_returning_a_non_contiguous_output_fails_loudly():
+def test_external_target_returning_a_non_contiguous_output_gives_the_contiguous_output():
+    """The op allocates its outputs from the manifest (contiguous) and a builder's result
+    is copied into them: a non-contiguous result of the right shape and dtype is fine, and
+    the caller still gets the layout the fake declares (a wrong shape or dtype raises:
+    tests/test_kit_defects.py)."""
     t = targets.BuilderTarget("non_contiguous_test_target", {
         "RMSNormFwdOp": lambda inputs, params: (lambda x, weight=None: x.t().contiguous().t())})
     targets.register(t)
     try:
         op = RMSNormFwdOp((8,), target=t.name)
-        with pytest.raises(TargetError, match="'non_contiguous_test_target' returned .* must be contiguous"):
-            op(torch.randn(3, 8))
-        assert op.target is None  # a failed call undoes the resolution
+        x = torch.randn(3, 8)
+        y = op(x)
+        assert y.is_contiguous() and torch.equal(y, x)
     finally:
         targets.unregister(t.name)
 

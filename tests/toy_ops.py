@@ -33,39 +33,36 @@ class ScaleKernel(_TorchKernel):
     interface = "scale"
 
     @staticmethod
-    def run(x, factor, alpha, inplace):
-        if inplace:
-            return x.mul_(factor * alpha)
-        return x * (factor * alpha)
+    def run(x, y, factor):
+        torch.mul(x, factor, out=y)
 
 
 class AccumulateKernel(_TorchKernel):
     interface = "accumulate"
 
     @staticmethod
-    def run(acc, x):
-        return acc.add_(x)
+    def run(acc, x, total):
+        total.add_(x)
 
 
 class AddKernel(_TorchKernel):
     interface = "add"
 
     @staticmethod
-    def run(a, b, out):
-        if out is None:
-            return a + b
-        return torch.add(a, b, out=out)
+    def run(a, b, y):
+        torch.add(a, b, out=y)
 
 
 class NormStatsKernel(_TorchKernel):
     interface = "norm_stats"
 
     @staticmethod
-    def run(x, return_rstd):
+    def run(x, y, rstd):
         xf = x.float()
-        rstd = torch.rsqrt(xf.pow(2).mean(-1) + 1e-6)
-        y = (xf * rstd[..., None]).to(x.dtype)
-        return y, (rstd if return_rstd else None)
+        r = torch.rsqrt(xf.pow(2).mean(-1) + 1e-6)
+        y.copy_((xf * r[..., None]).to(x.dtype))
+        if rstd is not None:
+            rstd.copy_(r)
 
 
 class SwapKernel(_TorchKernel):
@@ -82,8 +79,9 @@ class ScaleRowsKernel(_TorchKernel):
     interface = "scale_rows"
 
     @staticmethod
-    def run(x):
-        return x * torch.arange(1, x.shape[0] + 1, device=x.device, dtype=x.dtype).reshape(-1, *([1] * (x.ndim - 1)))
+    def run(x, y):
+        torch.mul(x, torch.arange(1, x.shape[0] + 1, device=x.device, dtype=x.dtype).reshape(-1, *([1] * (x.ndim - 1))),
+                  out=y)
 
 
 class ToyScaleOp(Op, manifest=MANIFEST):
@@ -92,10 +90,12 @@ class ToyScaleOp(Op, manifest=MANIFEST):
 
     def __init__(self, factor=2.0, *, target=None):
         super().__init__(target=target)
-        self.factor = float(factor)
+        self.factor = factor
 
     def forward(self, x, alpha=1.0, *, inplace=False):
-        return self.kernel_for("scale", x)(x, self.factor, alpha, inplace)
+        y = self.allocate(x, inplace=inplace)
+        self.kernel_for("scale", x, y)(x, y, self.factor * alpha)
+        return y
 
 
 class ToyAccumulateOp(Op, manifest=MANIFEST):
@@ -103,7 +103,9 @@ class ToyAccumulateOp(Op, manifest=MANIFEST):
     interfaces = {"accumulate": KernelInterface.of("accumulate", "accumulate")}
 
     def forward(self, acc, x):
-        return self.kernel_for("accumulate", acc, x)(acc, x)
+        total = self.allocate(acc, x)
+        self.kernel_for("accumulate", acc, x, total)(acc, x, total)
+        return total
 
 
 class ToyAddOp(Op, manifest=MANIFEST):
@@ -111,7 +113,9 @@ class ToyAddOp(Op, manifest=MANIFEST):
     interfaces = {"add": KernelInterface.of("add", "add")}
 
     def forward(self, a, b, *, out=None):
-        return self.kernel_for("add", a, b)(a, b, out)
+        y = self.allocate(a, b, out=out)
+        self.kernel_for("add", a, b, y)(a, b, y)
+        return y
 
 
 class ToyNormStatsOp(Op, manifest=MANIFEST):
@@ -119,7 +123,9 @@ class ToyNormStatsOp(Op, manifest=MANIFEST):
     interfaces = {"norm_stats": KernelInterface.of("norm_stats", "norm_stats")}
 
     def forward(self, x, *, return_rstd=False):
-        return self.kernel_for("norm_stats", x)(x, return_rstd)
+        y, rstd = self.allocate(x, return_rstd=return_rstd)
+        self.kernel_for("norm_stats", x, y, rstd)(x, y, rstd)
+        return y, rstd
 
 
 class ToySwapOp(Op, manifest=MANIFEST):
@@ -136,7 +142,9 @@ class ScaleRowsOp(Op, manifest=MANIFEST):
     interfaces = {"scale_rows": KernelInterface.of("scale_rows", "scale_rows")}
 
     def forward(self, x):
-        return self.kernel_for("scale_rows", x)(x)
+        y = self.allocate(x)
+        self.kernel_for("scale_rows", x, y)(x, y)
+        return y
 
 
 class ToyScaleAddOp(Op, manifest=MANIFEST):

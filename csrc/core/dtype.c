@@ -1,4 +1,5 @@
-/* dtype.c: element sizes and names, and the IEEE binary16 <-> binary32 conversions.
+/* dtype.c: element sizes and names of the dtype codes, and the IEEE binary16 <->
+ * binary32 conversions.
  *
  * The conversions are done on the bit patterns in portable C so the scalar reference
  * kernels and the tests get exactly the result of a hardware converter (F16C's
@@ -13,6 +14,10 @@ size_t tileops_dtype_size(int dtype) {
     case TILEOPS_FLOAT32: return 4;
     case TILEOPS_FLOAT16: return 2;
     case TILEOPS_BFLOAT16: return 2;
+    case TILEOPS_INT32: return 4;
+    case TILEOPS_INT64: return 8;
+    case TILEOPS_UINT8: return 1;
+    case TILEOPS_BOOL: return 1;
     default: return 0;
     }
 }
@@ -22,6 +27,10 @@ const char *tileops_dtype_name(int dtype) {
     case TILEOPS_FLOAT32: return "float32";
     case TILEOPS_FLOAT16: return "float16";
     case TILEOPS_BFLOAT16: return "bfloat16";
+    case TILEOPS_INT32: return "int32";
+    case TILEOPS_INT64: return "int64";
+    case TILEOPS_UINT8: return "uint8";
+    case TILEOPS_BOOL: return "bool";
     default: return "unknown";
     }
 }

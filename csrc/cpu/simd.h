@@ -1,6 +1,7 @@
-/* cpu/simd.h: private to the core and its C tests - which SIMD path the CPU kernels
- * take, and a way for tests to force a lower one so every path gets exercised on a
- * machine that would otherwise only ever run the best. */
+/* cpu/simd.h: private to the core and its C tests (implemented in cpu/simd.c, used by
+ * every op's CPU file) - which SIMD path the CPU kernels take, and a way for tests to
+ * force a lower one so every path gets exercised on a machine that would otherwise only
+ * ever run the best. */
 #ifndef TILEOPS_CPU_SIMD_H
 #define TILEOPS_CPU_SIMD_H
 
@@ -19,5 +20,12 @@ int tileops_cpu_simd_active(void);
 /* Forces a level for the whole process (tests only); -1 restores the detected one.
  * A level above the detected one is refused with TILEOPS_ERR_UNSUPPORTED. */
 tileops_status_t tileops_cpu_simd_override(int level);
+/* Whether a level is forced now: a kernel then takes it literally, without the speed
+ * choices it makes on its own (they give the same bits, but tests ask for a path). */
+int tileops_cpu_simd_overridden(void);
+/* 1 on CPUs where fp16 rows in cache run faster through the AVX2 code than the AVX-512
+ * code (AMD Zen 4: its 512-bit half conversions are slower than two 256-bit ones). Only
+ * a speed hint: both paths of a kernel must give the same bits. */
+int tileops_cpu_simd_f16_prefers_avx2(void);
 
 #endif /* TILEOPS_CPU_SIMD_H */

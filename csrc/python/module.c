@@ -3,9 +3,12 @@
  * Everything crosses as plain integers and floats (data pointers, sizes, strides, dtype
  * codes, stream handles): the core never sees a torch object, so this module builds with a
  * C compiler alone and serves every torch version. Functions use METH_FASTCALL (no tuple
- * or dict is built per call); CPU kernels run with the GIL released. A failing core call
- * becomes an exception of the class the Python layer registered for its status code
- * (tileops.errors), carrying the core's message. */
+ * or dict is built per call); CPU kernels run with the GIL released. Kernels of either
+ * kind are found once by name and launched by handle through one generic entry each
+ * (cpu_launch, cuda_launch), their arguments converted by the kernel's format, so this
+ * file does not change when an op is added. A failing core call becomes an exception of
+ * the class the Python layer registered for its status code (tileops.errors), carrying
+ * the core's message. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -14,6 +17,8 @@
 #include <string.h>
 
 #include "tileops/cpu.h"
+#include "tileops/dtype.h"
+#include "tileops/kernel_table.h"
 #include "tileops/runtime.h"
 #include "tileops/status.h"
 
@@ -39,10 +44,107 @@ static int check_nargs(const char *fn, Py_ssize_t got, Py_ssize_t want) {
     return 0;
 }
 
-/* Integer conversions that fail with a Python error (checked with PyErr_Occurred once per
- * call, not per argument, to keep the hot path short). */
-static inline int64_t as_i64(PyObject *o) { return (int64_t)PyLong_AsLongLong(o); }
-static inline uintptr_t as_ptr(PyObject *o) { return (uintptr_t)PyLong_AsUnsignedLongLongMask(o); }
+/* A pointer: any int in [0, 2**64), or an object with __index__. A negative one is an
+ * OverflowError, never an address wrapped around to the top of the address space. On
+ * error returns (uintptr_t)-1 with the exception set. */
+static uintptr_t as_ptr(PyObject *o) {
+    if (PyLong_Check(o))
+        return (uintptr_t)PyLong_AsUnsignedLongLong(o);
+    PyObject *i = PyNumber_Index(o);
+    if (!i)
+        return (uintptr_t)-1;
+    uintptr_t v = (uintptr_t)PyLong_AsUnsignedLongLong(i);
+    Py_DECREF(i);
+    return v;
+}
+
+/* A C int (device ordinals, thread counts): out of range is an OverflowError, never a
+ * truncated value that happens to be valid. Returns 0, or -1 with the exception set. */
+static int as_int(const char *fn, const char *what, PyObject *o, int *out) {
+    long long v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < INT_MIN || v > INT_MAX) {
+        PyErr_Format(PyExc_OverflowError, "tileops._C.%s: %s must fit a C int, got %lld", fn, what, v);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* Re-raises the conversion error of kernel argument `index` with the argument named, so
+ * a caller sees which of a dozen integers was wrong. Keeps the error's class (an
+ * OverflowError stays one, so does a TypeError). Returns -1. */
+static int arg_error(const char *fn, Py_ssize_t index, char kind, PyObject *o) {
+    const char *want = kind == 'p' ? "a pointer in [0, 2**64)"
+                     : kind == 'q' ? "an int64"
+                     : kind == 'i' ? "an int32"
+                                   : "a float";
+    PyObject *cls = PyErr_ExceptionMatches(PyExc_OverflowError) ? PyExc_OverflowError : PyExc_TypeError;
+    PyErr_Clear();
+    PyErr_Format(cls, "tileops._C.%s: kernel argument %zd (format '%c') must be %s, got %R", fn,
+                 index, kind, want, o);
+    return -1;
+}
+
+/* Converts a kernel's Python arguments into packed values by its arg format: the one
+ * conversion both cpu_launch and cuda_launch use. n must equal strlen(fmt) (checked by
+ * the caller, which knows how to word the count error). Returns 0, or -1 with an
+ * exception naming the argument. */
+static int pack_args(const char *fn, const char *fmt, PyObject *const *objs, Py_ssize_t n,
+                     tileops_arg_t *out) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = objs[i];
+        switch (fmt[i]) {
+        case 'p':
+            out[i].p = as_ptr(o);
+            if (out[i].p == (uintptr_t)-1 && PyErr_Occurred())
+                return arg_error(fn, i, 'p', o);
+            break;
+        case 'q':
+            out[i].q = (int64_t)PyLong_AsLongLong(o);
+            if (out[i].q == -1 && PyErr_Occurred())
+                return arg_error(fn, i, 'q', o);
+            break;
+        case 'i': {
+            long long v = PyLong_AsLongLong(o);
+            if (v == -1 && PyErr_Occurred())
+                return arg_error(fn, i, 'i', o);
+            if (v < INT32_MIN || v > INT32_MAX) {
+                PyErr_Format(PyExc_OverflowError,
+                             "tileops._C.%s: kernel argument %zd (format 'i') must be an int32, got %lld",
+                             fn, i, v);
+                return -1;
+            }
+            out[i].i = (int32_t)v;
+            break;
+        }
+        case 'f': {
+            double d = PyFloat_AsDouble(o);
+            if (d == -1.0 && PyErr_Occurred())
+                return arg_error(fn, i, 'f', o);
+            out[i].f = (float)d;
+            break;
+        }
+        default: /* formats are validated when a kernel is registered or built */
+            PyErr_Format(PyExc_SystemError, "tileops._C.%s: bad format character '%c' in '%s'", fn,
+                         fmt[i], fmt);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A kernel handle argument: a non-negative C int. */
+static int as_handle(const char *fn, PyObject *o, int *handle) {
+    if (as_int(fn, "the kernel handle", o, handle))
+        return -1;
+    if (*handle < 0) {
+        PyErr_Format(PyExc_ValueError, "tileops._C.%s: no kernel with handle %d", fn, *handle);
+        return -1;
+    }
+    return 0;
+}
 
 static PyObject *py_set_error_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -65,44 +167,62 @@ static PyObject *py_set_error_classes(PyObject *self, PyObject *const *args, Py_
 
 /* ---- CPU ------------------------------------------------------------------------- */
 
-/* (x, weight, y, rows, n, x_row_stride, y_row_stride, eps, dtype, variant) */
-static int parse_rms_norm(PyObject *const *a, Py_ssize_t nargs, const char *fn,
-                          tileops_rms_norm_args_t *r, int *variant) {
-    if (check_nargs(fn, nargs, 10)) return -1;
-    r->x = (const void *)as_ptr(a[0]);
-    r->weight = (const void *)as_ptr(a[1]);
-    r->y = (void *)as_ptr(a[2]);
-    r->rows = as_i64(a[3]);
-    r->n = as_i64(a[4]);
-    r->x_row_stride = as_i64(a[5]);
-    r->y_row_stride = as_i64(a[6]);
-    r->eps = (float)PyFloat_AsDouble(a[7]);
-    r->dtype = (int)PyLong_AsLong(a[8]);
-    *variant = (int)PyLong_AsLong(a[9]);
-    return PyErr_Occurred() ? -1 : 0;
+/* (name) -> (handle, arg_format): looked up once when a kernel class builds, so the hot
+ * path passes a small integer, as for CUDA kernels. */
+static PyObject *py_cpu_kernel(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (check_nargs("cpu_kernel", nargs, 1)) return NULL;
+    const char *name = PyUnicode_AsUTF8(args[0]);
+    if (!name) return NULL;
+    int handle = -1;
+    tileops_status_t st = tileops_cpu_kernel_lookup(name, &handle);
+    if (st != TILEOPS_OK) return raise_status(st);
+    return Py_BuildValue("(is)", handle, tileops_cpu_kernel_get(handle)->arg_format);
 }
 
-/* Both CPU entry points; the reference ignores the variant. */
-static PyObject *run_rms_norm(PyObject *const *args, Py_ssize_t nargs, const char *fn, int reference) {
-    tileops_rms_norm_args_t r;
-    int variant;
-    if (parse_rms_norm(args, nargs, fn, &r, &variant)) return NULL;
+/* () -> names of every registered CPU kernel, in handle order. */
+static PyObject *py_cpu_kernels(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    int n = tileops_cpu_kernel_count();
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *name = PyUnicode_FromString(tileops_cpu_kernel_get(i)->name);
+        if (!name) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, i, name);
+    }
+    return t;
+}
+
+/* (handle, *kernel_args): the CPU hot path, the twin of cuda_launch without the grid. */
+static PyObject *py_cpu_launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "tileops._C.cpu_launch: (handle, *args)");
+        return NULL;
+    }
+    int handle;
+    if (as_handle("cpu_launch", args[0], &handle)) return NULL;
+    const tileops_cpu_kernel_t *k = tileops_cpu_kernel_get(handle);
+    if (!k) {
+        PyErr_Format(PyExc_ValueError, "tileops._C.cpu_launch: no CPU kernel with handle %d", handle);
+        return NULL;
+    }
+    Py_ssize_t nk = nargs - 1;
+    size_t want = strlen(k->arg_format);
+    if ((size_t)nk != want) {
+        PyErr_Format(PyExc_TypeError, "tileops._C.cpu_launch: kernel '%s' takes %zu arguments (format '%s'), got %zd",
+                     k->name, want, k->arg_format, nk);
+        return NULL;
+    }
+    tileops_arg_t kargs[TILEOPS_MAX_KERNEL_ARGS];
+    if (pack_args("cpu_launch", k->arg_format, args + 1, nk, kargs)) return NULL;
     tileops_status_t st;
     Py_BEGIN_ALLOW_THREADS
-    st = reference ? tileops_cpu_rms_norm_reference(&r) : tileops_cpu_rms_norm(&r, variant);
+    st = tileops_cpu_kernel_launch(handle, kargs, (int)nk);
     Py_END_ALLOW_THREADS
     if (st != TILEOPS_OK) return raise_status(st);
     Py_RETURN_NONE;
-}
-
-static PyObject *py_cpu_rms_norm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    return run_rms_norm(args, nargs, "cpu_rms_norm", 0);
-}
-
-static PyObject *py_cpu_rms_norm_reference(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    return run_rms_norm(args, nargs, "cpu_rms_norm_reference", 1);
 }
 
 static PyObject *py_cpu_num_threads(PyObject *self, PyObject *unused) {
@@ -113,9 +233,9 @@ static PyObject *py_cpu_num_threads(PyObject *self, PyObject *unused) {
 static PyObject *py_cpu_set_num_threads(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cpu_set_num_threads", nargs, 1)) return NULL;
-    long n = PyLong_AsLong(args[0]);
-    if (PyErr_Occurred()) return NULL;
-    tileops_status_t st = tileops_cpu_set_num_threads((int)n);
+    int n;
+    if (as_int("cpu_set_num_threads", "the thread count", args[0], &n)) return NULL;
+    tileops_status_t st = tileops_cpu_set_num_threads(n);
     if (st != TILEOPS_OK) return raise_status(st);
     Py_RETURN_NONE;
 }
@@ -154,8 +274,8 @@ static PyObject *py_cuda_device_count(PyObject *self, PyObject *unused) {
 static PyObject *py_cuda_device_arch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cuda_device_arch", nargs, 1)) return NULL;
-    int dev = (int)PyLong_AsLong(args[0]);
-    if (PyErr_Occurred()) return NULL;
+    int dev;
+    if (as_int("cuda_device_arch", "the device", args[0], &dev)) return NULL;
     int major = 0, minor = 0;
     tileops_status_t st = tileops_cuda_device_arch(dev, &major, &minor);
     if (st != TILEOPS_OK) return raise_status(st);
@@ -165,8 +285,8 @@ static PyObject *py_cuda_device_arch(PyObject *self, PyObject *const *args, Py_s
 static PyObject *py_cuda_device_attributes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cuda_device_attributes", nargs, 1)) return NULL;
-    int dev = (int)PyLong_AsLong(args[0]);
-    if (PyErr_Occurred()) return NULL;
+    int dev;
+    if (as_int("cuda_device_attributes", "the device", args[0], &dev)) return NULL;
     int sms = 0, smem = 0, l2 = 0;
     tileops_status_t st = tileops_cuda_device_attributes(dev, &sms, &smem, &l2);
     if (st != TILEOPS_OK) return raise_status(st);
@@ -209,8 +329,8 @@ static PyObject *py_cuda_set_version(PyObject *self, PyObject *const *args, Py_s
 static PyObject *py_cuda_build(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cuda_build", nargs, 6)) return NULL;
-    int dev = (int)PyLong_AsLong(args[0]);
-    if (PyErr_Occurred()) return NULL;
+    int dev;
+    if (as_int("cuda_build", "the device", args[0], &dev)) return NULL;
     Py_ssize_t src_len = 0;
     const char *src = PyUnicode_AsUTF8AndSize(args[1], &src_len);
     if (!src) return NULL;
@@ -257,16 +377,13 @@ static PyObject *py_cuda_launch(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_SetString(PyExc_TypeError, "tileops._C.cuda_launch: (handle, gx, gy, gz, bx, by, bz, shared_bytes, stream, *args)");
         return NULL;
     }
-    long handle_l = PyLong_AsLong(args[0]);
+    int handle;
+    if (as_handle("cuda_launch", args[0], &handle)) return NULL;
     unsigned long dims[7];
     for (int i = 0; i < 7; i++)
         dims[i] = PyLong_AsUnsignedLong(args[1 + i]); /* negative: OverflowError */
     uintptr_t stream = as_ptr(args[8]);
     if (PyErr_Occurred()) return NULL;
-    if (handle_l < 0 || handle_l > INT_MAX) {
-        PyErr_Format(PyExc_ValueError, "tileops._C.cuda_launch: no kernel with handle %ld", handle_l);
-        return NULL;
-    }
     for (int i = 0; i < 7; i++) {
         if (dims[i] > UINT_MAX) {
             PyErr_Format(PyExc_OverflowError, "tileops._C.cuda_launch: grid/block/shared value %lu exceeds %u",
@@ -274,7 +391,6 @@ static PyObject *py_cuda_launch(PyObject *self, PyObject *const *args, Py_ssize_
             return NULL;
         }
     }
-    int handle = (int)handle_l;
     unsigned grid[3] = {(unsigned)dims[0], (unsigned)dims[1], (unsigned)dims[2]};
     unsigned block[3] = {(unsigned)dims[3], (unsigned)dims[4], (unsigned)dims[5]};
     unsigned smem = (unsigned)dims[6];
@@ -290,19 +406,7 @@ static PyObject *py_cuda_launch(PyObject *self, PyObject *const *args, Py_ssize_
         return NULL;
     }
     tileops_arg_t kargs[TILEOPS_MAX_KERNEL_ARGS];
-    for (Py_ssize_t i = 0; i < nk; i++) {
-        PyObject *o = args[9 + i];
-        switch (fmt[i]) {
-        case 'p': kargs[i].p = as_ptr(o); break;
-        case 'q': kargs[i].q = as_i64(o); break;
-        case 'i': kargs[i].i = (int32_t)PyLong_AsLong(o); break;
-        case 'f': kargs[i].f = (float)PyFloat_AsDouble(o); break;
-        default:
-            PyErr_Format(PyExc_ValueError, "tileops._C.cuda_launch: bad format character '%c'", fmt[i]);
-            return NULL;
-        }
-    }
-    if (PyErr_Occurred()) return NULL;
+    if (pack_args("cuda_launch", fmt, args + 9, nk, kargs)) return NULL;
     tileops_status_t st = tileops_cuda_launch(handle, grid, block, smem, stream, kargs, (int)nk);
     if (st != TILEOPS_OK) return raise_status(st);
     Py_RETURN_NONE;
@@ -357,10 +461,11 @@ static PyObject *py_cache_load(PyObject *self, PyObject *const *args, Py_ssize_t
 
 static PyMethodDef methods[] = {
     {"set_error_classes", (PyCFunction)(void (*)(void))py_set_error_classes, METH_FASTCALL, "Exception classes by status code."},
-    {"cpu_rms_norm", (PyCFunction)(void (*)(void))py_cpu_rms_norm, METH_FASTCALL,
-     "cpu_rms_norm(x, weight, y, rows, n, x_row_stride, y_row_stride, eps, dtype, variant)"},
-    {"cpu_rms_norm_reference", (PyCFunction)(void (*)(void))py_cpu_rms_norm_reference, METH_FASTCALL,
-     "Scalar double-precision reference; same arguments as cpu_rms_norm."},
+    {"cpu_kernel", (PyCFunction)(void (*)(void))py_cpu_kernel, METH_FASTCALL,
+     "cpu_kernel(name) -> (handle, arg_format): a CPU kernel of the table, by name"},
+    {"cpu_kernels", py_cpu_kernels, METH_NOARGS, "Names of every registered CPU kernel, in handle order."},
+    {"cpu_launch", (PyCFunction)(void (*)(void))py_cpu_launch, METH_FASTCALL,
+     "cpu_launch(handle, *args): runs a CPU kernel (GIL released); args follow its arg_format"},
     {"cpu_num_threads", py_cpu_num_threads, METH_NOARGS, "Threads the CPU kernels use."},
     {"cpu_set_num_threads", (PyCFunction)(void (*)(void))py_cpu_set_num_threads, METH_FASTCALL, "Set the CPU kernels' thread count."},
     {"cpu_simd_level", py_cpu_simd_level, METH_NOARGS, "SIMD path of the CPU kernels."},
@@ -387,14 +492,36 @@ static struct PyModuleDef module = {
     -1, methods, NULL, NULL, NULL, NULL,
 };
 
+/* {name: code} of every dtype code, names as torch spells them: the Python layer maps
+ * torch dtypes from this, so a code added in dtype.h needs no Python edit. */
+static PyObject *dtype_codes(void) {
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    for (int code = 0; code < TILEOPS_DTYPE_COUNT_; code++) {
+        PyObject *v = PyLong_FromLong(code);
+        if (!v || PyDict_SetItemString(d, tileops_dtype_name(code), v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
 PyMODINIT_FUNC PyInit__C(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    if (PyModule_AddIntConstant(m, "FLOAT32", TILEOPS_FLOAT32) < 0 ||
+    PyObject *codes = dtype_codes();
+    if (!codes ||
+        PyModule_AddObject(m, "DTYPE_CODES", codes) < 0 || /* steals codes on success only */
+        PyModule_AddIntConstant(m, "FLOAT32", TILEOPS_FLOAT32) < 0 ||
         PyModule_AddIntConstant(m, "FLOAT16", TILEOPS_FLOAT16) < 0 ||
         PyModule_AddIntConstant(m, "BFLOAT16", TILEOPS_BFLOAT16) < 0 ||
         PyModule_AddIntConstant(m, "STATUS_COUNT", TILEOPS_STATUS_COUNT_) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_KERNEL_ARGS", TILEOPS_MAX_KERNEL_ARGS) < 0) {
+        PyModule_AddIntConstant(m, "MAX_KERNEL_ARGS", TILEOPS_MAX_KERNEL_ARGS) < 0 ||
+        PyModule_AddStringConstant(m, "ARG_FORMAT_CHARS", TILEOPS_ARG_FORMAT_CHARS) < 0) {
+        Py_XDECREF(codes);
         Py_DECREF(m);
         return NULL;
     }

@@ -7,8 +7,9 @@
  * compiles several times faster). No -std (NVRTC's default dialect is used; the sources
  * are C-style), no -lineinfo, no --use_fast_math (rsqrtf and IEEE division keep their
  * normal accuracy). The caller's options (the -D specialisation) follow. The cache key in
- * cache.c hashes exactly this list, so a change here starts a fresh cache. */
-#include "runtime/cuda_api.h"
+ * modules.c hashes exactly this list, so a change here starts a fresh cache. */
+#include "runtime/nvrtc.h"
+#include "runtime/loader.h"
 
 #include <stdio.h>
 #include <stdlib.h>

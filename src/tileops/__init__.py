@@ -22,16 +22,9 @@ from .ops import Op  # noqa: E402
 
 
 def all_op_classes():
-    """Every op class of the package, by name (imports the families)."""
-    from . import norm  # noqa: F401  (families register their classes on import)
-    out = {}
-    stack = list(Op.__subclasses__())
-    while stack:
-        c = stack.pop()
-        stack.extend(c.__subclasses__())
-        if c.__module__.startswith("tileops."):
-            out[c.__name__] = c
-    return dict(sorted(out.items()))
+    """Every implemented op class of the package manifest, by name (imports them)."""
+    from .ops import implemented, load
+    return {name: load(name) for name in sorted(implemented())}
 
 
 __all__ = ["Op", "TileOpsError", "InputError", "ManifestError", "TargetError", "BuildError",

@@ -1,9 +1,12 @@
-"""python -m tileops demo [--device cpu|cuda] | ops [--json] | info
+"""python -m tileops demo [--device cpu|cuda] | ops [--json] | info | bench [...]
 
 demo: the seed's example. Constructs RMSNormFwdOp once, compiles a function calling it with
 fullgraph=True, prints the captured graph (one node: tileops::norm_rms_norm_fwd), checks
 the result against torch, and prints per-call times of the op eager and compiled next to
-F.rms_norm and torch.compile(F.rms_norm), measured in the same run."""
+F.rms_norm and torch.compile(F.rms_norm), measured in the same run.
+
+bench: every op's manifest workloads timed against torch, torch.compile, peers and the copy
+floor (tileops/bench.py; `python -m tileops bench --help`)."""
 from __future__ import annotations
 
 import argparse
@@ -145,6 +148,17 @@ def info() -> int:
     return 0
 
 
+def boundary(name: str) -> int:
+    """Prints the source generated for op class `name` (its boundary and its kit)."""
+    import tileops
+    classes = tileops.all_op_classes()
+    if name not in classes:
+        print(f"no implemented op named {name!r}; ops: {', '.join(classes)}", file=sys.stderr)
+        return 2
+    print(classes[name].generated_source(), end="")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tileops")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -156,9 +170,18 @@ def main(argv=None) -> int:
     o = sub.add_parser("ops", help="list every op")
     o.add_argument("--json", action="store_true")
     sub.add_parser("info", help="versions, CPU SIMD path, CUDA driver/NVRTC/devices, cache, targets")
+    b = sub.add_parser("boundary", help="print the Python source generated for an op from its manifest entry")
+    b.add_argument("op")
+    from . import bench
+    bench.add_arguments(sub.add_parser("bench", help="time every op's manifest workloads against torch, "
+                                                     "torch.compile, peers and the copy floor"))
     a = p.parse_args(argv)
+    if a.cmd == "bench":
+        return bench.run(a)
     if a.cmd == "info":
         return info()
+    if a.cmd == "boundary":
+        return boundary(a.op)
     if a.cmd == "demo":
         return demo(a.device, a.rows, a.n, a.dtype or ("float32" if a.device == "cpu" else "float16"))
     return ops(a.json)

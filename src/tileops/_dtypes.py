@@ -1,9 +1,14 @@
-"""torch dtypes <-> the C core's dtype codes (csrc/include/tileops/dtype.h)."""
+"""torch dtypes <-> the C core's dtype codes (csrc/include/tileops/dtype.h).
+
+The codes are read from the binding (_C.DTYPE_CODES, names as torch spells them), never
+copied by hand, so a code added in C reaches Python without an edit here."""
 import torch
 
-FLOAT32, FLOAT16, BFLOAT16 = 0, 1, 2
+from . import _C
 
-CODE = {torch.float32: FLOAT32, torch.float16: FLOAT16, torch.bfloat16: BFLOAT16}
+FLOAT32, FLOAT16, BFLOAT16 = _C.FLOAT32, _C.FLOAT16, _C.BFLOAT16
+
+CODE = {getattr(torch, name): code for name, code in _C.DTYPE_CODES.items()}
 DTYPE = {code: dtype for dtype, code in CODE.items()}
 
 # Names the manifest may use in dtype rules.

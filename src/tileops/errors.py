@@ -48,6 +48,11 @@ class NotReadyDuringCaptureError(TileOpsError):
     """A kernel had to be built while its stream is being captured into a CUDA graph."""
 
 
+class BackwardError(TileOpsError, RuntimeError):
+    """A backward reached a tileops node: ops serve inference only (forward and backward
+    are separate ops)."""
+
+
 class CacheError(TileOpsError):
     """A disk-cache entry is missing, truncated or corrupt."""
 

@@ -1,4 +1,4 @@
-"""tileops.norm: normalisation ops."""
-from .ops.norm import RMSNormFwdOp
+"""tileops.norm: normalisation ops (every implemented entry of manifest/norm.yaml)."""
+from .ops import family_namespace
 
-__all__ = ["RMSNormFwdOp"]
+__getattr__, __dir__, __all__ = family_namespace("norm", __name__)

@@ -9,6 +9,7 @@ import functools
 import glob
 import logging
 import os
+import re
 import threading
 
 import torch
@@ -49,16 +50,62 @@ def ensure_loaded():
         _loaded = True
 
 
+# The CUDA C sources of a source checkout: csrc/ops/<family>/<file>. An installed package
+# carries a copy of them under CUDA_SOURCE_DIR/<family>/<file> (setup.py makes it).
+CHECKOUT_SOURCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "csrc", "ops")
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[ \t]*(?://.*|/\*.*\*/[ \t]*)?$')
+
+
+def source_path(name: str) -> str:
+    """Where the source `name` is read from: "<family>/<file>" (e.g. "norm/rms_norm.cu")
+    from csrc/ops/ in a source checkout (the truth there: the package copy is made at
+    install time and may be older), else from the package copy; an absolute path (the
+    lab kernels and probes under dev/) as it is."""
+    if os.path.isabs(name):
+        return name
+    path = os.path.normpath(os.path.join(CHECKOUT_SOURCE_DIR, name))
+    if os.path.exists(path):
+        return path
+    return os.path.join(CUDA_SOURCE_DIR, name)
+
+
+def _splice(path: str, seen: set, chain: tuple) -> list:
+    """The lines of `path` with each `#include "<file>"` line replaced by that file's lines
+    (from path's folder, recursively); a file already spliced is left out the second time."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+    except FileNotFoundError:
+        where = f" (included from {chain[-1]})" if chain else ""
+        raise FileNotFoundError(f"CUDA source {path} not found{where}") from None
+    seen.add(path)
+    folder, here = os.path.dirname(path), os.path.basename(path)
+    out = []
+    for i, line in enumerate(lines):
+        m = _INCLUDE.match(line)
+        if not m:
+            out.append(line)
+            continue
+        inc = os.path.normpath(os.path.join(folder, m.group(1)))
+        if os.path.dirname(inc) != folder or not os.path.isfile(inc):
+            raise FileNotFoundError(f'{path}:{i + 1}: #include "{m.group(1)}": no such file in '
+                                    f"{folder} (a CUDA source includes only files of its own folder)")
+        if inc in seen:
+            out.append(f"// {line.strip()} (spliced above)")
+            continue
+        # #line keeps NVRTC's messages pointing at the file and line they come from
+        out.append(f'#line 1 "{m.group(1)}"')
+        out.extend(_splice(inc, seen, chain + (path,)))
+        out.append(f'#line {i + 2} "{here}"')
+    return out
+
+
 @functools.lru_cache(maxsize=None)
 def source(name: str) -> str:
-    """Text of a CUDA C source shipped with the package (csrc/cuda/<name>)."""
-    # In a source checkout (editable install) csrc/cuda is the truth: the package copy is
-    # made at install time and may be older.
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "csrc", "cuda", name)
-    if not os.path.exists(path):
-        path = os.path.join(CUDA_SOURCE_DIR, name)
-    with open(path, encoding="utf-8") as f:
-        return f.read()
+    """Text of a CUDA C source ("<family>/<file>", see source_path), its `#include "x.cuh"`
+    lines replaced by those files' text, so NVRTC needs no include path and the build's
+    cache key (a hash of this text) covers every included file."""
+    return "\n".join(_splice(source_path(name), set(), ()))
 
 
 @functools.lru_cache(maxsize=None)

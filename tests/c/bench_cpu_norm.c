@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "tileops/cpu.h"
+#include "ops/norm/rms_norm.h"
 #include "tileops/dtype.h"
 #include "cpu/simd.h"
 

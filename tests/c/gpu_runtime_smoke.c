@@ -1,15 +1,16 @@
 /* tests/c/gpu_runtime_smoke.c: the CUDA runtime and the RMSNorm GPU kernels, end to end,
  * on a machine with a GPU (not named test_*: CI, which has none, does not run it).
  *
- * Loads libcuda/NVRTC, builds each of the three kernels of csrc/cuda/norm.cu for many
- * (dtype, N, weight, aligned/misaligned) cases with the launch shapes norm.cu's comment
+ * Loads libcuda/NVRTC, builds each of the three kernels of csrc/ops/norm/rms_norm.cu (its
+ * #include "x.cuh" lines spliced in, as the Python layer does) for many
+ * (dtype, N, weight, aligned/misaligned) cases with the launch shapes rms_norm.cu's comment
  * prescribes, launches them on a created stream over poisoned outputs and compares with
  * tileops_cpu_rms_norm_reference; checks that the three kernels and both load paths agree
  * bit for bit for the same row threads, that a row's result does not depend on the batch
  * or the grid, that a second build is a memory hit, that building during stream capture
  * is refused cleanly, and the launch argument checks. Prints the runtime's counters.
  *
- *   gpu_runtime_smoke [--expect-disk] [--bench] [--source csrc/cuda/norm.cu]
+ *   gpu_runtime_smoke [--expect-disk] [--bench] [--source csrc/ops/norm/rms_norm.cu]
  *     --expect-disk  this run must compile nothing (every CUBIN from the disk cache)
  *     --bench        also time large shapes, L2-cold, against a device-to-device copy
  * Environment: TILEOPS_NVRTC_HINT (folder holding libnvrtc.so.13), TILEOPS_CACHE_DIR.
@@ -20,8 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/cuda_api.h"
+#include "runtime/loader.h"
+#include "runtime/devices.h"
 #include "tileops/cpu.h"
+#include "ops/norm/rms_norm.h"
 #include "tileops/dtype.h"
 #include "tileops/runtime.h"
 #include "check.h"
@@ -65,7 +68,7 @@ static const char *const DNAMES[3] = {"f32", "f16", "bf16"};
 static int esize(int dtype) { return dtype == TILEOPS_FLOAT32 ? 4 : 2; }
 static int group_elems(int dtype) { return 16 / esize(dtype); }
 
-/* ---- the launch rules of norm.cu's comment ------------------------------------------- */
+/* ---- the launch rules of rms_norm.cu's comment ------------------------------------------- */
 
 typedef struct spec {
     int kernel, dtype, has_w, vec, threads, rt;
@@ -458,7 +461,8 @@ static void run_runtime_checks(void) {
     tileops_cuda_get_stats(&after);
     CHECK(after.launches == before.launches, "an empty grid launches nothing");
 
-    /* a compile error carries the kernel name, the options and the log */
+    /* a compile error carries the kernel name, the options and the log (here the source's
+     * #error about a missing define: which one it names first is the source's business) */
     int hb = -1;
     char o[3][40];
     const char *opts[3] = {o[0], o[1], o[2]};
@@ -469,7 +473,7 @@ static void run_runtime_checks(void) {
                                              "pppqqqf", 0, &hb, NULL);
     const char *msg = tileops_last_error();
     CHECK(st == TILEOPS_ERR_COMPILE && strstr(msg, "tileops_rms_norm") &&
-              strstr(msg, "-DTILEOPS_N=0") && strstr(msg, "needs -DTILEOPS_DTYPE"),
+              strstr(msg, "-DTILEOPS_N=0") && strstr(msg, "\nlog:\n") && strstr(msg, "#error"),
           "compile error message: %s: %.300s", tileops_status_name(st), msg);
 
     /* building during stream capture is refused; a kernel already built works */
@@ -662,8 +666,83 @@ static char *read_file(const char *path, size_t *len) {
     return s;
 }
 
+/* A growable text buffer for splice(). */
+typedef struct {
+    char *s;
+    size_t len, cap;
+    int failed;
+} text_t;
+
+static void text_add(text_t *t, const char *p, size_t n) {
+    if (t->failed)
+        return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = (t->len + n + 1) * 2;
+        char *s = realloc(t->s, cap);
+        if (!s) {
+            t->failed = 1;
+            return;
+        }
+        t->s = s;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->len, p, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
+/* Appends `path` to t with each `#include "name"` line replaced by that file of the same
+ * folder (recursively, each file once), as tileops.runtime.source does: NVRTC then needs
+ * no include path, and the text is the one the Python layer would build from. */
+#define SPLICE_MAX_FILES 16
+static int splice(const char *path, text_t *t, char seen[][512], int *nseen) {
+    for (int i = 0; i < *nseen; i++)
+        if (!strcmp(seen[i], path))
+            return 1;
+    if (*nseen >= SPLICE_MAX_FILES || strlen(path) >= 512)
+        return 0;
+    snprintf(seen[(*nseen)++], 512, "%s", path);
+    size_t len = 0;
+    char *src = read_file(path, &len);
+    if (!src) {
+        printf("FAIL cannot read %s\n", path);
+        return 0;
+    }
+    const char *slash = strrchr(path, '/');
+    int dir_len = slash ? (int)(slash - path + 1) : 0;
+    int ok = 1;
+    for (char *line = src; ok && *line;) {
+        char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line + 1) : strlen(line);
+        char name[256];
+        if (sscanf(line, " #include \"%255[^\"]\"", name) == 1) {
+            char inc[1024];
+            snprintf(inc, sizeof inc, "%.*s%s", dir_len, path, name);
+            ok = splice(inc, t, seen, nseen);
+            text_add(t, "\n", 1);
+        } else {
+            text_add(t, line, n);
+        }
+        line += n;
+    }
+    free(src);
+    return ok && !t->failed;
+}
+
+static char *read_source(const char *path, size_t *len) {
+    char seen[SPLICE_MAX_FILES][512];
+    int nseen = 0;
+    text_t t = {NULL, 0, 0, 0};
+    if (!splice(path, &t, seen, &nseen)) {
+        free(t.s);
+        return NULL;
+    }
+    *len = t.len;
+    return t.s;
+}
+
 int main(int argc, char **argv) {
-    const char *source = "csrc/cuda/norm.cu";
+    const char *source = "csrc/ops/norm/rms_norm.cu";
     int bench = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--expect-disk"))
@@ -674,7 +753,7 @@ int main(int argc, char **argv) {
             source = argv[++i];
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    g_src = read_file(source, &g_src_len);
+    g_src = read_source(source, &g_src_len);
     if (!g_src) {
         printf("FAIL cannot read %s (run from the repository root or pass --source)\n", source);
         return 1;

@@ -19,7 +19,9 @@
 #include <unistd.h>
 
 #include "tileops/cpu.h"
+#include "ops/norm/rms_norm.h"
 #include "tileops/dtype.h"
+#include "tileops/kernel_table.h"
 #include "tileops/status.h"
 #include "cpu/simd.h"
 
@@ -163,13 +165,23 @@ static void test_status(void) {
           "status name of 77 is %s", tileops_status_name((tileops_status_t)77));
     tileops_clear_error();
     check(tileops_last_error()[0] == '\0', "clear_error");
-    check(tileops_dtype_size(TILEOPS_FLOAT32) == 4 && tileops_dtype_size(TILEOPS_FLOAT16) == 2 &&
-              tileops_dtype_size(TILEOPS_BFLOAT16) == 2 && tileops_dtype_size(3) == 0 &&
-              tileops_dtype_size(-1) == 0,
-          "dtype sizes");
-    check(strcmp(tileops_dtype_name(TILEOPS_BFLOAT16), "bfloat16") == 0 &&
-              strcmp(tileops_dtype_name(9), "unknown") == 0,
-          "dtype names");
+    static const struct { int code; size_t size; const char *name; int is_float; } dts[] = {
+        {TILEOPS_FLOAT32, 4, "float32", 1}, {TILEOPS_FLOAT16, 2, "float16", 1},
+        {TILEOPS_BFLOAT16, 2, "bfloat16", 1}, {TILEOPS_INT32, 4, "int32", 0},
+        {TILEOPS_INT64, 8, "int64", 0}, {TILEOPS_UINT8, 1, "uint8", 0},
+        {TILEOPS_BOOL, 1, "bool", 0},
+    };
+    check(sizeof dts / sizeof dts[0] == TILEOPS_DTYPE_COUNT_, "every dtype code is tested");
+    for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++)
+        check(dts[i].code == (int)i && tileops_dtype_size(dts[i].code) == dts[i].size &&
+                  strcmp(tileops_dtype_name(dts[i].code), dts[i].name) == 0 &&
+                  tileops_dtype_is_float(dts[i].code) == dts[i].is_float,
+              "dtype %d: size %zu, name %s", dts[i].code, tileops_dtype_size(dts[i].code),
+              tileops_dtype_name(dts[i].code));
+    check(tileops_dtype_size(TILEOPS_DTYPE_COUNT_) == 0 && tileops_dtype_size(-1) == 0 &&
+              strcmp(tileops_dtype_name(TILEOPS_DTYPE_COUNT_), "unknown") == 0 &&
+              !tileops_dtype_is_float(-1) && !tileops_dtype_is_float(TILEOPS_DTYPE_COUNT_),
+          "unknown dtype codes");
 }
 
 /* Messages are per thread. */
@@ -839,8 +851,12 @@ static void test_rms_norm_errors(void) {
     expect_invalid(&a, 1, "n = -4", "got -4");
     a = good, a.rows = -1;
     expect_invalid(&a, 0, "rows = -1", "rows must be >= 0, got -1");
-    a = good, a.dtype = 3;
-    expect_invalid(&a, 0, "dtype = 3", "dtype");
+    a = good, a.dtype = TILEOPS_INT32; /* a valid code, but not a float type */
+    expect_invalid(&a, 0, "dtype = int32", "got 3");
+    a = good, a.dtype = TILEOPS_BOOL;
+    expect_invalid(&a, 1, "dtype = bool", "got 6");
+    a = good, a.dtype = TILEOPS_DTYPE_COUNT_;
+    expect_invalid(&a, 0, "dtype = count", "dtype");
     a = good, a.dtype = -1;
     expect_invalid(&a, 2, "dtype = -1", "got -1");
     a = good, a.x_row_stride = 7;
@@ -968,6 +984,56 @@ static void test_rms_norm(void) {
         test_rms_norm_shape(&shapes[i], levels, nlevels);
 }
 
+/* The table entries are what Python calls: they must be registered with the documented
+ * format and give exactly what the C entry points give, argument for argument. */
+static void test_rms_norm_table_entries(void) {
+    enum { ROWS = 5, N = 77 };
+    float x[ROWS * N], w[N], y_direct[ROWS * N], y_table[ROWS * N];
+    for (int i = 0; i < ROWS * N; i++)
+        x[i] = (float)urand(-3, 3);
+    for (int i = 0; i < N; i++)
+        w[i] = (float)urand(-2, 2);
+    static const char *const names[2] = {"rms_norm", "rms_norm_reference"};
+    for (int ref = 0; ref < 2; ref++) {
+        int h = -1;
+        tileops_status_t st = tileops_cpu_kernel_lookup(names[ref], &h);
+        const tileops_cpu_kernel_t *k = tileops_cpu_kernel_get(h);
+        check(st == TILEOPS_OK && k && strcmp(k->arg_format, "pppqqqqfii") == 0,
+              "table entry %s: %s, format '%s'", names[ref], tileops_last_error(),
+              k ? k->arg_format : "(none)");
+        if (!k)
+            continue;
+        for (int variant = 0; variant < 3; variant++) {
+            tileops_rms_norm_args_t a = {x, w, y_direct, ROWS, N, N, N, 1e-5f, TILEOPS_FLOAT32};
+            st = ref ? tileops_cpu_rms_norm_reference(&a) : tileops_cpu_rms_norm(&a, variant);
+            tileops_arg_t args[10];
+            args[0].p = (uintptr_t)x;
+            args[1].p = (uintptr_t)w;
+            args[2].p = (uintptr_t)y_table;
+            args[3].q = ROWS;
+            args[4].q = N;
+            args[5].q = N;
+            args[6].q = N;
+            args[7].f = 1e-5f;
+            args[8].i = TILEOPS_FLOAT32;
+            args[9].i = variant;
+            tileops_status_t st2 = tileops_cpu_kernel_launch(h, args, 10);
+            check(st == TILEOPS_OK && st2 == TILEOPS_OK &&
+                      memcmp(y_direct, y_table, sizeof y_direct) == 0,
+                  "%s through the table, variant %d: same bits as the C entry point", names[ref],
+                  variant);
+        }
+        /* the kernel's own checks still run behind the table */
+        tileops_arg_t bad[10];
+        memset(bad, 0, sizeof bad);
+        bad[3].q = 4; /* rows = 4, n = 0 */
+        st = tileops_cpu_kernel_launch(h, bad, 10);
+        check(st == TILEOPS_ERR_INVALID_ARGUMENT && strstr(tileops_last_error(), "n must be >= 1"),
+              "%s through the table with n = 0: %s '%s'", names[ref], tileops_status_name(st),
+              tileops_last_error());
+    }
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     test_status();
@@ -976,6 +1042,7 @@ int main(void) {
     test_pool();
     test_reference_sanity();
     test_rms_norm_errors();
+    test_rms_norm_table_entries();
     test_rms_norm_special();
     test_rms_norm_fresh_output();
     test_rms_norm();

@@ -21,7 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/cuda_api.h"
+#include "runtime/loader.h"
+#include "runtime/nvrtc.h"
+#include "runtime/modules.h"
 #include "tileops/runtime.h"
 #include "tileops/status.h"
 #include "check.h"

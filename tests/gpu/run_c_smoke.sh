@@ -17,7 +17,7 @@ BIN_DIR=${BIN_DIR:-build/gpu-smoke}
 mkdir -p "$BIN_DIR"
 BIN="$BIN_DIR/gpu_runtime_smoke"
 if ! $CC -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Icsrc/include -Icsrc -pthread \
-    -o "$BIN" tests/c/gpu_runtime_smoke.c csrc/core/*.c csrc/cpu/*.c csrc/runtime/*.c \
+    -o "$BIN" tests/c/gpu_runtime_smoke.c csrc/core/*.c csrc/cpu/*.c csrc/runtime/*.c csrc/ops/*/*.c \
     -ldl -lpthread -lm; then
     echo "BUILD FAILED"
     exit 1

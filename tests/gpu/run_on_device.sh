@@ -2,14 +2,16 @@
 # Runs on the lent GPU machine (the `device` tool), from the repository root:
 #   bash tests/gpu/run_on_device.sh [full|bench|quick|sweep|experiments]
 #     full: everything but the sweeps (~7 min); bench: all but the C smoke test and the CPU
-#     suite; quick: GPU tests; sweep: GPU tests and the two sweeps of benchmarks/sweep_norm.py;
-#     experiments: GPU tests, the cluster / bulk / register-cap sweeps and probe_placement.py
-#     (benchmarks/NOTES.md, session 3; ~4 min)
+#     suite; quick: GPU tests; sweep: GPU tests and the two sweeps of dev/sweep_norm.py;
+#     experiments: GPU tests, the lab's bit-for-bit tests (dev/tests), the cluster / bulk /
+#     register-cap sweeps, dev/probe_placement.py and dev/time_norm_rows.py (dev/NOTES.md;
+#     ~5 min)
 # Builds tileops in place with the image's python3 (no network there: nothing is
 # installed but our own extension and the test plugin), then runs the C smoke test, the
 # GPU tests, the whole suite, the demo and the benchmarks. Everything lands in $OUT:
 #   norm.json norm.png overhead.json build_times.json sweep_norm.json sweep_norm_policies.json
-#   sweep_cluster.json sweep_bulk.json sweep_regcap.json probe_placement.json (results),
+#   sweep_cluster.json sweep_bulk.json sweep_regcap.json probe_placement.json
+#   norm_rows_timing.json (results),
 #   logs.tar.gz (every log)
 set -uo pipefail
 OUT=${OUT:-/tmp/tileops-out}
@@ -25,6 +27,13 @@ step() { echo; echo "=== $* ==="; }
 step "GPU"
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv | tee "$LOGS/gpu.txt"
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "devices", torch.cuda.device_count())' | tee -a "$LOGS/gpu.txt"
+
+# Peers carried as wheels (device tool: carry .whl; e.g. liger-kernel, a pure-Python
+# Triton wheel): installed into /tmp/site, never into the image.
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        && export PYTHONPATH="$PYTHONPATH:/tmp/site" && echo "peers: $(ls .whl)"
+fi
 
 step "build (python3 setup.py build_ext --inplace)"
 if ! python3 setup.py -q build_ext --inplace >"$LOGS/build.log" 2>&1; then
@@ -51,8 +60,12 @@ if [ "$MODE" = full ] || [ "$MODE" = bench ]; then
     step "demo --device cuda"
     python3 -m tileops demo --device cuda 2>&1 | tee "$LOGS/demo.log" | tail -12
 
-    step "bench_norm --device cuda"
-    python3 benchmarks/bench_norm.py --device cuda --out "$OUT/norm.json" --plot "$OUT/norm.png" 2>&1 | tee "$LOGS/bench_norm.log" | tail -40
+    step "python -m tileops bench --device cuda (every op's manifest workloads; BENCH_WORKLOADS filters)"
+    mkdir -p "$OUT/bench"
+    for op in $(python3 -c 'import tileops; print(" ".join(tileops.all_op_classes()))'); do
+        python3 -m tileops bench --device cuda --op "$op" ${BENCH_WORKLOADS:+--workloads "$BENCH_WORKLOADS"} \
+            --out "$OUT/bench/$op.json" --plot "$OUT/bench/$op.png" 2>&1 | tee "$LOGS/bench_$op.log" | tail -60
+    done
 
     step "build_times (NVRTC compile, disk-cache hit in a second process)"
     python3 benchmarks/build_times.py --out "$OUT/build_times.json" 2>&1 | tee "$LOGS/build_times.log" | tail -4
@@ -63,19 +76,24 @@ if [ "$MODE" = full ] || [ "$MODE" = bench ]; then
 fi
 if [ "$MODE" = sweep ]; then
     step "sweep_norm --mode shapes / policies"
-    python3 benchmarks/sweep_norm.py --mode shapes --out "$OUT/sweep_norm.json" >"$LOGS/sweep_shapes.log" 2>&1 || status=1
+    python3 dev/sweep_norm.py --mode shapes --out "$OUT/sweep_norm.json" >"$LOGS/sweep_shapes.log" 2>&1 || status=1
     grep -A6 "best per" "$LOGS/sweep_shapes.log"
-    python3 benchmarks/sweep_norm.py --mode policies --out "$OUT/sweep_norm_policies.json" >"$LOGS/sweep_policies.log" 2>&1 || status=1
+    python3 dev/sweep_norm.py --mode policies --out "$OUT/sweep_norm_policies.json" >"$LOGS/sweep_policies.log" 2>&1 || status=1
     grep -A6 "best per" "$LOGS/sweep_policies.log"
 fi
 if [ "$MODE" = experiments ]; then
+    step "the lab's GPU tests (dev/tests: experiment builds bit for bit against the shipped kernels)"
+    python3 -m pytest -q -p no:cacheprovider dev/tests -x -rs 2>&1 | tee "$LOGS/tests_lab.log" | tail -10
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
     for m in cluster bulk regcap; do
         step "sweep_norm --mode $m"
-        python3 benchmarks/sweep_norm.py --mode $m --out "$OUT/sweep_$m.json" >"$LOGS/sweep_$m.log" 2>&1 || status=1
+        python3 dev/sweep_norm.py --mode $m --out "$OUT/sweep_$m.json" >"$LOGS/sweep_$m.log" 2>&1 || status=1
         grep -A5 "best .*per workload" "$LOGS/sweep_$m.log"
     done
     step "probe_placement"
-    python3 benchmarks/probe_placement.py --out "$OUT/probe_placement.json" 2>&1 | tee "$LOGS/probe_placement.log" | tail -30
+    python3 dev/probe_placement.py --out "$OUT/probe_placement.json" 2>&1 | tee "$LOGS/probe_placement.log" | tail -30
+    step "time_norm_rows (row ops vs the shipped RMSNorm kernel and a copy)"
+    python3 dev/time_norm_rows.py --out "$OUT/norm_rows_timing.json" 2>&1 | tee "$LOGS/time_norm_rows.log" | tail -80
 fi
 cp "$OUT"/*.json "$LOGS"/ 2>/dev/null
 tar czf "$OUT/logs.tar.gz" -C "$LOGS" .

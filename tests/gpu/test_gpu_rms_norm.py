@@ -1,8 +1,8 @@
 """RMSNormFwdOp's CUDA C kernels on a real GPU: correctness of the three kernels over odd
 shapes and every dtype, alignment, batch invariance, streams, CUDA graphs, the capture rule,
-torch.compile with cudagraphs, the disk cache across processes, and no synchronisation; the
-experimental builds (2-block cluster, TMA bulk-copy kernel) bit for bit against the register
-kernel."""
+torch.compile with cudagraphs, the disk cache across processes, and no synchronisation. (The
+lab's experiment builds -- tuning defines, 2-block cluster, TMA bulk copies -- are tested bit
+for bit against these kernels in dev/tests/test_lab_rms_norm.py.)"""
 import json
 import os
 import subprocess
@@ -30,7 +30,7 @@ def run_poisoned(op, x, w):
 
 
 def _variant_of(op):
-    names = {k[2] for k in op._kernels}
+    names = {identity.kernel_name for _, identity in op._kernels}
     assert len(names) == 1, names
     return names.pop()
 
@@ -70,7 +70,7 @@ def test_misaligned_views_take_the_scalar_path_and_are_correct(dtype):
     op = RMSNormFwdOp((n,))
     y = run_poisoned(op, x, w)
     torch.testing.assert_close(y, reference(x, (n,), w), **TOL[dtype])
-    assert any(k[6] == 1 for k in op._kernels), "expected the unvectorised build"
+    assert any(identity.vec == 1 for _, identity in op._kernels), "expected the unvectorised build"
 
 
 @pytest.mark.parametrize("n", [4096, 40000, 131072])
@@ -295,23 +295,17 @@ def test_empty_inputs_on_gpu(shape, ns):
     assert y.shape == x.shape and y.device == x.device
 
 
-BULK_KERNEL = "tileops_rms_norm_bulk"   # norm.cu TILEOPS_KERNEL=3, built only when named
-
-
-def _direct_build(kernel, n, dtype, threads, rt=None, vec=None, has_weight=True, **defines):
-    """Builds one norm.cu kernel with explicit defines (as benchmarks/sweep_norm.py does);
-    vec: TILEOPS_VEC, the vector path (16 / element size) unless given. The bulk kernel
-    (not in the op layer's kernel table) is TILEOPS_KERNEL=3."""
+def _direct_build(kernel, n, dtype, threads, rt=None, vec=None, has_weight=True, source=None, **defines):
+    """Builds one kernel with explicit defines (as dev/sweep_norm.py does), from the
+    shipped csrc/ops/norm/rms_norm.cu unless `source` names another (the lab, by path);
+    vec: TILEOPS_VEC, the vector path (16 / element size) unless given."""
     from tileops import runtime
     from tileops._dtypes import CODE
     from tileops.kernels.norm.rms_norm import CUDA_ARG_FORMAT, CUDA_SOURCE, cuda_options
-    name = "tileops_rms_norm" if kernel == BULK_KERNEL else kernel
-    opts = list(cuda_options(name, CODE[dtype], n, has_weight, vec or 16 // dtype.itemsize, threads))
-    if kernel == BULK_KERNEL:
-        opts = ["-DTILEOPS_KERNEL=3" if o.startswith("-DTILEOPS_KERNEL=") else o for o in opts]
+    opts = list(cuda_options(kernel, CODE[dtype], n, has_weight, vec or 16 // dtype.itemsize, threads))
     opts += [f"-DTILEOPS_ROW_THREADS={rt}"] if rt else []
     opts += [f"-D{k}={v}" for k, v in defines.items()]
-    return runtime.build(0, CUDA_SOURCE, kernel, opts, CUDA_ARG_FORMAT)
+    return runtime.build(0, source or CUDA_SOURCE, kernel, opts, CUDA_ARG_FORMAT)
 
 
 def _direct_run(handle, x, w, threads, grid, shared=0):
@@ -323,25 +317,6 @@ def _direct_run(handle, x, w, threads, grid, shared=0):
     torch.cuda.synchronize()
     assert not torch.isnan(y).any(), "output elements left unwritten"
     return y
-
-
-@pytest.mark.parametrize("defines,grid", [
-    ({}, 37), ({"TILEOPS_LD_POLICY": 1}, 37), ({"TILEOPS_LD_POLICY": 2}, 37), ({"TILEOPS_LD_POLICY": 3}, 37),
-    ({"TILEOPS_LD_POLICY": 4}, 37), ({"TILEOPS_LD_POLICY": 5}, 37), ({"TILEOPS_LD_POLICY": 6}, 37),
-    ({"TILEOPS_ST_POLICY": 1}, 37), ({"TILEOPS_ST_POLICY": 2}, 37), ({"TILEOPS_ST_POLICY": 3}, 37),
-    ({"TILEOPS_MIN_BLOCKS": 8}, 37), ({"TILEOPS_PREFETCH": 1}, 5), ({"TILEOPS_PREFETCH": 1}, 1),
-    ({"TILEOPS_PREFETCH": 1, "TILEOPS_LD_POLICY": 4}, 3)])
-def test_tuning_defines_keep_the_result_bit_for_bit(defines, grid):
-    """Cache policies, the register cap and prefetching (with grids smaller than the row
-    count) change how bytes move, never the arithmetic: same bits as the default build."""
-    torch.manual_seed(1)
-    n, dtype = 4096, torch.float16
-    x = torch.randn(37, n, device=DEV, dtype=dtype)
-    w = torch.randn(n, device=DEV, dtype=dtype)
-    base = _direct_run(_direct_build("tileops_rms_norm", n, dtype, 128, 128), x, w, 128, 37)
-    torch.testing.assert_close(base, reference(x, (n,), w), **TOL[dtype])
-    y = _direct_run(_direct_build("tileops_rms_norm", n, dtype, 128, 128, **defines), x, w, 128, grid)
-    assert torch.equal(y, base)
 
 
 @pytest.mark.parametrize("kernel,threads,rt", [("tileops_rms_norm", 192, 96), ("tileops_rms_norm", 96, 96),
@@ -359,75 +334,6 @@ def test_rows_spanning_a_non_power_of_two_number_of_warps(kernel, threads, rt):
     rpb = threads // rt if rt else 1
     y = _direct_run(_direct_build(kernel, n, dtype, threads, rt), x, w, threads, -(-11 // rpb), shared)
     torch.testing.assert_close(y, reference(x, (n,), w), **TOL[dtype])
-
-
-@pytest.mark.parametrize("dtype,n,threads,vec,row_counts,defines", [
-    (torch.float16, 8192, 256, None, (1, 3, 2048), {}),
-    (torch.float16, 8192, 128, None, (1, 3, 2048), {"TILEOPS_PREFETCH": 1}),
-    (torch.bfloat16, 16384, 256, None, (1, 3, 2048), {}),
-    (torch.bfloat16, 16384, 512, None, (1, 3, 2048), {"TILEOPS_MIN_BLOCKS": 2}),
-    (torch.bfloat16, 16384, 128, None, (1, 3, 2048), {}),
-    (torch.float16, 8200, 256, None, (1, 3, 2048), {}),      # NG = 1025: a partial last step
-    (torch.float16, 8200, 256, 1, (1, 3, 2048), {}),         # scalar path
-    (torch.bfloat16, 8195, 256, 1, (1, 3, 2048), {}),        # a 3-element tail group, scalar path
-    (torch.bfloat16, 8195, 256, None, (1,), {}),             # the tail on the vector path (one row)
-    (torch.float32, 12345, 256, 1, (1, 3, 2048), {})])
-def test_cluster_build_equals_the_one_block_build_bit_for_bit(dtype, n, threads, vec, row_counts, defines):
-    """TILEOPS_CLUSTER=2: a row over a cluster of 2 blocks of `threads` (grid.x = 2 * rows)
-    sums in the same order as the one-block build with 2 x threads per row, so its output
-    has the same bits; and a row's result does not depend on the row count or the grid."""
-    torch.manual_seed(3)
-    x_all = torch.randn(max(row_counts), n, device=DEV, dtype=dtype) * 2
-    w = torch.randn(n, device=DEV, dtype=dtype)
-    rt = 2 * threads
-    cluster = _direct_build("tileops_rms_norm", n, dtype, threads, threads, vec,
-                            TILEOPS_CLUSTER=2, **defines)
-    one_block = _direct_build("tileops_rms_norm", n, dtype, rt, rt, vec)
-    outs = {}
-    for rows in row_counts:
-        x = x_all[:rows].clone()
-        y = _direct_run(cluster, x, w, threads, 2 * rows)     # poisoned with NaN first
-        assert torch.equal(y, _direct_run(one_block, x, w, rt, rows))
-        torch.testing.assert_close(y, reference(x, (n,), w), **TOL[dtype])
-        outs[rows] = y
-        if rows > 1:   # fewer clusters than rows: each cluster strides over several rows
-            for grid in (2, 14):
-                assert torch.equal(_direct_run(cluster, x, w, threads, grid), y)
-    for rows in row_counts:   # batch invariance
-        assert torch.equal(outs[rows], outs[max(row_counts)][:rows])
-
-
-@pytest.mark.parametrize("dtype,n,threads", [(torch.float16, 8192, 512), (torch.bfloat16, 16384, 1024),
-                                             (torch.float32, 4096, 256)])
-@pytest.mark.parametrize("stages", [2, 3])
-@pytest.mark.parametrize("with_weight", [True, False])
-def test_bulk_build_equals_the_register_build_bit_for_bit(dtype, n, threads, stages, with_weight):
-    """tileops_rms_norm_bulk (TMA bulk copies into a ring of TILEOPS_STAGES row buffers,
-    persistent grid) sums in the register kernel's order for RT = THREADS: the same bits as
-    that build, whatever the grid: 2 blocks (each loops over many rows, reusing each stage
-    several times; with 1 row one block has none) or min(rows, sm_count); and rows 0..2
-    have the same bits at every row count (batch invariance)."""
-    from tileops import runtime
-    torch.manual_seed(4)
-    row_counts = (1, 3, 5, 2048)
-    x_all = torch.randn(max(row_counts), n, device=DEV, dtype=dtype) * 2
-    w = torch.randn(n, device=DEV, dtype=dtype)
-    sm = runtime.device_attributes(0)["sm_count"]
-    bulk = _direct_build(BULK_KERNEL, n, dtype, threads, has_weight=with_weight, TILEOPS_STAGES=stages)
-    register = _direct_build("tileops_rms_norm", n, dtype, threads, threads, has_weight=with_weight)
-    shared = stages * n * dtype.itemsize   # STAGES row buffers (N * E: whole 16-byte groups)
-    outs = {}
-    for rows in row_counts:
-        x = x_all[:rows].clone()
-        ref = _direct_run(register, x, w, threads, rows)       # poisoned with NaN first
-        torch.testing.assert_close(ref, reference(x, (n,), w if with_weight else None), **TOL[dtype])
-        for grid in sorted({2, min(rows, sm)}):
-            y = _direct_run(bulk, x, w, threads, grid, shared)
-            assert torch.equal(y, ref), f"rows={rows} grid={grid}"
-        outs[rows] = y
-    for rows in row_counts:   # batch invariance
-        k = min(rows, 3)
-        assert torch.equal(outs[rows][:k], outs[max(row_counts)][:k])
 
 
 @pytest.mark.parametrize("ns,shape", [((64,), (3, 64)), ((2, 32), (2, 32)), ((2, 32), (5, 2, 32)), ((64,), (0, 64))])

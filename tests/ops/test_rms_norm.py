@@ -33,8 +33,8 @@ def test_each_c_variant_against_the_c_reference(dtype, variant, n):
     w = torch.randn(n, dtype=dtype)
     y = torch.full((rows, n), float("nan"), dtype=dtype)
     r = torch.full((rows, n), float("nan"), dtype=dtype)
-    _C.cpu_rms_norm(x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n, n, 1e-6, CODE[dtype], variant)
-    _C.cpu_rms_norm_reference(x.data_ptr(), w.data_ptr(), r.data_ptr(), rows, n, n, n, 1e-6, CODE[dtype], 0)
+    _C.cpu_launch(_C.cpu_kernel("rms_norm")[0], x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n, n, 1e-6, CODE[dtype], variant)
+    _C.cpu_launch(_C.cpu_kernel("rms_norm_reference")[0], x.data_ptr(), w.data_ptr(), r.data_ptr(), rows, n, n, n, 1e-6, CODE[dtype], 0)
     assert not torch.isnan(y).any(), "unwritten outputs"
     torch.testing.assert_close(y, r, **TOL[dtype])
 
@@ -43,7 +43,7 @@ def test_strided_rows_do_not_touch_the_padding():
     rows, n, stride = 7, 100, 131
     xbuf = torch.randn(rows, stride)
     ybuf = torch.full((rows, stride), 123.0)
-    _C.cpu_rms_norm(xbuf.data_ptr(), 0, ybuf.data_ptr(), rows, n, stride, stride, 1e-6, 0, 0)
+    _C.cpu_launch(_C.cpu_kernel("rms_norm")[0], xbuf.data_ptr(), 0, ybuf.data_ptr(), rows, n, stride, stride, 1e-6, 0, 0)
     assert torch.all(ybuf[:, n:] == 123.0)
     torch.testing.assert_close(ybuf[:, :n], reference(xbuf[:, :n], (n,), None, 1e-6))
 
@@ -54,10 +54,10 @@ def test_each_kernel_type_serves_its_row_lengths(n, kernel):
     x = torch.randn(2, n)
     y = op(x)
     torch.testing.assert_close(y, reference(x, (n,), None, None), atol=1e-5, rtol=1e-5)
-    built = [ident for ident in op._kernels]
+    built = list(op._kernels)
     assert len(built) == 1
     expected_variant = {RMSNormKernel: 0, RMSNormOnChipKernel: 1, RMSNormStreamingKernel: 2}[kernel]
-    assert built[0][1] == expected_variant
+    assert built[0][0] is kernel and built[0][1].variant == expected_variant
 
 
 def test_multi_dim_normalized_shape_and_eps():
@@ -101,10 +101,10 @@ def test_thread_count_does_not_change_results():
 
 def test_c_errors_become_exceptions_with_the_core_message():
     with pytest.raises(ValueError, match="rms_norm"):
-        _C.cpu_rms_norm(0, 0, 0, 4, 0, 0, 0, 1e-6, 0, 0)
+        _C.cpu_launch(_C.cpu_kernel("rms_norm")[0], 0, 0, 0, 4, 0, 0, 0, 1e-6, 0, 0)
     with pytest.raises(ValueError, match="rms_norm"):
         x = torch.randn(2, 8)
-        _C.cpu_rms_norm(x.data_ptr(), 0, x.data_ptr(), 2, 8, 8, 8, 1e-6, 99, 0)
+        _C.cpu_launch(_C.cpu_kernel("rms_norm")[0], x.data_ptr(), 0, x.data_ptr(), 2, 8, 8, 8, 1e-6, 99, 0)
 
 
 def test_concurrent_python_threads_share_the_pool_safely():

@@ -1,6 +1,7 @@
 """Every CUDA specialisation the RMSNorm selection rules can produce compiles (nvcc, sm_90a,
 no GPU needed) without local-memory spills, and its launch shape obeys the constraints
-documented at the top of csrc/cuda/norm.cu. Skipped where nvcc is not installed."""
+documented at the top of csrc/ops/norm/rms_norm.cu; the lab's tuning defines
+(dev/cuda/rms_norm_lab.cu) compile too. Skipped where nvcc is not installed."""
 import os
 import re
 import shutil
@@ -9,12 +10,14 @@ import subprocess
 import pytest
 import torch
 
-from tileops.kernels.base import KernelCall, TensorSpec, select
+from tileops.kernels.base import KernelCall, TensorSpec
 from tileops.kernels.norm import rms_norm as K
 from tileops.norm import RMSNormFwdOp
 
 H200 = {"sm_count": 132, "max_shared_per_block": 232448, "l2_bytes": 60 * 2**20, "arch": (9, 0)}
-SOURCE = os.path.join(os.path.dirname(__file__), "..", "..", "csrc", "cuda", "norm.cu")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+SOURCE = os.path.join(ROOT, "csrc", "ops", "norm", "rms_norm.cu")
+LAB_SOURCE = os.path.join(ROOT, "dev", "cuda", "rms_norm_lab.cu")
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
 CASES = [(dt, n, w, aligned) for dt in (torch.float32, torch.float16, torch.bfloat16)
          for n in (1, 7, 4095, 4096, 8192, 16384, 32768, 40000, 131072)
@@ -25,12 +28,12 @@ def _specialisation(monkeypatch, dtype, n, with_weight, aligned):
     monkeypatch.setattr(K.runtime, "device_attributes", lambda index: H200)
     op = RMSNormFwdOp((n,))
     dev = torch.device("cuda", 0)
-    spec = TensorSpec(dtype, (3, n), dev, aligned)
-    call = KernelCall(op=op, device=dev, inputs={"x": spec, "weight": spec if with_weight else None},
-                      params=op.params())
-    kernel = select(op, "rms_norm", call)
-    ident = kernel.entry_for(call)
-    _, _, name, code, nn, has_w, vec, _ = ident
+    spec = TensorSpec(dtype, dev)
+    call = KernelCall(op_name="RMSNormFwdOp", device=dev, inputs={"x": spec, "weight": spec if with_weight else None},
+                      outputs={"y": spec}, params=op.resolved_params(), aligned16=aligned, written=())
+    kernel = op._kernels.select("rms_norm", call)
+    b = kernel.entry_for(call)
+    name, code, nn, has_w, vec = b.kernel_name, b.dtype, b.n, b.has_weight, b.vec
     return name, K.cuda_specialisation(name, code, nn, has_w, vec, H200["sm_count"])
 
 
@@ -68,8 +71,8 @@ def test_specialisation_compiles_without_spills(monkeypatch, tmp_path, dtype, n,
     assert not any(spills), "\n".join(info)
 
 
-# The tuning defines norm.cu accepts besides those the selection rules set (the sweep in
-# benchmarks/sweep_norm.py --mode policies measures them): each value compiles, and an
+# The tuning defines the lab (dev/cuda/rms_norm_lab.cu) accepts besides those the selection
+# rules set (dev/sweep_norm.py --mode policies measures them): each value compiles, and an
 # out-of-range value is a compile error naming the define.
 KNOBS = [("TILEOPS_LD_POLICY", v) for v in range(7)] + [("TILEOPS_ST_POLICY", v) for v in range(4)] + \
         [("TILEOPS_PREFETCH", 1), ("TILEOPS_MIN_BLOCKS", 8)]
@@ -79,7 +82,7 @@ BASE_OPTS = ["-DTILEOPS_KERNEL=0", "-DTILEOPS_DTYPE=1", "-DTILEOPS_N=4096", "-DT
 
 def _nvcc(tmp_path, opts):
     return subprocess.run([NVCC, "-cubin", "-arch=sm_90a", "-Xptxas", "-v", *opts, "-o",
-                           str(tmp_path / "k.cubin"), SOURCE], capture_output=True, text=True, timeout=300)
+                           str(tmp_path / "k.cubin"), LAB_SOURCE], capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")

@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "tileops/kernel_table.h" /* tileops_arg_t, TILEOPS_MAX_KERNEL_ARGS */
 #include "tileops/status.h"
 
 /* Opens libcuda.so.1 and libnvrtc and calls cuInit. Idempotent and thread-safe; the
@@ -72,16 +73,6 @@ tileops_status_t tileops_cuda_build(int device, const char *source, size_t sourc
 const char *tileops_cuda_kernel_arg_format(int handle);
 /* The device a handle belongs to (-1 for a bad handle). */
 int tileops_cuda_kernel_device(int handle);
-
-/* One argument value; which member is read follows the kernel's arg_format. */
-typedef union tileops_arg {
-    uintptr_t p;
-    int64_t q;
-    int32_t i;
-    float f;
-} tileops_arg_t;
-
-#define TILEOPS_MAX_KERNEL_ARGS 24
 
 /* Launches on `stream`: the caller passes torch's current stream for the device (a CUstream
  * as an integer; 0 when torch's current stream is the device's default stream, which is

@@ -1,67 +1,89 @@
-"""Kernels: the implementations an op's interfaces select from.
+"""Kernels: the implementations an op's interfaces select from, and the table of builds.
 
-A Kernel class is one implementation of an interface (e.g. "rms_norm"). It answers three
-questions, all from a KernelCall (metadata only, never data):
+A KernelInterface names the launchable every implementation of it returns: the tensors it
+takes (`tensors`, inputs then outputs, in the op's manifest order) and what the build may
+depend on beyond the op's params (`shape_dependent`: inputs whose shapes matter). From
+that declaration alone the op derives, per call, the memo key that skips selection on
+steady calls (Op.kernel_for) and, on a miss, the KernelCall the kernel sees: the two are
+made from the same declaration, so a kernel cannot read what the memo key does not cover.
+
+A Kernel class is one implementation of an interface. It answers three questions, all from
+a KernelCall (metadata only, never data):
   refusal(call)      why it cannot serve this call, or None
-  entry_for(call)    its build identity: everything the built code depends on (hashable)
-  build(identity)    the launchable; may compile; runs only on a miss in the op's table
-A kernel never validates user input (the op layer did)."""
+  entry_for(call)    its build identity: a NamedTuple of everything the built code depends on
+  build(identity)    the launchable; may compile; runs only on a miss in the kernel table
+A launchable takes the interface's tensors (outputs already allocated, contiguous) and
+writes the outputs; it returns nothing. A kernel never validates user input (the op layer
+did) and never allocates an output (Op.allocate did)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import threading
+from typing import Any, NamedTuple
 
 import torch
+
+from ..errors import KernelSelectionError
 
 
 @dataclasses.dataclass(frozen=True)
 class TensorSpec:
+    """What a kernel may know of one tensor: its dtype and device; its shape only where the
+    interface declares the build shape-dependent (else None), or for a builder target."""
     dtype: torch.dtype
-    shape: tuple
     device: torch.device
-    aligned16: bool
-
-    @staticmethod
-    def of(t: torch.Tensor) -> "TensorSpec":
-        return TensorSpec(t.dtype, tuple(t.shape), t.device, (t.data_ptr() & 15) == 0)
+    shape: tuple | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class KernelCall:
-    op: Any                 # the op instance (for its params and name)
+    """One call as a kernel sees it (built on a memo miss only)."""
+    op_name: str
     device: torch.device
-    inputs: dict            # input name -> TensorSpec or None
-    params: dict            # constructor params by name
+    inputs: dict            # input name -> TensorSpec or None (absent optional input)
+    outputs: dict           # output name -> TensorSpec or None (omitted output)
+    params: dict            # constructor params by name, defaults resolved
+    aligned16: bool         # every tensor's data pointer is 16-byte aligned
+    written: tuple          # names of inputs this call writes (an output is that input)
 
     def shapes(self) -> dict:
-        """Each input's shape (None where absent), for messages."""
+        """Each input's shape as far as the call knows it, for messages."""
         return {n: (s.shape if s else None) for n, s in self.inputs.items()}
+
+    def dtype(self, name: str) -> torch.dtype:
+        spec = self.inputs.get(name) or self.outputs.get(name)
+        return spec.dtype
 
 
 class KernelInterface:
     """The call an implementation serves.
 
     An op maps each interface name it uses to a KernelInterface subclass; the subclass
-    names the keys (in the op's `kernel_types`) of the kernels implementing it, and says
-    what their launchables take and return. `op.kernel_for(name, ...)` selects among
-    exactly these."""
+    names the keys (in the op's `kernel_types`) of the kernels implementing it, and the
+    tensors its launchables take: `launch(*tensors)`, inputs (None where an optional one
+    is absent) then outputs, all contiguous, outputs allocated by the op."""
 
     name: str = ""
     implementations: tuple = ()     # keys into the op's kernel_types
-    launchable: str = ""            # what a built launchable is called with and returns
+    tensors: tuple = ()             # the launchable's tensors, inputs then outputs (default: all, in manifest order)
+    shape_dependent: tuple = ()     # inputs whose whole shape the build depends on
+    launchable: str = ""            # what a built launchable is called with
 
     @classmethod
-    def of(cls, name: str, *implementations: str, launchable: str = ""):
+    def of(cls, name: str, *implementations: str, tensors: tuple = (), shape_dependent: tuple = (),
+           launchable: str = ""):
         """A KernelInterface subclass, for ops whose interface needs no docstring of its own."""
         return type(f"{name.title().replace('_', '')}Interface", (cls,),
-                    {"name": name, "implementations": tuple(implementations), "launchable": launchable})
+                    {"name": name, "implementations": tuple(implementations), "tensors": tuple(tensors),
+                     "shape_dependent": tuple(shape_dependent), "launchable": launchable})
 
 
 class Kernel:
     """One implementation of an interface. Subclasses set `interface` and `specialised`,
     and define (or inherit from a shared base of their own) the classmethods
-    `entry_for(call) -> Hashable` (the build identity) and `build(identity)` (the
-    launchable); a class that sets `interface` without both is refused when defined."""
+    `entry_for(call) -> NamedTuple` (the build identity, read back by field name) and
+    `build(identity)` (the launchable); a class that sets `interface` without both is
+    refused when defined."""
 
     interface: str = ""
     specialised: bool = False   # a specialised implementation wins over a general one
@@ -81,23 +103,58 @@ class Kernel:
         return None
 
 
-def select(op, name: str, call: KernelCall):
-    """The one implementation of op.interfaces[name] that serves `call`: a specialised one
-    over the general one; none, or two at the same level, is an error."""
-    from ..errors import KernelSelectionError
-    impls = [op.kernel_types[k] for k in op.interfaces[name].implementations]
-    refusals, accepting = [], []
-    for k in impls:
-        why = k.refusal(call)
-        (refusals if why else accepting).append((k, why))
-    spec = [k for k, _ in accepting if k.specialised]
-    general = [k for k, _ in accepting if not k.specialised]
-    chosen = spec or general
-    if len(chosen) == 1:
-        return chosen[0]
-    shapes = call.shapes()
-    if not chosen:
-        detail = "; ".join(f"{k.__name__}: {why}" for k, why in refusals)
-        raise KernelSelectionError(f"{type(op).__name__}: no implementation of '{name}' serves {shapes}: {detail}")
-    raise KernelSelectionError(
-        f"{type(op).__name__}: implementations {[k.__name__ for k in chosen]} of '{name}' all accept {shapes}; exactly one must")
+class KernelTable:
+    """What a target gets to serve one op instance: the op's implementations (never the
+    op itself) and the builds made for it so far, keyed by build identity. Owned by the
+    instance; cleared when a param changes or a failed first call undoes its target."""
+
+    def __init__(self, op_name: str, kernel_types: dict, interfaces: dict):
+        self.op_name = op_name
+        self.kernel_types = kernel_types
+        self.interfaces = interfaces
+        self._built: dict = {}
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        return self._built.get(key)
+
+    def put(self, key, launchable):
+        with self._lock:
+            return self._built.setdefault(key, launchable)
+
+    def clear(self):
+        with self._lock:
+            self._built.clear()
+
+    def __len__(self):
+        return len(self._built)
+
+    def __iter__(self):
+        """The keys of the builds: (kernel class, identity) for in-tree kernels."""
+        return iter(list(self._built))
+
+    def select(self, name: str, call: KernelCall):
+        """The one implementation of interface `name` that serves `call`: a specialised
+        one over the general one; none, or two at the same level, is an error."""
+        impls = [self.kernel_types[k] for k in self.interfaces[name].implementations]
+        refusals, accepting = [], []
+        for k in impls:
+            why = k.refusal(call)
+            (refusals if why else accepting).append((k, why))
+        spec = [k for k, _ in accepting if k.specialised]
+        general = [k for k, _ in accepting if not k.specialised]
+        chosen = spec or general
+        if len(chosen) == 1:
+            return chosen[0]
+        shapes = call.shapes()
+        if not chosen:
+            detail = "; ".join(f"{k.__name__}: {why}" for k, why in refusals)
+            raise KernelSelectionError(f"{self.op_name}: no implementation of '{name}' serves {shapes}: {detail}")
+        raise KernelSelectionError(
+            f"{self.op_name}: implementations {[k.__name__ for k in chosen]} of '{name}' all accept {shapes}; "
+            f"exactly one must")
+
+
+def identity_type(name: str, fields: str) -> type:
+    """A NamedTuple class for build identities (`fields` space-separated)."""
+    return NamedTuple(name, [(f, Any) for f in fields.split()])

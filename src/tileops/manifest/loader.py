@@ -22,7 +22,8 @@ def load_file(path: str) -> dict[str, Entry]:
         raise ManifestError(f"manifest {path}: cannot read: {e}") from None
     if not isinstance(raw, dict):
         raise ManifestError(f"manifest {path}: expected a mapping of op class names to entries")
-    return {name: parse_entry(name, body, path) for name, body in raw.items()}
+    # Top-level keys starting with "_" hold YAML anchors shared by entries, not entries.
+    return {name: parse_entry(name, body, path) for name, body in raw.items() if not str(name).startswith("_")}
 
 
 def package_files() -> list[str]:

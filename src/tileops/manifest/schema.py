@@ -15,18 +15,20 @@ from .._dtypes import BY_NAME
 from ..errors import ManifestError
 
 ENTRY_KEYS = {"family", "status", "ref_api", "description", "signature", "composition",
-              "workloads", "roofline"}
+              "workloads", "roofline", "peers"}
 SIGNATURE_KEYS = {"inputs", "outputs", "params", "call_params", "shape_rules"}
 INPUT_KEYS = {"dtype", "optional", "mutated", "when"}
 OUTPUT_KEYS = {"dtype", "shape", "optional", "when", "alias_of"}
-PARAM_KEYS = {"type", "default"}
+PARAM_KEYS = {"type", "default", "none_means"}
+# What a param's `none_means` may name: the value None stands for, resolved once (Op.resolved_params).
+NONE_MEANS = {"float32_eps": 1.1920928955078125e-07}
 CALL_PARAM_KEYS = {"type", "default", "fills"}
 CALL_PARAM_TYPES = {"bool", "int", "float", "Tensor"}
 STATUSES = {"implemented", "spec-only"}
 
 # What a rule may call and which attributes it may read.
-RULE_FUNCTIONS = {"len", "tuple", "list", "min", "max", "all", "any", "abs", "int", "range"}
-RULE_ATTRIBUTES = {"shape", "ndim", "dtype", "numel", "element_size", "size"}
+RULE_FUNCTIONS = {"len", "tuple", "list", "min", "max", "all", "any", "abs", "int", "range", "sum"}
+RULE_ATTRIBUTES = {"shape", "ndim", "dtype", "numel", "element_size", "size", "nbytes"}
 _ALLOWED_NODES = (
     ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Name,
     ast.Load, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.List, ast.Constant,
@@ -69,6 +71,7 @@ class ParamSpec:
     name: str
     type: str
     default: Any = dataclasses.MISSING
+    none_means: Any = None      # the value None stands for (NONE_MEANS), resolved once
 
     @property
     def required(self) -> bool:
@@ -97,8 +100,9 @@ class Entry:
     composition: tuple = ()
     ref_api: str | None = None
     description: str = ""
-    workloads: tuple = ()
+    workloads: Any = None       # Workloads, or None
     roofline: Any = None
+    peers: Any = None           # peer library -> {call, args, kwargs} (parse_peers), or None
 
     @property
     def has_call_time_tensor_input(self) -> bool:
@@ -258,7 +262,11 @@ def parse_entry(name, raw, source) -> Entry:
         _check_keys(source, name, field, p, PARAM_KEYS)
         if "type" not in p:
             raise _err(source, name, field + ".type", "required field missing")
-        params.append(ParamSpec(pname, p["type"], p["default"] if "default" in p else dataclasses.MISSING))
+        none_means = p.get("none_means")
+        if none_means is not None and none_means not in NONE_MEANS:
+            raise _err(source, name, field + ".none_means", f"expected one of {sorted(NONE_MEANS)}, got {none_means!r}")
+        params.append(ParamSpec(pname, p["type"], p["default"] if "default" in p else dataclasses.MISSING,
+                                None if none_means is None else NONE_MEANS[none_means]))
 
     rules = sig.get("shape_rules") or []
     if not isinstance(rules, list):
@@ -273,11 +281,85 @@ def parse_entry(name, raw, source) -> Entry:
     if roofline is not None:
         _check_keys(source, name, "roofline", roofline, {"bytes", "flops"})
         for k, v in roofline.items():
-            check_rule(v, source, name, f"roofline.{k}", known)
-    workloads = raw.get("workloads") or []
-    if not isinstance(workloads, list):
-        raise _err(source, name, "workloads", "expected a list")
+            check_rule(v, source, name, f"roofline.{k}", known | set(raw_outputs))
+    workloads = parse_workloads(raw.get("workloads"), source, name, input_names, raw_params)
     return Entry(name=name, family=family, status=status, source=source, inputs=tuple(inputs),
                  outputs=tuple(outputs), params=tuple(params), call_params=tuple(call_params),
                  shape_rules=tuple(rules), composition=tuple(composition), ref_api=raw.get("ref_api"),
-                 description=raw.get("description", ""), workloads=tuple(workloads), roofline=roofline)
+                 description=raw.get("description", ""), workloads=workloads, roofline=roofline,
+                 peers=parse_peers(raw.get("peers"), source, name))
+
+
+# ---- workloads ---------------------------------------------------------------------------
+WORKLOAD_KEYS = {"shapes", "params", "dims", "dtypes", "cases", "test_dims"}
+CASE_KEYS = {"label", "shapes", "params", "dims"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Workloads:
+    """What the generic drivers instantiate: each input's shape and the constructor's
+    params over named dims (`shapes`, `params`), the dims' values (`dims`; a list gives one
+    case per value), labelled `cases` overriding any of these, the `dtypes` benchmarks run,
+    and the small `test_dims` the test driver substitutes for every named dim."""
+    shapes: dict
+    params: dict
+    dims: dict
+    dtypes: tuple
+    cases: tuple            # ({"label", "shapes", "params", "dims"}, ...)
+    test_dims: dict
+
+
+def _check_dims(source, entry, field, dims):
+    _check_keys(source, entry, field, dims, set(dims))
+    for k, v in dims.items():
+        vals = v if isinstance(v, list) else [v]
+        if not k.isidentifier() or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in vals):
+            raise _err(source, entry, f"{field}.{k}", f"expected a size or a list of sizes, got {v!r}")
+
+
+def parse_workloads(raw, source, entry, input_names, param_names):
+    if raw is None:
+        return None
+    _check_keys(source, entry, "workloads", raw, WORKLOAD_KEYS)
+    cases = raw.get("cases") or [{"label": "default"}]
+    for i, c in enumerate(cases):
+        _check_keys(source, entry, f"workloads.cases[{i}]", c, CASE_KEYS)
+        _check_dims(source, entry, f"workloads.cases[{i}].dims", c.get("dims") or {})
+    for field in ("shapes", "params"):
+        for i, c in enumerate([raw] + list(cases)):
+            got = c.get(field) or {}
+            allowed = set(input_names) if field == "shapes" else set(param_names)
+            _check_keys(source, entry, f"workloads.{field}", got, allowed)
+    _check_dims(source, entry, "workloads.dims", raw.get("dims") or {})
+    _check_dims(source, entry, "workloads.test_dims", raw.get("test_dims") or {})
+    dtypes = tuple(raw.get("dtypes") or ())
+    bad = [d for d in dtypes if d not in BY_NAME]
+    if bad:
+        raise _err(source, entry, "workloads.dtypes", f"unknown dtype(s) {bad}")
+    return Workloads(dict(raw.get("shapes") or {}), dict(raw.get("params") or {}), dict(raw.get("dims") or {}),
+                     dtypes, tuple(dict(c) for c in cases), dict(raw.get("test_dims") or {}))
+
+
+# ---- peers -------------------------------------------------------------------------------
+PEER_KEYS = {"call", "args", "kwargs"}
+
+
+def parse_peers(raw, source, entry):
+    """`peers`: other libraries' kernels for the same op, which the benchmark times beside
+    tileops (python -m tileops bench). Each is `{call: dotted.path, args: [...], kwargs:
+    {...}}`: a string argument naming one of the op's inputs or params stands for it, any
+    other value is passed as is; the call returns the op's outputs in manifest order."""
+    if raw is None:
+        return None
+    _check_keys(source, entry, "peers", raw, set(raw))
+    for peer, spec in raw.items():
+        field = f"peers.{peer}"
+        _check_keys(source, entry, field, spec, PEER_KEYS)
+        call = spec.get("call")
+        if not isinstance(call, str) or not all(p.isidentifier() for p in call.split(".")):
+            raise _err(source, entry, field + ".call", f"expected a dotted path, got {call!r}")
+        if not isinstance(spec.get("args", []), list):
+            raise _err(source, entry, field + ".args", "expected a list")
+        if not isinstance(spec.get("kwargs", {}), dict):
+            raise _err(source, entry, field + ".kwargs", "expected a mapping")
+    return {peer: dict(spec) for peer, spec in raw.items()}

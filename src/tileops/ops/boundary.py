@@ -17,7 +17,6 @@ module writes Python source and exec's it once:
 Nothing here is evaluated per call except the generated functions themselves."""
 from __future__ import annotations
 
-import ast
 import dataclasses
 import inspect
 import itertools
@@ -30,6 +29,7 @@ import torch
 
 from ..errors import InputTypeError, InputValueError, ManifestError, TileOpsError
 from . import registry
+from .kit import dtype_expr, names_in, rule_names, selectors
 
 LIB_NAMESPACE = "tileops"
 
@@ -61,13 +61,7 @@ class Branch:
 
 
 def enumerate_branches(entry, base: str) -> list[Branch]:
-    selecting = []
-    for i in entry.inputs:
-        if i.mutated and i.when and i.when not in selecting:
-            selecting.append(i.when)
-    for o in entry.outputs:
-        if o.optional and o.when not in selecting:
-            selecting.append(o.when)
+    selecting = selectors(entry)
     out_param = next((c for c in entry.call_params if c.fills), None)
     branches = []
     for vals in itertools.product((False, True), repeat=len(selecting)):
@@ -122,24 +116,6 @@ def _as_scalar(value, kind, opname, arg):
         raise InputTypeError(f"{opname}: argument '{arg}': expected {kind.__name__}, got {type(value).__name__}") from None
 
 
-def _rule_names(expr: str, names) -> list[str]:
-    return sorted({n.id for n in ast.walk(ast.parse(expr, mode="eval"))
-                   if isinstance(n, ast.Name) and n.id in names})
-
-
-def _names_in(rules, names) -> list[str]:
-    """Those of `names` that some rule reads, in the order of `names`."""
-    read = {n for r in rules for n in _rule_names(r, names)}
-    return [n for n in names if n in read]
-
-
-def _dtype_expr(rule, ns, key) -> str:
-    if rule.same_as:
-        return f"{rule.same_as}.dtype"
-    ns[key] = rule.allowed[0]
-    return key
-
-
 def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     """Generates and registers the boundary of `cls`; returns the namespace."""
     opname = cls.__name__
@@ -150,7 +126,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     scalars = [c for c in entry.call_params if c.type != "Tensor" and c.name not in selecting]
     out_param = next((c for c in entry.call_params if c.fills), None)
     param_names = [p.name for p in entry.params]
-    rule_names = set(input_names) | set(param_names) | {c.name for c in entry.call_params}
+    known_names = set(input_names) | set(param_names) | {c.name for c in entry.call_params}
     # the rules _check evaluates: the shape rules, and `out`'s shape
     checked_rules = list(entry.shape_rules) + ([entry.output(out_param.fills).shape] if out_param else [])
 
@@ -172,12 +148,13 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     # ---- _check ---------------------------------------------------------------
     check_args = input_names + scalar_args + (["out"] if out_param else [])
     w(f"def _check(self, {', '.join(check_args)}):")
-    for p in _names_in(checked_rules, param_names):
+    for p in names_in(checked_rules, param_names):
         w(f"    {p} = self.{p}")
     first = entry.inputs[0].name
     for i in entry.inputs:
-        w(f"    if {i.name} is not None:" if i.optional else f"    if True:")
-        ind = "        "
+        if i.optional:
+            w(f"    if {i.name} is not None:")
+        ind = "        " if i.optional else "    "
         w(f"{ind}if not isinstance({i.name}, Tensor):")
         w(f"{ind}    raise InputTypeError(\"{opname}: argument '{i.name}': expected a Tensor, got \" + type({i.name}).__name__)")
         if i.dtype.same_as:
@@ -195,15 +172,16 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     # (call-time scalars are checked once, in _call_boundary; the operator's schema types
     # them on the dispatcher path)
     for k, rule in enumerate(entry.shape_rules):
-        names = _rule_names(rule, rule_names)
+        names = rule_names(rule, known_names)
         shown = ", ".join(
-            f"{n}.shape={{tuple({n}.shape) if {n} is not None else None}}" if n in input_names else f"{n}={{{n}!r}}"
+            (f"{n}.shape={{tuple({n}.shape) if {n} is not None else None}}" if entry.input(n).optional
+             else f"{n}.shape={{tuple({n}.shape)}}") if n in input_names else f"{n}={{{n}!r}}"
             for n in names)
         w(f"    if not ({rule}):")
         w(f"        raise InputValueError(f\"{opname}: shape rule `{rule}` does not hold: {shown}\")")
     if out_param:
         o = entry.output(out_param.fills)
-        dt = _dtype_expr(o.dtype, ns, f"_DT_{o.name}")
+        dt = dtype_expr(o.dtype, ns, f"_DT_{o.name}")
         w(f"    if out is not None:")
         w(f"        if not isinstance(out, Tensor):")
         w(f"            raise InputTypeError(\"{opname}: argument 'out': expected a Tensor, got \" + type(out).__name__)")
@@ -223,7 +201,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     # instance has not passed yet (Op._note_checked; assigning a param forgets them all).
     # Every tensor reaching the body is a Tensor, or None where optional: the dispatcher
     # holds the operator path to its schema, and the fast path takes only plain tensors.
-    rule_scalars = _names_in(checked_rules, scalar_args)
+    rule_scalars = names_in(checked_rules, scalar_args)
     sig_parts = []
     for i in entry.inputs:
         v = i.name
@@ -268,8 +246,8 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
             kw.append(f"{n}={val}")
         if out_param:
             kw.append("out=_c_out" if b.uses_out else "out=None")
-        bw(f"    _r = self.forward({', '.join(call_tensors + kw)})")
-        if len(entry.outputs) != 1:
+        bw(f"    {'_r = ' if b.allocated else ''}self.forward({', '.join(call_tensors + kw)})")
+        if len(entry.outputs) != 1 and b.allocated:
             bw(f"    if not isinstance(_r, tuple) or len(_r) != {len(entry.outputs)}:")
             bw(f"        raise TileOpsError(\"{opname}.forward must return a tuple of {len(entry.outputs)} outputs (None for an omitted one)\")")
         for v in copies:
@@ -304,12 +282,12 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         w(f"    if self is None:")
         w(f"        raise TileOpsError(f\"{opname}: no live instance with key {{key!r}}\")")
         w(f"    _check(self, {chk})")
-        for p in _names_in([entry.output(n).shape for n in b.allocated], param_names):
+        for p in names_in([entry.output(n).shape for n in b.allocated], param_names):
             w(f"    {p} = self.{p}")
         fakes = []
         for n in b.allocated:
             o = entry.output(n)
-            dt = _dtype_expr(o.dtype, ns, f"_DT_{o.name}")
+            dt = dtype_expr(o.dtype, ns, f"_DT_{o.name}")
             w(f"    _f_{n} = torch.empty(tuple({o.shape}), dtype={dt}, device={first}.device)")
             fakes.append(f"_f_{n}")
         w(f"    return {fakes[0] if len(fakes) == 1 else '(' + ', '.join(fakes) + ',)' if fakes else 'None'}")
@@ -346,26 +324,37 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         for o in omittable:
             w(f"    if out is not None and not {o.when}:")
             w(f"        raise InputValueError(\"{opname}: argument 'out': given for output '{o.name}', which this call omits ({o.when}=False)\")")
+    # The branches cover every combination of the selecting bools and `out` (less those
+    # rejected just above), so the last one is the `else`.
+    single = len(branches) == 1
     for bi, b in enumerate(branches):
         conds = [f"{n}" if v else f"not {n}" for n, v in b.values]
         if out_param:
             conds.append("out is not None" if b.uses_out else "out is None")
-        w(f"    if {' and '.join(conds) if conds else 'True'}:")
+        if single:
+            ind = "    "      # one branch: no test at all
+        elif bi == len(branches) - 1:
+            w("    else:")
+            ind = "        "
+        else:
+            w(f"    {'if' if bi == 0 else 'elif'} {' and '.join(conds)}:")
+            ind = "        "
         args = ", ".join(branch_args[bi])
-        w(f"        if _fast:")
+        assign = "_a = " if b.allocated else ""
+        w(f"{ind}if _fast:")
         writes = list(b.written) + (["out"] if b.uses_out else [])
         if writes:
             # As under the operator: writes inside the body do not bump version counters
             # (the operator runs its kernel below ADInplaceOrView); the op's own write bumps
             # each written tensor once.
-            w(f"            with _below_inplace_view():")
-            w(f"                _a = _body_{bi}(self, {args})")
+            w(f"{ind}    with _below_inplace_view():")
+            w(f"{ind}        {assign}_body_{bi}(self, {args})")
         else:
-            w(f"            _a = _body_{bi}(self, {args})")
+            w(f"{ind}    {assign}_body_{bi}(self, {args})")
         for v in writes:
-            w(f"            _bump({v})")
-        w(f"        else:")
-        w(f"            _a = _op_{bi}({args}, self._key)")
+            w(f"{ind}    _bump({v})")
+        w(f"{ind}else:")
+        w(f"{ind}    {assign}_op_{bi}({args}, self._key)")
         present = []
         alloc_i = 0
         n_alloc = len(b.allocated)
@@ -379,8 +368,9 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
             else:
                 present.append("_a" if n_alloc == 1 else f"_a[{alloc_i}]")
                 alloc_i += 1
-        w(f"        return {present[0] if len(present) == 1 else '(' + ', '.join(present) + ',)' if present else 'None'}")
-    w(f"    raise InputValueError(\"{opname}: no effect branch matches this call\")")
+        if n_alloc > 1 and present == [f"_a[{k}]" for k in range(n_alloc)]:
+            present = ["_a"]   # the operator's tuple is the call's
+        w(f"{ind}return {present[0] if len(present) == 1 else '(' + ', '.join(present) + ',)' if present else 'None'}")
     src = "\n".join(lines) + "\n"
     # The generated functions live in a real module (registered in sys.modules) because
     # dynamo resolves a function's globals by importing its __name__.
@@ -397,7 +387,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         qual = f"{LIB_NAMESPACE}::{b.name}"
         mutates = tuple(b.written) + (("out",) if b.uses_out else ())
         schema = _schema(entry, b, scalars)
-        ns[f"_op_{bi}"] = _register(b.name, schema, ns[f"_impl_{bi}"], ns[f"_fake_{bi}"], mutates)
+        ns[f"_op_{bi}"] = _register(b.name, schema, ns[f"_impl_{bi}"], ns[f"_fake_{bi}"], mutates, opname)
         names.append(qual)
     ns["_source"] = src
     ns["_branches"] = branches
@@ -415,7 +405,7 @@ def _library():
     return _LIBRARY
 
 
-def _register(name: str, schema: str, impl, fake, mutates: tuple):
+def _register(name: str, schema: str, impl, fake, mutates: tuple, opname: str):
     """Defines one operator with torch.library.Library: define + impl + register_fake.
 
     Measured against torch.library.custom_op (benchmarks/overhead.py, docs in the README):
@@ -423,12 +413,17 @@ def _register(name: str, schema: str, impl, fake, mutates: tuple):
     ~7 µs per call through the dispatcher; here the kernel is registered once for every
     backend (CompositeExplicitAutograd), the fake doubles as the Meta kernel, and only an
     operator that writes its inputs gets an ADInplaceOrView kernel, which bumps each written
-    tensor's version counter once, as an in-place aten op does."""
+    tensor's version counter once, as an in-place aten op does. Every operator gets an
+    Autograd kernel (_autograd_kernel): inference only, a backward through it raises."""
     lib = _library()
     lib.define(name + schema)
     lib.impl(name, impl, "CompositeExplicitAutograd")
     torch.library.register_fake(f"{LIB_NAMESPACE}::{name}", fake, lib=lib)
     overload = getattr(getattr(torch.ops, LIB_NAMESPACE), name).default
+    arg_names = [a.name for a in overload._schema.arguments]
+    written_inputs = tuple(arg_names.index(m) for m in mutates if m != "out")
+    lib.impl(name, _autograd_kernel(overload, opname, written_inputs, "out" in mutates), "Autograd",
+             with_keyset=True)
     if mutates:
         arg_names = [a.name for a in overload._schema.arguments]
         written = tuple(arg_names.index(m) for m in mutates)
@@ -482,3 +477,88 @@ def _signature_text(sig: inspect.Signature) -> str:
                 raise ManifestError(f"forward's default for {p.name} must be None, a bool or a number")
             parts.append(f"{p.name}={p.default!r}")
     return "(" + ", ".join(parts) + ")"
+
+
+# ---- inference only: a backward through a node raises ------------------------------------
+# A node has no derivative: forward and backward are separate ops. Without an autograd
+# kernel torch would warn and give no gradient (builtin) or record the reference's own
+# gradients in eager but not when compiled (a target built from torch ops). Instead, one
+# behaviour everywhere: when autograd records the call, the outputs get a grad_fn whose
+# backward calls `tileops::no_backward`, an operator that raises naming the op. Being an
+# operator with a fake, it traces (a compiled forward with inputs requiring grad still
+# compiles) and raises when the backward actually runs, eager or compiled.
+
+def _no_backward_impl(grad, shape, op):
+    from ..errors import BackwardError
+    raise BackwardError(f"{op}: backward is not supported: tileops ops serve inference only (forward and "
+                        f"backward are separate ops). Run the forward under torch.no_grad() or "
+                        f"torch.inference_mode(), or detach its inputs.")
+
+
+def _no_backward_fake(grad, shape, op):
+    return grad.new_empty(shape)
+
+
+_NO_BACKWARD = None
+
+
+def _no_backward_op():
+    global _NO_BACKWARD
+    if _NO_BACKWARD is None:
+        lib = _library()
+        lib.define("no_backward(Tensor grad, SymInt[] shape, str op) -> Tensor")
+        lib.impl("no_backward", _no_backward_impl, "CompositeExplicitAutograd")
+        torch.library.register_fake(f"{LIB_NAMESPACE}::no_backward", _no_backward_fake, lib=lib)
+        _NO_BACKWARD = getattr(torch.ops, LIB_NAMESPACE).no_backward.default
+    return _NO_BACKWARD
+
+
+class _NoBackward(torch.autograd.Function):
+    """Gives the node's new outputs, and the inputs it wrote (their history rebased, as
+    for an in-place aten op), a grad_fn reaching the inputs that require grad."""
+
+    @staticmethod
+    def forward(ctx, op, n_out, n_dirty, *tensors):
+        ctx.op = op
+        ctx.shapes = [t.shape for t in tensors]
+        dirty = tensors[n_out:n_out + n_dirty]
+        ctx.mark_dirty(*dirty)
+        res = tuple(t.view_as(t) for t in tensors[:n_out]) + dirty
+        return res[0] if len(res) == 1 else res
+
+    @staticmethod
+    def backward(ctx, *grads):
+        nb = _no_backward_op()
+        g = next(g for g in grads if g is not None)
+        return (None, None, None) + tuple(nb(g, shape, ctx.op) for shape in ctx.shapes)
+
+
+def _autograd_kernel(overload, opname, written: tuple, writes_out: bool):
+    """Runs the operator below autograd; when autograd records the call, its new outputs
+    and the inputs it wrote get _NoBackward's grad_fn. An `out=` call with an argument
+    requiring grad raises at once, as aten's out= functions do."""
+    from ..errors import BackwardError
+    below = torch._C._after_autograd_keyset
+    guard = torch._C._AutoDispatchBelowAutograd
+    grad_enabled = torch.is_grad_enabled
+    Tensor = torch.Tensor
+    _no_backward_op()
+
+    def autograd(keyset, *args):
+        needing = grad_enabled() and [a for a in args if isinstance(a, Tensor) and a.requires_grad]
+        if needing and writes_out:
+            raise BackwardError(f"{opname}: out= does not support automatic differentiation, but an argument "
+                                f"requires grad; tileops ops serve inference only (run under torch.no_grad())")
+        with guard():
+            out = overload.redispatch(keyset & below, *args)
+        if not needing:
+            return out
+        outs = out if isinstance(out, tuple) else () if out is None else (out,)
+        dirty = tuple(args[i] for i in written)
+        rest = [a for a in needing if all(a is not d for d in dirty)]
+        res = _NoBackward.apply(opname, len(outs), len(dirty), *outs, *dirty, *rest)
+        res = res if isinstance(res, tuple) else (res,)
+        if out is None:
+            return None
+        return res[:len(outs)] if isinstance(out, tuple) else res[0]
+    return autograd

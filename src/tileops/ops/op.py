@@ -13,13 +13,14 @@ and devices). Assigning a param makes the next call check and select its kernel 
 from __future__ import annotations
 
 import inspect
+import operator
 
 import torch
 
-from ..errors import KernelSelectionError, ManifestError
-from ..kernels.base import KernelCall, TensorSpec
+from ..errors import InputTypeError, InputValueError, KernelSelectionError, ManifestError
+from ..kernels.base import KernelCall, KernelTable, TensorSpec
 from ..manifest.loader import find_entry
-from . import boundary, registry
+from . import boundary, kit, registry
 
 _MEMO_LIMIT = 4096
 
@@ -41,6 +42,10 @@ class Op:
         cls._param_names = frozenset(p.name for p in entry.params)
         if "forward" not in cls.__dict__:
             raise ManifestError(f"{cls.__name__}: an op defines forward")
+        cls._kit = kit.generate(cls, entry)
+        cls.allocate = cls._kit["_allocate"]
+        cls._memo_fns = {name: (cls._kit[f"_memo_{name}"], cls._kit[f"_full_{name}"], iface)
+                         for name, iface in cls.interfaces.items()}
         if entry.has_boundary:
             ns = boundary.generate(cls, entry, inspect.signature(cls.forward))
             cls._boundary = ns
@@ -53,6 +58,15 @@ class Op:
             cls._call_boundary = None
             cls.__call__ = cls.forward
 
+    @classmethod
+    def generated_source(cls) -> str:
+        """The Python source generated for this class: the boundary (if any), then the kit."""
+        parts = []
+        if cls._boundary is not None:
+            parts.append(cls._boundary["_source"])
+        parts.append(cls._kit["_source"])
+        return "\n".join(parts)
+
     def __init__(self, *, target: str | None = None):
         from .. import targets
         if target is not None:
@@ -64,8 +78,8 @@ class Op:
         """Unresolved, nothing built, selected or checked yet, and a key of its own: a new
         instance, or a copy."""
         self._target = None
-        self._kernels: dict = {}    # build identity -> launchable
-        self._memo: dict = {}       # call signature -> launchable (skips selection)
+        self._kernels = KernelTable(type(self).__name__, self.kernel_types, self.interfaces)
+        self._memo: dict = {}       # (interface, memo key) -> launchable (skips selection)
         self._checked: set = set()  # inputs' metadata the generated checks passed for
         self._key = registry.new_key(self)
 
@@ -75,6 +89,8 @@ class Op:
     # is not keyed by them); assigning a param after construction drops all three, so the
     # next call checks, selects and builds again under the new value.
     def __setattr__(self, name, value):
+        if name in self._param_names:
+            value = _coerce_param(type(self).__name__, self._entry, name, value)
         object.__setattr__(self, name, value)
         if name in self._param_names:
             d = self.__dict__
@@ -119,46 +135,116 @@ class Op:
         self._memo.clear()
 
     # ---- kernels ---------------------------------------------------------------
-    def kernel_for(self, name: str, *tensors, memo_key=None):
-        """The launchable serving interface `name` for these (contiguous) inputs, given in
-        the manifest's input order. Steady calls hit the memo; a miss asks the target to
-        select an implementation and build it (or find its build identity in the table).
-
-        memo_key: an op that knows exactly what its selection and build identity depend on
-        (beyond the instance's params) may pass that as a cheaper memo key than the default,
-        which covers every input's dtype, device, shape and 16-byte alignment."""
+    def kernel_for(self, name: str, *tensors):
+        """The launchable serving interface `name` for these tensors: the interface's
+        `tensors`, inputs then the outputs `allocate` returned, contiguous. Steady calls
+        hit the memo, whose key the interface's declaration derives (kit.memo_source);
+        a miss asks the target to select an implementation and build it (or find its
+        build identity in the table)."""
+        memo, full, iface = self._memo_fns[name]
         target = self._target
-        if memo_key is not None and target is not None and target.honours_memo_key:
-            sig = (name, memo_key)
-        else:  # external builders may specialise on anything in the call, shapes included
-            sig = (name,) + tuple(None if t is None else (t.dtype, t.device, t.shape, t.data_ptr() & 15)
-                                  for t in tensors)
+        honours = target is not None and target.honours_memo_key
+        sig = (name, memo(*tensors) if honours else full(*tensors))
         fn = self._memo.get(sig)
         if fn is not None:
             return fn
-        call = self._make_call(tensors)
-        target = self._target  # one read: another thread's failed call may reset it
+        if len(tensors) != len(iface.tensors):
+            raise KernelSelectionError(
+                f"{type(self).__name__}.kernel_for: '{name}' takes the {len(iface.tensors)} tensors "
+                f"{list(iface.tensors)}, got {len(tensors)}")
         if target is None:
-            target = self._resolve_target(call.device)
-        fn = target.kernel_for(self, name, call)
+            target = self._resolve_target(next(t for t in tensors if t is not None).device)
+            honours = target.honours_memo_key
+            sig = (name, memo(*tensors) if honours else full(*tensors))
+        call = self._make_call(iface, tensors, whole_shapes=not honours)
+        fn = target.kernel_for(self._kernels, name, call)
         if len(self._memo) >= _MEMO_LIMIT:
             self._memo.clear()
         self._memo[sig] = fn
         return fn
 
-    def _make_call(self, tensors) -> KernelCall:
-        names = [i.name for i in self._entry.inputs]
-        if len(tensors) != len(names):
-            raise KernelSelectionError(
-                f"{type(self).__name__}.kernel_for: expected the {len(names)} inputs {names}, got {len(tensors)} tensors")
-        specs = {n: (None if t is None else TensorSpec.of(t)) for n, t in zip(names, tensors)}
-        first = next(t for t in tensors if t is not None)
-        return KernelCall(op=self, device=first.device, inputs=specs, params=self.params())
+    def _make_call(self, iface, tensors, whole_shapes: bool) -> KernelCall:
+        entry = self._entry
+        in_names = {i.name for i in entry.inputs}
+        by_name = dict(zip(iface.tensors, tensors))
+        shaped = set(iface.shape_dependent)
+
+        def spec(n, t):
+            if t is None:
+                return None
+            return TensorSpec(t.dtype, t.device, tuple(t.shape) if whole_shapes or n in shaped else None)
+        inputs = {n: spec(n, t) for n, t in by_name.items() if n in in_names}
+        outputs = {n: spec(n, t) for n, t in by_name.items() if n not in in_names}
+        written = tuple(o.alias_of for o in entry.outputs
+                        if o.alias_of and by_name.get(o.name) is not None and by_name.get(o.name) is by_name.get(o.alias_of))
+        present = [t for t in tensors if t is not None]
+        return KernelCall(op_name=type(self).__name__, device=present[0].device, inputs=inputs, outputs=outputs,
+                          params=self.resolved_params(), aligned16=all(t.data_ptr() % 16 == 0 for t in present),
+                          written=written)
 
     def params(self) -> dict:
         """The constructor parameters by name, as the op stored them."""
         return {p.name: getattr(self, p.name) for p in self._entry.params}
 
+    def resolved_params(self) -> dict:
+        """The constructor parameters with defaults resolved, in one place: a param the
+        manifest gives `none_means` takes that value when it is None (eps=None is
+        torch.finfo(torch.float32).eps, as torch.nn.functional.rms_norm takes it)."""
+        out = {}
+        for p in self._entry.params:
+            v = getattr(self, p.name)
+            out[p.name] = p.none_means if v is None and p.none_means is not None else v
+        return out
+
     def __repr__(self):
         ps = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({ps})  # {self._key}"
+
+
+def _coerce_param(opname: str, entry, name: str, value):
+    """A constructor param as the manifest types it, in one place for every op: sizes are
+    Python ints (an int is a one-dimensional shape; bools, strings and floats are
+    refused, not truncated), floats are Python floats (a bool is refused). A value that
+    is not of the type raises, naming the op, the param, the type and the value."""
+    spec = next(p for p in entry.params if p.name == name)
+    kind = spec.type.replace(" ", "")
+    if value is None and (kind.endswith("|None") or spec.default is None):
+        return None
+    kind = kind.replace("|None", "")
+
+    def bad(expected):
+        return InputTypeError(f"{opname}: param '{name}': expected {expected}, got {value!r}")
+
+    def size(v):
+        if isinstance(v, bool) or isinstance(v, (str, bytes, float)):
+            raise bad("a size (int >= 0)")
+        try:
+            v = operator.index(v)
+        except TypeError:
+            raise bad("a size (int >= 0)") from None
+        if v < 0 or v >= 2**62:
+            raise InputValueError(f"{opname}: param '{name}': expected sizes in [0, 2**62), got {value!r}")
+        return v
+
+    if kind == "tuple[int,...]":
+        if isinstance(value, (list, tuple, torch.Size)):
+            shape = tuple(size(v) for v in value)
+        else:
+            shape = (size(value),)
+        if not shape:
+            raise InputValueError(f"{opname}: param '{name}': expected at least one dimension, got {value!r}")
+        return shape
+    if kind == "int":
+        return size(value)
+    if kind == "float":
+        if isinstance(value, (bool, str, bytes)) or isinstance(value, torch.Tensor):
+            raise bad("a float")
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise bad("a float") from None
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise bad("a bool")
+        return value
+    return value

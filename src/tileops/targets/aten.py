@@ -1,36 +1,34 @@
-"""The `aten` target: every op built from torch operations only. It runs on any device torch
-supports (CPU, CUDA, MPS, ...) and is the reference the in-tree kernels are compared with.
-
-Builders follow the plugin contract: builder(inputs, params) -> callable, where inputs maps
-each input name to a TensorSpec (device, dtype, shape) or None, params the op's constructor
-params by name; the callable takes the op's (contiguous) inputs and returns its outputs."""
+"""The `aten` target: every op served by its reference (the manifest's `ref_api`, written
+with torch operations in tileops.reference). It runs on any device torch supports (CPU,
+CUDA, MPS, ...); what it computes is what the generic tests compare every target with."""
 from __future__ import annotations
 
-import torch
+import functools
 
+from ..reference import resolve
 from .base import BuilderTarget
 
 
-def _rms_norm(inputs, params):
-    ns = tuple(params["normalized_shape"])
-    eps = params["eps"]
-    dims = tuple(range(-len(ns), 0))
-
-    def run(x, weight=None):
-        xf = x.float()
-        e = torch.finfo(x.dtype).eps if eps is None else eps
-        y = xf * torch.rsqrt(xf.pow(2).mean(dim=dims, keepdim=True) + e)
-        if weight is not None:
-            y = y * weight.float()
-        return y.to(x.dtype).contiguous()
-    return run
-
-
-BUILDERS = {"RMSNormFwdOp": _rms_norm}
+def _build_reference(ref):
+    def build(inputs, params):
+        return functools.partial(ref, **params)
+    return build
 
 
 class AtenTarget(BuilderTarget):
-    """Chosen by name only (or when no target claims a device)."""
+    """Chosen by name only (or when no target claims a device). Serves every implemented
+    entry with a ref_api; nothing is written per op."""
 
     def __init__(self):
-        super().__init__("aten", BUILDERS)
+        super().__init__("aten", {})
+
+    def serves(self, op_cls):
+        entry = getattr(op_cls, "_entry", None)
+        return entry is not None and bool(entry.ref_api)
+
+    def builder_for(self, op_name, name):
+        from ..manifest.loader import package_entries
+        entry = package_entries().get(op_name)
+        if entry is None or not entry.ref_api:
+            return None
+        return _build_reference(resolve(entry.ref_api))

@@ -1,5 +1,8 @@
 """The Target interface, and BuilderTarget: a target made of per-op builders (the shipped
-`aten` target and every plugin)."""
+`aten` target and every plugin).
+
+A target serves an op instance through the instance's KernelTable: the op's
+implementations and the builds made so far. It never sees the op itself."""
 from __future__ import annotations
 
 import abc
@@ -11,8 +14,8 @@ from ..errors import TargetError
 
 class Target(abc.ABC):
     name: str = ""
-    # True when what the target builds depends only on what the op's own memo key covers
-    # (the in-tree kernels' build identities); builders that see whole input specs do not.
+    # True when what the target builds depends only on what the interface declares (the
+    # in-tree kernels' build identities); builders that see whole input specs do not.
     honours_memo_key: bool = False
 
     def claims(self, device: torch.device) -> bool:
@@ -25,33 +28,51 @@ class Target(abc.ABC):
         """Whether this target has an implementation of the op class."""
 
     @abc.abstractmethod
-    def kernel_for(self, op, name: str, call):
-        """The launchable for interface `name` of `op` at `call` (builds on a miss)."""
+    def kernel_for(self, table, name: str, call):
+        """The launchable for interface `name` at `call` (builds on a miss, into `table`)."""
 
     def __repr__(self):
         return f"<tileops target {self.name}>"
 
 
-def checked_outputs(fn, target_name, op_name, device):
-    """Wraps a builder's callable: every tensor it returns must be contiguous and on the
-    inputs' device, as the manifest's fake declares (the compiled graph relies on it); a
-    target that breaks this fails loudly, naming itself."""
-    def run(*args, **kwargs):
-        res = fn(*args, **kwargs)
-        for t in (res if isinstance(res, tuple) else (res,)):
-            if isinstance(t, torch.Tensor) and (not t.is_contiguous() or t.device != device):
+def _fill(target_name, op_name, call, iface, fn):
+    """Adapts a builder's callable (inputs -> outputs) to the launchable protocol (inputs
+    and allocated outputs -> writes the outputs). Each output the builder returns must
+    have exactly the shape, dtype and device the op allocated from the manifest (the fake
+    declares the same, and the compiled graph relies on it): anything else raises,
+    naming the target, the op and the output, in eager and compiled calls alike."""
+    in_names = set(call.inputs)
+    n_in = sum(1 for t in iface.tensors if t in in_names)
+    out_names = [t for t in iface.tensors if t not in in_names]
+
+    def launch(*tensors):
+        outs = tensors[n_in:]
+        res = fn(*tensors[:n_in])
+        got = res if isinstance(res, tuple) else (res,)
+        if len(got) != len(outs):
+            raise TargetError(f"target {target_name!r} returned {len(got)} outputs for {op_name}; "
+                              f"the manifest declares {len(outs)} ({', '.join(out_names)})")
+        for name, want, r in zip(out_names, outs, got):
+            if want is None:
+                continue
+            if not isinstance(r, torch.Tensor) or r.shape != want.shape or r.dtype != want.dtype \
+                    or r.device != want.device:
+                desc = (f"shape {tuple(r.shape)}, dtype {r.dtype}, device {r.device}" if isinstance(r, torch.Tensor)
+                        else type(r).__name__)
                 raise TargetError(
-                    f"target {target_name!r} returned for {op_name} a tensor with strides {t.stride()} on "
-                    f"{t.device}; outputs must be contiguous on {device}, as the manifest declares")
-        return res
-    return run
+                    f"target {target_name!r} returned for {op_name} output '{name}' {desc}; the manifest "
+                    f"declares shape {tuple(want.shape)}, dtype {want.dtype}, device {want.device}")
+            if r is not want:
+                want.copy_(r)
+    return launch
 
 
 class BuilderTarget(Target):
     """Per-op builders: builders[op class name] (or "<op>.<interface>") is called as
-    builder(inputs, params), with each input's TensorSpec (device, dtype, shape) or None
-    and the op's params by name, and returns a callable taking the op's inputs. A build
-    is kept in the instance's table per interface and input specs."""
+    builder(inputs, params), with each input's TensorSpec (dtype, device, shape) or None
+    and the op's params by name (defaults resolved), and returns a callable taking the
+    op's inputs and returning its outputs (a tuple when there are several). A build is
+    kept in the instance's table per interface and input specs."""
 
     def __init__(self, name: str, builders: dict, detect=None):
         if not isinstance(builders, dict):
@@ -66,16 +87,19 @@ class BuilderTarget(Target):
     def serves(self, op_cls):
         return op_cls.__name__ in self.builders or any(k.startswith(op_cls.__name__ + ".") for k in self.builders)
 
-    def kernel_for(self, op, name, call):
-        op_name = type(op).__name__
-        key = (self.name, name, call.device, tuple(call.inputs.items()))
-        fn = op._kernels.get(key)
+    def builder_for(self, op_name: str, name: str):
+        return self.builders.get(f"{op_name}.{name}") or self.builders.get(op_name)
+
+    def kernel_for(self, table, name, call):
+        op_name = table.op_name
+        key = (self.name, name, call.device, tuple(call.inputs.items()), tuple(call.outputs.items()), call.written)
+        fn = table.get(key)
         if fn is None:
-            builder = self.builders.get(f"{op_name}.{name}") or self.builders.get(op_name)
+            builder = self.builder_for(op_name, name)
             if builder is None:
                 raise TargetError(f"target {self.name!r} has no builder for {op_name}")
             built = builder(dict(call.inputs), dict(call.params))
             if not callable(built):
                 raise TargetError(f"target {self.name!r}: builder for {op_name} returned {built!r}, not a callable")
-            fn = op._kernels[key] = checked_outputs(built, self.name, op_name, call.device)
+            fn = table.put(key, _fill(self.name, op_name, call, table.interfaces[name], built))
         return fn

@@ -4,7 +4,6 @@ from __future__ import annotations
 import torch
 
 from ..errors import NotReadyDuringCaptureError
-from ..kernels.base import select
 from .base import Target
 
 
@@ -18,18 +17,19 @@ class BuiltinTarget(Target):
     def serves(self, op_cls) -> bool:
         return bool(op_cls.interfaces)
 
-    def kernel_for(self, op, name, call):
-        kernel = select(op, name, call)
+    def kernel_for(self, table, name, call):
+        kernel = table.select(name, call)
         identity = kernel.entry_for(call)
-        fn = op._kernels.get(identity)
+        key = (kernel, identity)
+        fn = table.get(key)
         if fn is None:
             try:
                 fn = kernel.build(identity)
             except NotReadyDuringCaptureError as e:
                 raise NotReadyDuringCaptureError(
-                    f"{type(op).__name__}: kernel {kernel.__name__} is not built for {call.shapes()} "
-                    f"(dtype {next(s.dtype for s in call.inputs.values() if s)}, {call.device}) and the stream is "
-                    f"being captured into a CUDA graph. Building (compile, load) is not allowed during capture: "
-                    f"call the op once at this shape before capture (warm-up). [{e}]") from None
-            op._kernels[identity] = fn
+                    f"{table.op_name}: kernel {kernel.__name__} is not built for {call.shapes()} "
+                    f"(params {call.params}, dtype {next(s.dtype for s in call.inputs.values() if s)}, {call.device}) "
+                    f"and the stream is being captured into a CUDA graph. Building (compile, load) is not allowed "
+                    f"during capture: call the op once at this shape before capture (warm-up). [{e}]") from None
+            fn = table.put(key, fn)
         return fn

@@ -1,11 +1,10 @@
-def _check(self, x, weight):
+def _check(self, x, weight, out):
     normalized_shape = self.normalized_shape
-    if True:
-        if not isinstance(x, Tensor):
-            raise InputTypeError("RMSNormFwdOp: argument 'x': expected a Tensor, got " + type(x).__name__)
-        if x.dtype not in _ALLOWED_x:
-            raise InputTypeError(f"RMSNormFwdOp: argument 'x': expected dtype float32 | float16 | bfloat16, got {x.dtype}")
-        _dev = x.device
+    if not isinstance(x, Tensor):
+        raise InputTypeError("RMSNormFwdOp: argument 'x': expected a Tensor, got " + type(x).__name__)
+    if x.dtype not in _ALLOWED_x:
+        raise InputTypeError(f"RMSNormFwdOp: argument 'x': expected dtype float32 | float16 | bfloat16, got {x.dtype}")
+    _dev = x.device
     if weight is not None:
         if not isinstance(weight, Tensor):
             raise InputTypeError("RMSNormFwdOp: argument 'weight': expected a Tensor, got " + type(weight).__name__)
@@ -14,19 +13,29 @@ def _check(self, x, weight):
         if weight.device != _dev:
             raise InputValueError(f"RMSNormFwdOp: argument 'weight': expected a tensor on {x.device} (the device of 'x'), got {weight.device}")
     if not (x.ndim >= len(normalized_shape)):
-        raise InputValueError(f"RMSNormFwdOp: shape rule `x.ndim >= len(normalized_shape)` does not hold: normalized_shape={normalized_shape!r}, x.shape={tuple(x.shape) if x is not None else None}")
+        raise InputValueError(f"RMSNormFwdOp: shape rule `x.ndim >= len(normalized_shape)` does not hold: normalized_shape={normalized_shape!r}, x.shape={tuple(x.shape)}")
     if not (x.shape[x.ndim - len(normalized_shape):] == normalized_shape):
-        raise InputValueError(f"RMSNormFwdOp: shape rule `x.shape[x.ndim - len(normalized_shape):] == normalized_shape` does not hold: normalized_shape={normalized_shape!r}, x.shape={tuple(x.shape) if x is not None else None}")
+        raise InputValueError(f"RMSNormFwdOp: shape rule `x.shape[x.ndim - len(normalized_shape):] == normalized_shape` does not hold: normalized_shape={normalized_shape!r}, x.shape={tuple(x.shape)}")
     if not (weight is None or weight.shape == normalized_shape):
         raise InputValueError(f"RMSNormFwdOp: shape rule `weight is None or weight.shape == normalized_shape` does not hold: normalized_shape={normalized_shape!r}, weight.shape={tuple(weight.shape) if weight is not None else None}")
+    if out is not None:
+        if not isinstance(out, Tensor):
+            raise InputTypeError("RMSNormFwdOp: argument 'out': expected a Tensor, got " + type(out).__name__)
+        _s = tuple(x.shape)
+        if tuple(out.shape) != _s:
+            raise InputValueError(f"RMSNormFwdOp: argument 'out': expected shape {_s} (output 'y'), got {tuple(out.shape)}")
+        if out.dtype != x.dtype:
+            raise InputTypeError(f"RMSNormFwdOp: argument 'out': expected dtype {x.dtype}, got {out.dtype}")
+        if out.device != _dev:
+            raise InputValueError(f"RMSNormFwdOp: argument 'out': expected a tensor on {x.device}, got {out.device}")
 
 def _impl_0(x, weight, key):
     self = _ref_of(key, _NO_REF)()
     if self is None:
         raise TileOpsError(f"RMSNormFwdOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device),)
+    _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None,)
     if _s not in self._checked:
-        _check(self, x, weight)
+        _check(self, x, weight, None)
         self._note_checked(_s)
     _resolved = self._target is None
     if _resolved:
@@ -34,7 +43,7 @@ def _impl_0(x, weight, key):
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
-        _r = self.forward(_c_x, _c_weight)
+        _r = self.forward(_c_x, _c_weight, out=None)
     except BaseException:
         if _resolved:
             self._unresolve_target()
@@ -42,9 +51,9 @@ def _impl_0(x, weight, key):
     return _r
 
 def _body_0(self, x, weight):
-    _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device),)
+    _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None,)
     if _s not in self._checked:
-        _check(self, x, weight)
+        _check(self, x, weight, None)
         self._note_checked(_s)
     _resolved = self._target is None
     if _resolved:
@@ -52,7 +61,7 @@ def _body_0(self, x, weight):
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
-        _r = self.forward(_c_x, _c_weight)
+        _r = self.forward(_c_x, _c_weight, out=None)
     except BaseException:
         if _resolved:
             self._unresolve_target()
@@ -63,25 +72,97 @@ def _fake_0(x, weight, key):
     self = _ref_of(key, _NO_REF)()
     if self is None:
         raise TileOpsError(f"RMSNormFwdOp: no live instance with key {key!r}")
-    _check(self, x, weight)
+    _check(self, x, weight, None)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     return _f_y
 
-def _call_boundary(self, x, weight=None):
+def _impl_1(x, weight, out, key):
+    self = _ref_of(key, _NO_REF)()
+    if self is None:
+        raise TileOpsError(f"RMSNormFwdOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
+    _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), (out.shape, out.dtype, out.device),)
+    if _s not in self._checked:
+        _check(self, x, weight, out)
+        self._note_checked(_s)
+    _resolved = self._target is None
+    if _resolved:
+        self._resolve_target(x.device)
+    try:
+        _c_x = x if x.is_contiguous() else x.contiguous()
+        _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
+        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        self.forward(_c_x, _c_weight, out=_c_out)
+        if _c_out is not out:
+            out.copy_(_c_out)
+    except BaseException:
+        if _resolved:
+            self._unresolve_target()
+        raise
+    return None
+
+def _body_1(self, x, weight, out):
+    _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), (out.shape, out.dtype, out.device),)
+    if _s not in self._checked:
+        _check(self, x, weight, out)
+        self._note_checked(_s)
+    _resolved = self._target is None
+    if _resolved:
+        self._resolve_target(x.device)
+    try:
+        _c_x = x if x.is_contiguous() else x.contiguous()
+        _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
+        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        self.forward(_c_x, _c_weight, out=_c_out)
+        if _c_out is not out:
+            out.copy_(_c_out)
+    except BaseException:
+        if _resolved:
+            self._unresolve_target()
+        raise
+    return None
+
+def _fake_1(x, weight, out, key):
+    self = _ref_of(key, _NO_REF)()
+    if self is None:
+        raise TileOpsError(f"RMSNormFwdOp: no live instance with key {key!r}")
+    _check(self, x, weight, out)
+    return None
+
+def _call_boundary(self, x, weight=None, *, out=None):
     if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
         _fast = False
     else:
         _g = _grad_enabled()
-        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad)) and (weight is None or (type(weight) in _PLAIN and weight.layout is _strided and not weight.is_meta and not (_g and weight.requires_grad)))
+        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad)) and (weight is None or (type(weight) in _PLAIN and weight.layout is _strided and not weight.is_meta and not (_g and weight.requires_grad))) and (out is None or (type(out) in _PLAIN and out.layout is _strided and not out.is_meta and not (_g and out.requires_grad)))
     if not _fast:
         if not isinstance(x, Tensor):
             raise InputTypeError("RMSNormFwdOp: argument 'x': expected a Tensor, got " + type(x).__name__)
         if weight is not None and not isinstance(weight, Tensor):
             raise InputTypeError("RMSNormFwdOp: argument 'weight': expected a Tensor or None, got " + type(weight).__name__)
-    if True:
+        if out is not None and not isinstance(out, Tensor):
+            raise InputTypeError("RMSNormFwdOp: argument 'out': expected a Tensor or None, got " + type(out).__name__)
+    if out is None:
         if _fast:
             _a = _body_0(self, x, weight)
         else:
             _a = _op_0(x, weight, self._key)
         return _a
-    raise InputValueError("RMSNormFwdOp: no effect branch matches this call")
+    else:
+        if _fast:
+            with _below_inplace_view():
+                _body_1(self, x, weight, out)
+            _bump(out)
+        else:
+            _op_1(x, weight, out, self._key)
+        return out
+
+def _allocate(self, x, weight=None, *, out=None):
+    y = out if out is not None else _empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+    return y
+
+def _memo_rms_norm(x, weight, y):
+    return (x.dtype, weight is None, x.device, (x.data_ptr() | (0 if weight is None else weight.data_ptr()) | y.data_ptr()) & 15,)
+
+def _full_rms_norm(x, weight, y):
+    return ((x.dtype, x.device, tuple(x.shape), x.data_ptr() & 15), None if weight is None else (weight.dtype, weight.device, tuple(weight.shape), weight.data_ptr() & 15), (y.dtype, y.device, tuple(y.shape), y.data_ptr() & 15),)
+

@@ -1,9 +1,8 @@
 def _check(self, x):
-    if True:
-        if not isinstance(x, Tensor):
-            raise InputTypeError("ScaleRowsOp: argument 'x': expected a Tensor, got " + type(x).__name__)
-        if x.dtype not in _ALLOWED_x:
-            raise InputTypeError(f"ScaleRowsOp: argument 'x': expected dtype float32 | float16 | bfloat16, got {x.dtype}")
+    if not isinstance(x, Tensor):
+        raise InputTypeError("ScaleRowsOp: argument 'x': expected a Tensor, got " + type(x).__name__)
+    if x.dtype not in _ALLOWED_x:
+        raise InputTypeError(f"ScaleRowsOp: argument 'x': expected dtype float32 | float16 | bfloat16, got {x.dtype}")
 
 def _impl_0(x, key):
     self = _ref_of(key, _NO_REF)()
@@ -59,10 +58,19 @@ def _call_boundary(self, x):
     if not _fast:
         if not isinstance(x, Tensor):
             raise InputTypeError("ScaleRowsOp: argument 'x': expected a Tensor, got " + type(x).__name__)
-    if True:
-        if _fast:
-            _a = _body_0(self, x)
-        else:
-            _a = _op_0(x, self._key)
-        return _a
-    raise InputValueError("ScaleRowsOp: no effect branch matches this call")
+    if _fast:
+        _a = _body_0(self, x)
+    else:
+        _a = _op_0(x, self._key)
+    return _a
+
+def _allocate(self, x):
+    y = _empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+    return y
+
+def _memo_scale_rows(x, y):
+    return (x.dtype, x.device, (x.data_ptr() | y.data_ptr()) & 15,)
+
+def _full_scale_rows(x, y):
+    return ((x.dtype, x.device, tuple(x.shape), x.data_ptr() & 15), (y.dtype, y.device, tuple(y.shape), y.data_ptr() & 15),)
+

@@ -1,19 +1,17 @@
 def _check(self, a, b, out):
-    if True:
-        if not isinstance(a, Tensor):
-            raise InputTypeError("ToyAddOp: argument 'a': expected a Tensor, got " + type(a).__name__)
-        if a.dtype not in _ALLOWED_a:
-            raise InputTypeError(f"ToyAddOp: argument 'a': expected dtype float32 | float16 | bfloat16, got {a.dtype}")
-        _dev = a.device
-    if True:
-        if not isinstance(b, Tensor):
-            raise InputTypeError("ToyAddOp: argument 'b': expected a Tensor, got " + type(b).__name__)
-        if b.dtype != a.dtype:
-            raise InputTypeError(f"ToyAddOp: argument 'b': expected dtype same as 'a' ({a.dtype}), got {b.dtype}")
-        if b.device != _dev:
-            raise InputValueError(f"ToyAddOp: argument 'b': expected a tensor on {a.device} (the device of 'a'), got {b.device}")
+    if not isinstance(a, Tensor):
+        raise InputTypeError("ToyAddOp: argument 'a': expected a Tensor, got " + type(a).__name__)
+    if a.dtype not in _ALLOWED_a:
+        raise InputTypeError(f"ToyAddOp: argument 'a': expected dtype float32 | float16 | bfloat16, got {a.dtype}")
+    _dev = a.device
+    if not isinstance(b, Tensor):
+        raise InputTypeError("ToyAddOp: argument 'b': expected a Tensor, got " + type(b).__name__)
+    if b.dtype != a.dtype:
+        raise InputTypeError(f"ToyAddOp: argument 'b': expected dtype same as 'a' ({a.dtype}), got {b.dtype}")
+    if b.device != _dev:
+        raise InputValueError(f"ToyAddOp: argument 'b': expected a tensor on {a.device} (the device of 'a'), got {b.device}")
     if not (tuple(a.shape) == tuple(b.shape)):
-        raise InputValueError(f"ToyAddOp: shape rule `tuple(a.shape) == tuple(b.shape)` does not hold: a.shape={tuple(a.shape) if a is not None else None}, b.shape={tuple(b.shape) if b is not None else None}")
+        raise InputValueError(f"ToyAddOp: shape rule `tuple(a.shape) == tuple(b.shape)` does not hold: a.shape={tuple(a.shape)}, b.shape={tuple(b.shape)}")
     if out is not None:
         if not isinstance(out, Tensor):
             raise InputTypeError("ToyAddOp: argument 'out': expected a Tensor, got " + type(out).__name__)
@@ -87,7 +85,7 @@ def _impl_1(a, b, out, key):
         _c_a = a if a.is_contiguous() else a.contiguous()
         _c_b = b if b.is_contiguous() else b.contiguous()
         _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        _r = self.forward(_c_a, _c_b, out=_c_out)
+        self.forward(_c_a, _c_b, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
     except BaseException:
@@ -108,7 +106,7 @@ def _body_1(self, a, b, out):
         _c_a = a if a.is_contiguous() else a.contiguous()
         _c_b = b if b.is_contiguous() else b.contiguous()
         _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        _r = self.forward(_c_a, _c_b, out=_c_out)
+        self.forward(_c_a, _c_b, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
     except BaseException:
@@ -143,12 +141,22 @@ def _call_boundary(self, a, b, *, out=None):
         else:
             _a = _op_0(a, b, self._key)
         return _a
-    if out is not None:
+    else:
         if _fast:
             with _below_inplace_view():
-                _a = _body_1(self, a, b, out)
+                _body_1(self, a, b, out)
             _bump(out)
         else:
-            _a = _op_1(a, b, out, self._key)
+            _op_1(a, b, out, self._key)
         return out
-    raise InputValueError("ToyAddOp: no effect branch matches this call")
+
+def _allocate(self, a, b, *, out=None):
+    y = out if out is not None else _empty(tuple(a.shape), dtype=a.dtype, device=a.device)
+    return y
+
+def _memo_add(a, b, y):
+    return (a.dtype, a.device, (a.data_ptr() | b.data_ptr() | y.data_ptr()) & 15,)
+
+def _full_add(a, b, y):
+    return ((a.dtype, a.device, tuple(a.shape), a.data_ptr() & 15), (b.dtype, b.device, tuple(b.shape), b.data_ptr() & 15), (y.dtype, y.device, tuple(y.shape), y.data_ptr() & 15),)
+

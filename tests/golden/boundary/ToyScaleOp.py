@@ -1,9 +1,8 @@
 def _check(self, x, alpha):
-    if True:
-        if not isinstance(x, Tensor):
-            raise InputTypeError("ToyScaleOp: argument 'x': expected a Tensor, got " + type(x).__name__)
-        if x.dtype not in _ALLOWED_x:
-            raise InputTypeError(f"ToyScaleOp: argument 'x': expected dtype float32 | float16 | bfloat16, got {x.dtype}")
+    if not isinstance(x, Tensor):
+        raise InputTypeError("ToyScaleOp: argument 'x': expected a Tensor, got " + type(x).__name__)
+    if x.dtype not in _ALLOWED_x:
+        raise InputTypeError(f"ToyScaleOp: argument 'x': expected dtype float32 | float16 | bfloat16, got {x.dtype}")
 
 def _impl_0(x, alpha, key):
     self = _ref_of(key, _NO_REF)()
@@ -63,7 +62,7 @@ def _impl_1(x, alpha, key):
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        _r = self.forward(_c_x, alpha=alpha, inplace=True)
+        self.forward(_c_x, alpha=alpha, inplace=True)
         if _c_x is not x:
             x.copy_(_c_x)
     except BaseException:
@@ -82,7 +81,7 @@ def _body_1(self, x, alpha):
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        _r = self.forward(_c_x, alpha=alpha, inplace=True)
+        self.forward(_c_x, alpha=alpha, inplace=True)
         if _c_x is not x:
             x.copy_(_c_x)
     except BaseException:
@@ -115,12 +114,22 @@ def _call_boundary(self, x, alpha=1.0, *, inplace=False):
         else:
             _a = _op_0(x, alpha, self._key)
         return _a
-    if inplace:
+    else:
         if _fast:
             with _below_inplace_view():
-                _a = _body_1(self, x, alpha)
+                _body_1(self, x, alpha)
             _bump(x)
         else:
-            _a = _op_1(x, alpha, self._key)
+            _op_1(x, alpha, self._key)
         return x
-    raise InputValueError("ToyScaleOp: no effect branch matches this call")
+
+def _allocate(self, x, *, inplace=False):
+    y = x if inplace else _empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+    return y
+
+def _memo_scale(x, y):
+    return (x.dtype, x.device, (x.data_ptr() | y.data_ptr()) & 15, y is x,)
+
+def _full_scale(x, y):
+    return ((x.dtype, x.device, tuple(x.shape), x.data_ptr() & 15), (y.dtype, y.device, tuple(y.shape), y.data_ptr() & 15), y is x,)
+

@@ -1,19 +1,17 @@
 def _check(self, a, b):
-    if True:
-        if not isinstance(a, Tensor):
-            raise InputTypeError("ToySwapOp: argument 'a': expected a Tensor, got " + type(a).__name__)
-        if a.dtype not in _ALLOWED_a:
-            raise InputTypeError(f"ToySwapOp: argument 'a': expected dtype float32 | float16 | bfloat16, got {a.dtype}")
-        _dev = a.device
-    if True:
-        if not isinstance(b, Tensor):
-            raise InputTypeError("ToySwapOp: argument 'b': expected a Tensor, got " + type(b).__name__)
-        if b.dtype != a.dtype:
-            raise InputTypeError(f"ToySwapOp: argument 'b': expected dtype same as 'a' ({a.dtype}), got {b.dtype}")
-        if b.device != _dev:
-            raise InputValueError(f"ToySwapOp: argument 'b': expected a tensor on {a.device} (the device of 'a'), got {b.device}")
+    if not isinstance(a, Tensor):
+        raise InputTypeError("ToySwapOp: argument 'a': expected a Tensor, got " + type(a).__name__)
+    if a.dtype not in _ALLOWED_a:
+        raise InputTypeError(f"ToySwapOp: argument 'a': expected dtype float32 | float16 | bfloat16, got {a.dtype}")
+    _dev = a.device
+    if not isinstance(b, Tensor):
+        raise InputTypeError("ToySwapOp: argument 'b': expected a Tensor, got " + type(b).__name__)
+    if b.dtype != a.dtype:
+        raise InputTypeError(f"ToySwapOp: argument 'b': expected dtype same as 'a' ({a.dtype}), got {b.dtype}")
+    if b.device != _dev:
+        raise InputValueError(f"ToySwapOp: argument 'b': expected a tensor on {a.device} (the device of 'a'), got {b.device}")
     if not (tuple(a.shape) == tuple(b.shape)):
-        raise InputValueError(f"ToySwapOp: shape rule `tuple(a.shape) == tuple(b.shape)` does not hold: a.shape={tuple(a.shape) if a is not None else None}, b.shape={tuple(b.shape) if b is not None else None}")
+        raise InputValueError(f"ToySwapOp: shape rule `tuple(a.shape) == tuple(b.shape)` does not hold: a.shape={tuple(a.shape)}, b.shape={tuple(b.shape)}")
 
 def _impl_0(a, b, key):
     self = _ref_of(key, _NO_REF)()
@@ -29,9 +27,7 @@ def _impl_0(a, b, key):
     try:
         _c_a = a if a.is_contiguous() else a.contiguous()
         _c_b = b if b.is_contiguous() else b.contiguous()
-        _r = self.forward(_c_a, _c_b)
-        if not isinstance(_r, tuple) or len(_r) != 0:
-            raise TileOpsError("ToySwapOp.forward must return a tuple of 0 outputs (None for an omitted one)")
+        self.forward(_c_a, _c_b)
         if _c_a is not a:
             a.copy_(_c_a)
         if _c_b is not b:
@@ -53,9 +49,7 @@ def _body_0(self, a, b):
     try:
         _c_a = a if a.is_contiguous() else a.contiguous()
         _c_b = b if b.is_contiguous() else b.contiguous()
-        _r = self.forward(_c_a, _c_b)
-        if not isinstance(_r, tuple) or len(_r) != 0:
-            raise TileOpsError("ToySwapOp.forward must return a tuple of 0 outputs (None for an omitted one)")
+        self.forward(_c_a, _c_b)
         if _c_a is not a:
             a.copy_(_c_a)
         if _c_b is not b:
@@ -84,13 +78,21 @@ def _call_boundary(self, a, b):
             raise InputTypeError("ToySwapOp: argument 'a': expected a Tensor, got " + type(a).__name__)
         if not isinstance(b, Tensor):
             raise InputTypeError("ToySwapOp: argument 'b': expected a Tensor, got " + type(b).__name__)
-    if True:
-        if _fast:
-            with _below_inplace_view():
-                _a = _body_0(self, a, b)
-            _bump(a)
-            _bump(b)
-        else:
-            _a = _op_0(a, b, self._key)
-        return None
-    raise InputValueError("ToySwapOp: no effect branch matches this call")
+    if _fast:
+        with _below_inplace_view():
+            _body_0(self, a, b)
+        _bump(a)
+        _bump(b)
+    else:
+        _op_0(a, b, self._key)
+    return None
+
+def _allocate(self, a, b):
+    return None
+
+def _memo_swap(a, b):
+    return (a.dtype, a.device, (a.data_ptr() | b.data_ptr()) & 15,)
+
+def _full_swap(a, b):
+    return ((a.dtype, a.device, tuple(a.shape), a.data_ptr() & 15), (b.dtype, b.device, tuple(b.shape), b.data_ptr() & 15),)
+

@@ -15,49 +15,30 @@ import torch
 
 from ... import _C, runtime
 from ..._dtypes import CODE, DTYPE
-from ..base import Kernel, KernelCall, KernelInterface
+from ..base import Kernel, KernelCall, KernelInterface, identity_type
+from .rows import row_length
 
 # CPU: rows whose bytes fit comfortably in L2 take the two-pass ROW kernel; longer rows
 # convert once into an fp32 scratch (ON_CHIP) while the scratch fits in L2; beyond that,
-# STREAMING. (C enum tileops_rms_norm_variant_t.)
+# STREAMING. (C enum tileops_rms_norm_variant_t, csrc/ops/norm/rms_norm.h.)
 CPU_ROW, CPU_ON_CHIP, CPU_STREAMING = 0, 1, 2
 CPU_ROW_MAX_BYTES = 64 * 1024
 CPU_SCRATCH_MAX_BYTES = 1024 * 1024
 
-# CUDA: launch shapes follow the comment at the top of csrc/cuda/norm.cu.
-CUDA_SOURCE = "norm.cu"
+# CUDA: launch shapes follow the comment at the top of csrc/ops/norm/rms_norm.cu.
+CUDA_SOURCE = "norm/rms_norm.cu"
 CUDA_ARG_FORMAT = "pppqqqf"
 CUDA_REGISTER_MAX_N = 32768             # the register kernel holds rows up to this length
 CUDA_KERNEL_CODE = {"tileops_rms_norm": 0, "tileops_rms_norm_on_chip": 1, "tileops_rms_norm_streaming": 2}
 GRID_MAX = 2**31 - 1
-# Outputs get the strides the fake declares (torch.empty's): empty_like alone would copy
-# odd strides of size-1 dimensions from a contiguous x.
-_CONTIGUOUS = torch.contiguous_format
-# The allocators inductor's generated wrappers call (plain-tuple size and stride, dtype;
-# CUDA: on the current device): no dispatcher round trip, ~0.4 us less per call than
-# empty_like on this CPU machine. Used for x of shape (rows, n) (strides (n, 1), the
-# build's dtype); other shapes, other current devices and torch builds without them take
-# empty_like.
-_guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
-_EMPTY_CPU = getattr(_guards, "_empty_strided_cpu", None)
-_EMPTY_CUDA = getattr(_guards, "_empty_strided_cuda", None)
-_CURRENT_CUDA_DEVICE = getattr(torch._C, "_cuda_getDevice", None)
 
-
-def _row_length(call: KernelCall) -> int:
-    n = 1
-    for d in call.params["normalized_shape"]:
-        n *= int(d)
-    return n
-
-
-def _eps(call: KernelCall) -> float:
-    eps = call.params["eps"]
-    return float(torch.finfo(call.inputs["x"].dtype).eps) if eps is None else float(eps)
+# Build identities: everything the built code depends on, read back by name.
+CpuBuild = identity_type("CpuRMSNormBuild", "variant dtype n has_weight eps")
+CudaBuild = identity_type("CudaRMSNormBuild", "device kernel_name dtype n has_weight vec eps")
 
 
 def _row_bytes(call: KernelCall) -> int:
-    return _row_length(call) * call.inputs["x"].dtype.itemsize
+    return row_length(call) * call.inputs["x"].dtype.itemsize
 
 
 def _groups(n: int, elem: int) -> int:
@@ -70,43 +51,34 @@ def _on_chip_threads(groups: int) -> int:
 
 
 def _on_chip_fits(call: KernelCall) -> bool:
-    g = _groups(_row_length(call), call.inputs["x"].dtype.itemsize)
+    g = _groups(row_length(call), call.inputs["x"].dtype.itemsize)
     limit = runtime.device_attributes(call.device.index or 0)["max_shared_per_block"]
     return g * 16 + _on_chip_threads(g) // 4 <= limit
 
 
-def _cpu_identity(kind: int, call: KernelCall):
-    return ("cpu", kind, CODE[call.inputs["x"].dtype], _row_length(call),
-            call.inputs["weight"] is not None, _eps(call))
+def _cpu_identity(variant: int, call: KernelCall):
+    return CpuBuild(variant=variant, dtype=CODE[call.dtype("x")], n=row_length(call),
+                    has_weight=call.inputs["weight"] is not None, eps=float(call.params["eps"]))
 
 
-def _build_cpu(identity):
-    _, variant, dtype, n, _has_weight, eps = identity
-    run = _C.cpu_rms_norm
-    y_dtype = DTYPE[dtype]   # x's: the dtype is part of the identity
-    stride2 = (n, 1)
+def _build_cpu(b):
+    handle = _C.cpu_kernel("rms_norm")[0]
+    run = _C.cpu_launch
+    n, eps, dtype, variant = b.n, b.eps, b.dtype, b.variant
 
-    def launch(x, weight=None):
-        shape = x.shape
-        if _EMPTY_CPU is not None and len(shape) == 2 and shape[1] == n:
-            rows = shape[0]
-            y = _EMPTY_CPU((rows, n), stride2, y_dtype)
-        else:
-            rows = x.numel() // n
-            y = torch.empty_like(x, memory_format=_CONTIGUOUS)
-        run(x.data_ptr(), 0 if weight is None else weight.data_ptr(), y.data_ptr(),
+    def launch(x, weight, y):
+        rows = y.numel() // n
+        run(handle, x.data_ptr(), 0 if weight is None else weight.data_ptr(), y.data_ptr(),
             rows, n, n, n, eps, dtype, variant)
-        return y
     return launch
 
 
 def _cuda_identity(kernel_name: str, call: KernelCall):
-    x, w = call.inputs["x"], call.inputs["weight"]
-    n = _row_length(call)
-    size = x.dtype.itemsize
-    aligned = x.aligned16 and (w is None or w.aligned16) and (n * size) % 16 == 0
-    vec = 16 // size if aligned else 1
-    return ("cuda", call.device.index or 0, kernel_name, CODE[x.dtype], n, w is not None, vec, _eps(call))
+    n = row_length(call)
+    size = call.dtype("x").itemsize
+    vec = 16 // size if call.aligned16 and (n * size) % 16 == 0 else 1
+    return CudaBuild(device=call.device.index or 0, kernel_name=kernel_name, dtype=CODE[call.dtype("x")], n=n,
+                     has_weight=call.inputs["weight"] is not None, vec=vec, eps=float(call.params["eps"]))
 
 
 def _pow2ceil(v: int) -> int:
@@ -146,33 +118,24 @@ def cuda_specialisation(kernel_name: str, dtype: int, n: int, has_weight: bool, 
     return options, threads, rows_per_block, shared, grid_cap
 
 
-def _build_cuda(identity):
-    _, dev, kernel_name, dtype, n, has_weight, vec, eps = identity
+def _build_cuda(b):
+    dev, n = b.device, b.n
     sm_count = runtime.device_attributes(dev)["sm_count"]
     options, threads, rows_per_block, shared, grid_cap = cuda_specialisation(
-        kernel_name, dtype, n, has_weight, vec, sm_count)
-    handle = runtime.build(dev, CUDA_SOURCE, kernel_name, options, CUDA_ARG_FORMAT)
+        b.kernel_name, b.dtype, n, b.has_weight, b.vec, sm_count)
+    handle = runtime.build(dev, CUDA_SOURCE, b.kernel_name, options, CUDA_ARG_FORMAT)
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
     cap = min(grid_cap or GRID_MAX, GRID_MAX)
-    y_dtype = DTYPE[dtype]   # x's: the dtype is part of the identity
-    stride2 = (n, 1)
-    current_device = _CURRENT_CUDA_DEVICE if _EMPTY_CUDA is not None else None
+    eps = b.eps
 
-    def launch(x, weight=None):
-        shape = x.shape
-        if current_device is not None and len(shape) == 2 and shape[1] == n and current_device() == dev:
-            rows = shape[0]
-            y = _EMPTY_CUDA((rows, n), stride2, y_dtype)
-        else:
-            rows = x.numel() // n
-            y = torch.empty_like(x, memory_format=_CONTIGUOUS)
+    def launch(x, weight, y):
+        rows = y.numel() // n
         if rows:
             grid = min(-(-rows // rows_per_block), cap)
             launch_raw(handle, grid, 1, 1, threads, 1, 1, shared, stream_of(dev),
                        x.data_ptr(), 0 if weight is None else weight.data_ptr(), y.data_ptr(),
                        rows, n, n, eps)
-        return y
     return launch
 
 
@@ -181,7 +144,8 @@ class RMSNormFwdInterface(KernelInterface):
     prod(normalized_shape) elements, x and weight contiguous."""
     name = "rms_norm"
     implementations = ("rms_norm", "rms_norm_on_chip", "rms_norm_streaming")
-    launchable = "launch(x, weight=None) -> y (new, contiguous, x's shape and dtype)"
+    tensors = ("x", "weight", "y")
+    launchable = "launch(x, weight or None, y): writes y"
 
 
 class _RMSNormImplementation(Kernel):
@@ -214,14 +178,13 @@ class _RMSNormImplementation(Kernel):
 
     @classmethod
     def build(cls, identity):
-        n = identity[3] if identity[0] == "cpu" else identity[4]
-        if n == 0:  # empty rows: nothing to compute, no kernel to build (N >= 1 in C)
-            return _empty_rows
-        return _build_cpu(identity) if identity[0] == "cpu" else _build_cuda(identity)
+        if identity.n == 0:  # empty rows: nothing to compute, no kernel to build (N >= 1 in C)
+            return _nothing
+        return _build_cpu(identity) if isinstance(identity, CpuBuild) else _build_cuda(identity)
 
 
-def _empty_rows(x, weight=None):
-    return torch.empty_like(x, memory_format=_CONTIGUOUS)
+def _nothing(*tensors):
+    return None
 
 
 class RMSNormKernel(_RMSNormImplementation):
@@ -238,8 +201,8 @@ class RMSNormKernel(_RMSNormImplementation):
 
     @classmethod
     def _cuda_refusal(cls, call):
-        if _row_length(call) > CUDA_REGISTER_MAX_N:
-            return f"row of {_row_length(call)} elements exceeds the register kernel's {CUDA_REGISTER_MAX_N}"
+        if row_length(call) > CUDA_REGISTER_MAX_N:
+            return f"row of {row_length(call)} elements exceeds the register kernel's {CUDA_REGISTER_MAX_N}"
         return None
 
 
@@ -253,14 +216,14 @@ class RMSNormOnChipKernel(_RMSNormImplementation):
     def _cpu_refusal(cls, call):
         if _row_bytes(call) <= CPU_ROW_MAX_BYTES:
             return f"row of {_row_bytes(call)} bytes is served by RMSNormKernel"
-        if _row_length(call) * 4 > CPU_SCRATCH_MAX_BYTES:
-            return f"fp32 scratch of {_row_length(call) * 4} bytes exceeds {CPU_SCRATCH_MAX_BYTES}"
+        if row_length(call) * 4 > CPU_SCRATCH_MAX_BYTES:
+            return f"fp32 scratch of {row_length(call) * 4} bytes exceeds {CPU_SCRATCH_MAX_BYTES}"
         return None
 
     @classmethod
     def _cuda_refusal(cls, call):
-        if _row_length(call) <= CUDA_REGISTER_MAX_N:
-            return f"row of {_row_length(call)} elements is served by RMSNormKernel"
+        if row_length(call) <= CUDA_REGISTER_MAX_N:
+            return f"row of {row_length(call)} elements is served by RMSNormKernel"
         if not _on_chip_fits(call):
             return f"row of {_row_bytes(call)} bytes exceeds the shared memory of {call.device}"
         return None

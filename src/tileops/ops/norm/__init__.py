@@ -1,3 +1,1 @@
-from .rms_norm import RMSNormFwdOp
-
-__all__ = ["RMSNormFwdOp"]
+"""The norm family's ops, one file each (found by name: <snake op without Fwd>.py)."""

@@ -25,8 +25,7 @@ def _rms_norm(inputs, params):
 
     def run(x, weight=None):
         xd = x.double()
-        e = torch.finfo(x.dtype).eps if eps is None else eps
-        y = xd * torch.rsqrt(xd.pow(2).mean(dim=dims, keepdim=True) + e)
+        y = xd * torch.rsqrt(xd.pow(2).mean(dim=dims, keepdim=True) + eps)  # params arrive resolved
         if weight is not None:
             y = y * weight.double()
         return y.to(x.dtype)

@@ -1,7 +1,7 @@
-/* benchmarks/probes/copy_probe.cu: the floor a row op is measured against, written the
- * way norm.cu moves bytes (16-byte vectors, PROBE_UNROLL in flight per thread, one
+/* dev/probes/copy_probe.cu: the floor a row op is measured against, written the
+ * way the RMSNorm kernels move bytes (16-byte vectors, PROBE_UNROLL in flight per thread, one
  * block per PROBE_THREADS * PROBE_UNROLL vectors, no grid stride). Built by
- * benchmarks/probe_copy.py through the tileops runtime (NVRTC --minimal, no headers).
+ * dev/probe_copy.py through the tileops runtime (NVRTC --minimal, no headers).
  *   probe_copy(x, y, n16):  y = x over n16 16-byte vectors
  *   probe_read(x, y, n16):  reads x, writes one word per block (the DRAM read floor) */
 #ifndef __global__

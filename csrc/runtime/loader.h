@@ -1,13 +1,16 @@
-/* runtime/cuda_api.h: what the CUDA runtime of the core needs from the NVIDIA driver
- * (libcuda.so.1) and NVRTC, declared here so that no CUDA header is needed to build it,
- * plus the internal interface shared by cuda.c (loading, devices, launch), nvrtc.c
- * (compiling) and cache.c (caches, builds, kernel handles).
+/* runtime/loader.h: the bottom layer of the CUDA runtime - what the core needs from the
+ * NVIDIA driver (libcuda.so.1) and NVRTC, declared here so that no CUDA header is needed
+ * to build it; the function table tileops_cuda_load fills with dlsym; and what every
+ * layer above shares: naming a failed driver call, the counters, a clock.
+ *
+ * The layers, each including only the headers of those below it (tests/test_layout.py
+ * checks it): loader -> devices -> nvrtc -> disk_cache -> modules -> launch.
  *
  * The types, enum values and function signatures below mirror the CUDA driver API
  * (cuda.h) and the NVRTC API (nvrtc.h) of CUDA 12/13; only what the core calls is
  * vendored. Internal to the core: not installed, not part of the public API. */
-#ifndef TILEOPS_RUNTIME_CUDA_API_H
-#define TILEOPS_RUNTIME_CUDA_API_H
+#ifndef TILEOPS_RUNTIME_LOADER_H
+#define TILEOPS_RUNTIME_LOADER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -169,33 +172,14 @@ typedef struct tileops_cuda_api {
     char nvrtc_path[512]; /* what was opened, for messages */
 } tileops_cuda_api_t;
 
-/* ---- internal interface between cuda.c, nvrtc.c and cache.c ------------------------ */
-
 /* The table after a successful tileops_cuda_load(), else NULL (never loads by itself). */
 const tileops_cuda_api_t *tileops_cuda_api(void);
 
 /* Fails with TILEOPS_ERR_CUDA naming `call` and the driver's error name and text. */
 tileops_status_t tileops_cuda_fail_call(const char *call, CUresult rc);
 
-/* Per-device facts, read once per device (loads the runtime if needed). */
-typedef struct tileops_cuda_device_info {
-    int major, minor;
-    int sm_count;
-    int max_shared_optin;
-    int l2_bytes;
-} tileops_cuda_device_info_t;
-tileops_status_t tileops_cuda_device_info(int device, const tileops_cuda_device_info_t **info);
-
-/* The device's primary context, retained on first use (cuDevicePrimaryCtxRetain once per
- * device) and kept for the life of the process. Lock-free once retained. */
-tileops_status_t tileops_cuda_device_context(int device, CUcontext *ctx);
-
-/* Makes ctx current on this thread if it is not; *previous receives what was current and
- * *changed whether a switch happened (then restore with tileops_cuda_restore_context). */
-tileops_status_t tileops_cuda_push_context(CUcontext ctx, CUcontext *previous, int *changed);
-void tileops_cuda_restore_context(CUcontext previous, int changed);
-
-/* Counters kept by cuda.c, bumped by the other files. */
+/* The runtime's counters (tileops_cuda_get_stats), kept here so every layer can bump
+ * them without knowing about the others. */
 typedef enum tileops_cuda_counter {
     TILEOPS_STAT_NVRTC_COMPILES = 0,
     TILEOPS_STAT_DISK_HITS,
@@ -207,44 +191,7 @@ typedef enum tileops_cuda_counter {
 } tileops_cuda_counter_t;
 void tileops_cuda_stat_add(tileops_cuda_counter_t counter, int64_t delta);
 
-/* The architecture name the runtime compiles for: "sm_90a" for major >= 9, else "sm_86"
- * style. buf must hold at least 16 bytes. */
-void tileops_nvrtc_arch_name(int major, int minor, char *buf, size_t size);
-
-/* The fixed NVRTC options for an arch, in order; arch_buf (>= 48 bytes) holds the
- * storage of the arch option. Returns the count (<= TILEOPS_NVRTC_MAX_FIXED_OPTIONS).
- * This is the one place the fixed options are decided: the cache key hashes exactly
- * these plus the caller's options. */
-#define TILEOPS_NVRTC_MAX_FIXED_OPTIONS 4
-int tileops_nvrtc_fixed_options(int major, int minor, int nvrtc_major, int nvrtc_minor,
-                                char *arch_buf, size_t arch_buf_size,
-                                const char *out[TILEOPS_NVRTC_MAX_FIXED_OPTIONS]);
-
-/* Compiles `source` to a CUBIN for (major, minor). *cubin is malloc'ed (caller frees).
- * On failure: TILEOPS_ERR_COMPILE with kernel name, options and the whole log. */
-tileops_status_t tileops_nvrtc_compile(const char *source, size_t source_len,
-                                       const char *kernel_name, const char *const *options,
-                                       int num_options, int major, int minor, void **cubin,
-                                       size_t *cubin_len, double *compile_ms);
-
-/* The kernel handle table (cache.c). Entries are written once, before the handle is
- * published, and never move: launch reads them without a lock. */
-typedef struct tileops_kernel_entry {
-    CUfunction fn;
-    CUmodule module;
-    int device;
-    int num_args;
-    char arg_format[TILEOPS_MAX_KERNEL_ARGS + 1];
-    char name[64];                  /* kernel name, truncated, for messages */
-    _Atomic unsigned shared_set;    /* dynamic shared limit set on fn so far */
-} tileops_kernel_entry_t;
-/* NULL for a handle that was never published. Lock-free. */
-tileops_kernel_entry_t *tileops_kernel_lookup(int handle);
-/* Raises the function's dynamic shared memory limit to `bytes` if it is lower (once per
- * increase; serialised). The entry's device context must be current. */
-tileops_status_t tileops_kernel_ensure_shared(tileops_kernel_entry_t *entry, unsigned bytes);
-
 /* Monotonic milliseconds. */
 double tileops_now_ms(void);
 
-#endif /* TILEOPS_RUNTIME_CUDA_API_H */
+#endif /* TILEOPS_RUNTIME_LOADER_H */

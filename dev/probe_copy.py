@@ -1,8 +1,8 @@
-"""How fast can the bytes of a row op move at all? A copy written the way norm.cu moves
-bytes (benchmarks/probes/copy_probe.cu) against torch's ``y.copy_(x)`` and tileops'
+"""How fast can the bytes of a row op move at all? A copy written the way the RMSNorm kernels move
+bytes (dev/probes/copy_probe.cu) against torch's ``y.copy_(x)`` and tileops'
 RMSNorm, timed the same way (L2-cold do_bench median, hot CUDA-graph replay).
 
-    python benchmarks/probe_copy.py [--out PATH.json] [--only 2048x4096,...]
+    python dev/probe_copy.py [--out PATH.json] [--only 2048x4096,...]
 
 For each manifest workload (fp16): torch copy; probe_copy for several block sizes and
 vectors in flight per thread; probe_read (x only, the DRAM read floor); tileops. If the
@@ -16,7 +16,7 @@ import sys
 
 import torch
 
-import common
+from lab import common, default_out
 
 tileops = common.import_tileops()
 from tileops import _C, runtime  # noqa: E402
@@ -81,7 +81,7 @@ def main(argv=None):
     for name, tc, best, bc, rd, to in summary:
         print(f"{name:11s} {tc[0]:6.2f}/{tc[1]:6.2f} | {best:22s} {bc[0]:6.2f}/{bc[1]:6.2f} | "
               f"{rd[0]:6.2f} | {to[0]:6.2f}/{to[1]:6.2f}")
-    out = a.out or str(common.default_out("cuda", "probe_copy.json"))
+    out = a.out or str(default_out("probe_copy.json"))
     common.write_results(out, rows_out, common.metadata("cuda", probe="copy floor"))
     return 0
 

@@ -1,4 +1,45 @@
-/* cuda/norm.cu: the RMSNorm GPU kernels, compiled at run time by NVRTC (C-style CUDA C,
+/* dev/cuda/rms_norm_lab.cu: the RMSNorm lab (llm.c's dev/cuda/ style). A full, standalone
+ * copy of the RMSNorm kernels as they were measured, with every experiment the launch rules
+ * never select; the library ships only the default builds, in csrc/ops/norm/rms_norm.cu
+ * (whose cubins are byte-identical to this file's default builds: the kernels below with
+ * none of the tuning defines set). Built by dev/sweep_norm.py, dev/probe_placement.py and
+ * dev/tests/ through tileops.runtime.build with this file's path as the source name.
+ * Predictions, commands and raw numbers: dev/NOTES.md; raw rows: dev/results/h200/.
+ *
+ * Versions (what each changed; what it measured on the H200, fp16, cold us unless said):
+ *   v1  register kernel, RT = pow2ceil(NG / 4), one row per block for RT >= 128, grid =
+ *       rows (the launch rule). sweep_norm --mode shapes: the fastest cold shape at every
+ *       workload; the on-chip / streaming kernels and persistent grids no better.
+ *   v2  TILEOPS_LD_POLICY 1-3 (L1 no-allocate, L2::256B prefetch, both), TILEOPS_ST_POLICY
+ *       1-2 (evict-first, L1 no-allocate): within noise or slower everywhere (2048x4096
+ *       13.2-14.1 vs 13.2). results/h200/experiments/1_*.json. Not adopted.
+ *   v3  L2 evict-first on x (TILEOPS_LD_POLICY 4-6, createpolicy) and evict-last on y
+ *       (TILEOPS_ST_POLICY 3): predicted 13.2 -> ~10; measured 12.86-13.79 (13.22), +2.7 us
+ *       at 16384x4096. experiments/2_*.json. Not adopted.
+ *   v4  TILEOPS_PREFETCH=1 on a persistent grid (next row's loads before this row's
+ *       reduction): slower at every grid (2048x16384 39.8-42.8 vs 36.7 copy). Not adopted.
+ *   v5  the on-chip kernel in small blocks and persistent grids: slower everywhere
+ *       (2048x4096 15.4-16.3). experiments/3_*.json, 4_*.json. Not adopted.
+ *   v6  fixed pairwise sum-of-squares tree per group and a log2(warps) cross-warp
+ *       butterfly (same bits): hot 1x4096 1.66-1.67 -> 1.64. Adopted (shipped).
+ *   v7  register cap TILEOPS_MIN_BLOCKS = 1024 / THREADS: 2048x8192 cold 21.63-22.24 ->
+ *       20.96, hot 18.1-18.3 -> 16.14. experiments/5_*.json. Adopted (the launch rule).
+ *   v8  TILEOPS_CLUSTER=2, a row over a 2-block cluster (DSMEM exchange of the per-warp
+ *       sums; same bits as the one-block build with 2 x threads): 16-37 % slower
+ *       (2048x16384 46.27 vs 39.84). experiments/6_cluster_2cta.json. Not adopted.
+ *   v9  tileops_rms_norm_bulk (TILEOPS_KERNEL=3), TMA bulk copies into a ring of
+ *       TILEOPS_STAGES row buffers on a persistent grid (same bits as the register build
+ *       with RT = THREADS): slower everywhere (2048x16384 41.87 vs 39.90).
+ *       experiments/7_bulk_tma.json. Not adopted; it found a runtime bug (the dynamic
+ *       shared limit), fixed in csrc/runtime.
+ *   v10 register caps at every row-thread count (sweep_norm --mode regcap): no shape beat
+ *       the rule (2048x16384 39.33-39.87 vs 39.04-39.30). experiments/8_regcap.json.
+ * Bit-for-bit tests of the experiment builds against the default build: dev/tests/.
+ * Compile checks: tests/gpu/compile_check_kernels.sh (its lab section).
+ *
+ * What follows is the file as it was when the experiments ran.
+ */
+/* The RMSNorm GPU kernels, compiled at run time by NVRTC (C-style CUDA C,
  * no includes, no builtin headers needed: it builds with NVRTC --minimal).
  *
  *   y[r, :] = x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * w[:]      (w optional)

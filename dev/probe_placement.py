@@ -1,6 +1,6 @@
 """Does where y lies relative to x change the copy floor? (H200 probe, fp16.)
 
-    python benchmarks/probe_placement.py [--only 2048x8192,...] [--out PATH.json]
+    python dev/probe_placement.py [--only 2048x8192,...] [--out PATH.json]
 
 bench_norm's copy writes into a y allocated once; the op writes into a y the caching
 allocator hands it per call; sweep_norm's copy into yet another. Their copies differ by
@@ -17,7 +17,7 @@ import sys
 
 import torch
 
-import common
+from lab import common
 
 tileops = common.import_tileops()
 from tileops import runtime  # noqa: E402

@@ -1,6 +1,7 @@
-"""Launch-shape sweep of the three RMSNorm CUDA kernels (csrc/cuda/norm.cu) on one GPU.
+"""Launch-shape sweep of the RMSNorm CUDA kernels (the lab copy, dev/cuda/rms_norm_lab.cu,
+whose default builds are the shipped csrc/ops/norm/rms_norm.cu cubins) on one GPU.
 
-    python benchmarks/sweep_norm.py [--mode shapes|policies|cluster|bulk] [--only 2048x4096,...]
+    python dev/sweep_norm.py [--mode shapes|policies|cluster|bulk] [--only 2048x4096,...]
                                     [--out PATH.json] [--dtype float16]
 
 For each manifest workload, every valid launch shape of each kernel is built through the
@@ -11,11 +12,11 @@ This is the evidence behind the launch rules in src/tileops/kernels/norm/rms_nor
 (`_cuda_launch_shape`): the table printed last gives, per workload, the fastest shape.
 
 --mode cluster measures the register kernel as a 2-block thread block cluster per row
-(norm.cu TILEOPS_CLUSTER=2; default workloads 2048x8192,2048x16384) next to the shipped
+(the lab TILEOPS_CLUSTER=2; default workloads 2048x8192,2048x16384) next to the shipped
 shape; each cluster build's output must also equal, bit for bit, that of the one-block
 build with twice the threads per row (the "bitwise_equal" field of its rows).
 
---mode bulk measures tileops_rms_norm_bulk (norm.cu TILEOPS_KERNEL=3: a persistent grid
+--mode bulk measures tileops_rms_norm_bulk (the lab TILEOPS_KERNEL=3: a persistent grid
 staging rows by TMA bulk copies in a ring of TILEOPS_STAGES shared-memory buffers; default
 workloads 2048x8192,2048x16384,16384x4096,2048x4096) next to the shipped shape: blocks of
 256, 512, 1024 threads x 2, 3, 4 stages, grid.x = min(rows, k x sm_count) for the k blocks
@@ -29,12 +30,12 @@ import sys
 import torch
 import torch.nn.functional as F
 
-import common
+from lab import LAB_SOURCE, common, default_out
 
 tileops = common.import_tileops()
 from tileops import runtime  # noqa: E402
 from tileops._dtypes import CODE  # noqa: E402
-from tileops.kernels.norm.rms_norm import (CUDA_ARG_FORMAT, CUDA_REGISTER_MAX_N, CUDA_SOURCE,  # noqa: E402
+from tileops.kernels.norm.rms_norm import (CUDA_ARG_FORMAT, CUDA_REGISTER_MAX_N,  # noqa: E402
                                            GRID_MAX, _cuda_launch_shape, _groups, _pow2ceil, cuda_options)
 
 
@@ -42,7 +43,7 @@ def shape_configs(n, elem, rows, sm_count, smem_limit):
     """Every valid launch shape of each kernel: (kernel, threads, rt, shared, grid, defines)."""
     ng = _groups(n, elem)
     out = []
-    rt = _pow2ceil(-(-ng // 16))     # norm.cu: up to 16 groups per thread in blocks <= 256
+    rt = _pow2ceil(-(-ng // 16))     # the lab: up to 16 groups per thread in blocks <= 256
     while rt <= 1024:
         if rt >= 32 or rt & (rt - 1) == 0:
             for rpb in (1, 2, 4, 8):
@@ -71,12 +72,12 @@ def _shipped_register(n, elem, rows, sm_count):
 
 
 def _max_vpt(threads, elem):
-    """norm.cu's RK_MAX_VPT: groups per thread the register kernel allows in a block."""
+    """The lab's RK_MAX_VPT: groups per thread the register kernel allows in a block."""
     return 16 if threads <= 256 else (8 if elem == 4 else 4)
 
 
 def policy_configs(n, elem, rows, sm_count, smem_limit):
-    """The shipped launch shape under each of norm.cu's tuning defines (cache policies,
+    """The shipped launch shape under each of the lab's tuning defines (cache policies,
     register cap, prefetching persistent grid), register-kernel shapes with fewer groups
     per thread, and the on-chip kernel in small blocks and persistent grids; the shipped
     shape first and last (their spread is the noise)."""
@@ -150,7 +151,7 @@ def cluster_configs(n, elem, rows, sm_count, smem_limit):
 
 BULK_DEFAULT_ONLY = "2048x8192,2048x16384,16384x4096,2048x4096"
 BULK_KERNEL = "tileops_rms_norm_bulk"
-BULK_KERNEL_CODE = 3           # norm.cu TILEOPS_KERNEL of tileops_rms_norm_bulk (built only when named)
+BULK_KERNEL_CODE = 3           # the lab TILEOPS_KERNEL of tileops_rms_norm_bulk (built only when named)
 SM_SHARED_BYTES = 228 * 1024   # shared memory per SM (H100/H200), 1 KiB of it reserved per block
 
 
@@ -223,7 +224,7 @@ DEFAULT_ONLY = {"cluster": CLUSTER_DEFAULT_ONLY, "bulk": BULK_DEFAULT_ONLY, "reg
 
 
 def build_options(name, dtype_code, n, vec, threads):
-    """cuda_options for any norm.cu kernel, the bulk one included (which the op layer's
+    """cuda_options for any lab kernel, the bulk one included (which the op layer's
     kernel table does not name: its TILEOPS_KERNEL is set here)."""
     if name == BULK_KERNEL:
         opts = list(cuda_options("tileops_rms_norm", dtype_code, n, True, vec, threads))
@@ -239,7 +240,7 @@ def main(argv=None):
                    f"(--mode cluster: default {CLUSTER_DEFAULT_ONLY}; 2048x4096, 16384x4096 also; "
                    f"--mode bulk: default {BULK_DEFAULT_ONLY})")
     p.add_argument("--mode", choices=tuple(MODES), default="shapes",
-                   help="shapes: every launch shape; policies: norm.cu's tuning defines "
+                   help="shapes: every launch shape; policies: the lab's tuning defines "
                         "(cache policies, register cap, prefetch) on the shipped shape; "
                         "cluster: the register kernel as a 2-block cluster per row "
                         "(TILEOPS_CLUSTER=2), checked bit for bit against the one-block build; "
@@ -276,7 +277,7 @@ def main(argv=None):
                 opts.append(f"-DTILEOPS_ROW_THREADS={rt}")
             opts += [f"-D{k}={v}" for k, v in defines.items()]
             try:
-                return runtime.build(0, CUDA_SOURCE, name, opts, CUDA_ARG_FORMAT)
+                return runtime.build(0, LAB_SOURCE, name, opts, CUDA_ARG_FORMAT)
             except Exception as e:  # an invalid shape is a compile error: skip it, say so
                 print(f"skip {name} threads={threads} rt={rt} {defines}: {str(e).splitlines()[0][:100]}")
                 return None
@@ -349,7 +350,7 @@ def main(argv=None):
                   f"{bc['defines']} {bc['cold_us']:.2f} ({bc['cold_us'] / cc:.3f}x) | hot t={bh['threads']} "
                   f"rt={bh['row_threads']} grid={bh['grid']} {bh['defines']} {bh['hot_us']:.2f} "
                   f"({bh['hot_us'] / ch:.3f}x)")
-    out = a.out or str(common.default_out("cuda", f"sweep_norm{'' if a.mode == 'shapes' else '_' + a.mode}.json"))
+    out = a.out or str(default_out(f"sweep_norm{'' if a.mode == 'shapes' else '_' + a.mode}.json"))
     common.write_results(out, rows_out, common.metadata("cuda", sweep=f"rms_norm {a.mode}"))
     return 0 if all(r["ok"] and r.get("bitwise_equal") is not False for r in rows_out) else 1
 

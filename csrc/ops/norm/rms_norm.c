@@ -1,5 +1,6 @@
-/* norm.c: RMSNorm on the CPU - the fast kernels (AVX-512, AVX2, scalar, chosen at run
- * time) and the double-precision reference they are tested against.
+/* rms_norm.c: RMSNorm on the CPU - the fast kernels (AVX-512, AVX2, scalar, chosen at run
+ * time) and the double-precision reference they are tested against, registered in the
+ * CPU kernel table as "rms_norm" and "rms_norm_reference".
  *
  * One arithmetic for every path. A row's sum of squares is a fixed tree: element i
  * goes by FMA into partial sum i % 64 inside blocks of NORM_BLOCK elements, each
@@ -15,7 +16,7 @@
  * (This relies on IEEE evaluation in the written order: never build the core with
  * -ffast-math or -fassociative-math.)
  *
- * On a CPU the three variants of cpu.h differ only in memory traffic: ROW reads the row
+ * On a CPU the three variants of rms_norm.h differ only in memory traffic: ROW reads the row
  * twice in its own dtype (the second time from L1/L2); ON_CHIP keeps the fp32 row in a
  * per-thread scratch for the second pass (half types; fp32 rows are their own scratch);
  * STREAMING writes y with non-temporal stores and does not prefetch the next row, for
@@ -34,7 +35,9 @@
 #endif
 
 #include "tileops/cpu.h"
+#include "tileops/kernel_table.h"
 #include "cpu/simd.h"
+#include "ops/norm/rms_norm.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define NORM_X86 1
@@ -647,68 +650,12 @@ static T256 void rows_256(const norm_job_t *j, int64_t r0, int64_t r1, float *sc
 }
 #endif /* NORM_X86 */
 
-/* ---- SIMD level ------------------------------------------------------------------------ */
-
-static atomic_int g_detected = -1;
-static atomic_int g_override = -1;
-static atomic_int g_f16_avx2 = 0; /* fp16 rows are faster on the AVX2 path (AMD) */
-
-int tileops_cpu_simd_detect(void) {
-    int lvl = atomic_load_explicit(&g_detected, memory_order_relaxed);
-    if (lvl >= 0)
-        return lvl;
-    lvl = TILEOPS_SIMD_SCALAR;
-#if NORM_X86
-    /* libgcc's checks include the OS's XSAVE support for the wider registers. */
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c")) {
-        lvl = TILEOPS_SIMD_AVX2;
-        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vl"))
-            lvl = TILEOPS_SIMD_AVX512;
-    }
-    /* Zen 4 converts 16 halves per 512-bit instruction more slowly than two 256-bit
-     * ones; measured there, the AVX2 path is about 1.4x faster for fp16 rows in cache
-     * (1 x 4096: 0.40 vs 0.56 us). It computes the very same bits, so the choice is
-     * free to make on speed alone. */
-    atomic_store_explicit(&g_f16_avx2, __builtin_cpu_is("amd") ? 1 : 0, memory_order_relaxed);
-#endif
-    atomic_store_explicit(&g_detected, lvl, memory_order_relaxed);
-    return lvl;
-}
-
-int tileops_cpu_simd_active(void) {
-    int o = atomic_load_explicit(&g_override, memory_order_relaxed);
-    return o >= 0 ? o : tileops_cpu_simd_detect();
-}
-
-tileops_status_t tileops_cpu_simd_override(int level) {
-    if (level < -1 || level > TILEOPS_SIMD_AVX512)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
-                            "simd_override: level must be -1, 0, 1 or 2, got %d", level);
-    if (level > tileops_cpu_simd_detect())
-        return tileops_fail(TILEOPS_ERR_UNSUPPORTED,
-                            "simd_override: level %d is above what this CPU supports (%d)",
-                            level, tileops_cpu_simd_detect());
-    atomic_store(&g_override, level);
-    return TILEOPS_OK;
-}
-
-const char *tileops_cpu_simd_level(void) {
-    switch (tileops_cpu_simd_active()) {
-    case TILEOPS_SIMD_AVX512: return "avx512";
-    case TILEOPS_SIMD_AVX2: return "avx2";
-    default: return "scalar";
-    }
-}
-
 /* ---- entry points ---------------------------------------------------------------------- */
 
 static tileops_status_t check_args(const tileops_rms_norm_args_t *a) {
     if (a == NULL)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "rms_norm: args must be non-NULL, got NULL");
-    if (a->dtype < 0 || a->dtype >= TILEOPS_DTYPE_COUNT_)
+    if (!tileops_dtype_is_float(a->dtype))
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
                             "rms_norm: dtype must be 0 (float32), 1 (float16) or 2 (bfloat16), got %d",
                             a->dtype);
@@ -871,13 +818,12 @@ tileops_status_t tileops_cpu_rms_norm(const tileops_rms_norm_args_t *args, int v
      * evict the current row before its second pass. */
     job.prefetch = NORM_PREFETCH && variant != TILEOPS_RMS_NORM_STREAMING;
     /* fp16 rows that come from cache run faster through the AVX2 code on the CPUs
-     * g_f16_avx2 marks; a large output from memory does not (2048 x 4096: 0.9 ms AVX2
+     * tileops_cpu_simd_f16_prefers_avx2 marks; a large output from memory does not (2048 x 4096: 0.9 ms AVX2
      * vs 0.75 ms AVX-512). Both paths give the same bits, so this size-dependent choice
      * keeps batch invariance. A forced level (tests) is taken literally. */
     if (job.level == TILEOPS_SIMD_AVX512 && job.dtype == F16 && !large &&
         variant != TILEOPS_RMS_NORM_STREAMING &&
-        atomic_load_explicit(&g_override, memory_order_relaxed) < 0 &&
-        atomic_load_explicit(&g_f16_avx2, memory_order_relaxed))
+        !tileops_cpu_simd_overridden() && tileops_cpu_simd_f16_prefers_avx2())
         job.level = TILEOPS_SIMD_AVX2;
     int64_t min_rows = (NORM_MIN_ELEMS_PER_THREAD + args->n - 1) / args->n;
     tileops_cpu_parallel_for(args->rows, min_rows, norm_range, &job);
@@ -937,3 +883,41 @@ tileops_status_t tileops_cpu_rms_norm_reference(const tileops_rms_norm_args_t *a
     }
     return TILEOPS_OK;
 }
+
+/* ---- kernel table ---------------------------------------------------------------------- */
+
+/* (x, weight, y, rows, n, x_row_stride, y_row_stride, eps, dtype, variant) */
+#define RMS_NORM_FORMAT "pppqqqqfii"
+
+static void unpack(const tileops_arg_t *a, tileops_rms_norm_args_t *r) {
+    r->x = (const void *)a[0].p;
+    r->weight = (const void *)a[1].p;
+    r->y = (void *)a[2].p;
+    r->rows = a[3].q;
+    r->n = a[4].q;
+    r->x_row_stride = a[5].q;
+    r->y_row_stride = a[6].q;
+    r->eps = a[7].f;
+    r->dtype = a[8].i;
+}
+
+static tileops_status_t rms_norm_entry(const tileops_arg_t *a) {
+    tileops_rms_norm_args_t r;
+    unpack(a, &r);
+    return tileops_cpu_rms_norm(&r, a[9].i);
+}
+
+/* Same arguments as "rms_norm" so a test swaps one name for the other; the variant is
+ * ignored. */
+static tileops_status_t rms_norm_reference_entry(const tileops_arg_t *a) {
+    tileops_rms_norm_args_t r;
+    unpack(a, &r);
+    return tileops_cpu_rms_norm_reference(&r);
+}
+
+static const tileops_cpu_kernel_t rms_norm_kernel = {"rms_norm", RMS_NORM_FORMAT, rms_norm_entry};
+static const tileops_cpu_kernel_t rms_norm_reference_kernel = {"rms_norm_reference",
+                                                               RMS_NORM_FORMAT,
+                                                               rms_norm_reference_entry};
+TILEOPS_CPU_KERNEL(rms_norm_kernel)
+TILEOPS_CPU_KERNEL(rms_norm_reference_kernel)

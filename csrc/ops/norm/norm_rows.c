@@ -1,0 +1,859 @@
+/* norm_rows.c: the CPU driver of the norm family's row ops (norm_rows.h) - the plain
+ * double-precision reference first, then the fast kernel (AVX-512, AVX2 or scalar, chosen
+ * at run time), one tested against the other in tests/c/test_cpu_norm_family.c.
+ *
+ * One arithmetic for every instruction set. A row is worked in steps of 64 elements; lane
+ * i % 64 of a step feeds partial sum i % 64, inside blocks of NORM_BLOCK elements whose 64
+ * partials are added into 64 running totals, which are then folded pairwise (p[j] += p[j + s]
+ * for s = 32, 16, ..., 1). Squares go in by explicit fused multiply-add (fmaf in the scalar
+ * code), and every multiply that feeds an add is an explicit FMA too, so no compiler
+ * contraction setting can change a result. The per-instruction-set code below is one text
+ * compiled three times over a 16-lane vector (an __m512, two __m256, or 16 floats), so the
+ * three levels add the same numbers in the same order and give the same bits; and a row's
+ * result depends on that row alone - not on the thread count, nor on its batch.
+ *
+ * Per row: one read pass widens x (plus residual, rounded to the dtype and written to
+ * residual_out) into a per-thread fp32 scratch while it accumulates the sum (LayerNorm) or
+ * the sum of squares (RMSNorm); LayerNorm then takes sum((h - mean)^2) over the scratch; one
+ * write pass forms y from the scratch. fp32 rows need no scratch: h already sits in x or in
+ * residual_out. Everything of a row is read before its y is written, so y may be x.
+ *
+ * (This relies on IEEE evaluation in the written order: never build with -ffast-math.) */
+#ifndef NORM_ISA /* ---- the first pass through this file: everything but the vector code */
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+#include "ops/norm/norm_rows.h"
+#include "tileops/cpu.h"
+#include "tileops/dtype.h"
+#include "cpu/simd.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define NORM_X86 1
+#include <immintrin.h>
+#else
+#define NORM_X86 0
+#endif
+
+#define F32 TILEOPS_FLOAT32
+#define F16 TILEOPS_FLOAT16
+#define BF16 TILEOPS_BFLOAT16
+
+/* Elements per reduction block: each partial's chain of additions stays 64 long, so the
+ * rounding error of a sum grows with n / NORM_BLOCK rather than n / 64. A multiple of 64. */
+#define NORM_BLOCK 4096
+
+/* Rows up to this long keep their scratch on the stack (16 KiB); longer ones allocate. */
+#define NORM_STACK_SCRATCH 4096
+
+/* A thread gets at least this many elements: below it, waking a worker costs more than the
+ * rows it would take. */
+#define NORM_MIN_ELEMS_PER_THREAD 32768
+
+/* An output extent at least this big that is not yet in memory gets huge pages. */
+#define NORM_HUGE_MIN_BYTES ((int64_t)4 << 20)
+
+/* Below this many bytes per tensor, fp16 may take the AVX2 code (see tileops_norm_rows). */
+#define NORM_F16_AVX2_MAX_BYTES ((int64_t)8 << 20)
+
+/* Forced inline so each caller's constant dtype and flags fold away. */
+#define AI __attribute__((always_inline)) inline
+
+/* How y is scaled: no weight, weight, weight_offset + weight. */
+enum { W_NONE = 0, W_PLAIN = 1, W_OFFSET = 2 };
+
+/* ---- scalar conversions --------------------------------------------------------------- */
+
+static inline float load1(const void *p, int64_t i, int dt) {
+    if (dt == F16)
+        return tileops_f16_to_f32(((const uint16_t *)p)[i]);
+    if (dt == BF16)
+        return tileops_bf16_to_f32(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
+}
+
+static inline void store1(void *p, int64_t i, int dt, float v) {
+    if (dt == F16)
+        ((uint16_t *)p)[i] = tileops_f32_to_f16(v);
+    else if (dt == BF16)
+        ((uint16_t *)p)[i] = tileops_f32_to_bf16(v);
+    else
+        ((float *)p)[i] = v;
+}
+
+/* ---- reference ------------------------------------------------------------------------ */
+
+/* The float next to d towards zero, with its last bit set when d is not exact ("round to
+ * odd"): rounding that to a 16-bit type rounds d itself correctly, since a float carries
+ * enough extra bits that the two roundings never make a wrong tie. */
+static float float_odd(double d) {
+    float f = (float)d;
+    if (d != d || (double)f == d)
+        return f;
+    if (fabs((double)f) > fabs(d))
+        f = nextafterf(f, 0.0f);
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    bits |= 1u;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static void store_rounded(void *p, int64_t i, int dt, double v) {
+    if (dt == F32)
+        ((float *)p)[i] = (float)v;
+    else
+        store1(p, i, dt, float_odd(v));
+}
+
+static tileops_status_t check_args(const tileops_norm_rows_args_t *a);
+
+tileops_status_t tileops_norm_rows_reference(const tileops_norm_rows_args_t *a) {
+    tileops_status_t st = check_args(a);
+    if (st != TILEOPS_OK)
+        return st;
+    const int dt = a->dtype;
+    const int64_t n = a->n, es = (int64_t)tileops_dtype_size(dt);
+    for (int64_t r = 0; r < a->rows; r++) {
+        const char *x = (const char *)a->x + r * n * es;
+        char *y = (char *)a->y + r * n * es;
+        /* h is part of the definition (fp32 add, one rounding), not an approximation, so
+         * the reference forms it exactly as the fast kernel does; reading it back from
+         * residual_out keeps the in-place form (residual_out == residual) correct. */
+        const char *h = x;
+        if (a->residual != NULL) {
+            const char *res = (const char *)a->residual + r * n * es;
+            char *out = (char *)a->residual_out + r * n * es;
+            for (int64_t i = 0; i < n; i++)
+                store1(out, i, dt, load1(x, i, dt) + load1(res, i, dt));
+            h = out;
+        }
+        double mean = 0.0;
+        if (a->mean_subtract) {
+            for (int64_t i = 0; i < n; i++)
+                mean += load1(h, i, dt);
+            mean /= (double)n;
+        }
+        double ss = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            double d = load1(h, i, dt) - mean;
+            ss += d * d;
+        }
+        double rstd = 1.0 / sqrt(ss / (double)n + (double)a->eps);
+        for (int64_t i = 0; i < n; i++) {
+            double v = ((double)load1(h, i, dt) - mean) * rstd;
+            if (a->weight != NULL) {
+                float w = load1(a->weight, i, dt);
+                v *= a->weight_offset != 0.0f ? (double)(a->weight_offset + w) : (double)w;
+            }
+            if (a->bias != NULL)
+                v += load1(a->bias, i, dt);
+            store_rounded(y, i, dt, v);
+        }
+    }
+    return TILEOPS_OK;
+}
+
+/* ---- the fast kernel: per-row passes, one set per instruction set ---------------------- */
+
+/* sum (of h, or of h^2) over a row; writes residual_out and the scratch on the way */
+typedef float (*read_fn)(const void *x, const void *res, void *res_out, float *scr, int64_t n);
+/* sum((v - mean)^2) over an fp32 row */
+typedef float (*var_fn)(const float *v, int64_t n, float mean);
+/* y = (v - mean) * s * w + b from an fp32 row */
+typedef void (*write_fn)(const float *v, const void *w, const void *b, void *y, int64_t n,
+                         float mean, float s, float w_offset);
+
+typedef struct norm_passes {
+    read_fn read[3][2][2]; /* [dtype][has residual][square] */
+    var_fn var;
+    write_fn write[3][3][2]; /* [dtype][W_*][has bias] */
+} norm_passes_t;
+
+#define NORM_ISA_SCALAR 0
+#define NORM_ISA_AVX2 1
+#define NORM_ISA_AVX512 2
+
+#define NORM_ISA NORM_ISA_SCALAR
+#include "norm_rows.c"
+#undef NORM_ISA
+#if NORM_X86
+#define NORM_ISA NORM_ISA_AVX2
+#include "norm_rows.c"
+#undef NORM_ISA
+#define NORM_ISA NORM_ISA_AVX512
+#include "norm_rows.c"
+#undef NORM_ISA
+#endif
+
+static const norm_passes_t *passes_for(int level) {
+    switch (level) {
+#if NORM_X86
+    case TILEOPS_SIMD_AVX512: return &passes_avx512;
+    case TILEOPS_SIMD_AVX2: return &passes_avx2;
+#endif
+    default: return &passes_scalar;
+    }
+}
+
+/* ---- the fast kernel: rows ------------------------------------------------------------- */
+
+typedef struct norm_job {
+    const tileops_norm_rows_args_t *a;
+    read_fn read;
+    var_fn var; /* NULL for RMSNorm */
+    write_fn write;
+    int64_t row_bytes;
+    atomic_int out_of_memory;
+} norm_job_t;
+
+/* 1 / sqrt(sum / n + eps), formed in double from the fp32 sum: it costs nothing per row and
+ * keeps the division and the square root from adding fp32 error of their own. */
+static inline float inv_root(float sum, int64_t n, float eps) {
+    return (float)(1.0 / sqrt((double)sum / (double)n + (double)eps));
+}
+
+static void norm_range(void *ctx, int64_t r0, int64_t r1) {
+    norm_job_t *j = ctx;
+    const tileops_norm_rows_args_t *a = j->a;
+    const int64_t n = a->n;
+    _Alignas(64) float stack_scr[NORM_STACK_SCRATCH];
+    float *scr = NULL, *heap = NULL;
+    if (a->dtype != F32) {
+        if (n <= NORM_STACK_SCRATCH) {
+            scr = stack_scr;
+        } else {
+            /* check_args bounded n * sizeof(float) by INT64_MAX; size_t may be narrower. */
+            if ((uint64_t)n <= (SIZE_MAX - 63) / sizeof(float))
+                heap = aligned_alloc(64, ((size_t)n * sizeof(float) + 63) & ~(size_t)63);
+            if (heap == NULL) {
+                atomic_store(&j->out_of_memory, 1);
+                return;
+            }
+            scr = heap;
+        }
+    }
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t off = r * j->row_bytes;
+        const char *x = (const char *)a->x + off;
+        const char *res = a->residual != NULL ? (const char *)a->residual + off : NULL;
+        char *res_out = a->residual_out != NULL ? (char *)a->residual_out + off : NULL;
+        /* Where h lives in fp32 once the read pass is done. */
+        const float *h = scr != NULL ? scr : res_out != NULL ? (const float *)res_out : (const float *)x;
+        float acc = j->read(x, res, res_out, scr, n);
+        float mean = 0.0f, s;
+        if (j->var != NULL) {
+            mean = (float)((double)acc / (double)n);
+            s = inv_root(j->var(h, n, mean), n, a->eps);
+        } else {
+            s = inv_root(acc, n, a->eps);
+        }
+        j->write(h, a->weight, a->bias, (char *)a->y + off, n, mean, s, a->weight_offset);
+    }
+    free(heap);
+}
+
+/* TILEOPS_CPU_HUGEPAGES=0 turns the huge-page advice off; read once. */
+static int huge_pages_allowed(void) {
+    static atomic_int allowed = -1;
+    int v = atomic_load_explicit(&allowed, memory_order_relaxed);
+    if (v < 0) {
+        const char *env = getenv("TILEOPS_CPU_HUGEPAGES");
+        v = env == NULL || strcmp(env, "0") != 0;
+        atomic_store_explicit(&allowed, v, memory_order_relaxed);
+    }
+    return v;
+}
+
+/* A large output whose pages are not in memory yet (a new allocation: glibc maps each one of
+ * 32 MiB or more afresh) faults in one 4 KiB page at a time as it is first written, which
+ * costs more than the kernel's own work. Asking for transparent huge pages over its 2 MiB-
+ * aligned interior before the first write makes that one fault per 2 MiB (2048 x 4096 fp32
+ * into a new output: ~12 -> ~5 ms, see dev/NOTES.md). Memory all in place (a reused buffer,
+ * an in-place output) is left alone: its first, middle and last pages are probed with
+ * mincore, and any one of them missing counts as new (the first page of a new mapping is
+ * always there: glibc writes its chunk header into it). The advice moves no data and a
+ * failure changes nothing but the time. */
+static void advise_fresh_output(void *p, int64_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (p == NULL || bytes < NORM_HUGE_MIN_BYTES || !huge_pages_allowed())
+        return;
+    const long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return;
+    const uintptr_t begin = (uintptr_t)p, end = begin + (uintptr_t)bytes;
+    const uintptr_t probe[3] = {begin, begin + (uintptr_t)bytes / 2, end - 1};
+    int missing = 0;
+    for (int k = 0; k < 3; k++) {
+        unsigned char in_memory = 0;
+        if (mincore((void *)(probe[k] & ~(uintptr_t)(page - 1)), 1, &in_memory) != 0)
+            return; /* not a mapping we can tell anything about */
+        missing |= !(in_memory & 1u);
+    }
+    if (!missing)
+        return;
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    const uintptr_t lo = (begin + huge - 1) & ~(huge - 1), hi = end & ~(huge - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+tileops_status_t tileops_norm_rows(const tileops_norm_rows_args_t *a) {
+    tileops_status_t st = check_args(a);
+    if (st != TILEOPS_OK || a->rows == 0)
+        return st;
+    const int dt = a->dtype;
+    const int64_t bytes = a->rows * a->n * (int64_t)tileops_dtype_size(dt);
+    int level = tileops_cpu_simd_active();
+    /* fp16 rows in cache run faster through the AVX2 code on the CPUs simd.h marks (Zen 4);
+     * rows from memory do not. Both give the same bits, so this size-dependent choice keeps
+     * batch invariance. A forced level (tests) is taken literally. */
+    if (level == TILEOPS_SIMD_AVX512 && dt == F16 && bytes < NORM_F16_AVX2_MAX_BYTES &&
+        !tileops_cpu_simd_overridden() && tileops_cpu_simd_f16_prefers_avx2())
+        level = TILEOPS_SIMD_AVX2;
+    const norm_passes_t *p = passes_for(level);
+    const int wmode = a->weight == NULL ? W_NONE : a->weight_offset != 0.0f ? W_OFFSET : W_PLAIN;
+    norm_job_t job = {
+        .a = a,
+        .read = p->read[dt][a->residual != NULL][!a->mean_subtract],
+        .var = a->mean_subtract ? p->var : NULL,
+        .write = p->write[dt][wmode][a->bias != NULL],
+        .row_bytes = a->n * (int64_t)tileops_dtype_size(dt),
+    };
+    atomic_init(&job.out_of_memory, 0);
+    advise_fresh_output(a->y, bytes);
+    if (a->residual_out != NULL)
+        advise_fresh_output(a->residual_out, bytes);
+    const int64_t min_rows = (NORM_MIN_ELEMS_PER_THREAD + a->n - 1) / a->n;
+    tileops_cpu_parallel_for(a->rows, min_rows, norm_range, &job);
+    if (atomic_load(&job.out_of_memory))
+        return tileops_fail(TILEOPS_ERR_OUT_OF_MEMORY,
+                            "%s: could not allocate the fp32 scratch row of n = %lld elements "
+                            "(%lld bytes); the outputs are incomplete",
+                            a->kernel, (long long)a->n, (long long)a->n * 4);
+    return TILEOPS_OK;
+}
+
+/* ---- argument checks and the table entries --------------------------------------------- */
+
+static tileops_status_t check_args(const tileops_norm_rows_args_t *a) {
+    if (a == NULL)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "norm_rows: args must be non-NULL, got NULL");
+    const char *k = a->kernel != NULL ? a->kernel : "norm_rows";
+    if (!tileops_dtype_is_float(a->dtype))
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "%s: dtype must be 0 (float32), 1 (float16) or 2 (bfloat16), got %d (%s)",
+                            k, a->dtype, tileops_dtype_name(a->dtype));
+    if (a->rows < 0)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: rows must be >= 0, got %lld", k,
+                            (long long)a->rows);
+    if (a->n < 1)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: n must be >= 1, got %lld", k,
+                            (long long)a->n);
+    if ((a->residual == NULL) != (a->residual_out == NULL))
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "%s: residual and residual_out must be both NULL or both non-NULL, got "
+                            "residual %s and residual_out %s",
+                            k, a->residual == NULL ? "NULL" : "non-NULL",
+                            a->residual_out == NULL ? "NULL" : "non-NULL");
+    if (a->rows == 0) /* nothing is read or written */
+        return TILEOPS_OK;
+    const char *null_arg = a->x == NULL ? "x" : a->y == NULL ? "y" : NULL;
+    if (null_arg != NULL)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "%s: %s must be non-NULL when rows > 0 (rows = %lld), got NULL", k,
+                            null_arg, (long long)a->rows);
+    /* Byte offsets up to the end of the last row, and the fp32 scratch, must fit int64. */
+    const int64_t es = (int64_t)tileops_dtype_size(a->dtype);
+    if (a->n > INT64_MAX / 4 || a->rows > INT64_MAX / es / a->n)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "%s: rows * n * %lld bytes must fit in int64, got rows = %lld, n = %lld",
+                            k, (long long)es, (long long)a->rows, (long long)a->n);
+    return TILEOPS_OK;
+}
+
+tileops_status_t tileops_norm_rows_call(const tileops_norm_rows_op_t *op, const tileops_arg_t *args,
+                                        int reference) {
+    const char *k = reference ? op->reference_name : op->name;
+    tileops_norm_rows_args_t a = {
+        .kernel = k,
+        .x = (const void *)args[0].p,
+        .residual = (const void *)args[1].p,
+        .weight = (const void *)args[2].p,
+        .bias = (const void *)args[3].p,
+        .y = (void *)args[4].p,
+        .residual_out = (void *)args[5].p,
+        .rows = args[6].q,
+        .n = args[7].q,
+        .eps = args[8].f,
+        .dtype = args[9].i,
+        .mean_subtract = op->mean_subtract,
+        .weight_offset = op->weight_offset,
+    };
+    /* What the op does not take must be 0: a pointer there means the caller packed the
+     * arguments for another op. */
+    const char *unused = !op->residual && a.residual != NULL       ? "residual"
+                         : !op->residual && a.residual_out != NULL ? "residual_out"
+                         : !op->bias && a.bias != NULL             ? "bias"
+                                                                   : NULL;
+    if (unused != NULL)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "%s: %s must be 0 (the op takes none), got a pointer", k, unused);
+    if (a.rows > 0) {
+        const char *missing = op->residual && a.residual == NULL       ? "residual"
+                              : op->residual && a.residual_out == NULL ? "residual_out"
+                              : op->weight_required && a.weight == NULL ? "weight"
+                                                                        : NULL;
+        if (missing != NULL)
+            return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                                "%s: %s must be non-NULL when rows > 0 (rows = %lld), got NULL", k,
+                                missing, (long long)a.rows);
+    }
+    return reference ? tileops_norm_rows_reference(&a) : tileops_norm_rows(&a);
+}
+
+#else /* ---- NORM_ISA: the passes of one instruction set (this file includes itself) ---- */
+
+#define NORM_CAT2(a, b) a##_##b
+#define NORM_CAT(a, b) NORM_CAT2(a, b)
+
+#if NORM_ISA == NORM_ISA_AVX512
+/* ---- AVX-512: a 16-lane vector is one __m512 ------------------------------------------- */
+#define ISA_NAME avx512
+#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define ISA(name) NORM_CAT(name, ISA_NAME)
+typedef __m512 vf_avx512;
+#define VF vf_avx512
+
+static AI TGT VF ISA(vzero)(void) { return _mm512_setzero_ps(); }
+static AI TGT VF ISA(vset1)(float f) { return _mm512_set1_ps(f); }
+static AI TGT VF ISA(vadd)(VF a, VF b) { return _mm512_add_ps(a, b); }
+static AI TGT VF ISA(vsub)(VF a, VF b) { return _mm512_sub_ps(a, b); }
+static AI TGT VF ISA(vmul)(VF a, VF b) { return _mm512_mul_ps(a, b); }
+static AI TGT VF ISA(vfma)(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
+
+static AI TGT __mmask16 ISA(first)(int m) { return (__mmask16)((1u << m) - 1u); }
+
+static AI TGT VF ISA(widen)(__m256i h, int dt) {
+    if (dt == F16)
+        return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* Rounds to nearest even by integer arithmetic, as tileops_f32_to_bf16 does (the avx512bf16
+ * instructions would flush subnormals); a NaN keeps its top bits and gets the quiet bit. */
+static AI TGT __m256i ISA(narrow)(VF v, int dt) {
+    if (dt == F16)
+        return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512i u = _mm512_castps_si512(v);
+    __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
+    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
+}
+
+static AI TGT VF ISA(vload)(const void *p, int64_t i, int dt) {
+    if (dt == F32)
+        return _mm512_loadu_ps((const float *)p + i);
+    return ISA(widen)(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)), dt);
+}
+
+/* Lanes m.. read as +0 and touch no memory. */
+static AI TGT VF ISA(vload_n)(const void *p, int64_t i, int dt, int m) {
+    if (dt == F32)
+        return _mm512_maskz_loadu_ps(ISA(first)(m), (const float *)p + i);
+    return ISA(widen)(_mm256_maskz_loadu_epi16(ISA(first)(m), (const uint16_t *)p + i), dt);
+}
+
+/* Stores lanes 0..m-1 (m = 16: all) rounded to dt; returns what was stored, in fp32. */
+static AI TGT VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
+    if (dt == F32) {
+        if (m == 16)
+            _mm512_storeu_ps((float *)p + i, v);
+        else
+            _mm512_mask_storeu_ps((float *)p + i, ISA(first)(m), v);
+        return v;
+    }
+    __m256i h = ISA(narrow)(v, dt);
+    if (m == 16)
+        _mm256_storeu_si256((__m256i *)((uint16_t *)p + i), h);
+    else
+        _mm256_mask_storeu_epi16((uint16_t *)p + i, ISA(first)(m), h);
+    return ISA(widen)(h, dt);
+}
+
+/* Lanes m.. set to +0. */
+static AI TGT VF ISA(vkeep_n)(VF v, int m) { return _mm512_maskz_mov_ps(ISA(first)(m), v); }
+
+/* The fold of the 64 partials held 16 per vector: p[j] += p[j + s] for s = 32 .. 1. */
+static AI TGT float ISA(vfold)(VF o0, VF o1, VF o2, VF o3) {
+    __m512 s = _mm512_add_ps(_mm512_add_ps(o0, o2), _mm512_add_ps(o1, o3));
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
+    return _mm_cvtss_f32(q);
+}
+
+#elif NORM_ISA == NORM_ISA_AVX2
+/* ---- AVX2 + FMA + F16C: a 16-lane vector is two __m256 (lanes 0-7, 8-15) --------------- */
+#define ISA_NAME avx2
+#define TGT __attribute__((target("avx2,fma,f16c")))
+#define ISA(name) NORM_CAT(name, ISA_NAME)
+typedef struct {
+    __m256 lo, hi;
+} vf_avx2;
+#define VF vf_avx2
+
+static AI TGT VF ISA(vzero)(void) { return (VF){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+static AI TGT VF ISA(vset1)(float f) { return (VF){_mm256_set1_ps(f), _mm256_set1_ps(f)}; }
+static AI TGT VF ISA(vadd)(VF a, VF b) {
+    return (VF){_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)};
+}
+static AI TGT VF ISA(vsub)(VF a, VF b) {
+    return (VF){_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)};
+}
+static AI TGT VF ISA(vmul)(VF a, VF b) {
+    return (VF){_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)};
+}
+static AI TGT VF ISA(vfma)(VF a, VF b, VF c) {
+    return (VF){_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+}
+
+static AI TGT __m256 ISA(widen8)(__m128i h, int dt) {
+    if (dt == F16)
+        return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static AI TGT __m128i ISA(narrow8)(__m256 v, int dt) {
+    if (dt == F16)
+        return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256i u = _mm256_castps_si256(v);
+    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
+    __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    r = _mm256_blendv_epi8(r, quiet, nan);
+    /* every lane is in [0, 0xffff]: unsigned saturation is a plain narrowing */
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+
+static AI TGT VF ISA(vload)(const void *p, int64_t i, int dt) {
+    if (dt == F32)
+        return (VF){_mm256_loadu_ps((const float *)p + i), _mm256_loadu_ps((const float *)p + i + 8)};
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i));
+    return (VF){ISA(widen8)(_mm256_castsi256_si128(h), dt), ISA(widen8)(_mm256_extracti128_si256(h, 1), dt)};
+}
+
+/* AVX2 has no 16-bit masked moves: partial vectors go through a zeroed copy. */
+static AI TGT VF ISA(vload_n)(const void *p, int64_t i, int dt, int m) {
+    const size_t es = dt == F32 ? 4 : 2;
+    _Alignas(32) unsigned char buf[64] = {0};
+    memcpy(buf, (const char *)p + (size_t)i * es, (size_t)m * es);
+    return ISA(vload)(buf, 0, dt);
+}
+
+static AI TGT VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
+    const size_t es = dt == F32 ? 4 : 2;
+    _Alignas(32) unsigned char buf[64];
+    unsigned char *dst = m == 16 ? (unsigned char *)p + (size_t)i * es : buf;
+    if (dt == F32) {
+        _mm256_storeu_ps((float *)dst, v.lo);
+        _mm256_storeu_ps((float *)dst + 8, v.hi);
+    } else {
+        __m128i lo = ISA(narrow8)(v.lo, dt), hi = ISA(narrow8)(v.hi, dt);
+        _mm_storeu_si128((__m128i *)dst, lo);
+        _mm_storeu_si128((__m128i *)dst + 1, hi);
+        v = (VF){ISA(widen8)(lo, dt), ISA(widen8)(hi, dt)};
+    }
+    if (m < 16)
+        memcpy((unsigned char *)p + (size_t)i * es, buf, (size_t)m * es);
+    return v;
+}
+
+static AI TGT VF ISA(vkeep_n)(VF v, int m) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(m), lane);
+    __m256i hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(m - 8), lane);
+    return (VF){_mm256_and_ps(v.lo, _mm256_castsi256_ps(lo)), _mm256_and_ps(v.hi, _mm256_castsi256_ps(hi))};
+}
+
+static AI TGT float ISA(vfold)(VF o0, VF o1, VF o2, VF o3) {
+    VF s = ISA(vadd)(ISA(vadd)(o0, o2), ISA(vadd)(o1, o3));
+    __m256 h = _mm256_add_ps(s.lo, s.hi);
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
+    return _mm_cvtss_f32(q);
+}
+
+#else
+/* ---- scalar: a 16-lane vector is 16 floats; the same operations, lane by lane ---------- */
+#define ISA_NAME scalar
+#define TGT
+/* On x86 this is a cold fallback (a CPU without AVX2) and fmaf a library call, so the passes
+ * stay out of line: one copy each, dtype and flags tested at run time, instead of ~30
+ * specialised ones (190 -> 26 KB of code). Elsewhere (aarch64) it is the path and fmaf one
+ * instruction: specialised and inlined like the vector code. */
+#if NORM_X86
+#define STEP __attribute__((noinline, noclone))
+#endif
+#define ISA(name) NORM_CAT(name, ISA_NAME)
+typedef struct {
+    float f[16];
+} vf_scalar;
+#define VF vf_scalar
+
+static AI VF ISA(vzero)(void) { return (VF){{0}}; }
+static AI VF ISA(vset1)(float c) {
+    VF r;
+    for (int k = 0; k < 16; k++)
+        r.f[k] = c;
+    return r;
+}
+static AI VF ISA(vadd)(VF a, VF b) {
+    for (int k = 0; k < 16; k++)
+        a.f[k] += b.f[k];
+    return a;
+}
+static AI VF ISA(vsub)(VF a, VF b) {
+    for (int k = 0; k < 16; k++)
+        a.f[k] -= b.f[k];
+    return a;
+}
+static AI VF ISA(vmul)(VF a, VF b) {
+    for (int k = 0; k < 16; k++)
+        a.f[k] *= b.f[k];
+    return a;
+}
+/* fmaf: one rounding, as the vector FMA. */
+static AI VF ISA(vfma)(VF a, VF b, VF c) {
+    for (int k = 0; k < 16; k++)
+        c.f[k] = fmaf(a.f[k], b.f[k], c.f[k]);
+    return c;
+}
+static AI VF ISA(vload_n)(const void *p, int64_t i, int dt, int m) {
+    VF r = {{0}};
+    for (int k = 0; k < m; k++)
+        r.f[k] = load1(p, i + k, dt);
+    return r;
+}
+static AI VF ISA(vload)(const void *p, int64_t i, int dt) { return ISA(vload_n)(p, i, dt, 16); }
+static AI VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
+    for (int k = 0; k < m; k++) {
+        store1(p, i + k, dt, v.f[k]);
+        v.f[k] = load1(p, i + k, dt);
+    }
+    return v;
+}
+static AI VF ISA(vkeep_n)(VF v, int m) {
+    for (int k = m; k < 16; k++)
+        v.f[k] = 0.0f;
+    return v;
+}
+static AI float ISA(vfold)(VF o0, VF o1, VF o2, VF o3) {
+    VF s = ISA(vadd)(ISA(vadd)(o0, o2), ISA(vadd)(o1, o3));
+    for (int w = 8; w >= 1; w /= 2)
+        for (int k = 0; k < w; k++)
+            s.f[k] += s.f[k + w];
+    return s.f[0];
+}
+#endif
+
+/* ---- the passes, written once over VF -------------------------------------------------- */
+
+#ifndef STEP
+#define STEP AI
+#endif
+
+#define NORM_LANES(t) ((t) < 16 ? (t) : 16)
+
+/* Lanes i .. i+m-1 of h (m = 16 in the body of a row, 1..15 at its end), into acc: h is x,
+ * or x + residual rounded to dt as stored into residual_out; fp32 rows keep no scratch. */
+static STEP TGT VF ISA(read16)(const void *x, const void *res, void *res_out, float *scr, int64_t i,
+                             int m, int dt, int has_res, int square, VF acc) {
+    VF h = m == 16 ? ISA(vload)(x, i, dt) : ISA(vload_n)(x, i, dt, m);
+    if (has_res) {
+        VF r = m == 16 ? ISA(vload)(res, i, dt) : ISA(vload_n)(res, i, dt, m);
+        h = ISA(vstore_n)(res_out, i, dt, ISA(vadd)(h, r), m);
+    }
+    if (dt != F32)
+        (void)ISA(vstore_n)(scr, i, F32, h, m);
+    return square ? ISA(vfma)(h, h, acc) : ISA(vadd)(acc, h);
+}
+
+static STEP TGT float ISA(read_impl)(const void *x, const void *res, void *res_out, float *scr,
+                                   int64_t n, int dt, int has_res, int square) {
+    VF o0 = ISA(vzero)(), o1 = o0, o2 = o0, o3 = o0;
+    for (int64_t b = 0; b < n; b += NORM_BLOCK) {
+        const int64_t e = n - b < NORM_BLOCK ? n : b + NORM_BLOCK;
+        VF a0 = ISA(vzero)(), a1 = a0, a2 = a0, a3 = a0;
+        int64_t i = b;
+        for (; i + 64 <= e; i += 64) {
+            a0 = ISA(read16)(x, res, res_out, scr, i, 16, dt, has_res, square, a0);
+            a1 = ISA(read16)(x, res, res_out, scr, i + 16, 16, dt, has_res, square, a1);
+            a2 = ISA(read16)(x, res, res_out, scr, i + 32, 16, dt, has_res, square, a2);
+            a3 = ISA(read16)(x, res, res_out, scr, i + 48, 16, dt, has_res, square, a3);
+        }
+        /* The last < 64: the same lanes as a full step, absent ones adding nothing. */
+        const int t = (int)(e - i);
+        if (t > 0)
+            a0 = ISA(read16)(x, res, res_out, scr, i, NORM_LANES(t), dt, has_res, square, a0);
+        if (t > 16)
+            a1 = ISA(read16)(x, res, res_out, scr, i + 16, NORM_LANES(t - 16), dt, has_res, square, a1);
+        if (t > 32)
+            a2 = ISA(read16)(x, res, res_out, scr, i + 32, NORM_LANES(t - 32), dt, has_res, square, a2);
+        if (t > 48)
+            a3 = ISA(read16)(x, res, res_out, scr, i + 48, t - 48, dt, has_res, square, a3);
+        o0 = ISA(vadd)(o0, a0);
+        o1 = ISA(vadd)(o1, a1);
+        o2 = ISA(vadd)(o2, a2);
+        o3 = ISA(vadd)(o3, a3);
+    }
+    return ISA(vfold)(o0, o1, o2, o3);
+}
+
+static STEP TGT VF ISA(var16)(const float *v, int64_t i, int m, VF mean, VF acc) {
+    VF d = m == 16 ? ISA(vsub)(ISA(vload)(v, i, F32), mean)
+                   : ISA(vkeep_n)(ISA(vsub)(ISA(vload_n)(v, i, F32, m), mean), m);
+    return ISA(vfma)(d, d, acc);
+}
+
+static TGT float ISA(var_pass)(const float *v, int64_t n, float mean) {
+    const VF vm = ISA(vset1)(mean);
+    VF o0 = ISA(vzero)(), o1 = o0, o2 = o0, o3 = o0;
+    for (int64_t b = 0; b < n; b += NORM_BLOCK) {
+        const int64_t e = n - b < NORM_BLOCK ? n : b + NORM_BLOCK;
+        VF a0 = ISA(vzero)(), a1 = a0, a2 = a0, a3 = a0;
+        int64_t i = b;
+        for (; i + 64 <= e; i += 64) {
+            a0 = ISA(var16)(v, i, 16, vm, a0);
+            a1 = ISA(var16)(v, i + 16, 16, vm, a1);
+            a2 = ISA(var16)(v, i + 32, 16, vm, a2);
+            a3 = ISA(var16)(v, i + 48, 16, vm, a3);
+        }
+        const int t = (int)(e - i);
+        if (t > 0)
+            a0 = ISA(var16)(v, i, NORM_LANES(t), vm, a0);
+        if (t > 16)
+            a1 = ISA(var16)(v, i + 16, NORM_LANES(t - 16), vm, a1);
+        if (t > 32)
+            a2 = ISA(var16)(v, i + 32, NORM_LANES(t - 32), vm, a2);
+        if (t > 48)
+            a3 = ISA(var16)(v, i + 48, t - 48, vm, a3);
+        o0 = ISA(vadd)(o0, a0);
+        o1 = ISA(vadd)(o1, a1);
+        o2 = ISA(vadd)(o2, a2);
+        o3 = ISA(vadd)(o3, a3);
+    }
+    return ISA(vfold)(o0, o1, o2, o3);
+}
+
+/* y for lanes i .. i+m-1: t = (v - mean) * s, then t * w + b by one FMA. Without a weight,
+ * (v - mean) * s + b is one FMA as well. */
+static STEP TGT void ISA(write16)(const float *v, const void *w, const void *b, void *y, int64_t i,
+                                int m, VF mean, VF s, VF w_offset, int dt, int wmode, int has_b) {
+    VF d = ISA(vsub)(m == 16 ? ISA(vload)(v, i, F32) : ISA(vload_n)(v, i, F32, m), mean);
+    VF out;
+    if (wmode == W_NONE) {
+        out = has_b ? ISA(vfma)(d, s, m == 16 ? ISA(vload)(b, i, dt) : ISA(vload_n)(b, i, dt, m))
+                    : ISA(vmul)(d, s);
+    } else {
+        VF wv = m == 16 ? ISA(vload)(w, i, dt) : ISA(vload_n)(w, i, dt, m);
+        if (wmode == W_OFFSET)
+            wv = ISA(vadd)(w_offset, wv);
+        VF t = ISA(vmul)(d, s);
+        out = has_b ? ISA(vfma)(t, wv, m == 16 ? ISA(vload)(b, i, dt) : ISA(vload_n)(b, i, dt, m))
+                    : ISA(vmul)(t, wv);
+    }
+    (void)ISA(vstore_n)(y, i, dt, out, m);
+}
+
+static STEP TGT void ISA(write_impl)(const float *v, const void *w, const void *b, void *y, int64_t n,
+                                   float mean, float s, float w_offset, int dt, int wmode, int has_b) {
+    const VF vm = ISA(vset1)(mean), vs = ISA(vset1)(s), vo = ISA(vset1)(w_offset);
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        ISA(write16)(v, w, b, y, i, 16, vm, vs, vo, dt, wmode, has_b);
+        ISA(write16)(v, w, b, y, i + 16, 16, vm, vs, vo, dt, wmode, has_b);
+        ISA(write16)(v, w, b, y, i + 32, 16, vm, vs, vo, dt, wmode, has_b);
+        ISA(write16)(v, w, b, y, i + 48, 16, vm, vs, vo, dt, wmode, has_b);
+    }
+    for (; i < n; i += 16)
+        ISA(write16)(v, w, b, y, i, n - i < 16 ? (int)(n - i) : 16, vm, vs, vo, dt, wmode, has_b);
+}
+
+/* One copy of each pass per (dtype, flags), so the loops carry no tests. The copies are
+ * named by the tokens f32 / f16 / bf16 (no macros, so they paste the same at every depth). */
+#define NORM_DT_f32 F32
+#define NORM_DT_f16 F16
+#define NORM_DT_bf16 BF16
+#define NORM_READ(DT, R, SQ)                                                                   \
+    static TGT float ISA(read_##DT##_##R##_##SQ)(const void *x, const void *res, void *res_out,  \
+                                                 float *scr, int64_t n) {                      \
+        return ISA(read_impl)(x, res, res_out, scr, n, NORM_DT_##DT, R, SQ);                   \
+    }
+#define NORM_READS(DT) NORM_READ(DT, 0, 0) NORM_READ(DT, 0, 1) NORM_READ(DT, 1, 0) NORM_READ(DT, 1, 1)
+NORM_READS(f32)
+NORM_READS(f16)
+NORM_READS(bf16)
+
+#define NORM_WRITE(DT, WM, B)                                                                  \
+    static TGT void ISA(write_##DT##_##WM##_##B)(const float *v, const void *w, const void *b,   \
+                                                 void *y, int64_t n, float mean, float s,      \
+                                                 float w_offset) {                             \
+        ISA(write_impl)(v, w, b, y, n, mean, s, w_offset, NORM_DT_##DT, WM, B);                \
+    }
+#define NORM_WRITES(DT)                                                                        \
+    NORM_WRITE(DT, W_NONE, 0) NORM_WRITE(DT, W_NONE, 1) NORM_WRITE(DT, W_PLAIN, 0)             \
+    NORM_WRITE(DT, W_PLAIN, 1) NORM_WRITE(DT, W_OFFSET, 0) NORM_WRITE(DT, W_OFFSET, 1)
+NORM_WRITES(f32)
+NORM_WRITES(f16)
+NORM_WRITES(bf16)
+
+#define NORM_READ_ROW(DT) {{ISA(read_##DT##_0_0), ISA(read_##DT##_0_1)}, \
+                           {ISA(read_##DT##_1_0), ISA(read_##DT##_1_1)}}
+#define NORM_WRITE_ROW(DT) {{ISA(write_##DT##_W_NONE_0), ISA(write_##DT##_W_NONE_1)},    \
+                            {ISA(write_##DT##_W_PLAIN_0), ISA(write_##DT##_W_PLAIN_1)},  \
+                            {ISA(write_##DT##_W_OFFSET_0), ISA(write_##DT##_W_OFFSET_1)}}
+
+static const norm_passes_t ISA(passes) = {
+    .read = {NORM_READ_ROW(f32), NORM_READ_ROW(f16), NORM_READ_ROW(bf16)},
+    .var = ISA(var_pass),
+    .write = {NORM_WRITE_ROW(f32), NORM_WRITE_ROW(f16), NORM_WRITE_ROW(bf16)},
+};
+
+#undef NORM_READ_ROW
+#undef NORM_WRITE_ROW
+#undef NORM_WRITES
+#undef NORM_WRITE
+#undef NORM_READS
+#undef NORM_READ
+#undef NORM_DT_bf16
+#undef NORM_DT_f16
+#undef NORM_DT_f32
+#undef NORM_LANES
+#undef STEP
+#undef VF
+#undef ISA
+#undef TGT
+#undef ISA_NAME
+#undef NORM_CAT
+#undef NORM_CAT2
+
+#endif /* NORM_ISA */

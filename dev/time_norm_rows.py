@@ -1,0 +1,121 @@
+"""Times the norm family's row kernels (csrc/ops/norm/norm_rows.cuh) against the shipped
+RMSNorm register kernel (csrc/ops/norm/rms_norm.cu) and a copy of the same bytes, fp16.
+
+    python dev/time_norm_rows.py [--out PATH.json] [--rows 1,8,32,256,4096] [--ns 4096,8192]
+
+Per shape: `copy` (y.copy_(x)), `shipped` (tileops_rms_norm, the launch rule's build),
+`rms_norm_rows` (the generic kernel, launch rule of cuda_rows.py: the same threads per
+row), `rms_norm_rows rt=R` (the generic kernel at other threads per row: the decode-shape
+question), and the other ops at their rule (layer_norm and fused_add_layer_norm with
+weight and bias, the RMS ones with weight). Each is timed hot (CUDA graph of 50 calls,
+L2-hot) and cold (a 256 MB buffer written before every call), in 2 interleaved rounds
+(order reversed in the second); the rows give both rounds and their minimum. Kernels are
+launched directly (runtime.build + _C.cuda_launch): no op layer, no allocation."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+
+from lab import common, default_out
+
+tileops = common.import_tileops()
+from tileops import _C, runtime  # noqa: E402
+from tileops.kernels.norm import cuda_rows as R  # noqa: E402
+
+DT = 1   # float16
+OPS = (("layer_norm", True, True), ("fused_add_rms_norm", True, False), ("fused_add_layer_norm", True, True),
+       ("gemma_rms_norm", True, False))
+
+
+def _launcher(h, grid, threads, args):
+    """A launch on torch's current stream at call time (the capturing stream in a graph)."""
+    stream_of = torch._C._cuda_getCurrentRawStream
+
+    def fn():
+        _C.cuda_launch(h, grid, 1, 1, threads, 1, 1, 0, stream_of(0), *args)
+    return fn
+
+
+def impls(rows, n):
+    """name -> (callable, bytes moved)."""
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    x = torch.randn(rows, n, generator=gen).to("cuda", torch.float16)
+    r = torch.randn(rows, n, generator=gen).to("cuda", torch.float16)
+    w = (1 + 0.1 * torch.randn(n, generator=gen)).to("cuda", torch.float16)
+    b = (0.1 * torch.randn(n, generator=gen)).to("cuda", torch.float16)
+    y, ro = torch.empty_like(x), torch.empty_like(x)
+    e = 2
+    out = {"copy": (lambda: y.copy_(x), 2 * rows * n * e)}
+    vec = R.vec_for(DT, n, True)
+    src, kname, opts, threads, rpb, _, cap = R.specialisation("rms_norm_rows", DT, n, True, False, vec, 132)
+    shipped = [o for o in opts if not o.startswith("-DTILEOPS_HAS_BIAS")]
+    h = runtime.build(0, "norm/rms_norm.cu", "tileops_rms_norm", shipped, "pppqqqf")
+    out["shipped"] = (_launcher(h, -(-rows // rpb), threads, (x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n,
+                                                              1e-6)), (2 * rows + 1) * n * e)
+    rows_args = (x.data_ptr(), 0, w.data_ptr(), 0, y.data_ptr(), 0, rows, 1e-6)
+    rule_rt = int(dict(o[2:].split("=") for o in opts)["TILEOPS_ROW_THREADS"])
+    h = runtime.build(0, src, kname, opts, R.ARG_FORMAT)
+    out["rms_norm_rows"] = (_launcher(h, -(-rows // rpb), threads, rows_args), (2 * rows + 1) * n * e)
+    ng = n // 8
+    for rt in (32, 64, 128, 256, 512, 1024):
+        if rt == rule_rt or -(-ng // rt) > 16 or rt > ng:
+            continue
+        t = max(rt, 128)
+        mb = max(1, 1024 // t) if -(-ng // rt) <= 4 else 0   # no register cap for fat threads
+        o = [d for d in opts if not d.startswith(("-DTILEOPS_THREADS", "-DTILEOPS_ROW_THREADS", "-DTILEOPS_MIN"))]
+        o += [f"-DTILEOPS_THREADS={t}", f"-DTILEOPS_ROW_THREADS={rt}", f"-DTILEOPS_MIN_BLOCKS={mb}"]
+        try:
+            hh = runtime.build(0, src, kname, o, R.ARG_FORMAT)
+        except Exception as ex:  # a shape the source refuses: say so, go on
+            print(f"skip rt={rt}: {str(ex).splitlines()[0][:100]}")
+            continue
+        out[f"rms_norm_rows rt={rt}"] = (_launcher(hh, -(-rows // (t // rt)), t, rows_args), (2 * rows + 1) * n * e)
+    for op, hw, hb in OPS:
+        src, kname, opts, threads, rpb, _, cap = R.specialisation(op, DT, n, hw, hb, vec, 132)
+        hh = runtime.build(0, src, kname, opts, R.ARG_FORMAT)
+        res = op.startswith("fused")
+        args = (x.data_ptr(), r.data_ptr() if res else 0, w.data_ptr(), b.data_ptr() if hb else 0, y.data_ptr(),
+                ro.data_ptr() if res else 0, rows, 1e-5)
+        grid = min(-(-rows // rpb), cap or 2**31 - 1)
+        out[op] = (_launcher(hh, grid, threads, args), ((4 if res else 2) * rows + (1 + hb)) * n * e)
+    return out, (x, r, w, b, y, ro)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=None)
+    p.add_argument("--rows", default="1,8,32,256,4096")
+    p.add_argument("--ns", default="4096,8192")
+    a = p.parse_args(argv)
+    results = []
+    for n in (int(v) for v in a.ns.split(",")):
+        for rows in (int(v) for v in a.rows.split(",")):
+            fns, keep = impls(rows, n)
+            names = list(fns)
+            times = {k: {"hot": [], "cold": []} for k in names}
+            for rnd in range(2):
+                for k in (names if rnd == 0 else names[::-1]):
+                    fn = fns[k][0]
+                    times[k]["hot"].append(common.cuda_hot_us(fn))
+                    times[k]["cold"].append(common.cuda_cold_us(fn, warmup=10, rep=40))
+            for k in names:
+                row = {"workload": f"{rows}x{n}", "dtype": "float16", "impl": k, "bytes": fns[k][1],
+                       "hot_us": min(times[k]["hot"]), "cold_us": min(times[k]["cold"]),
+                       "hot_us_rounds": times[k]["hot"], "cold_us_rounds": times[k]["cold"]}
+                results.append(row)
+                print(f"{rows:5d}x{n:<5d} {k:24s} hot {row['hot_us']:8.2f}  cold {row['cold_us']:8.2f}  "
+                      f"rounds hot {' '.join(f'{v:.2f}' for v in times[k]['hot'])} "
+                      f"cold {' '.join(f'{v:.2f}' for v in times[k]['cold'])}", flush=True)
+            del fns, keep
+            torch.cuda.empty_cache()
+    out = a.out or str(default_out("norm_rows_timing.json"))
+    common.write_results(out, results, common.metadata("cuda", timing="norm rows vs shipped rms_norm"))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

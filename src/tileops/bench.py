@@ -1,0 +1,1010 @@
+"""One benchmark for every op, driven by the manifest: ``python -m tileops bench``.
+
+    python -m tileops bench [--op NAME] [--device cpu|cuda] [--out PATH] [--plot PATH]
+                            [--no-plot] [--workloads FILTER] [--dtypes ...] [--impls ...]
+                            [--max-input-mib N] [--quick]
+
+For every implemented op (``tileops.all_op_classes()``, or ``--op``) and every case of its
+manifest workloads (``tileops.manifest.workloads.cases``), the impls of the case are timed
+in interleaved rounds (the order rotated each round, the median round kept):
+
+  tileops        ``op = cls(**case.params)``; ``op(*inputs)`` (inputs in the manifest's order,
+                 an optional input present when the case gives its shape)
+  torch          the entry's ``ref_api`` (tileops.reference) with ``op.resolved_params()``
+  torch.compile  the same, ``torch.compile(fullgraph=True, dynamic=False)``, compiled per case
+  <peer>         CUDA only: a peer library's kernel the entry names under ``peers`` (e.g.
+                 ``liger``), when it imports; how to call it is data in the manifest (see
+                 :func:`peer_callable`)
+  copy           the memory floor: a device copy of half the bytes the entry's ``roofline``
+                 says one call moves (read + write = the same bytes)
+
+Nothing here knows an op: inputs are seeded standard normals of the case's shapes and
+dtype; outputs are named by the manifest; bytes come from the roofline rule.
+
+Timing. CPU: wall time of a ``perf_counter`` loop (:func:`loop_times_us`). CUDA: L2-cold
+(:func:`cuda_cold_us`: CUDA events around each call, a 256 MB buffer written between
+calls) and L2-hot (:func:`cuda_hot_us`: back-to-back calls captured in a CUDA graph,
+replayed). Before timing, every impl's output is compared with the reference's (scaled max
+abs error within :data:`TOLERANCE`); a tileops mismatch is flagged in the JSON and tileops
+is not timed on that case (a broken kernel cannot produce a number), the run exits 1.
+
+Output: ``{"metadata": {...}, "rows": [...]}`` JSON, one row per case (see
+benchmarks/README.md for the fields), a PNG of each impl's time over the copy floor, and
+a printed table.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import gc
+import hashlib
+import importlib
+import json
+import math
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+PKG_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PKG_DIR.parents[1]          # the checkout, when tileops runs from src/
+RESULTS_DIR = (REPO_ROOT if (REPO_ROOT / "benchmarks").is_dir() else Path.cwd()) / "benchmarks" / "results"
+
+# Tolerances on max|impl - reference| / max(1, max|reference|), per dtype.
+TOLERANCE = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 2e-2, "float64": 1e-8}
+REFERENCE = "torch"
+COPY = "copy"
+BASE_IMPLS = ("tileops", "torch", "torch.compile")
+CPU_MAX_INPUT_MIB = 64
+
+# Timing budgets: (full run, --quick).
+CPU_LOOP = ({"rounds": 7, "round_s": 0.1, "warmup": 3}, {"rounds": 3, "round_s": 0.01, "warmup": 1})
+CUDA_ROUNDS = (3, 1)
+CUDA_COLD = ({"warmup": 25, "rep": 100}, {"warmup": 5, "rep": 10})       # milliseconds
+CUDA_HOT = ({"calls": 50, "replays": 20}, {"calls": 10, "replays": 3})
+FLUSH_BYTES = 256 * 1024 * 1024
+
+
+# ---------------------------------------------------------------------------------------
+# timers
+# ---------------------------------------------------------------------------------------
+def _calibrate(fn, sync, round_s, max_calls):
+    """Calls per round so that one round of ``fn`` lasts about ``round_s``."""
+    n = 1
+    while True:  # grow n until a loop takes at least a fifth of a round
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        sync()
+        dt = time.perf_counter() - t0
+        if dt >= round_s / 5 or n >= max_calls:
+            break
+        n *= 4
+    return int(min(max_calls, max(1, math.ceil(n * round_s / max(dt, 1e-9)))))
+
+
+def loop_times_us(fns, *, sync=None, warmup=3, rounds=7, round_s=0.1, max_calls=100_000,
+                  keep_rounds=False):
+    """Per-call wall time of several callables, timed in interleaved rounds, in µs.
+
+    Each round runs every callable's loop once, one after the other, so that slow drift
+    and bursts of load from elsewhere on the host hit all of them alike and their ratios
+    stay fair. The order rotates by one place each round, so that every callable takes
+    every place in a round equally often.
+
+    Parameters
+    ----------
+    fns : dict of str -> callable
+        Called with no arguments.
+    sync : callable, optional
+        Drains the device (``torch.cuda.synchronize``); called before each loop and once at
+        its end -- never between calls. None for CPU work.
+    warmup : int
+        Calls of each callable made (and synchronised) before calibration.
+    rounds : int
+        Number of timed rounds; the median round is reported.
+    round_s : float
+        Target duration of one loop in seconds; sets each callable's calls per loop.
+    max_calls : int
+        Upper bound on calls per loop.
+    keep_rounds : bool
+        Also return every round's per-call time.
+
+    Returns
+    -------
+    dict of str -> float
+        For each callable, the median over rounds of (loop wall time / calls), in µs; with
+        ``keep_rounds``, a pair (that dict, dict of str -> list of µs per round).
+    """
+    sync = sync or (lambda: None)
+    counts = {}
+    for name, fn in fns.items():
+        for _ in range(warmup):
+            fn()
+        sync()
+        counts[name] = _calibrate(fn, sync, round_s, max_calls)
+    samples = {name: [] for name in fns}
+    gc_was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        order = list(fns.items())
+        for r in range(rounds):
+            k = r % len(order)
+            for name, fn in order[k:] + order[:k]:
+                n = counts[name]
+                sync()
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                sync()
+                samples[name].append((time.perf_counter() - t0) / n)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    med = {name: statistics.median(v) * 1e6 for name, v in samples.items()}
+    if keep_rounds:
+        return med, {name: [s * 1e6 for s in v] for name, v in samples.items()}
+    return med
+
+
+_FLUSH = {}  # device index -> the 256 MB buffer written between cold calls
+
+
+def cuda_cold_us(fn, warmup=25, rep=100):
+    """L2-cold device time of one call of ``fn``, in microseconds.
+
+    The recipe of ``triton.testing.do_bench``, without triton: a first call, five (flush +
+    call) iterations to estimate one, ``warmup`` ms of calls, then ``rep`` ms of calls each
+    preceded by a 256 MB ``zero_()`` (which evicts the 50-60 MB L2 of an H100/H200) and
+    timed with CUDA events around the call alone; the median is returned.
+
+    The interval starts when the GPU reaches the start event: when a call's host cost
+    exceeds the flush's device time (torch.compile's guards: tens of µs) the GPU waits
+    for the launch and the time includes it.
+
+    Parameters
+    ----------
+    fn : callable
+        Launches the work on the current CUDA stream.
+    warmup, rep : float
+        Warm-up and measurement budgets in milliseconds.
+    """
+    import torch
+    dev = torch.cuda.current_device()
+    flush = _FLUSH.get(dev)
+    if flush is None:
+        flush = _FLUSH[dev] = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    fn()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(5):
+        flush.zero_()
+        fn()
+    e.record()
+    torch.cuda.synchronize()
+    est = max(s.elapsed_time(e) / 5, 1e-3)
+    for _ in range(max(1, int(warmup / est))):
+        fn()
+    n_rep = max(1, int(rep / est))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
+    for i in range(n_rep):
+        flush.zero_()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) for a, b in zip(starts, ends)) * 1e3
+
+
+def cuda_hot_us(fn, calls=50, replays=20, warmup=3):
+    """L2-hot per-call device time of ``fn``, launch overhead removed by a CUDA graph.
+
+    Warm-up calls on a side stream, then ``calls`` back-to-back calls captured into one
+    ``torch.cuda.CUDAGraph``, replayed ``replays`` times (each timed with CUDA events).
+
+    Parameters
+    ----------
+    fn : callable
+        Launches the work on the current CUDA stream; must be capturable (no host syncs,
+        its kernels already compiled -- the warm-up takes care of lazy compilation).
+
+    Returns
+    -------
+    float
+        Median replay time / ``calls``, in µs.
+    """
+    import torch
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+        graph.replay()  # the first replay uploads the graph
+        torch.cuda.synchronize()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
+        for i in range(replays):
+            starts[i].record()
+            graph.replay()
+            ends[i].record()
+        torch.cuda.synchronize()
+        ms = statistics.median(a.elapsed_time(b) for a, b in zip(starts, ends))
+    finally:
+        del graph
+        torch.cuda.synchronize()
+    return float(ms) * 1e3 / calls
+
+
+# ---------------------------------------------------------------------------------------
+# correctness
+# ---------------------------------------------------------------------------------------
+def check_close(actual, expected, dtype_name):
+    """Compare a result with its reference, scaled by the reference's magnitude.
+
+    Parameters
+    ----------
+    actual, expected : torch.Tensor, or tuples of them
+        Compared in float32, pairwise; the worst pair counts.
+    dtype_name : str
+        Picks the tolerance from :data:`TOLERANCE`.
+
+    Returns
+    -------
+    (float, float, bool)
+        max_abs_err, scaled error (max_abs_err / max(1, max|expected|)), and whether the
+        scaled error is within tolerance (False too for NaN/inf or a shape or count mismatch).
+    """
+    a_all, e_all = as_tuple(actual), as_tuple(expected)
+    if len(a_all) != len(e_all):
+        return float("inf"), float("inf"), False
+    worst = (0.0, 0.0, True)
+    for a, e in zip(a_all, e_all):
+        a, e = a.float(), e.float()
+        if a.shape != e.shape:
+            return float("inf"), float("inf"), False
+        err = (a - e).abs().max().item() if a.numel() else 0.0
+        scale = max(1.0, e.abs().max().item() if e.numel() else 1.0)
+        scaled = err / scale
+        ok = math.isfinite(err) and scaled <= TOLERANCE.get(dtype_name, 2e-2)
+        if not ok or scaled > worst[1]:
+            worst = (err, scaled, ok and worst[2])
+        if not ok:
+            break
+    return worst
+
+
+def as_tuple(out):
+    """An op's result as a tuple of tensors."""
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+# ---------------------------------------------------------------------------------------
+# metadata and output
+# ---------------------------------------------------------------------------------------
+def sanitize(name):
+    """Lower-case ``name`` with every run of non-alphanumerics turned into one '_'."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "unknown"
+
+
+def device_name(device):
+    """Human-readable name of the GPU (``torch.cuda.get_device_name``) or the CPU model."""
+    if str(device).startswith("cuda"):
+        import torch
+        return torch.cuda.get_device_name()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def results_subdir(device):
+    """``cpu`` on CPU; ``h200`` when the GPU name contains H200; else the sanitised name."""
+    if not str(device).startswith("cuda"):
+        return "cpu"
+    name = device_name(device)
+    return "h200" if "H200" in name.upper() else sanitize(name)
+
+
+def git_commit():
+    """``git rev-parse --short HEAD`` of the checkout, or None."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT,
+                             capture_output=True, text=True, timeout=5)
+        return (out.stdout.strip() or None) if out.returncode == 0 else None
+    except Exception:
+        return None
+
+
+SOURCE_DIRS = ("csrc", "src/tileops")
+SOURCE_SUFFIXES = (".c", ".h", ".cu", ".py", ".yaml")
+
+
+def source_digest():
+    """sha256 (first 12 hex digits) of the library's sources: every file under csrc/ and
+    src/tileops/ ending in .c .h .cu .py .yaml, by relative path and content, sorted. It
+    names the code a result came from where ``git rev-parse`` cannot (a copy of the tree
+    with a stale .git); ``python benchmarks/common.py digest`` prints it for a checkout."""
+    h = hashlib.sha256()
+    for d in SOURCE_DIRS:
+        for path in sorted((REPO_ROOT / d).rglob("*")):
+            if path.is_file() and path.suffix in SOURCE_SUFFIXES and "__pycache__" not in path.parts:
+                h.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0")
+                h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def host_loadavg():
+    """The host's 1-minute load average (None where unavailable)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):
+        return None
+
+
+def command_line():
+    """This process's command line, ``python -m tileops ...`` when run that way."""
+    argv = list(sys.argv)
+    if argv and argv[0].endswith(os.path.join("tileops", "__main__.py")):
+        argv = ["-m", "tileops"] + argv[1:]
+    return " ".join(shlex.quote(a) for a in [os.path.basename(sys.executable)] + argv)
+
+
+def metadata(device, **extra):
+    """Run metadata: device, library versions, git commit, source digest, date (UTC),
+    command line, host CPUs and load, plus ``extra`` (added as is)."""
+    import torch
+    import tileops
+    meta = {
+        "device": str(device),
+        "device_name": device_name(device),
+        "torch_version": torch.__version__,
+        "tileops_version": getattr(tileops, "__version__", None),
+        "git_commit": git_commit(),
+        "source_digest": source_digest(),
+        "python_version": platform.python_version(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": command_line(),
+        "host_cpus": os.cpu_count(),
+        "host_loadavg_1m_end": host_loadavg(),
+    }
+    if str(device).startswith("cuda"):
+        meta["cuda_version"] = torch.version.cuda
+    else:
+        meta["torch_threads"] = torch.get_num_threads()
+    meta.update(extra)
+    return meta
+
+
+def write_results(path, rows, meta):
+    """Write ``{"metadata": meta, "rows": rows}`` as JSON, creating parent folders;
+    returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"metadata": meta, "rows": rows}, f, indent=1, default=str)
+        f.write("\n")
+    return path
+
+
+def _fmt(v, spec):
+    if v is None:
+        return "-"
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    try:
+        return format(v, spec) if spec else str(v)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def format_table(rows, columns, left=2):
+    """Render rows as a fixed-width text table.
+
+    Parameters
+    ----------
+    rows : list of dict
+    columns : list of (header, key, format_spec)
+        ``key`` is a dict key or a callable(row) -> value; ``format_spec`` as for
+        ``format`` ("" for str). Missing values print as "-".
+    left : int
+        How many leading columns are left-aligned (the rest are right-aligned).
+    """
+    cells = [[h for h, _, _ in columns]]
+    for r in rows:
+        cells.append([_fmt(k(r) if callable(k) else r.get(k), s) for _, k, s in columns])
+    widths = [max(len(c[i]) for c in cells) for i in range(len(columns))]
+    lines = []
+    for j, c in enumerate(cells):
+        lines.append("  ".join(x.ljust(w) if i < left else x.rjust(w)
+                               for i, (x, w) in enumerate(zip(c, widths))))
+        if j == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def ratio(a, b):
+    """``a / b``, or None when either is missing or b is 0."""
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+# ---------------------------------------------------------------------------------------
+# what the manifest says about a case
+# ---------------------------------------------------------------------------------------
+def resolve_dotted(path):
+    """The object a dotted path names: the longest importable module prefix, then
+    attributes (``pkg.mod.Class.apply`` works)."""
+    parts = path.split(".")
+    missing = None
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ModuleNotFoundError as e:
+            if e.name is None or not ".".join(parts[:i]).startswith(e.name):
+                raise  # the module exists but fails to import something else
+            missing = e  # the last one names the shortest prefix: the package that is absent
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise missing
+
+
+def resolved_params(op):
+    """The op's constructor params with defaults resolved (``Op.resolved_params``; an op
+    layer without it: ``params()`` with each None replaced by the param's manifest
+    ``none_means``, eps by float32's eps)."""
+    if hasattr(op, "resolved_params"):
+        return op.resolved_params()
+    import torch
+    out = dict(op.params())
+    for p in op._entry.params:
+        if out.get(p.name) is None:
+            means = getattr(p, "none_means", None)
+            if means is None and p.name == "eps":
+                means = torch.finfo(torch.float32).eps
+            if means is not None:
+                out[p.name] = means
+    return out
+
+
+def make_inputs(entry, case, device, seed=0):
+    """The case's inputs in the manifest's order: seeded standard normals of each present
+    input's shape (drawn on the CPU, the same numbers on every device), None for an input
+    the case gives no shape."""
+    import torch
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    out = []
+    for spec in entry.inputs:
+        shape = case.shapes.get(spec.name)
+        if shape is None:
+            out.append(None)
+            continue
+        out.append(torch.randn(tuple(shape), generator=gen).to(device=device, dtype=case.dtype))
+    return out
+
+
+def output_names(entry, n):
+    """Names of the ``n`` outputs an op call returned: the outputs that are not optional,
+    in manifest order (all outputs when the count says optional ones came too)."""
+    names = [o.name for o in entry.outputs if not o.optional]
+    return names if len(names) == n else [o.name for o in entry.outputs][:n]
+
+
+def call_bytes(entry, inputs, outputs):
+    """Bytes one call moves, by the entry's roofline rule (None without one)."""
+    from .manifest.workloads import roofline_bytes
+    tensors = {spec.name: t for spec, t in zip(entry.inputs, inputs)}
+    outs = as_tuple(outputs)
+    tensors.update(zip(output_names(entry, len(outs)), outs))
+    for o in entry.outputs:
+        tensors.setdefault(o.name, None)
+    return roofline_bytes(entry, tensors)
+
+
+def peer_specs(entry):
+    """The entry's ``peers`` (name -> {call, args, kwargs}); {} without any."""
+    return dict(getattr(entry, "peers", None) or {})
+
+
+def peer_callable(entry, spec, inputs, params):
+    """A zero-argument callable running a peer library's kernel on the case.
+
+    ``spec`` is the manifest's description of the call: ``call``, a dotted path (an
+    autograd Function's ``.apply`` included); ``args``, a list; ``kwargs``, a mapping. An
+    argument that is a string naming one of the entry's inputs or params stands for that
+    input (None when absent) or that param's resolved value; anything else is passed as
+    is. The peer must return the op's outputs in the manifest's order."""
+    fn = resolve_dotted(spec["call"])
+    by_name = {s.name: t for s, t in zip(entry.inputs, inputs)}
+    by_name.update(params)
+
+    def value(a):
+        return by_name[a] if isinstance(a, str) and a in by_name else a
+
+    args = [value(a) for a in spec.get("args") or ()]
+    kwargs = {k: value(v) for k, v in (spec.get("kwargs") or {}).items()}
+    return lambda: fn(*args, **kwargs)
+
+
+def case_filter(terms):
+    """A predicate on cases from ``--workloads``: comma-separated terms, each matched
+    case-insensitively as a substring of the case's name (``Llama-3-8B[H=4096,T=1]-float16``)
+    or equal to its first input's shape written ``4096x4096``; None keeps every case."""
+    if not terms:
+        return None
+    terms = [t.strip().lower() for t in terms.split(",") if t.strip()]
+
+    def keep(case):
+        name = case.name.lower()
+        first = next(iter(case.shapes.values()), ())
+        shape = "x".join(str(int(d)) for d in first)
+        return any(t in name or t == shape for t in terms)
+    return keep
+
+
+def input_bytes(case):
+    """Total bytes of the case's inputs."""
+    import torch
+    es = torch.empty((), dtype=case.dtype).element_size()
+    return sum(math.prod(s) * es for s in case.shapes.values())
+
+
+def select_cases(cls, *, dtypes=None, keep=None, max_input_bytes=None, quick=False):
+    """The cases of ``cls``'s workloads to run, after ``--dtypes``, ``--workloads`` and the
+    input-size cap; ``quick``: the first of them only."""
+    from .manifest.workloads import cases
+    out = [c for c in cases(cls._entry, dtypes=dtypes)
+           if (keep is None or keep(c)) and (max_input_bytes is None or input_bytes(c) <= max_input_bytes)]
+    return out[:1] if quick else out
+
+
+# ---------------------------------------------------------------------------------------
+# running a case
+# ---------------------------------------------------------------------------------------
+class Config:
+    """What one run does: device, impls asked for, timing budgets, quick mode."""
+
+    def __init__(self, device, impls=None, quick=False):
+        self.device = device
+        self.cuda = device == "cuda"
+        self.quick = quick
+        self.impls = impls  # None: every impl that applies
+        q = 1 if quick else 0
+        self.loop = CPU_LOOP[q]
+        self.rounds = CUDA_ROUNDS[q]
+        self.cold = CUDA_COLD[q]
+        self.hot = CUDA_HOT[q]
+        self.metrics = ("cold_us", "hot_us") if self.cuda else ("us",)
+
+    def wants(self, impl):
+        return self.impls is None or impl in self.impls
+
+
+def gbps_key(metric):
+    """``us`` -> ``gbps``, ``cold_us`` -> ``cold_gbps``."""
+    return metric[:-2] + "gbps"
+
+
+def build_impls(cls, case, cfg, notes):
+    """Inputs, the op, the reference and every impl's zero-argument callable for a case.
+
+    Returns
+    -------
+    dict
+        ``inputs, op, params, ref`` (the reference callable taking the inputs) and ``fns``
+        (impl -> callable); a peer that cannot be called is noted in ``notes``.
+    """
+    import torch
+    from . import reference
+    entry = cls._entry
+    inputs = make_inputs(entry, case, cfg.device)
+    op = cls(**case.params)
+    params = resolved_params(op)
+    ref_fn = reference.resolve(entry.ref_api)
+
+    def ref(*a):
+        return ref_fn(*a, **params)
+
+    fns = {}
+    if cfg.wants("tileops"):
+        fns["tileops"] = lambda: op(*inputs)
+    if cfg.wants("torch"):
+        fns["torch"] = lambda: ref(*inputs)
+    if cfg.wants("torch.compile"):
+        torch._dynamo.reset()  # fresh per case: no recompile limit, no dynamic shapes
+        compiled = torch.compile(ref, fullgraph=True, dynamic=False)
+        fns["torch.compile"] = lambda: compiled(*inputs)
+    for peer, spec in peer_specs(entry).items():
+        if not cfg.wants(peer):
+            continue
+        if not cfg.cuda:
+            notes.setdefault(peer, "CUDA only: not run on the CPU")
+            continue
+        try:
+            fns[peer] = peer_callable(entry, spec, inputs, params)
+        except Exception as e:  # not installed, or no such kernel in this version
+            notes.setdefault(peer, f"{spec['call']}: {type(e).__name__}: {e}")
+    return {"inputs": inputs, "op": op, "params": params, "ref": ref, "fns": fns}
+
+
+def add_copy(fns, nbytes, dtype, device):
+    """The copy floor: ``dst.copy_(src)`` of half ``nbytes`` (read + write = ``nbytes``), in
+    the case's dtype; returns the bytes it moves."""
+    import torch
+    es = torch.empty((), dtype=dtype).element_size()
+    numel = max(1, nbytes // 2 // es)
+    src = torch.ones(numel, dtype=dtype, device=device)
+    dst = torch.empty_like(src)
+    fns[COPY] = lambda: dst.copy_(src)
+    return 2 * numel * es
+
+
+def time_cuda(ready, cfg, impl_rows, label):
+    """Cold and hot times of every ready impl, in ``cfg.rounds`` interleaved rounds (the
+    order rotated each round); each number the median over the rounds, every round kept."""
+    import torch
+    samples = {impl: {"cold_us": [], "hot_us": []} for impl in ready}
+    order = list(ready)
+    for r in range(cfg.rounds):
+        k = r % len(order)
+        for impl in order[k:] + order[:k]:
+            row = impl_rows[impl]
+            if "error" in row:
+                continue
+            fn = ready[impl]
+            try:
+                torch.cuda.synchronize()
+                samples[impl]["cold_us"].append(cuda_cold_us(fn, **cfg.cold))
+            except Exception as e:
+                traceback.print_exc()
+                row["error"] = f"{type(e).__name__}: {e}"
+                continue
+            if "hot_error" in row:
+                continue
+            try:
+                samples[impl]["hot_us"].append(cuda_hot_us(fn, **cfg.hot))
+            except Exception as e:  # not capturable: keep the cold numbers
+                row["hot_error"] = f"{type(e).__name__}: {e}"
+                print(f"[bench] {label} {impl}: CUDA-graph capture failed: {row['hot_error']}",
+                      file=sys.stderr)
+    for impl, s in samples.items():
+        for metric, v in s.items():
+            if v and "error" not in impl_rows[impl]:
+                impl_rows[impl][metric] = statistics.median(v)
+                impl_rows[impl][metric + "_rounds"] = v
+
+
+def run_case(cls, case, cfg, notes, failures):
+    """Check and time every impl of one case; returns its row (see benchmarks/README.md)."""
+    import torch
+    entry = cls._entry
+    dt = str(case.dtype).replace("torch.", "")
+    label = f"{cls.__name__} {case.name}"
+    row = {"op": cls.__name__, "case": case.name, "label": case.label, "dims": dict(case.dims),
+           "dtype": dt, "shapes": {k: list(v) for k, v in case.shapes.items()}}
+    try:
+        built = build_impls(cls, case, cfg, notes)
+    except Exception as e:  # the op refused its params, or the inputs could not be made
+        traceback.print_exc()
+        row["error"] = f"tileops: {type(e).__name__}: {e}"
+        failures.append(f"{label}: {row['error']}")
+        return row
+    row["params"] = built["params"]
+    sync = torch.cuda.synchronize if cfg.cuda else (lambda: None)
+    impl_rows = {impl: {} for impl in built["fns"]}
+
+    try:
+        expected = built["ref"](*built["inputs"])
+        row["bytes"] = call_bytes(entry, built["inputs"], expected)
+    except Exception as e:
+        traceback.print_exc()
+        row["error"] = f"reference raised {type(e).__name__}: {e}"
+        failures.append(f"{label}: {row['error']}")
+        return row
+    if row["bytes"] and cfg.wants(COPY):
+        impl_rows[COPY] = {"bytes": add_copy(built["fns"], row["bytes"], case.dtype, cfg.device)}
+
+    ready, got = {}, None
+    for impl, fn in built["fns"].items():
+        r = impl_rows[impl]
+        try:
+            got = fn()  # the first call compiles (NVRTC, inductor, triton) outside the timers
+            sync()
+        except Exception as e:
+            traceback.print_exc()
+            r["error"] = f"{type(e).__name__}: {e}"
+            continue
+        if impl not in (REFERENCE, COPY):
+            err, scaled, ok = check_close(got, expected, dt)
+            r.update(max_abs_err=err, scaled_err=scaled, correct=ok)
+            if not ok:
+                r["error"] = f"output differs from the reference: scaled error {scaled:.3g} > {TOLERANCE.get(dt, 2e-2):g}"
+                print(f"[bench] {label} {impl}: {r['error']}", file=sys.stderr)
+                if impl == "tileops":
+                    continue  # a broken kernel produces no number; peers are timed and flagged
+        ready[impl] = fn
+    del expected, got
+    tile = impl_rows.get("tileops", {})
+    row["correct"] = tile.get("correct")
+    if "error" in tile:
+        row["error"] = f"tileops: {tile['error']}"
+        failures.append(f"{label}: {row['error']}")
+
+    if ready and cfg.cuda:
+        time_cuda(ready, cfg, impl_rows, label)
+    elif ready:
+        med, rounds = loop_times_us(ready, keep_rounds=True, **cfg.loop)
+        for impl in ready:
+            impl_rows[impl].update(us=med[impl], us_rounds=rounds[impl])
+    for impl, r in impl_rows.items():
+        nbytes = r.get("bytes", row.get("bytes"))
+        for metric in cfg.metrics:
+            if r.get(metric) and nbytes:
+                r[gbps_key(metric)] = nbytes / r[metric] / 1e3
+    row["impls"] = impl_rows
+    row["ratios"], row["winner"] = {}, {}
+    for metric in cfg.metrics:
+        t = impl_rows.get("tileops", {}).get(metric)
+        row["ratios"][metric] = {f"tileops/{i}": ratio(t, r.get(metric))
+                                 for i, r in impl_rows.items() if i != "tileops"}
+        timed = {i: r[metric] for i, r in impl_rows.items() if i != COPY and r.get(metric)}
+        row["winner"][metric] = min(timed, key=timed.get) if timed else None
+    del built
+    if cfg.cuda:
+        torch.cuda.empty_cache()
+    return row
+
+
+# ---------------------------------------------------------------------------------------
+# the printed table and the plot
+# ---------------------------------------------------------------------------------------
+def impl_order(rows):
+    """Impls in the rows, tileops first, copy last."""
+    seen = []
+    for r in rows:
+        for i in r.get("impls", {}):
+            if i not in seen:
+                seen.append(i)
+    head = [i for i in BASE_IMPLS if i in seen]
+    return head + [i for i in seen if i not in head and i != COPY] + ([COPY] if COPY in seen else [])
+
+
+def print_table(rows, metric):
+    """One line per case: each impl's time, tileops' ratios, GB/s, the winner."""
+    impls = impl_order(rows)
+    others = [i for i in impls if i != "tileops"]
+    gk = gbps_key(metric)
+    cols = [("case", "case", "")]
+    cols += [(f"{i} µs", (lambda r, i=i: r.get("impls", {}).get(i, {}).get(metric)), ".2f") for i in impls]
+    cols += [(f"t/{i}", (lambda r, i=i: r.get("ratios", {}).get(metric, {}).get(f"tileops/{i}")), ".3f")
+             for i in others]
+    cols += [("GB/s", (lambda r: r.get("impls", {}).get("tileops", {}).get(gk)), ".1f"),
+             ("copy GB/s", (lambda r: r.get("impls", {}).get(COPY, {}).get(gk)), ".1f"),
+             ("won", (lambda r: r.get("winner", {}).get(metric)), ""),
+             ("ok", (lambda r: {True: "ok", False: "MISMATCH"}.get(r.get("correct"), r.get("error") and "ERROR")), "")]
+    print(format_table(rows, cols, left=1))
+
+
+def plot_results(data, out_path):
+    """Each impl's time over the copy floor (log scale), per case, one panel per metric
+    and op; a line at 1 marks the floor. Returns False (with a printed note) when
+    matplotlib is missing or nothing can be plotted."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib import ticker
+    except ImportError:
+        print(f"[bench] matplotlib is not installed: no plot written ({out_path})")
+        return False
+    rows = [r for r in data.get("rows", []) if r.get("impls")]
+    meta = data.get("metadata", {})
+    metrics = meta.get("metrics") or ["us"]
+    ops = list(dict.fromkeys(r["op"] for r in rows))
+    panels = [(op, m) for op in ops for m in metrics]
+    if not panels:
+        print("[bench] nothing to plot")
+        return False
+    n_cases = max(sum(1 for r in rows if r["op"] == op) for op in ops)
+    fig, axes = plt.subplots(len(panels), 1, squeeze=False,
+                             figsize=(max(8.0, 0.28 * n_cases + 3.5), 4.2 * len(panels)))
+    cmap = plt.get_cmap("tab10")
+    for ax, (op, metric) in zip(axes[:, 0], panels):
+        op_rows = [r for r in rows if r["op"] == op]
+        xs = range(len(op_rows))
+        for j, impl in enumerate(i for i in impl_order(op_rows) if i != COPY):
+            ys = [ratio(r["impls"].get(impl, {}).get(metric), r["impls"].get(COPY, {}).get(metric))
+                  for r in op_rows]
+            pts = [(x, y) for x, y in zip(xs, ys) if y]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", ms=3, lw=0.8, label=impl, color=cmap(j % 10))
+        ax.axhline(1.0, color="k", lw=0.8, ls="--", label="copy floor")
+        ax.set_yscale("log")
+        plain = ticker.FuncFormatter(lambda v, _: f"{v:g}")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
+        ax.tick_params(axis="y", which="minor", labelsize=6)
+        ax.set_ylabel(f"{metric} / copy's")
+        ax.set_title(f"{op}: {metric} over the copy of the same bytes (1 = the copy floor)", fontsize=9)
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([r["case"] for r in op_rows], rotation=90, fontsize=6)
+        ax.grid(axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle(f"{meta.get('device_name', '')} -- torch {meta.get('torch_version', '')}, "
+                 f"tileops {meta.get('tileops_version', '')} ({meta.get('source_digest', '')})", fontsize=9)
+    return save_figure(fig, out_path, "bench", dpi=110)
+
+
+def save_figure(fig, out_path, tag, dpi):
+    """Lay out, write (creating folders) and close a matplotlib figure; returns True."""
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_path, dpi=dpi)
+    plt.close(fig)
+    print(f"[{tag}] wrote {out_path}")
+    return True
+
+
+# ---------------------------------------------------------------------------------------
+# the command
+# ---------------------------------------------------------------------------------------
+def add_arguments(ap):
+    """The arguments of ``python -m tileops bench``."""
+    ap.add_argument("--op", help="one op class name (default: every implemented op)")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                    help="default: cuda when torch sees a GPU, else cpu")
+    ap.add_argument("--out", help="results JSON (default benchmarks/results/<device>/<op>.json; with "
+                                  "several ops and --out, one file holds them all)")
+    ap.add_argument("--plot", help="PNG to draw (default: the JSON's path with .png)")
+    ap.add_argument("--no-plot", action="store_true", help="write no PNG")
+    ap.add_argument("--workloads", help="comma-separated filter: substrings of case names "
+                                        "(Llama-3-8B, T=4096, float16) or shapes (2048x4096)")
+    ap.add_argument("--dtypes", help="comma-separated dtypes instead of the manifest's")
+    ap.add_argument("--impls", help="comma-separated subset of tileops,torch,torch.compile,<peer>,copy")
+    ap.add_argument("--max-input-mib", type=float, default=None,
+                    help=f"skip cases whose inputs total more (default {CPU_MAX_INPUT_MIB} on cpu, "
+                         "no limit on cuda; 0: no limit)")
+    ap.add_argument("--quick", action="store_true", help="one case per op, few iterations (smoke test)")
+    return ap
+
+
+def default_out(device, name):
+    """``benchmarks/results/<results_subdir(device)>/<name>.json``."""
+    return RESULTS_DIR / results_subdir(device) / f"{name}.json"
+
+
+def run(args):
+    """Run the benchmark the parsed ``args`` describe; returns the exit status (0 ok, 1 a
+    tileops failure, 2 a usage problem)."""
+    import torch
+    import tileops
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if prepare_device(device, "bench") is None:
+        return 2
+    classes = tileops.all_op_classes()
+    if args.op:
+        if args.op not in classes:
+            print(f"[bench] no op {args.op!r}; implemented: {', '.join(classes)}", file=sys.stderr)
+            return 2
+        classes = {args.op: classes[args.op]}
+    cap = args.max_input_mib if args.max_input_mib is not None else (CPU_MAX_INPUT_MIB if device == "cpu" else 0)
+    impls = args.impls.split(",") if args.impls else None
+    known = set(BASE_IMPLS) | {COPY} | {p for c in classes.values() for p in peer_specs(c._entry)}
+    if impls and not set(impls) <= known:
+        print(f"[bench] unknown impl(s) {sorted(set(impls) - known)}; known: {sorted(known)}", file=sys.stderr)
+        return 2
+    cfg = Config(device, impls, args.quick)
+    keep = case_filter(args.workloads)
+    dtypes = args.dtypes.split(",") if args.dtypes else None
+
+    results = []  # (name, rows, meta)
+    for name, cls in classes.items():
+        if cls._entry.workloads is None or not cls._entry.ref_api:
+            print(f"[bench] {name}: no workloads or no ref_api in the manifest; skipped", file=sys.stderr)
+            continue
+        t0, load0 = time.perf_counter(), host_loadavg()
+        rows, failures, notes = [], [], {}
+        selected = select_cases(cls, dtypes=dtypes, keep=keep, quick=args.quick,
+                                max_input_bytes=int(cap * 2**20) if cap else None)
+        with torch.no_grad():
+            for case in selected:
+                tc = time.perf_counter()
+                rows.append(run_case(cls, case, cfg, notes, failures))
+                print(f"[bench] {name} {case.name}: {time.perf_counter() - tc:.1f} s", file=sys.stderr, flush=True)
+        meta = metadata(device, op=name, metrics=list(cfg.metrics), quick=args.quick,
+                        max_input_mib=cap or None, peers=notes, host_loadavg_1m_start=load0,
+                        timer=timer_description(cfg), tolerance=TOLERANCE,
+                        elapsed_s=round(time.perf_counter() - t0, 1),
+                        status="FAILED" if failures else "ok", failures=failures)
+        results.append((name, rows, meta))
+        print(f"\n{name} on {meta['device_name']} (torch {meta['torch_version']}): "
+              f"{len(rows)} cases, ratio < 1 = tileops faster")
+        for metric in cfg.metrics:
+            print(f"\n{metric}:")
+            print_table(rows, metric)
+        for peer, why in notes.items():
+            print(f"[bench] {peer}: {why}")
+    if not results:
+        return 2
+    outputs = []
+    if args.out and len(results) > 1:
+        merged = dict(results[0][2], op=[n for n, _, _ in results], status="FAILED" if any(
+            m["status"] != "ok" for _, _, m in results) else "ok",
+            failures=[f for _, _, m in results for f in m["failures"]],
+            elapsed_s=round(sum(m["elapsed_s"] for _, _, m in results), 1))
+        outputs.append((Path(args.out), [r for _, rows, _ in results for r in rows], merged))
+    else:
+        for name, rows, meta in results:
+            outputs.append((Path(args.out) if args.out else default_out(device, name), rows, meta))
+    status = 0
+    for path, rows, meta in outputs:
+        write_results(path, rows, meta)
+        print(f"\n[bench] wrote {path} ({meta['elapsed_s']} s)")
+        if not args.no_plot:
+            plot_results({"metadata": meta, "rows": rows},
+                         Path(args.plot) if args.plot and len(outputs) == 1 else path.with_suffix(".png"))
+        if meta["failures"]:
+            print("[bench] FAILED: " + "; ".join(meta["failures"]), file=sys.stderr)
+            status = 1
+    return status
+
+
+def prepare_device(device, tag):
+    """Readies torch for a run on ``device`` and returns it, or None (with a message) when
+    ``cuda`` finds no GPU. On the CPU, inductor compiles in this process: no compile-worker
+    pool spinning beside the timed loops on a small host."""
+    import torch
+    if device == "cuda" and not torch.cuda.is_available():
+        print(f"[{tag}] --device cuda: no CUDA device visible to torch", file=sys.stderr)
+        return None
+    if device == "cpu":
+        import torch._inductor.config as inductor_config
+        inductor_config.compile_threads = 1
+    return torch
+
+
+def timer_description(cfg):
+    """How this run timed, for the metadata."""
+    if cfg.cuda:
+        return {"cold": f"CUDA events around each call, {FLUSH_BYTES >> 20} MB buffer written between "
+                        f"calls, median over {cfg.cold['rep']} ms of calls",
+                "hot": f"CUDA graph of {cfg.hot['calls']} calls, median of {cfg.hot['replays']} replays / calls",
+                "rounds": cfg.rounds}
+    return {"loop": f"perf_counter loop of ~{cfg.loop['round_s']} s per impl, impls interleaved, "
+                    f"median of {cfg.loop['rounds']} rounds",
+            "rounds": cfg.loop["rounds"]}
+
+
+def main(argv=None):
+    """``python -m tileops.bench`` (the same as ``python -m tileops bench``)."""
+    ap = add_arguments(argparse.ArgumentParser(prog="python -m tileops bench",
+                                               description=__doc__.splitlines()[0]))
+    return run(ap.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

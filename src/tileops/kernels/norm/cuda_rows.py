@@ -1,0 +1,116 @@
+"""The CUDA side of the norm family's row ops: which kernel of csrc/ops/norm/<op>.cu (over
+norm_rows.cuh) a build compiles, with which defines and launch shape, and the launch.
+
+    specialisation(op, dtype_code, n, has_weight, has_bias, vec, sm_count)  pure: no GPU
+    vec_for(dtype_code, n, aligned16)                                        vector width
+    build(device_index, op, dtype_code, n, has_weight, has_bias, vec, eps) -> launch
+    launch(x, residual, weight, bias, y, residual_out)   tensors or None, contiguous, allocated
+
+Launch rules (norm_rows.cuh's top comment says why): rows whose 16-byte groups fit 4 per
+thread of at most 1024 threads (N <= 16384 float32, 32768 float16/bfloat16) take the
+register kernel, RT = min(1024, pow2ceil(ceil(NG / 4))) threads per row, max(RT, 128)
+threads per block, a register cap of 1024 resident threads per SM, grid = ceil(rows /
+rows per block); longer rows take the long-row kernel, 1024 threads, one row per block,
+grid = min(rows, sm_count). Neither depends on the row count, so a row's bits never do."""
+from __future__ import annotations
+
+ARG_FORMAT = "ppppppqf"          # x, residual, weight, bias, y, residual_out, rows, eps
+REGISTER_MAX_VPT = 4             # groups per thread the launch rule gives the register kernel
+MAX_THREADS = 1024
+LONG_THREADS = 1024
+GRID_MAX = 2**31 - 1
+KERNEL_REGISTER, KERNEL_LONG = 0, 1
+
+
+def ops() -> tuple:
+    """The row ops: every csrc/ops/norm/<op>.cu over norm_rows.cuh (nothing listed by hand)."""
+    import os
+    from ... import runtime
+    folder = os.path.dirname(runtime.source_path("norm/norm_rows.cuh"))
+    return tuple(sorted(f[:-3] for f in os.listdir(folder) if f.endswith(".cu")
+                        and '#include "norm_rows.cuh"' in open(os.path.join(folder, f), encoding="utf-8").read()))
+
+
+def weight_bias_choices(op: str):
+    """The (has_weight, has_bias) pairs an op's build takes, from its manifest entry (the op
+    `<stem>` or `<stem>_rows` of entry module <stem>): a weight and a bias where the entry
+    has them, absent where they are optional. Most registers first."""
+    from ...manifest.loader import package_entries
+    from ...ops import module_of
+    stem = op[:-5] if op.endswith("_rows") else op
+    entry = next(e for n, e in package_entries().items() if module_of(n, e.family).endswith("." + stem))
+    inputs = {i.name: i for i in entry.inputs}
+    w = [True] + ([False] if inputs["weight"].optional else [])
+    b = ([True] + ([False] if inputs["bias"].optional else [])) if "bias" in inputs else [False]
+    return [(hw, hb) for hw in w for hb in b]
+
+
+def _elem(dtype_code: int) -> int:
+    if dtype_code not in (0, 1, 2):
+        raise ValueError(f"dtype code {dtype_code}: the row kernels take 0 (float32), 1 (float16), 2 (bfloat16)")
+    return 4 if dtype_code == 0 else 2
+
+
+def _pow2ceil(v: int) -> int:
+    return 1 << max(0, (v - 1).bit_length())
+
+
+def vec_for(dtype_code: int, n: int, aligned16: bool) -> int:
+    """TILEOPS_VEC: 16 / element size (16-byte loads) when every pointer is 16-byte aligned
+    and each row starts on a 16-byte boundary (n * element size a multiple of 16); else 1."""
+    elem = _elem(dtype_code)
+    return 16 // elem if aligned16 and (n * elem) % 16 == 0 else 1
+
+
+def specialisation(op: str, dtype_code: int, n: int, has_weight: bool, has_bias: bool, vec: int, sm_count: int):
+    """(source_name, kernel_name, options, threads, rows_per_block, shared_bytes, grid_cap or
+    None) of one build. Pure: tests compile every specialisation the rules produce with
+    nvcc, without a GPU. grid.x = min(ceil(rows / rows_per_block), grid_cap or 2^31 - 1)."""
+    # (an op's own source rejects a weight/bias combination it does not take: #error)
+    if n < 1:
+        raise ValueError(f"row length {n}: the kernels need n >= 1 (an empty row needs no launch)")
+    elem = _elem(dtype_code)
+    if vec not in (1, 16 // elem):
+        raise ValueError(f"vec {vec}: 1 or {16 // elem} for this dtype")
+    groups = -(-n // (16 // elem))
+    options = [f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={n}", f"-DTILEOPS_HAS_WEIGHT={int(has_weight)}",
+               f"-DTILEOPS_HAS_BIAS={int(has_bias)}", f"-DTILEOPS_VEC={vec}"]
+    if groups <= MAX_THREADS * REGISTER_MAX_VPT:
+        rt = min(MAX_THREADS, _pow2ceil(-(-groups // REGISTER_MAX_VPT)))
+        threads = max(rt, 128)
+        options += [f"-DTILEOPS_KERNEL={KERNEL_REGISTER}", f"-DTILEOPS_THREADS={threads}",
+                    f"-DTILEOPS_ROW_THREADS={rt}", f"-DTILEOPS_MIN_BLOCKS={max(1, 1024 // threads)}"]
+        return f"norm/{op}.cu", f"tileops_{op}", tuple(options), threads, threads // rt, 0, None
+    options += [f"-DTILEOPS_KERNEL={KERNEL_LONG}", f"-DTILEOPS_THREADS={LONG_THREADS}"]
+    return f"norm/{op}.cu", f"tileops_{op}_long", tuple(options), LONG_THREADS, 1, 0, sm_count
+
+
+def build(device_index: int, op: str, dtype_code: int, n: int, has_weight: bool, has_bias: bool, vec: int,
+          eps: float):
+    """Compiles (or finds) the op's kernel for device `device_index` and returns
+    launch(x, residual, weight, bias, y, residual_out): tensors (None for what the op or
+    call lacks) already allocated and contiguous, rows = y.numel() // n; it launches on
+    torch's current stream of that device, allocates nothing, does nothing for 0 rows.
+    eps is fixed per build (a kernel argument, not a define)."""
+    import torch
+
+    from ... import _C, runtime
+    sm_count = runtime.device_attributes(device_index)["sm_count"]
+    source, kernel, options, threads, rows_per_block, shared, grid_cap = specialisation(
+        op, dtype_code, n, has_weight, has_bias, vec, sm_count)
+    handle = runtime.build(device_index, source, kernel, options, ARG_FORMAT)
+    launch_raw = _C.cuda_launch
+    stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
+    cap = min(grid_cap or GRID_MAX, GRID_MAX)
+    eps = float(eps)
+
+    def launch(x, residual, weight, bias, y, residual_out):
+        rows = y.numel() // n
+        if rows:
+            launch_raw(handle, min(-(-rows // rows_per_block), cap), 1, 1, threads, 1, 1, shared,
+                       stream_of(device_index), x.data_ptr(),
+                       0 if residual is None else residual.data_ptr(),
+                       0 if weight is None else weight.data_ptr(),
+                       0 if bias is None else bias.data_ptr(), y.data_ptr(),
+                       0 if residual_out is None else residual_out.data_ptr(), rows, eps)
+    return launch

@@ -1,0 +1,42 @@
+"""FusedAddLayerNormFwdOp: residual_out = x + residual (in x's dtype); y =
+layer_norm(residual_out) * weight + bias. Returns (y, residual_out); inplace=True writes them
+into x and residual."""
+from __future__ import annotations
+
+from ...kernels.norm.rows import family_kernel
+from ..op import Op
+
+_Interface, _Kernel = family_kernel("fused_add_layer_norm", __doc__)
+
+
+class FusedAddLayerNormFwdOp(Op):
+    """residual_out = x + residual (in x's dtype); y = layer_norm(residual_out) * weight +
+    bias. Returns (y, residual_out); inplace=True writes them into x and residual.
+
+    Parameters
+    ----------
+    normalized_shape : int or tuple of int
+        The trailing dimensions normalised together (one "row").
+    eps : float, default 1e-5
+    target : str, optional
+        Which target serves this instance ("builtin", "aten", or a plugin's name).
+
+    Call ``op(x, residual, weight=None, bias=None, *, inplace=False)``: tensors of one dtype
+    (float32, float16, bfloat16) and device; x is
+    (..., *normalized_shape), weight and bias are normalized_shape. Outputs are new and
+    contiguous, unless the call writes them into its inputs or `out`.
+    """
+
+    kernel_types = {"fused_add_layer_norm": _Kernel}
+    interfaces = {"fused_add_layer_norm": _Interface}
+
+    def __init__(self, normalized_shape, eps=1e-5, *, target=None):
+        super().__init__(target=target)
+        self.normalized_shape = normalized_shape
+        self.eps = eps
+
+    def forward(self, x, residual, weight=None, bias=None, *, inplace=False):
+        outs = self.allocate(x, residual, weight, bias, inplace=inplace)
+        tensors = (x, residual, weight, bias, *outs)
+        self.kernel_for("fused_add_layer_norm", *tensors)(*tensors)
+        return outs

@@ -1,0 +1,27 @@
+"""The norm family written with torch.nn.functional: what users compare tileops with.
+
+Arithmetic follows the modules people use: torch's own functions where one exists
+(F.rms_norm, F.layer_norm); the fused residual add rounds `x + residual` to the inputs'
+dtype before normalising it, as Hugging Face decoder layers and vLLM's fused kernel do;
+Gemma's RMSNorm multiplies by (1 + weight) in the accumulation dtype, as Hugging Face's
+GemmaRMSNorm does."""
+import torch
+import torch.nn.functional as F
+
+
+def rms_norm(x, weight=None, *, normalized_shape, eps):
+    return F.rms_norm(x, tuple(normalized_shape), weight, eps)
+
+
+def layer_norm(x, weight=None, bias=None, *, normalized_shape, eps):
+    return F.layer_norm(x, tuple(normalized_shape), weight, bias, eps)
+
+
+def fused_add_rms_norm(x, residual, weight=None, *, normalized_shape, eps):
+    h = x + residual
+    return F.rms_norm(h, tuple(normalized_shape), weight, eps), h
+
+
+def fused_add_layer_norm(x, residual, weight=None, bias=None, *, normalized_shape, eps):
+    h = x + residual
+    return F.layer_norm(h, tuple(normalized_shape), weight, bias, eps), h

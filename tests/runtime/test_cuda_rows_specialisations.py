@@ -1,0 +1,144 @@
+"""The CUDA launch rules of the norm family's row ops (src/tileops/kernels/norm/cuda_rows.py)
+obey the constraints documented at the top of csrc/ops/norm/norm_rows.cuh, and every kind
+of specialisation they produce compiles with nvcc (sm_90a, no GPU needed) without
+local-memory spills, from the source file and from the text the runtime hands NVRTC (its
+includes spliced in). The compile checks are skipped where nvcc is not installed."""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tileops import runtime
+from tileops.kernels.norm import cuda_rows as R
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+SM_COUNT = 132   # H200
+NS = (1, 7, 100, 1000, 4095, 4096, 4097, 8192, 12345, 16384, 16385, 32768, 32769, 40000, 131072)
+
+
+def _cases(ns):
+    """(op, dtype code, n, has_weight, has_bias, vec) for the vectors widths a call can get
+    (vec_for: the vector path only where rows start 16-byte aligned)."""
+    out = []
+    for op in R.ops():
+        for dt in (0, 1, 2):
+            for n in ns:
+                for w, b in R.weight_bias_choices(op):
+                    for vec in sorted({R.vec_for(dt, n, False), R.vec_for(dt, n, True)}):
+                        out.append((op, dt, n, w, b, vec))
+    return out
+
+
+@pytest.mark.parametrize("op", R.ops())
+def test_launch_shapes_obey_the_kernel_constraints(op):
+    for case in _cases(NS):
+        if case[0] == op:
+            _check_shape(*case)
+
+
+def _check_shape(op, dt, n, w, b, vec):
+    source, kernel, opts, threads, rpb, shared, cap = R.specialisation(op, dt, n, w, b, vec, SM_COUNT)
+    d = dict(o[2:].split("=") for o in opts)
+    elem = 4 if dt == 0 else 2
+    g = 16 // elem
+    ng = -(-n // g)
+    assert source == f"norm/{op}.cu" and os.path.exists(os.path.join(ROOT, "csrc", "ops", source))
+    assert 32 <= threads <= 1024 and threads % 32 == 0 and int(d["TILEOPS_THREADS"]) == threads
+    assert (int(d["TILEOPS_DTYPE"]), int(d["TILEOPS_N"]), int(d["TILEOPS_VEC"])) == (dt, n, vec)
+    assert (int(d["TILEOPS_HAS_WEIGHT"]), int(d["TILEOPS_HAS_BIAS"])) == (int(w), int(b))
+    assert shared == 0
+    if kernel == f"tileops_{op}":
+        rt = int(d["TILEOPS_ROW_THREADS"])
+        assert d["TILEOPS_KERNEL"] == "0" and threads % rt == 0 and rpb == threads // rt
+        assert (rt <= 32 and rt & (rt - 1) == 0) or rt % 32 == 0
+        assert -(-ng // rt) <= 4 and cap is None
+        assert 1024 <= int(d["TILEOPS_MIN_BLOCKS"]) * threads <= 2048
+        assert n <= (16384 if dt == 0 else 32768)
+    else:
+        assert kernel == f"tileops_{op}_long" and d["TILEOPS_KERNEL"] == "1"
+        assert rpb == 1 and cap == SM_COUNT and threads == 1024
+        assert n > (16384 if dt == 0 else 32768)
+
+
+def test_the_rule_never_depends_on_the_row_count_and_is_the_shipped_one_for_rms_norm():
+    """specialisation takes no row count, so a row alone and in a batch run one build; the
+    plain RMSNorm's register shape is rms_norm.cu's launch rule (RT = pow2ceil(NG / 4))."""
+    for dt, n, rt in ((1, 4096, 128), (1, 8192, 256), (0, 4096, 256), (2, 1, 1), (1, 32768, 1024)):
+        _, _, opts, threads, rpb, _, _ = R.specialisation("rms_norm_rows", dt, n, True, False, 1, SM_COUNT)
+        assert f"-DTILEOPS_ROW_THREADS={rt}" in opts and threads == max(rt, 128) and rpb == threads // rt
+
+
+@pytest.mark.parametrize("args,match", [
+    (("layer_norm", 1, 64, True, True, 4), "vec 4"),
+    (("layer_norm", 3, 64, True, True, 1), "dtype code 3"),
+    (("layer_norm", 1, 0, True, True, 1), "n >= 1")])
+def test_what_no_source_can_build_is_refused_before_compiling(args, match):
+    with pytest.raises(ValueError, match=match):
+        R.specialisation(*args, SM_COUNT)
+
+
+def test_vec_for_takes_the_vector_path_only_for_aligned_rows():
+    assert R.vec_for(1, 4096, True) == 8 and R.vec_for(0, 4096, True) == 4 and R.vec_for(2, 8, True) == 8
+    assert R.vec_for(1, 4096, False) == 1
+    assert R.vec_for(1, 4100, True) == 1   # 8200-byte rows: row 1 starts off a 16-byte boundary
+    assert R.vec_for(0, 4, True) == 4 and R.vec_for(0, 6, True) == 1
+
+
+def _nvcc(tmp_path, opts, src):
+    return subprocess.run([NVCC, "-cubin", "-arch=sm_90a", "-Xptxas", "-v", *opts, "-o", str(tmp_path / "k.cubin"),
+                           src], capture_output=True, text=True, timeout=300)
+
+
+def _heaviest(op):
+    return R.weight_bias_choices(op)[0]
+
+
+# each kind of build: scalar and vector paths, sub-warp / one-warp / multi-warp rows, the
+# partial tail group, the largest register rows and the long-row kernel, with the most
+# parameters the op takes (the most registers)
+COMPILE_CASES = [c for c in _cases((1, 7, 4096, 12345, 16384, 32768, 40000)) if (c[3], c[4]) == _heaviest(c[0])]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("op,dt,n,w,b,vec", COMPILE_CASES)
+def test_specialisation_compiles_without_spills(tmp_path, op, dt, n, w, b, vec):
+    source, kernel, opts, *_ = R.specialisation(op, dt, n, w, b, vec, SM_COUNT)
+    r = _nvcc(tmp_path, opts, os.path.join(ROOT, "csrc", "ops", source))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"Compiling entry function '{kernel}'" in r.stderr, r.stderr[-2000:]
+    assert r.stderr.count("Compiling entry function") == 1   # TILEOPS_KERNEL names one kernel
+    assert not any(int(v) for v in re.findall(r"(\d+) bytes (?:spill|stack)", r.stderr)), r.stderr[-2000:]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("op", R.ops())
+def test_the_text_nvrtc_gets_compiles_alone(tmp_path, op):
+    """runtime.source splices norm_rows.cuh and norm_common.cuh in: the text compiles from a
+    folder with no other file in it (as NVRTC sees it: no include path)."""
+    text = runtime.source(f"norm/{op}.cu")
+    assert "#include" not in "".join(ln for ln in text.splitlines() if ln.lstrip().startswith("#"))
+    src = tmp_path / "alone.cu"
+    src.write_text(text)
+    w, b = _heaviest(op)
+    _, kernel, opts, *_ = R.specialisation(op, 1, 4096, w, b, 8, SM_COUNT)
+    r = _nvcc(tmp_path, opts, str(src))
+    assert r.returncode == 0 and f"'{kernel}'" in r.stderr, r.stderr[-3000:]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("op,defines,match", [
+    ("fused_add_rms_norm", {"TILEOPS_HAS_BIAS": 1}, "has no bias"),
+    ("gemma_rms_norm", {"TILEOPS_HAS_WEIGHT": 0}, "needs its weight"),
+    ("layer_norm", {"TILEOPS_KERNEL": 0, "TILEOPS_N": 40000, "TILEOPS_ROW_THREADS": 1024, "TILEOPS_THREADS": 1024},
+     "too long for the register kernel"),
+    ("layer_norm", {"TILEOPS_ROW_THREADS": 96}, "TILEOPS_ROW_THREADS must be"),
+    ("layer_norm", {"TILEOPS_VEC": 2}, "TILEOPS_VEC must be")])
+def test_a_build_the_source_cannot_serve_is_a_compile_error_naming_why(tmp_path, op, defines, match):
+    base = {"TILEOPS_DTYPE": 1, "TILEOPS_N": 4096, "TILEOPS_HAS_WEIGHT": 1, "TILEOPS_HAS_BIAS": 0, "TILEOPS_VEC": 8,
+            "TILEOPS_THREADS": 128, "TILEOPS_KERNEL": 0, "TILEOPS_ROW_THREADS": 128}
+    base.update(defines)
+    r = _nvcc(tmp_path, [f"-D{k}={v}" for k, v in base.items()], os.path.join(ROOT, "csrc", "ops", "norm", f"{op}.cu"))
+    assert r.returncode != 0 and match in r.stderr, r.stderr[-2000:]

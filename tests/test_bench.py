@@ -1,0 +1,81 @@
+"""The benchmark driver (`python -m tileops bench`): a quick CPU run writes the JSON the
+README describes, every impl timed; peers are called as the manifest describes them."""
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import tileops
+from tileops import bench
+
+META_KEYS = {"device", "device_name", "torch_version", "tileops_version", "git_commit",
+             "source_digest", "date", "command", "metrics", "status", "failures", "op"}
+ROW_KEYS = {"op", "case", "label", "dims", "dtype", "shapes", "params", "bytes", "correct",
+            "impls", "ratios", "winner"}
+
+
+def test_quick_cpu_run_writes_every_impl_time(tmp_path):
+    out = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-m", "tileops", "bench", "--op", "RMSNormFwdOp",
+                        "--device", "cpu", "--quick", "--out", str(out), "--no-plot"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads(out.read_text())
+    meta, rows = data["metadata"], data["rows"]
+    assert META_KEYS <= set(meta), sorted(META_KEYS - set(meta))
+    assert meta["status"] == "ok" and meta["metrics"] == ["us"] and meta["op"] == "RMSNormFwdOp"
+    assert meta["command"].split()[1:5] == ["-m", "tileops", "bench", "--op"]
+    assert len(rows) == 1
+    row = rows[0]
+    assert ROW_KEYS <= set(row), sorted(ROW_KEYS - set(row))
+    assert row["correct"] is True and row["bytes"] > 0
+    assert set(row["impls"]) == {"tileops", "torch", "torch.compile", "copy"}  # liger: CUDA only
+    for impl, r_ in row["impls"].items():
+        assert isinstance(r_["us"], float) and r_["us"] > 0, (impl, r_)
+        assert r_["gbps"] > 0 and all(t > 0 for t in r_["us_rounds"])
+    assert set(row["ratios"]["us"]) == {"tileops/torch", "tileops/torch.compile", "tileops/copy"}
+    assert all(v > 0 for v in row["ratios"]["us"].values())
+    assert row["winner"]["us"] in ("tileops", "torch", "torch.compile")
+    assert row["impls"]["tileops"]["scaled_err"] <= bench.TOLERANCE[row["dtype"]]
+    assert "liger" in meta["peers"]  # named by the manifest, noted as not run on the CPU
+
+
+def test_peer_call_described_by_data():
+    """A peer spec (call, args) maps the op's inputs and resolved params onto a call."""
+    cls = tileops.all_op_classes()["RMSNormFwdOp"]
+    entry = cls._entry
+    case = bench.select_cases(cls, dtypes=["float32"], keep=bench.case_filter("32x4096"))[0]
+    assert case.shapes["x"] == (32, 4096)
+    inputs = bench.make_inputs(entry, case, "cpu")
+    op = cls(**case.params)
+    params = bench.resolved_params(op)
+    spec = {"call": "torch.nn.functional.rms_norm", "args": ["x", "normalized_shape", "weight", "eps"]}
+    got = bench.peer_callable(entry, spec, inputs, params)()
+    want = torch.nn.functional.rms_norm(inputs[0], (4096,), inputs[1], torch.finfo(torch.float32).eps)
+    assert torch.equal(got, want)
+    assert bench.resolve_dotted("torch.autograd.Function.apply") == torch.autograd.Function.apply
+
+
+def test_cpu_size_cap_and_filter():
+    cls = tileops.all_op_classes()["RMSNormFwdOp"]
+    every = bench.select_cases(cls)
+    capped = bench.select_cases(cls, max_input_bytes=64 << 20)
+    assert capped and len(capped) < len(every)
+    assert all(bench.input_bytes(c) <= 64 << 20 for c in capped)
+    only = bench.select_cases(cls, keep=bench.case_filter("2048x16384"), dtypes=["bfloat16"])
+    assert [c.shapes["x"] for c in only] == [(2048, 16384)]
+
+
+def test_manifest_peers_are_checked():
+    from tileops.errors import ManifestError
+    from tileops.manifest.schema import parse_entry
+    raw = {"family": "norm", "status": "spec-only", "signature": {"inputs": {"x": {"dtype": "float32"}}}}
+    ok = parse_entry("P", {**raw, "peers": {"lib": {"call": "pkg.mod.Fn.apply", "args": ["x", 1.0]}}}, "t.yaml")
+    assert ok.peers == {"lib": {"call": "pkg.mod.Fn.apply", "args": ["x", 1.0]}}
+    assert parse_entry("P", raw, "t.yaml").peers is None
+    for bad in ({"lib": {"call": "not a path"}}, {"lib": {"call": "m.f", "args": "x"}},
+                {"lib": {"call": "m.f", "extra": 1}}, {"lib": "m.f"}):
+        with pytest.raises(ManifestError, match="peers"):
+            parse_entry("P", {**raw, "peers": bad}, "t.yaml")
