@@ -41,6 +41,7 @@ static op_info_t g_ops[] = {
     {"layer_norm", 0, 1, 0, 1, 0.0f, -1, -1},
     {"fused_add_rms_norm", 1, 0, 0, 0, 0.0f, -1, -1},
     {"fused_add_layer_norm", 1, 1, 0, 1, 0.0f, -1, -1},
+    {"gemma_rms_norm", 0, 0, 1, 0, 1.0f, -1, -1},
 };
 #define NUM_OPS (int)(sizeof g_ops / sizeof g_ops[0])
 

@@ -17,6 +17,12 @@ def layer_norm(x, weight=None, bias=None, *, normalized_shape, eps):
     return F.layer_norm(x, tuple(normalized_shape), weight, bias, eps)
 
 
+def gemma_rms_norm(x, weight, *, normalized_shape, eps):
+    acc = torch.promote_types(x.dtype, torch.float32)
+    y = F.rms_norm(x.to(acc), tuple(normalized_shape), None, eps) * (1.0 + weight.to(acc))
+    return y.to(x.dtype)
+
+
 def fused_add_rms_norm(x, residual, weight=None, *, normalized_shape, eps):
     h = x + residual
     return F.rms_norm(h, tuple(normalized_shape), weight, eps), h
