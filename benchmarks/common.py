@@ -8,7 +8,7 @@ loops), :func:`cuda_cold_us` (L2-cold: CUDA events around each call, a 256 MB bu
 written between calls), :func:`cuda_hot_us` (L2-hot: calls captured in a CUDA graph),
 :func:`check_close`, :func:`metadata`, :func:`write_results`, :func:`format_table`.
 What stays here is specific to the RMSNorm scripts: seeded norm inputs, a direct launcher
-of a norm.cu build, the scripts' argument parser and the common end of a run.
+of an rms_norm.cu build, the scripts' argument parser and the common end of a run.
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ from tileops.bench import (check_close, cuda_cold_us, cuda_hot_us,  # noqa: E402
 # the RMSNorm scripts' inputs and direct launches
 # ---------------------------------------------------------------------------------------
 def norm_launch(handle, threads, shared, grid, x, w, y, eps):
-    """A closure that launches a norm.cu build (``runtime.build`` handle) directly, on
+    """A closure that launches an rms_norm.cu build (``runtime.build`` handle) directly, on
     torch's current stream: x (rows, n) and w (n,) into y, contiguous rows, one block of
     ``threads`` per grid entry. For sweeps and probes that time builds the op would not
     pick."""

@@ -140,7 +140,7 @@ def test_python_m_tileops_ops_lists_targets():
     assert r.returncode == 0, r.stderr
     import json
     rows = {row["op"]: row for row in json.loads(r.stdout)}
-    assert rows["RMSNormFwdOp"]["compile_op_names"] == ["tileops::norm_rms_norm_fwd"]
+    assert rows["RMSNormFwdOp"]["compile_op_names"] == ["tileops::norm_rms_norm_fwd", "tileops::norm_rms_norm_fwd_out"]
     assert set(rows["RMSNormFwdOp"]["targets"]) == {"aten", "builtin", "testplugin"}
     assert rows["RMSNormFwdOp"]["dtypes"] == ["float32", "float16", "bfloat16"]
     assert rows["AlibiFwdOp"]["compile_op_names"] == []

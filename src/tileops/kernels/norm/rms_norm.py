@@ -7,7 +7,7 @@
 The two specialised ones split the row lengths between them with no overlap, so exactly
 one implementation serves any call (Kernel selection: specialised over general). CPU
 builds are C functions of the core (identity: dtype, row length, weight, eps); CUDA builds
-are NVRTC compiles of csrc/cuda/norm.cu specialised by -D defines (identity adds the device,
+are NVRTC compiles of csrc/ops/norm/rms_norm.cu specialised by -D defines (identity adds the device,
 the vector width the pointers' alignment allows, and the block size)."""
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def _cuda_launch_shape(kernel_name: str, n: int, elem: int, sm_count: int):
         rt = min(1024, _pow2ceil(-(-groups // 4)))
         threads = max(rt, 128)
         # at least 1024 threads resident per SM (<= 64 registers): measured on the H200,
-        # 2048x8192 cold 22.2 -> 21.0 us, hot 18.3 -> 16.1 (benchmarks/NOTES.md)
+        # 2048x8192 cold 22.2 -> 21.0 us, hot 18.3 -> 16.1 (dev/NOTES.md)
         return (f"-DTILEOPS_ROW_THREADS={rt}", f"-DTILEOPS_MIN_BLOCKS={max(1, 1024 // threads)}"), \
             threads, threads // rt, 0, None
     if kernel_name == "tileops_rms_norm_on_chip":
@@ -101,8 +101,8 @@ def _cuda_launch_shape(kernel_name: str, n: int, elem: int, sm_count: int):
 
 
 def cuda_options(kernel_name: str, dtype: int, n: int, has_weight: bool, vec: int, threads: int) -> tuple:
-    """The defines every norm.cu build takes (the register kernel adds its row threads and
-    register cap; benchmarks/sweep_norm.py and the GPU tests add tuning defines)."""
+    """The defines every rms_norm.cu build takes (the register kernel adds its row threads and
+    register cap; dev/sweep_norm.py and the GPU tests add tuning defines)."""
     return (f"-DTILEOPS_KERNEL={CUDA_KERNEL_CODE[kernel_name]}", f"-DTILEOPS_DTYPE={dtype}",
             f"-DTILEOPS_N={n}", f"-DTILEOPS_HAS_WEIGHT={int(has_weight)}", f"-DTILEOPS_VEC={vec}",
             f"-DTILEOPS_THREADS={threads}")
