@@ -727,3 +727,24 @@ def run_backward(cls, target, branch, device):
         f"{[(o.requires_grad, type(o.grad_fn).__name__) for o in outs]})"
     with pytest.raises(Exception, match=pattern):
         total.backward()
+
+
+def tests_for(device: str):
+    """The driver's four pytest functions for `device`, parametrized: a test module binds
+    them (tests/test_ops.py on the CPU, tests/gpu/test_gpu_ops.py on CUDA)."""
+    @pytest.mark.parametrize("cls,target,dtype,branch", item_params(device))
+    def test_op(cls, target, dtype, branch):
+        run_item(cls, target, dtype, branch, device)
+
+    @pytest.mark.parametrize("cls,target,branch", branch_params())
+    def test_opcheck(cls, target, branch):
+        run_opcheck(cls, target, branch, device)
+
+    @pytest.mark.parametrize("cls,target,branch", branch_params())
+    def test_compile(cls, target, branch):
+        run_compile(cls, target, branch, device)
+
+    @pytest.mark.parametrize("cls,target,branch", branch_params())
+    def test_backward_raises_naming_the_op(cls, target, branch):
+        run_backward(cls, target, branch, device)
+    return test_op, test_opcheck, test_compile, test_backward_raises_naming_the_op

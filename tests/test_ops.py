@@ -8,40 +8,10 @@ small case: torch.library.opcheck, a cold torch.compile(fullgraph=True) holding 
 tileops node, and a backward that raises naming the op.
 
 A target that does not serve an op is a skip that says so."""
-import pytest
 
 import driver
 
 DEVICE = "cpu"
 
 
-@pytest.mark.parametrize("cls,target,dtype,branch", driver.item_params(DEVICE))
-def test_op(cls, target, dtype, branch):
-    driver.run_item(cls, target, dtype, branch, DEVICE)
-
-
-@pytest.mark.parametrize("cls,target,branch", driver.branch_params())
-def test_opcheck(cls, target, branch):
-    driver.run_opcheck(cls, target, branch, DEVICE)
-
-
-@pytest.mark.parametrize("cls,target,branch", driver.branch_params())
-def test_compile(cls, target, branch):
-    driver.run_compile(cls, target, branch, DEVICE)
-
-
-@pytest.mark.parametrize("cls,target,branch", driver.branch_params())
-def test_backward_raises_naming_the_op(cls, target, branch):
-    driver.run_backward(cls, target, branch, DEVICE)
-
-
-def test_every_implemented_op_is_driven():
-    """The driver found ops, and every one has at least the two shipped targets serving it
-    (an op the aten target does not serve has no reference to serve it with)."""
-    classes = driver.op_classes()
-    assert "RMSNormFwdOp" in classes
-    names = {t.name for t in driver.targets()}
-    assert {"builtin", "aten"} <= names
-    for name, cls in classes.items():
-        serving = {t.name for t in driver.targets() if t.serves(cls)}
-        assert {"builtin", "aten"} <= serving, f"{name} is served only by {sorted(serving)}"
+test_op, test_opcheck, test_compile, test_backward_raises_naming_the_op = driver.tests_for(DEVICE)

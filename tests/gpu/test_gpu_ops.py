@@ -11,21 +11,4 @@ DEVICE = "cuda"
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the GPU driver runs on the lent GPU")
 
 
-@pytest.mark.parametrize("cls,target,dtype,branch", driver.item_params(DEVICE))
-def test_op(cls, target, dtype, branch):
-    driver.run_item(cls, target, dtype, branch, DEVICE)
-
-
-@pytest.mark.parametrize("cls,target,branch", driver.branch_params())
-def test_opcheck(cls, target, branch):
-    driver.run_opcheck(cls, target, branch, DEVICE)
-
-
-@pytest.mark.parametrize("cls,target,branch", driver.branch_params())
-def test_compile(cls, target, branch):
-    driver.run_compile(cls, target, branch, DEVICE)
-
-
-@pytest.mark.parametrize("cls,target,branch", driver.branch_params())
-def test_backward_raises_naming_the_op(cls, target, branch):
-    driver.run_backward(cls, target, branch, DEVICE)
+test_op, test_opcheck, test_compile, test_backward_raises_naming_the_op = driver.tests_for(DEVICE)
