@@ -26,14 +26,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#include <unistd.h>
-#endif
 
 #include "ops/norm/norm_rows.h"
 #include "tileops/cpu.h"
 #include "tileops/dtype.h"
+#include "cpu/memory.h"
 #include "cpu/simd.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -261,53 +258,10 @@ static void norm_range(void *ctx, int64_t r0, int64_t r1) {
     free(heap);
 }
 
-/* TILEOPS_CPU_HUGEPAGES=0 turns the huge-page advice off; read once. */
-static int huge_pages_allowed(void) {
-    static atomic_int allowed = -1;
-    int v = atomic_load_explicit(&allowed, memory_order_relaxed);
-    if (v < 0) {
-        const char *env = getenv("TILEOPS_CPU_HUGEPAGES");
-        v = env == NULL || strcmp(env, "0") != 0;
-        atomic_store_explicit(&allowed, v, memory_order_relaxed);
-    }
-    return v;
-}
-
-/* A large output whose pages are not in memory yet (a new allocation: glibc maps each one of
- * 32 MiB or more afresh) faults in one 4 KiB page at a time as it is first written, which
- * costs more than the kernel's own work. Asking for transparent huge pages over its 2 MiB-
- * aligned interior before the first write makes that one fault per 2 MiB (2048 x 4096 fp32
- * into a new output: ~12 -> ~5 ms, see dev/NOTES.md). Memory all in place (a reused buffer,
- * an in-place output) is left alone: its first, middle and last pages are probed with
- * mincore, and any one of them missing counts as new (the first page of a new mapping is
- * always there: glibc writes its chunk header into it). The advice moves no data and a
- * failure changes nothing but the time. */
+/* A large new output gets huge pages before its first write (cpu/memory.h). */
 static void advise_fresh_output(void *p, int64_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (p == NULL || bytes < NORM_HUGE_MIN_BYTES || !huge_pages_allowed())
-        return;
-    const long page = sysconf(_SC_PAGESIZE);
-    if (page <= 0)
-        return;
-    const uintptr_t begin = (uintptr_t)p, end = begin + (uintptr_t)bytes;
-    const uintptr_t probe[3] = {begin, begin + (uintptr_t)bytes / 2, end - 1};
-    int missing = 0;
-    for (int k = 0; k < 3; k++) {
-        unsigned char in_memory = 0;
-        if (mincore((void *)(probe[k] & ~(uintptr_t)(page - 1)), 1, &in_memory) != 0)
-            return; /* not a mapping we can tell anything about */
-        missing |= !(in_memory & 1u);
-    }
-    if (!missing)
-        return;
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    const uintptr_t lo = (begin + huge - 1) & ~(huge - 1), hi = end & ~(huge - 1);
-    if (hi > lo)
-        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)bytes;
-#endif
+    if (bytes >= NORM_HUGE_MIN_BYTES)
+        (void)tileops_cpu_fresh_output(p, bytes, NORM_HUGE_MIN_BYTES);
 }
 
 tileops_status_t tileops_norm_rows(const tileops_norm_rows_args_t *a) {

@@ -25,17 +25,13 @@
  * The file is built with the project's plain flags; the vector code is enabled per
  * function with target attributes and entered only after a CPU check. */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#include <unistd.h>
-#endif
 
 #include "tileops/cpu.h"
 #include "tileops/kernel_table.h"
+#include "cpu/memory.h"
 #include "cpu/simd.h"
 #include "ops/norm/rms_norm.h"
 
@@ -720,18 +716,6 @@ static void norm_range(void *ctx, int64_t r0, int64_t r1) {
     free(heap);
 }
 
-/* TILEOPS_CPU_HUGEPAGES=0 turns the huge-page advice below off; read once. */
-static int huge_pages_allowed(void) {
-    static atomic_int allowed = -1;
-    int a = atomic_load_explicit(&allowed, memory_order_relaxed);
-    if (a < 0) {
-        const char *env = getenv("TILEOPS_CPU_HUGEPAGES");
-        a = !(env && env[0] == '0' && env[1] == '\0');
-        atomic_store_explicit(&allowed, a, memory_order_relaxed);
-    }
-    return a;
-}
-
 /* Whether an output's pages are new, not in memory yet (probed at the first, middle and
  * last byte of its extent with mincore; where it cannot tell, it says no). If so, asks for
  * transparent huge pages (MADV_HUGEPAGE) over the extent's 2 MiB-aligned interior before
@@ -750,40 +734,9 @@ static int huge_pages_allowed(void) {
  * reused output non-temporal stores stay faster (0.85-1.4 against 2.2-2.3 at 2048 x 4096);
  * STREAMING keeps them for a new output too (64 x 524288: 44-48 against 51 without). */
 static int fresh_output(void *y, int64_t rows, int64_t n, int64_t y_row_stride, int64_t es) {
-#if defined(__linux__)
     if (y_row_stride > (INT64_MAX / es - n) / rows)
         return 0;
-    const int64_t extent = ((rows - 1) * y_row_stride + n) * es;
-    const long page = sysconf(_SC_PAGESIZE);
-    if (page <= 0)
-        return 0;
-    const uintptr_t base = (uintptr_t)y;
-    const uintptr_t probes[3] = {base, base + (uintptr_t)(extent / 2), base + (uintptr_t)(extent - 1)};
-    int resident = 1;
-    for (int i = 0; i < 3 && resident; i++) {
-        unsigned char v = 0;
-        if (mincore((void *)(probes[i] & ~(uintptr_t)(page - 1)), 1, &v) != 0)
-            return 0;
-        resident = v & 1u;
-    }
-    if (resident)
-        return 0;
-#if defined(MADV_HUGEPAGE)
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    const uintptr_t b = (base + huge - 1) & ~(huge - 1);
-    const uintptr_t e = (base + (uintptr_t)extent) & ~(huge - 1);
-    if (e > b && huge_pages_allowed())
-        (void)madvise((void *)b, e - b, MADV_HUGEPAGE); /* advice: a failure changes nothing */
-#endif
-    return 1;
-#else
-    (void)y;
-    (void)rows;
-    (void)n;
-    (void)y_row_stride;
-    (void)es;
-    return 0;
-#endif
+    return tileops_cpu_fresh_output(y, ((rows - 1) * y_row_stride + n) * es, 0);
 }
 
 tileops_status_t tileops_cpu_rms_norm(const tileops_rms_norm_args_t *args, int variant) {

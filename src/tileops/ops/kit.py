@@ -67,7 +67,7 @@ def allocate_source(entry, ns) -> list:
     names = []
     for o in entry.outputs:
         dt = dtype_expr(o.dtype, ns, f"_DT_{o.name}")
-        fresh = f"_empty(tuple({o.shape}), dtype={dt}, device={device})"
+        fresh = f"torch.empty(tuple({o.shape}), dtype={dt}, device={device})"
         choices = []
         if o.alias_of:
             when = next(i.when for i in entry.inputs if i.name == o.alias_of)
@@ -131,17 +131,13 @@ def memo_source(entry, iface) -> list:
             f"    return ({', '.join(full)},)"]
 
 
-def _empty(shape, dtype, device):
-    return torch.empty(shape, dtype=dtype, device=device)
-
-
 def generate(cls, entry) -> dict:
     """Execs the kit of `cls` into a namespace and returns it (with `_source`). An
     interface declaring no tensors takes the entry's inputs then outputs."""
     for iface in cls.interfaces.values():
         if not iface.tensors:
             iface.tensors = tuple(i.name for i in entry.inputs) + tuple(o.name for o in entry.outputs)
-    ns = {"torch": torch, "_empty": _empty}
+    ns = {"torch": torch}
     lines = allocate_source(entry, ns) + [""]
     for iface in cls.interfaces.values():
         lines += memo_source(entry, iface) + [""]

@@ -89,14 +89,14 @@ class Op:
     # is not keyed by them); assigning a param after construction drops all three, so the
     # next call checks, selects and builds again under the new value.
     def __setattr__(self, name, value):
-        if name in self._param_names:
-            value = _coerce_param(type(self).__name__, self._entry, name, value)
-        object.__setattr__(self, name, value)
-        if name in self._param_names:
-            d = self.__dict__
-            for cache in ("_checked", "_memo", "_kernels"):
-                if cache in d:
-                    d[cache].clear()
+        if name not in self._param_names:
+            object.__setattr__(self, name, value)
+            return
+        object.__setattr__(self, name, _coerce_param(type(self).__name__, self._entry, name, value))
+        d = self.__dict__
+        for cache in ("_checked", "_memo", "_kernels"):
+            if cache in d:
+                d[cache].clear()
 
     def _note_checked(self, sig):
         """Records that the generated checks passed for inputs with this metadata (the

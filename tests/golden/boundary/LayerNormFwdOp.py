@@ -172,7 +172,7 @@ def _call_boundary(self, x, weight=None, bias=None, *, out=None):
         return out
 
 def _allocate(self, x, weight=None, bias=None, *, out=None):
-    y = out if out is not None else _empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+    y = out if out is not None else torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     return y
 
 def _memo_layer_norm(x, weight, bias, y):

@@ -157,7 +157,7 @@ def _call_boundary(self, x, weight=None, *, out=None):
         return out
 
 def _allocate(self, x, weight=None, *, out=None):
-    y = out if out is not None else _empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+    y = out if out is not None else torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     return y
 
 def _memo_rms_norm(x, weight, y):

@@ -65,7 +65,7 @@ def _call_boundary(self, x):
     return _a
 
 def _allocate(self, x):
-    y = _empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+    y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     return y
 
 def _memo_scale_rows(x, y):

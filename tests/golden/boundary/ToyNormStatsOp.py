@@ -128,8 +128,8 @@ def _call_boundary(self, x, *, return_rstd=False):
         return _a
 
 def _allocate(self, x, *, return_rstd=False):
-    y = _empty(tuple(x.shape), dtype=x.dtype, device=x.device)
-    rstd = None if not return_rstd else _empty(tuple(x.shape[:-1]), dtype=_DT_rstd, device=x.device)
+    y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+    rstd = None if not return_rstd else torch.empty(tuple(x.shape[:-1]), dtype=_DT_rstd, device=x.device)
     return (y, rstd,)
 
 def _memo_norm_stats(x, y, rstd):
