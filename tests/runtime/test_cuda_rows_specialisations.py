@@ -71,6 +71,19 @@ def test_the_rule_never_depends_on_the_row_count_and_is_the_shipped_one_for_rms_
         assert f"-DTILEOPS_ROW_THREADS={rt}" in opts and threads == max(rt, 128) and rpb == threads // rt
 
 
+def test_the_ops_with_a_residual_take_two_groups_per_thread_and_the_others_four():
+    """The fused adds hold x's and the residual's groups: RT = pow2ceil(NG / 2) (the H200
+    measurements in dev/NOTES.md, session 5); register rows still reach 4 groups per
+    thread at 1024 threads, so the register kernel covers the same N for every op."""
+    for op in R.ops():
+        w, b = _heaviest(op)
+        two = op.startswith("fused_add")
+        assert R.has_residual(op) == two
+        for dt, n, rt2, rt4 in ((1, 4096, 256, 128), (1, 8192, 512, 256), (1, 32768, 1024, 1024), (0, 16384, 1024, 1024)):
+            _, kernel, opts, threads, rpb, _, _ = R.specialisation(op, dt, n, w, b, 1, SM_COUNT)
+            assert kernel == f"tileops_{op}" and f"-DTILEOPS_ROW_THREADS={rt2 if two else rt4}" in opts, (op, n)
+
+
 @pytest.mark.parametrize("args,match", [
     (("layer_norm", 1, 64, True, True, 4), "vec 4"),
     (("layer_norm", 3, 64, True, True, 1), "dtype code 3"),

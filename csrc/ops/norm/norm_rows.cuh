@@ -46,6 +46,9 @@
  *   TILEOPS_ROW_THREADS    register kernel: RT, threads per row (a power of two <= 32 or a
  *                          multiple of 32, dividing THREADS); default THREADS.
  *   TILEOPS_MIN_BLOCKS     resident blocks per SM the compiler must allow (caps registers).
+ *   TILEOPS_WB_REG_GROUPS  register kernel: weight + bias groups per thread held in
+ *                          registers across a block's rows (default 4); past it they are
+ *                          loaded after the row's sums, where they are used.
  *   From the op's file (csrc/ops/norm/<op>.cu), before it includes this:
  *   TILEOPS_HAS_RESIDUAL   0 or 1: h = round(x + residual), written to residual_out.
  *   TILEOPS_MEAN           1: subtract the row's mean (LayerNorm); 0: RMSNorm.
@@ -76,8 +79,9 @@
  *     VPT    = ceil(NG / RT) groups per thread: at most 16 when THREADS <= 256, else 8 for
  *              float32 and 4 for the half types (a compile error otherwise)
  *     grid.x = ceil(rows / RPB) (may be capped: rows are strided)
- *   Launch rule (cuda_rows.py): RT = min(1024, pow2ceil(ceil(NG / 4))), THREADS =
- *   max(RT, 128), MIN_BLOCKS = max(1, 1024 / THREADS): VPT <= 4, so N <= 16384 (float32)
+ *   Launch rule (cuda_rows.py): RT = min(1024, pow2ceil(ceil(NG / V))) with V = 4, or 2
+ *   with a residual (two rows in registers; faster at every decode shape on the H200),
+ *   THREADS = max(RT, 128), MIN_BLOCKS = max(1, 1024 / THREADS): VPT <= 4, so N <= 16384 (float32)
  *   or 32768 (half types); one row per block from N = 512 G on. The weight and bias
  *   groups stay in registers across the block's rows when they cost at most 16 registers
  *   (vector path); otherwise they are loaded where they are used.
@@ -131,8 +135,12 @@
 #define NR_REG_ENABLED ((TILEOPS_KERNEL == 0 || TILEOPS_KERNEL == -1) && NR_VPT <= NR_MAX_VPT)
 #define NR_LONG_ENABLED (TILEOPS_KERNEL == 1 || TILEOPS_KERNEL == -1)
 /* weight and bias groups held across the rows of a block: only on the vector path and
- * when they cost at most 16 registers (more costs resident blocks under the register cap) */
-#define NR_WB_IN_REGS (TILEOPS_VEC != 1 && (TILEOPS_HAS_WEIGHT + TILEOPS_HAS_BIAS) * NR_VPT <= 4)
+ * when they cost at most TILEOPS_WB_REG_GROUPS groups of 4 registers (default 4: 16
+ * registers; more costs resident blocks under the register cap) */
+#ifndef TILEOPS_WB_REG_GROUPS
+#define TILEOPS_WB_REG_GROUPS 4
+#endif
+#define NR_WB_IN_REGS (TILEOPS_VEC != 1 && (TILEOPS_HAS_WEIGHT + TILEOPS_HAS_BIAS) * NR_VPT <= TILEOPS_WB_REG_GROUPS)
 #if TILEOPS_VEC == 1
 #define ST_UNROLL 2 /* element loads: 2 groups are already 8-16 loads in flight */
 #else

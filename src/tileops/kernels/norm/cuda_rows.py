@@ -8,14 +8,20 @@ norm_rows.cuh) a build compiles, with which defines and launch shape, and the la
 
 Launch rules (norm_rows.cuh's top comment says why): rows whose 16-byte groups fit 4 per
 thread of at most 1024 threads (N <= 16384 float32, 32768 float16/bfloat16) take the
-register kernel, RT = min(1024, pow2ceil(ceil(NG / 4))) threads per row, max(RT, 128)
-threads per block, a register cap of 1024 resident threads per SM, grid = ceil(rows /
-rows per block); longer rows take the long-row kernel, 1024 threads, one row per block,
-grid = min(rows, sm_count). Neither depends on the row count, so a row's bits never do."""
+register kernel, RT = min(1024, pow2ceil(ceil(NG / V))) threads per row with V = 4 groups
+per thread, or V = 2 for the ops with a residual (the fused adds: two rows in registers
+per thread; measured on the H200, dev/NOTES.md session 5: 1x4096 fp16 1.92 -> 1.74 us hot,
+4096x8192 68.4 -> 66.3), max(RT, 128) threads per block, a register cap of 1024 resident
+threads per SM, grid = ceil(rows / rows per block); longer rows take the long-row kernel,
+1024 threads, one row per block, grid = min(rows, sm_count). Neither depends on the row
+count, so a row's bits never do."""
 from __future__ import annotations
 
+import functools
+
 ARG_FORMAT = "ppppppqf"          # x, residual, weight, bias, y, residual_out, rows, eps
-REGISTER_MAX_VPT = 4             # groups per thread the launch rule gives the register kernel
+REGISTER_MAX_VPT = 4             # most groups per thread the launch rule gives the register kernel
+RESIDUAL_VPT = 2                 # the rule's groups per thread for the ops with a residual
 MAX_THREADS = 1024
 LONG_THREADS = 1024
 GRID_MAX = 2**31 - 1
@@ -29,6 +35,15 @@ def ops() -> tuple:
     folder = os.path.dirname(runtime.source_path("norm/norm_rows.cuh"))
     return tuple(sorted(f[:-3] for f in os.listdir(folder) if f.endswith(".cu")
                         and '#include "norm_rows.cuh"' in open(os.path.join(folder, f), encoding="utf-8").read()))
+
+
+@functools.lru_cache(maxsize=None)
+def has_residual(op: str) -> bool:
+    """Whether the op's source (csrc/ops/norm/<op>.cu) defines TILEOPS_HAS_RESIDUAL 1."""
+    import re
+    from ... import runtime
+    with open(runtime.source_path(f"norm/{op}.cu"), encoding="utf-8") as f:
+        return re.search(r"^#define TILEOPS_HAS_RESIDUAL 1\b", f.read(), re.M) is not None
 
 
 def weight_bias_choices(op: str):
@@ -76,7 +91,8 @@ def specialisation(op: str, dtype_code: int, n: int, has_weight: bool, has_bias:
     options = [f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={n}", f"-DTILEOPS_HAS_WEIGHT={int(has_weight)}",
                f"-DTILEOPS_HAS_BIAS={int(has_bias)}", f"-DTILEOPS_VEC={vec}"]
     if groups <= MAX_THREADS * REGISTER_MAX_VPT:
-        rt = min(MAX_THREADS, _pow2ceil(-(-groups // REGISTER_MAX_VPT)))
+        vpt = RESIDUAL_VPT if has_residual(op) else REGISTER_MAX_VPT
+        rt = min(MAX_THREADS, _pow2ceil(-(-groups // vpt)))
         threads = max(rt, 128)
         options += [f"-DTILEOPS_KERNEL={KERNEL_REGISTER}", f"-DTILEOPS_THREADS={threads}",
                     f"-DTILEOPS_ROW_THREADS={rt}", f"-DTILEOPS_MIN_BLOCKS={max(1, 1024 // threads)}"]
