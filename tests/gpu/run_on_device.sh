@@ -2,7 +2,8 @@
 # Runs on the lent GPU machine (the `device` tool), from the repository root:
 #   bash tests/gpu/run_on_device.sh [full|bench|quick|kit|sweep|experiments]
 #     kit: GPU tests (bounded by TEST_SECONDS) and `python -m tileops bench` for every op
-#     (filtered by BENCH_WORKLOADS / BENCH_DTYPES), logs and JSON straight into $OUT
+#     (filtered by BENCH_OPS / BENCH_WORKLOADS / BENCH_DTYPES; KIT_STEPS=tests or bench runs
+#     one of the two), logs and bench JSON in $OUT/logs.tar.gz
 #     full: everything but the sweeps (~7 min); bench: all but the C smoke test and the CPU
 #     suite; quick: GPU tests; sweep: GPU tests and the two sweeps of dev/sweep_norm.py;
 #     experiments: GPU tests, the lab's bit-for-bit tests (dev/tests), the cluster / bulk /
@@ -50,25 +51,28 @@ if [ "$MODE" = full ] && [ -f tests/gpu/run_c_smoke.sh ]; then
 fi
 
 step "GPU tests"
-if [ "$MODE" = kit ]; then   # a short device budget: logs straight into $OUT, bounded steps
-    LOGS="$OUT"
-    timeout "${TEST_SECONDS:-240}" python3 -m pytest -q -p no:cacheprovider tests/gpu -rs 2>&1 | tee "$LOGS/tests_gpu.log" | tail -25
+if [ "$MODE" = kit ]; then   # a short device budget: bounded steps; KIT_STEPS picks tests and/or bench
+    if [[ "${KIT_STEPS:-tests,bench}" == *tests* ]]; then
+        timeout "${TEST_SECONDS:-240}" python3 -m pytest -q -p no:cacheprovider tests/gpu -rs 2>&1 | tee "$LOGS/tests_gpu.log" | tail -25
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    fi
 else
     python3 -m pytest -q -p no:cacheprovider tests/gpu -x -rs 2>&1 | tee "$LOGS/tests_gpu.log" | tail -25
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
 
 if [ "$MODE" = full ]; then
     step "whole suite on the GPU machine"
     python3 -m pytest -q -p no:cacheprovider tests --ignore=tests/gpu -rs 2>&1 | tee "$LOGS/tests_all.log" | tail -15
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
-if [ "$MODE" = kit ]; then
-    step "python -m tileops bench --device cuda (BENCH_WORKLOADS, BENCH_DTYPES filter)"
-    mkdir -p "$OUT/bench"
-    for op in $(python3 -c 'import tileops; print(" ".join(tileops.all_op_classes()))'); do
-        python3 -m tileops bench --device cuda --op "$op" ${BENCH_WORKLOADS:+--workloads "$BENCH_WORKLOADS"} \
-            ${BENCH_DTYPES:+--dtypes "$BENCH_DTYPES"} --out "$OUT/bench/$op.json" --no-plot 2>&1 | tee "$OUT/bench_$op.log" | tail -30
+if [ "$MODE" = kit ] && [[ "${KIT_STEPS:-tests,bench}" == *bench* ]]; then
+    step "python -m tileops bench --device cuda (BENCH_OPS, BENCH_WORKLOADS, BENCH_DTYPES filter)"
+    mkdir -p "$LOGS/bench"
+    for op in ${BENCH_OPS:-$(python3 -c 'import tileops; print(" ".join(tileops.all_op_classes()))')}; do
+        timeout "${BENCH_SECONDS_PER_OP:-300}" python3 -m tileops bench --device cuda --op "$op" \
+            ${BENCH_WORKLOADS:+--workloads "$BENCH_WORKLOADS"} ${BENCH_DTYPES:+--dtypes "$BENCH_DTYPES"} \
+            --out "$LOGS/bench/$op.json" --no-plot 2>&1 | tee "$LOGS/bench_$op.log" | tail -40
     done
 fi
 if [ "$MODE" = full ] || [ "$MODE" = bench ]; then
@@ -110,9 +114,7 @@ if [ "$MODE" = experiments ]; then
     step "time_norm_rows (row ops vs the shipped RMSNorm kernel and a copy)"
     python3 dev/time_norm_rows.py --out "$OUT/norm_rows_timing.json" 2>&1 | tee "$LOGS/time_norm_rows.log" | tail -80
 fi
-if [ "$MODE" != kit ]; then
-    cp "$OUT"/*.json "$LOGS"/ 2>/dev/null
-    tar czf "$OUT/logs.tar.gz" -C "$LOGS" .
-fi
+cp "$OUT"/*.json "$LOGS"/ 2>/dev/null
+tar czf "$OUT/logs.tar.gz" -C "$LOGS" .   # one file: the device tool returns few per call
 echo; echo "run_on_device: status $status"
 exit $status
