@@ -7,6 +7,7 @@ Per op (rms_norm_rows, gemma_rms_norm with a weight; layer_norm, fused_add_layer
 weight and bias; fused_add_rms_norm with a weight) and shape, the variants are
   rule        cuda_rows.specialisation's build
   rt*2, rt*4  2x / 4x the rule's threads per row (fewer groups per thread)
+  no smem     the rule without weight/bias staged in shared memory (TILEOPS_WB_SMEM=0)
   wb8         the rule with weight + bias up to 8 groups per thread in registers
   rt*2 wb8    both
 each timed hot (CUDA graph of 50 calls) and cold (256 MB written before each call), 2
@@ -50,6 +51,7 @@ def variants(op, n, hw, hb):
             continue
         t = max(r, 128)
         out[f"rt*{mul}"] = (_with(opts, THREADS=t, ROW_THREADS=r, MIN_BLOCKS=max(1, 1024 // t)), t, t // r)
+    out["no smem"] = (_with(opts, WB_SMEM=0), threads, rpb)
     out["wb8"] = (_with(opts, WB_REG_GROUPS=8), threads, rpb)
     if "rt*2" in out:
         o, t, p = out["rt*2"]
@@ -62,7 +64,11 @@ def main(argv=None):
     p.add_argument("--out", default=None)
     p.add_argument("--rows", default="1,8,32,256,4096")
     p.add_argument("--ns", default="4096,8192")
+    p.add_argument("--ops", default=",".join(o[0] for o in OPS))
+    p.add_argument("--variants", default="", help="comma-separated variant names to keep (default: all)")
     a = p.parse_args(argv)
+    keep_ops = a.ops.split(",")
+    keep_variants = [v for v in a.variants.split(",") if v]
     stream_of = torch._C._cuda_getCurrentRawStream
     results = []
     for n in (int(v) for v in a.ns.split(",")):
@@ -74,8 +80,9 @@ def main(argv=None):
             b = (0.1 * torch.randn(n, generator=gen)).to("cuda", torch.float16)
             y, ro = torch.empty_like(x), torch.empty_like(x)
             fns = {"copy": lambda: y.copy_(x)}
-            for op, hw, hb in OPS:
+            for op, hw, hb in (o for o in OPS if o[0] in keep_ops):
                 src, kname, vs = variants(op, n, hw, hb)
+                vs = {k: v for k, v in vs.items() if not keep_variants or k in keep_variants}
                 res = op.startswith("fused")
                 args = (x.data_ptr(), r.data_ptr() if res else 0, w.data_ptr(), b.data_ptr() if hb else 0,
                         y.data_ptr(), ro.data_ptr() if res else 0, rows, 1e-5)

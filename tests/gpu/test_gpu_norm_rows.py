@@ -191,6 +191,29 @@ def test_any_grid_gives_the_same_bits(op, n, grid):
     assert same_bits(yg, y) and (r is None or same_bits(rog, ro))
 
 
+@pytest.mark.parametrize("dt,n", [(1, 4096), (1, 3584), (2, 8192), (0, 4096), (1, 2048)])
+def test_the_decode_build_gives_the_rule_builds_bits(dt, n):
+    """LayerNorm's decode build (weight and bias staged in shared memory) computes the same
+    bits as the rule's build, on the rows where the launch takes either (grid <= SMs / more)."""
+    vec = R.vec_for(dt, n, True)
+    source, kernel, opts, threads, rpb, shared, _ = R.specialisation("layer_norm", dt, n, True, True, vec, 132)
+    decode = R.decode_options(opts, True, True, vec, rpb)
+    ptr = lambda t: t.data_ptr()   # noqa: E731
+    for rows in (1, 7, 200):
+        x, _, wt, bs = inputs("layer_norm", dt, rows, n, True, True, seed=21)
+        outs = []
+        for o in (opts, decode):
+            h = runtime.build(0, source, kernel, o, R.ARG_FORMAT)
+            y = torch.full_like(x, float("nan"))
+            _C.cuda_launch(h, -(-rows // rpb), 1, 1, threads, 1, 1, shared, runtime.current_stream(0), ptr(x), 0,
+                           ptr(wt), ptr(bs), ptr(y), 0, rows, 1e-5)
+            outs.append(y)
+        torch.cuda.synchronize()
+        assert same_bits(outs[0], outs[1]), rows
+        yl, _ = run("layer_norm", dt, n, True, True, vec, x, None, wt, bs)   # cuda_rows.build's launch
+        assert same_bits(yl, outs[0]), rows
+
+
 def test_zero_rows_launch_nothing_and_graph_capture_replays():
     """rows == 0 is a no-op; a warmed-up build launches inside CUDA graph capture (current
     stream), and replays see new data."""

@@ -126,6 +126,37 @@ def test_specialisation_compiles_without_spills(tmp_path, op, dt, n, w, b, vec):
     assert not any(int(v) for v in re.findall(r"(\d+) bytes (?:spill|stack)", r.stderr)), r.stderr[-2000:]
 
 
+def test_a_decode_build_exists_only_where_weight_and_bias_miss_the_registers():
+    """LayerNorm with weight and bias at 4 groups per thread stages them in shared memory
+    for small grids; where the parameters sit in registers, on the scalar path and for the
+    long-row kernel there is no second build."""
+    def decode(op, dt, n, w, b, vec):
+        _, _, opts, threads, rpb, _, _ = R.specialisation(op, dt, n, w, b, vec, SM_COUNT)
+        return R.decode_options(opts, w, b, vec, rpb)
+    assert decode("layer_norm", 1, 4096, True, True, 8)[-1] == "-DTILEOPS_WB_SMEM=1"
+    assert decode("layer_norm", 1, 3584, True, True, 8) is not None
+    assert decode("layer_norm", 1, 4096, True, False, 8) is None       # 4 groups: registers
+    assert decode("layer_norm", 1, 4096, True, True, 1) is None        # scalar path
+    assert decode("layer_norm", 0, 8192, True, True, 4) is None        # 64 KB to stage
+    assert decode("layer_norm", 1, 40000, True, True, 8) is None       # long-row kernel
+    assert decode("rms_norm_rows", 1, 4096, True, False, 8) is None
+    assert decode("fused_add_layer_norm", 1, 4096, True, True, 8) is None   # 2 groups per thread
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("dt,n", [(1, 4096), (1, 3584), (2, 8192), (0, 4096), (1, 2048), (1, 256)])
+def test_the_decode_build_compiles_without_spills_and_stages_in_shared_memory(tmp_path, dt, n):
+    vec = R.vec_for(dt, n, True)
+    source, kernel, opts, threads, rpb, *_ = R.specialisation("layer_norm", dt, n, True, True, vec, SM_COUNT)
+    decode = R.decode_options(opts, True, True, vec, rpb)
+    assert decode is not None
+    r = _nvcc(tmp_path, decode, os.path.join(ROOT, "csrc", "ops", source))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert not any(int(v) for v in re.findall(r"(\d+) bytes (?:spill|stack)", r.stderr)), r.stderr[-2000:]
+    smem = max(int(v) for v in re.findall(r"(\d+) bytes smem", r.stderr))
+    assert rpb * (n // vec) * 16 * 2 <= smem <= 32768 + 1024, r.stderr[-2000:]
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
 @pytest.mark.parametrize("op", R.ops())
 def test_the_text_nvrtc_gets_compiles_alone(tmp_path, op):

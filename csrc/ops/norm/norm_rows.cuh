@@ -48,7 +48,8 @@
  *   TILEOPS_MIN_BLOCKS     resident blocks per SM the compiler must allow (caps registers).
  *   TILEOPS_WB_REG_GROUPS  register kernel: weight + bias groups per thread held in
  *                          registers across a block's rows (default 4); past it they are
- *                          loaded after the row's sums, where they are used.
+ *                          loaded after the row's sums, where they are used, or
+ *   TILEOPS_WB_SMEM        (0 or 1) staged in shared memory by cp.async (see NR_WB_SMEM).
  *   From the op's file (csrc/ops/norm/<op>.cu), before it includes this:
  *   TILEOPS_HAS_RESIDUAL   0 or 1: h = round(x + residual), written to residual_out.
  *   TILEOPS_MEAN           1: subtract the row's mean (LayerNorm); 0: RMSNorm.
@@ -141,6 +142,25 @@
 #define TILEOPS_WB_REG_GROUPS 4
 #endif
 #define NR_WB_IN_REGS (TILEOPS_VEC != 1 && (TILEOPS_HAS_WEIGHT + TILEOPS_HAS_BIAS) * NR_VPT <= TILEOPS_WB_REG_GROUPS)
+/* Otherwise, with TILEOPS_WB_SMEM=1 (the decode build: the launch takes it when the grid
+ * fits one block per SM), on sm_80+ and the vector path with no partial group, each
+ * thread copies its own weight and bias groups into shared memory with cp.async when the
+ * block starts (no registers held, the copies in flight with the row's loads) and reads
+ * them there after the row's sums: the parameters' latency leaves the row's critical
+ * path. One copy per row slot of the block (a thread reads only what it copied: no
+ * barrier), at most 32 KB of static shared memory. The same values, the same bits; with
+ * many rows the shared memory costs resident blocks (H200: 29.7 vs 19.1 us at 4096x4096
+ * fp16 LayerNorm), hence a build of its own. */
+#ifndef TILEOPS_WB_SMEM
+#define TILEOPS_WB_SMEM 0
+#endif
+#define NR_WB_SMEM_BYTES (NR_RPB * TILEOPS_NG * 16 * (TILEOPS_HAS_WEIGHT + TILEOPS_HAS_BIAS))
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && TILEOPS_WB_SMEM && !NR_WB_IN_REGS && TILEOPS_VEC != 1 && \
+    TILEOPS_TAIL == 0 && NR_WB_SMEM_BYTES > 0 && NR_WB_SMEM_BYTES <= 32768
+#define NR_WB_SMEM 1
+#else
+#define NR_WB_SMEM 0
+#endif
 #if TILEOPS_VEC == 1
 #define ST_UNROLL 2 /* element loads: 2 groups are already 8-16 loads in flight */
 #else
@@ -269,6 +289,18 @@ TILEOPS_DEV char *nr_row_out(void *base, long long row) {
 
 /* ==== TILEOPS_ROWS_KERNEL: the row in registers ========================================= */
 #if NR_REG_ENABLED
+#if NR_WB_SMEM
+/* 16 bytes global -> shared, asynchronous (sm_80+), cached in L2 only */
+TILEOPS_DEV void nr_cp_async16(struct tileops_v4 *dst, const void *src) {
+    unsigned s;
+    asm volatile("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(s) : "l"(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory");
+}
+/* this thread's copies are done and visible to it */
+TILEOPS_DEV void nr_cp_async_wait_all(void) {
+    asm volatile("cp.async.wait_all;" ::: "memory");
+}
+#endif
 /* This thread's groups of `row` of base into v (zeros past the row, or all zeros when the
  * row is past the end: inactive) */
 TILEOPS_DEV void nr_rk_load(struct tileops_v4 *v, const void *base, long long row, int active, unsigned t) {
@@ -304,6 +336,24 @@ TILEOPS_ROWS_KERNEL(const void *x, const void *residual, const void *weight, con
         wr[j] = TILEOPS_HAS_WEIGHT ? nr_ld_param(weight, g) : tileops_zero4();
         br[j] = TILEOPS_HAS_BIAS ? nr_ld_param(bias, g) : tileops_zero4();
     }
+#elif NR_WB_SMEM
+    /* this row slot's weight groups, then its bias groups */
+    __shared__ struct tileops_v4 wb_sm[NR_RPB][(TILEOPS_HAS_WEIGHT + TILEOPS_HAS_BIAS) * TILEOPS_NG];
+    struct tileops_v4 *const w_sm = wb_sm[group];
+    struct tileops_v4 *const b_sm = w_sm + TILEOPS_HAS_WEIGHT * TILEOPS_NG;
+#pragma unroll
+    for (int j = 0; j < NR_VPT; j++) {
+        const long long g = (long long)j * NR_RT + t;
+        if (g < TILEOPS_NG) {
+#if TILEOPS_HAS_WEIGHT
+            nr_cp_async16(w_sm + g, (const char *)weight + g * 16);
+#endif
+#if TILEOPS_HAS_BIAS
+            nr_cp_async16(b_sm + g, (const char *)bias + g * 16);
+#endif
+        }
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
 #endif
     int parity = 0;
     /* every thread of the block runs the same iterations (rows past the end are zeros and
@@ -350,12 +400,18 @@ TILEOPS_ROWS_KERNEL(const void *x, const void *residual, const void *weight, con
         parity ^= 1;
         if (active) {
             char *yrow = nr_row_out(y, row);
+#if NR_WB_SMEM
+            nr_cp_async_wait_all();
+#endif
 #pragma unroll
             for (int j = 0; j < NR_VPT; j++) {
                 const long long g = (long long)j * NR_RT + t;
                 if (g < TILEOPS_NG) {
 #if NR_WB_IN_REGS
                     const struct tileops_v4 wv = wr[j], bv = br[j];
+#elif NR_WB_SMEM
+                    const struct tileops_v4 wv = TILEOPS_HAS_WEIGHT ? w_sm[g] : tileops_zero4();
+                    const struct tileops_v4 bv = TILEOPS_HAS_BIAS ? b_sm[g] : tileops_zero4();
 #else
                     const struct tileops_v4 wv = TILEOPS_HAS_WEIGHT ? nr_ld_param(weight, g) : tileops_zero4();
                     const struct tileops_v4 bv = TILEOPS_HAS_BIAS ? nr_ld_param(bias, g) : tileops_zero4();
