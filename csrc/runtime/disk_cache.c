@@ -329,7 +329,7 @@ static int open_dir_at(int parent, const char *name, const char *shown, int stri
     if (fd < 0 && errno == ENOENT && create) {
         if (mkdirat(parent, name, 0700) != 0 && errno != EEXIST) {
             int e = errno;
-            snprintf(why, size, "%s cannot be made: %s", shown, errtext(e, err, sizeof err));
+            snprintf(why, size, "%.700s cannot be made: %s", shown, errtext(e, err, sizeof err));
             return -1;
         }
         strict = 1;
@@ -341,9 +341,9 @@ static int open_dir_at(int parent, const char *name, const char *shown, int stri
         if ((e == ELOOP || e == ENOTDIR) && fstatat(parent, name, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
             char rule[256];
             tileops_disk_cache_dir_ok(&sb, geteuid(), rule, sizeof rule);
-            snprintf(why, size, "%s %s", shown, rule);
+            snprintf(why, size, "%.700s %.250s", shown, rule);
         } else {
-            snprintf(why, size, "%s cannot be opened: %s", shown, errtext(e, err, sizeof err));
+            snprintf(why, size, "%.700s cannot be opened: %s", shown, errtext(e, err, sizeof err));
         }
         return -1;
     }
@@ -353,7 +353,7 @@ static int open_dir_at(int parent, const char *name, const char *shown, int stri
         if (fstat(fd, &sb) != 0 || !tileops_disk_cache_dir_ok(&sb, geteuid(), rule, sizeof rule)) {
             if (fstat(fd, &sb) != 0)
                 snprintf(rule, sizeof rule, "cannot be fstat'ed");
-            snprintf(why, size, "%s %s", shown, rule);
+            snprintf(why, size, "%.700s %.250s", shown, rule);
             close(fd);
             return -1;
         }
@@ -460,17 +460,17 @@ static int folder_secret(int dirfd, const char *shown, int create,
             close(fd);
             if (ok)
                 return 1;
-            snprintf(why, size, "the secret %s/%s %s", shown, TILEOPS_CACHE_SECRET_NAME, rule);
+            snprintf(why, size, "the secret %.700s/%s %.250s", shown, TILEOPS_CACHE_SECRET_NAME, rule);
             return -1;
         }
         int e = errno;
         if (e == ELOOP) {
-            snprintf(why, size, "the secret %s/%s is a symbolic link (not followed)", shown,
+            snprintf(why, size, "the secret %.700s/%s is a symbolic link (not followed)", shown,
                      TILEOPS_CACHE_SECRET_NAME);
             return -1;
         }
         if (e != ENOENT) {
-            snprintf(why, size, "the secret %s/%s cannot be opened: %s", shown,
+            snprintf(why, size, "the secret %.700s/%s cannot be opened: %s", shown,
                      TILEOPS_CACHE_SECRET_NAME, errtext(e, err, sizeof err));
             return -1;
         }
@@ -487,7 +487,7 @@ static int folder_secret(int dirfd, const char *shown, int create,
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0) {
             e = errno;
-            snprintf(why, size, "the secret cannot be created in %s: %s", shown,
+            snprintf(why, size, "the secret cannot be created in %.700s: %s", shown,
                      errtext(e, err, sizeof err));
             return -1;
         }
@@ -502,7 +502,7 @@ static int folder_secret(int dirfd, const char *shown, int create,
         int link_errno = errno;
         unlinkat(dirfd, tmp, 0);
         if (failed) {
-            snprintf(why, size, "the secret cannot be written in %s: %s", shown,
+            snprintf(why, size, "the secret cannot be written in %.700s: %s", shown,
                      errtext(e, err, sizeof err));
             return -1;
         }
@@ -512,13 +512,13 @@ static int folder_secret(int dirfd, const char *shown, int create,
             return 1;
         }
         if (link_errno != EEXIST) {
-            snprintf(why, size, "the secret cannot be put in place in %s: %s", shown,
+            snprintf(why, size, "the secret cannot be put in place in %.700s: %s", shown,
                      errtext(link_errno, err, sizeof err));
             return -1;
         }
         /* another process made it first: read theirs */
     }
-    snprintf(why, size, "the secret in %s keeps changing", shown);
+    snprintf(why, size, "the secret in %.700s keeps changing", shown);
     return -1;
 }
 

@@ -258,7 +258,7 @@ static void *open_nvrtc(const char *hint, char *path_out, size_t path_size, char
             append(tried, tried_size, "\n  %s: %s", candidate, err ? err : "cannot be opened");
         } else if (!dlsym(lib, "nvrtcVersion")) {
             dlclose(lib);
-            snprintf(env_why, env_why_size, "is not NVRTC (%s has no nvrtcVersion)", candidate);
+            snprintf(env_why, env_why_size, "is not NVRTC (%.300s has no nvrtcVersion)", candidate);
             append(tried, tried_size, "\n  %s: %s", candidate, "no symbol nvrtcVersion");
         } else {
             copy_bounded(path_out, path_size, candidate);

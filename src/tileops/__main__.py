@@ -121,8 +121,7 @@ def ops(as_json: bool) -> int:
 
 def info() -> int:
     """What this process would run on: versions, CPU SIMD path and threads, CUDA driver,
-    NVRTC and devices (or why not), the disk cache folder, and the targets."""
-    import os
+    NVRTC and devices (or why not), the disk cache folder (and why it is off), the targets."""
     import torch
     import tileops
     from tileops import _C, runtime, targets
