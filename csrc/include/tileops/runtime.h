@@ -106,7 +106,8 @@ tileops_status_t tileops_cuda_device_attributes(int device, int *sm_count,
 typedef struct tileops_cuda_stats {
     int64_t nvrtc_compiles;
     int64_t disk_hits;
-    int64_t disk_rejects;   /* corrupt or truncated entries found and rebuilt */
+    int64_t disk_rejects;   /* corrupt, truncated, forged or misplaced entries (and links,
+                               FIFOs, oversized files) found and rebuilt */
     int64_t memory_hits;
     int64_t modules_loaded;
     int64_t launches;
