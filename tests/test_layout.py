@@ -1,4 +1,4 @@
-"""The C runtime depends one way: loader -> devices -> nvrtc -> disk_cache -> modules ->
+"""The C runtime depends one way: sha256 -> loader -> devices -> nvrtc -> disk_cache -> modules ->
 launch. A file may include its own layer's header and the headers of layers below it,
 never one above, so there is no cycle and each layer can be read (and tested) with only
 what is beneath it. Parses the `#include "runtime/..."` lines of csrc/runtime/*.c and *.h;
@@ -12,7 +12,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 RUNTIME = os.path.join(ROOT, "csrc", "runtime")
 
 # Bottom first. A new file in csrc/runtime/ must be given its place here.
-LAYERS = ("loader", "devices", "nvrtc", "disk_cache", "modules", "launch")
+LAYERS = ("sha256", "loader", "devices", "nvrtc", "disk_cache", "modules", "launch")
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*"runtime/([^"]+)\.h"', re.M)

@@ -17,10 +17,12 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "tileops/cpu.h"
+#include "tileops/notes.h"
 
 /* A fixed upper bound lets the worker table live in static storage, so workers can read
  * their own slot without any lock and there is no heap block to leak or free. */
@@ -114,19 +116,45 @@ static int affinity_cpus(void) {
 
 static int g_cpus; /* CPUs this process may use, found with the first workers */
 
-static int default_threads(void) {
-    const char *env = getenv("TILEOPS_NUM_THREADS");
-    if (env != NULL && *env != '\0') {
-        char *end = NULL;
-        errno = 0;
-        long v = strtol(env, &end, 10);
-        while (end != NULL && (*end == ' ' || *end == '\t' || *end == '\n'))
-            end++;
-        /* A malformed value is ignored rather than reported: there is no call to fail. */
-        if (errno == 0 && end != NULL && *end == '\0' && v >= 1)
-            return clamp_threads(v);
+int tileops_cpu_parse_num_threads(const char *value, int cpus, int *out, char *why,
+                                  size_t why_size) {
+    if (cpus < 1)
+        cpus = 1;
+    *out = clamp_threads(cpus);
+    if (why && why_size)
+        why[0] = '\0';
+    if (value == NULL || *value == '\0')
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    while (end != NULL && (*end == ' ' || *end == '\t' || *end == '\n'))
+        end++;
+    if (errno != 0 || end == value || end == NULL || *end != '\0' || v < 1) {
+        if (why)
+            snprintf(why, why_size, "TILEOPS_NUM_THREADS=%.64s is not a whole number >= 1; "
+                     "using %d threads (the CPUs this process may run on)", value, *out);
+        return 1;
     }
-    return clamp_threads(affinity_cpus());
+    int cap = clamp_threads(cpus);
+    if (v > cap) {
+        if (why)
+            snprintf(why, why_size, "TILEOPS_NUM_THREADS=%.64s is more than the %d CPUs this "
+                     "process may run on; using %d threads", value, cpus, cap);
+        *out = cap;
+        return 1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int default_threads(void) {
+    char why[256];
+    int n;
+    if (tileops_cpu_parse_num_threads(getenv("TILEOPS_NUM_THREADS"), affinity_cpus(), &n, why,
+                                      sizeof why))
+        tileops_note("tileops: %s", why);
+    return n;
 }
 
 int tileops_cpu_num_threads(void) {

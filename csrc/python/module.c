@@ -19,6 +19,7 @@
 #include "tileops/cpu.h"
 #include "tileops/dtype.h"
 #include "tileops/kernel_table.h"
+#include "tileops/notes.h"
 #include "tileops/runtime.h"
 #include "tileops/status.h"
 
@@ -459,6 +460,37 @@ static PyObject *py_cache_load(PyObject *self, PyObject *const *args, Py_ssize_t
     return r;
 }
 
+/* () -> (on: bool, folder: str, reason: str): the disk cache of the current setting. */
+static PyObject *py_cuda_cache_state(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    char dir[4096], reason[1100];
+    int on;
+    Py_BEGIN_ALLOW_THREADS
+    on = tileops_cuda_cache_state(dir, sizeof dir, reason, sizeof reason);
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("(Oss)", on ? Py_True : Py_False, dir, reason);
+}
+
+/* () -> tuple[str]: the core's pending notes (tileops/notes.h), oldest first, taken. */
+static PyObject *py_take_notes(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    char note[TILEOPS_NOTE_MAX];
+    PyObject *list = PyList_New(0);
+    if (!list) return NULL;
+    while (tileops_take_note(note, sizeof note)) {
+        PyObject *s = PyUnicode_DecodeUTF8(note, (Py_ssize_t)strlen(note), "replace");
+        if (!s || PyList_Append(list, s) < 0) {
+            Py_XDECREF(s);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(s);
+    }
+    PyObject *t = PyList_AsTuple(list);
+    Py_DECREF(list);
+    return t;
+}
+
 static PyMethodDef methods[] = {
     {"set_error_classes", (PyCFunction)(void (*)(void))py_set_error_classes, METH_FASTCALL, "Exception classes by status code."},
     {"cpu_kernel", (PyCFunction)(void (*)(void))py_cpu_kernel, METH_FASTCALL,
@@ -484,6 +516,8 @@ static PyMethodDef methods[] = {
     {"cuda_stats", py_cuda_stats, METH_NOARGS, "Runtime counters."},
     {"cache_store", (PyCFunction)(void (*)(void))py_cache_store, METH_FASTCALL, "Write a disk-cache entry."},
     {"cache_load", (PyCFunction)(void (*)(void))py_cache_load, METH_FASTCALL, "Read and verify a disk-cache entry."},
+    {"cuda_cache_state", py_cuda_cache_state, METH_NOARGS, "(on, folder, reason) of the disk cache."},
+    {"take_notes", py_take_notes, METH_NOARGS, "The core's pending notes (settings it could not honour)."},
     {NULL, NULL, 0, NULL},
 };
 

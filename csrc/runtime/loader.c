@@ -8,14 +8,19 @@
 #define _GNU_SOURCE 1 /* clock_gettime; the build defines it too */
 #endif
 #include "runtime/loader.h"
+#include "tileops/notes.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- load state ------------------------------------------------------------------- */
 
@@ -167,15 +172,70 @@ static void append(char *buf, size_t size, const char *fmt, const char *a, const
     snprintf(buf + used, size - used, fmt, a, b);
 }
 
-/* Opens NVRTC following runtime.h's search order. */
+static int is_elf_file(const char *path) {
+    unsigned char magic[4] = {0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, magic, sizeof magic);
+    close(fd);
+    return n == 4 && magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' && magic[3] == 'F';
+}
+
+int tileops_nvrtc_env_check(const char *value, char *out, size_t out_size, char *why,
+                            size_t why_size) {
+    struct stat sb;
+    if (!value || !value[0]) {
+        snprintf(why, why_size, "is empty");
+        return 0;
+    }
+    if (!strchr(value, '/')) { /* a bare name: the dynamic loader searches for it */
+        copy_bounded(out, out_size, value);
+        return 1;
+    }
+    if (stat(value, &sb) != 0) {
+        snprintf(why, why_size, "%s", errno == ENOENT ? "does not exist" : "cannot be read");
+        return 0;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+        char candidate[1024];
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            int n = snprintf(candidate, sizeof candidate, "%s/%s", value, names[i]);
+            if (n > 0 && (size_t)n < sizeof candidate && stat(candidate, &sb) == 0 &&
+                S_ISREG(sb.st_mode) && is_elf_file(candidate)) {
+                copy_bounded(out, out_size, candidate);
+                return 1;
+            }
+        }
+        snprintf(why, why_size,
+                 "is a folder without libnvrtc.so.13, libnvrtc.so.12 or libnvrtc.so in it");
+        return 0;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        snprintf(why, why_size, "is not a regular file");
+        return 0;
+    }
+    if (!is_elf_file(value)) {
+        snprintf(why, why_size, "is not a shared library (no ELF header)");
+        return 0;
+    }
+    copy_bounded(out, out_size, value);
+    return 1;
+}
+
+/* Opens NVRTC following runtime.h's search order. env_why: "" or why $TILEOPS_NVRTC
+ * (checked by tileops_nvrtc_env_check, or opened and found not to be NVRTC) was passed
+ * over. */
 static void *open_nvrtc(const char *hint, char *path_out, size_t path_size, char *tried,
-                        size_t tried_size) {
+                        size_t tried_size, char *env_why, size_t env_why_size) {
     const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12"};
     char candidate[1024];
     const char *env = getenv("TILEOPS_NVRTC");
     void *lib;
 
     tried[0] = '\0';
+    env_why[0] = '\0';
 #define TRY(path)                                                                        \
     do {                                                                                 \
         lib = dlopen((path), RTLD_NOW | RTLD_LOCAL);                                     \
@@ -187,8 +247,24 @@ static void *open_nvrtc(const char *hint, char *path_out, size_t path_size, char
         append(tried, tried_size, "\n  %s: %s", (path), err_ ? err_ : "cannot be opened"); \
     } while (0)
 
-    if (env && env[0])
-        TRY(env);
+    if (env && env[0]) {
+        char why[256];
+        if (!tileops_nvrtc_env_check(env, candidate, sizeof candidate, why, sizeof why)) {
+            snprintf(env_why, env_why_size, "%s", why);
+            append(tried, tried_size, "\n  %s (TILEOPS_NVRTC): %s", env, why);
+        } else if ((lib = dlopen(candidate, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+            const char *err = dlerror();
+            snprintf(env_why, env_why_size, "cannot be loaded (%s)", err ? err : "dlopen failed");
+            append(tried, tried_size, "\n  %s: %s", candidate, err ? err : "cannot be opened");
+        } else if (!dlsym(lib, "nvrtcVersion")) {
+            dlclose(lib);
+            snprintf(env_why, env_why_size, "is not NVRTC (%.300s has no nvrtcVersion)", candidate);
+            append(tried, tried_size, "\n  %s: %s", candidate, "no symbol nvrtcVersion");
+        } else {
+            copy_bounded(path_out, path_size, candidate);
+            return lib;
+        }
+    }
     if (hint && hint[0]) {
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
             int n = snprintf(candidate, sizeof candidate, "%s/%s", hint, names[i]);
@@ -203,6 +279,20 @@ static void *open_nvrtc(const char *hint, char *path_out, size_t path_size, char
     return NULL;
 }
 
+/* One note when $TILEOPS_NVRTC was set and not used: what was asked, why, and what is
+ * used instead (`instead`: a path, or NULL when CUDA builds are off, `off_why`). */
+static void note_nvrtc_env(const char *why, const char *instead, const char *off_why) {
+    if (!why || !why[0])
+        return;
+    const char *env = getenv("TILEOPS_NVRTC");
+    if (instead)
+        tileops_note("tileops: TILEOPS_NVRTC=%.300s %s; using %.300s instead", env ? env : "", why,
+                     instead);
+    else
+        tileops_note("tileops: TILEOPS_NVRTC=%.300s %s; CUDA builds are off (%s)", env ? env : "",
+                     why, off_why);
+}
+
 static tileops_status_t do_load(const char *nvrtc_hint) {
     tileops_cuda_api_t *api = &g_api;
     char tried[2048];
@@ -210,9 +300,16 @@ static tileops_status_t do_load(const char *nvrtc_hint) {
     CUresult rc;
 
     memset(api, 0, sizeof *api);
+    char env_why[512] = "";
+    const char *env = getenv("TILEOPS_NVRTC");
+    if (env && env[0]) { /* said even when the driver is missing */
+        char resolved[1024];
+        (void)tileops_nvrtc_env_check(env, resolved, sizeof resolved, env_why, sizeof env_why);
+    }
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!cuda) {
         const char *err = dlerror();
+        note_nvrtc_env(env_why, NULL, "libcuda.so.1, the NVIDIA driver, cannot be loaded");
         return tileops_fail(TILEOPS_ERR_LIBRARY,
                             "cannot load libcuda.so.1 (the NVIDIA driver library; no driver "
                             "installed or no GPU on this machine): %s",
@@ -224,7 +321,8 @@ static tileops_status_t do_load(const char *nvrtc_hint) {
         return st;
     }
     void *nvrtc = open_nvrtc(nvrtc_hint, api->nvrtc_path, sizeof api->nvrtc_path, tried,
-                             sizeof tried);
+                             sizeof tried, env_why, sizeof env_why);
+    note_nvrtc_env(env_why, nvrtc ? api->nvrtc_path : NULL, "no other libnvrtc was found");
     if (!nvrtc) {
         dlclose(cuda);
         return tileops_fail(TILEOPS_ERR_LIBRARY,

@@ -194,4 +194,13 @@ void tileops_cuda_stat_add(tileops_cuda_counter_t counter, int64_t delta);
 /* Monotonic milliseconds. */
 double tileops_now_ms(void);
 
+/* What $TILEOPS_NVRTC = `value` names, checked before anything is loaded (exposed for
+ * tests): 1 with the library to open in out - the file itself, a bare name (no '/') for
+ * the loader to search, or libnvrtc.so.13 / .12 / libnvrtc.so inside a named folder - or
+ * 0 with why it cannot be used (missing, a folder without libnvrtc, not a regular file,
+ * not an ELF shared library). tileops_cuda_load then says (tileops/notes.h) what was
+ * asked and what it used instead. */
+int tileops_nvrtc_env_check(const char *value, char *out, size_t out_size, char *why,
+                            size_t why_size);
+
 #endif /* TILEOPS_RUNTIME_LOADER_H */

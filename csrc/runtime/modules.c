@@ -4,7 +4,8 @@
  *  - Compiled binaries (CUBIN), keyed by a 64-bit FNV-1a hash of the source chained with
  *    the full NVRTC option list (fixed + caller's), the arch, the NVRTC version, the
  *    tileops version and the kernel name: kept in process memory for the life of the
- *    process, and on disk (disk_cache.c).
+ *    process, and on disk (disk_cache.c), where an entry is also bound to the SHA-256 of
+ *    all of those (full_key), so a 64-bit collision can never load the wrong binary.
  *  - Loaded kernels, keyed by (binary key, device, arg format): a CUBIN is loaded once in
  *    each device's primary context; a second build on the same device is a memory hit.
  *
@@ -19,6 +20,7 @@
 #include "runtime/nvrtc.h"
 #include "runtime/devices.h"
 #include "runtime/loader.h"
+#include "runtime/sha256.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -228,6 +230,34 @@ static uint64_t source_hash(const char *source, size_t len) {
     return h;
 }
 
+static void sha_str(tileops_sha256_t *s, const char *text) {
+    tileops_sha256_update(s, text, strlen(text) + 1); /* the NUL separates fields */
+}
+
+/* The SHA-256 of everything the 64-bit key is hashed from, in the same order: what a disk
+ * entry is bound to. Computed only when the disk is consulted (a CUBIN miss). */
+static void full_key_of(const char *source, size_t source_len, const char *const *fixed,
+                        int num_fixed, const char *const *options, int num_options,
+                        const char *arch, const char *nvrtc_version, const char *version,
+                        const char *kernel_name, unsigned char out[TILEOPS_SHA256_BYTES]) {
+    tileops_sha256_t s;
+    uint64_t n = source_len;
+    tileops_sha256_init(&s);
+    tileops_sha256_update(&s, &n, sizeof n);
+    tileops_sha256_update(&s, source, source_len);
+    sha_str(&s, "options:");
+    for (int i = 0; i < num_fixed; i++)
+        sha_str(&s, fixed[i]);
+    sha_str(&s, "caller options:");
+    for (int i = 0; i < num_options; i++)
+        sha_str(&s, options[i]);
+    sha_str(&s, arch);
+    sha_str(&s, nvrtc_version);
+    sha_str(&s, version);
+    sha_str(&s, kernel_name);
+    tileops_sha256_final(&s, out);
+}
+
 static int is_identifier(const char *s) {
     if (!s || !s[0])
         return 0;
@@ -380,11 +410,12 @@ tileops_status_t tileops_cuda_build(int device, const char *source, size_t sourc
         pthread_mutex_unlock(&g_mutex);
     }
     if (!cubin) {
-        char path[4096];
         void *data = NULL;
         size_t len = 0;
-        int have_path = tileops_disk_cache_path(arch, kernel_name, key, path, sizeof path);
-        if (have_path && tileops_cache_load(path, &data, &len) == TILEOPS_OK) {
+        unsigned char full_key[TILEOPS_SHA256_BYTES];
+        full_key_of(source, source_len, fixed, num_fixed, options, num_options, arch,
+                    nvrtc_version, version, kernel_name, full_key);
+        if (tileops_disk_cache_get(arch, kernel_name, key, full_key, &data, &len) == TILEOPS_OK) {
             local.disk_hit = 1;
             tileops_cuda_stat_add(TILEOPS_STAT_DISK_HITS, 1);
         } else {
@@ -396,8 +427,7 @@ tileops_status_t tileops_cuda_build(int device, const char *source, size_t sourc
             }
             local.nvrtc_ran = 1;
             tileops_cuda_stat_add(TILEOPS_STAT_NVRTC_COMPILES, 1);
-            if (have_path)
-                (void)tileops_cache_store(path, data, len); /* best effort */
+            (void)tileops_disk_cache_put(arch, kernel_name, key, full_key, data, len); /* best effort */
             tileops_clear_error();
         }
         pthread_mutex_lock(&g_mutex);

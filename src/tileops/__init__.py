@@ -16,6 +16,9 @@ from .errors import (BuildError, InputError, ManifestError, NotReadyDuringCaptur
 from .errors import STATUS_CLASSES as _STATUS_CLASSES  # noqa: E402
 
 _C.set_error_classes(_STATUS_CLASSES)
+_C.cpu_num_threads()  # reads TILEOPS_NUM_THREADS now: a value it cannot honour is said at import
+from .errors import warn_core_notes as _warn_core_notes  # noqa: E402
+_warn_core_notes()
 
 from .targets import set_default_target, load_failures  # noqa: E402
 from .ops import Op  # noqa: E402

@@ -121,8 +121,7 @@ def ops(as_json: bool) -> int:
 
 def info() -> int:
     """What this process would run on: versions, CPU SIMD path and threads, CUDA driver,
-    NVRTC and devices (or why not), the disk cache folder, and the targets."""
-    import os
+    NVRTC and devices (or why not), the disk cache folder (and why it is off), the targets."""
     import torch
     import tileops
     from tileops import _C, runtime, targets
@@ -139,9 +138,10 @@ def info() -> int:
                   f"{a['max_shared_per_block'] // 1024} KiB shared/block")
     except tileops.TileOpsError as e:
         print(f"CUDA: not available ({e})")
-    cache = os.environ["TILEOPS_CACHE_DIR"] if "TILEOPS_CACHE_DIR" in os.environ else os.path.join(
-        os.path.expanduser("~"), ".cache", "tileops", tileops.__version__)
-    print(f"kernel cache: {cache or '(disabled)'}")
+    _C.cuda_set_version(tileops.__version__)  # the default folder is named by it
+    on, folder, reason = _C.cuda_cache_state()
+    _C.take_notes()  # a refused folder's note: the line below says it
+    print(f"kernel cache: {folder or '(none)'}" + ("" if on else f" -- OFF: {reason}"))
     print(f"targets: {', '.join(targets.names())}; default: {targets.default_target() or 'detect'}")
     for name, why in targets.load_failures():
         print(f"  plugin {name} failed to load: {why}")

@@ -1,7 +1,10 @@
 """One hierarchy of errors, rooted at TileOpsError.
 
 Bad input is also a TypeError or ValueError, as torch users expect; the C core's status
-codes map onto these classes (the binding raises them directly, see _C.set_error_classes)."""
+codes map onto these classes (the binding raises them directly, see _C.set_error_classes).
+What the core was asked for and could not honour (a setting it clamped or ignored, a disk
+cache folder it refused) is not an error: it becomes one TileOpsWarning (warn_core_notes)."""
+import warnings
 
 
 class TileOpsError(Exception):
@@ -55,6 +58,19 @@ class BackwardError(TileOpsError, RuntimeError):
 
 class CacheError(TileOpsError):
     """A disk-cache entry is missing, truncated or corrupt."""
+
+
+class TileOpsWarning(UserWarning):
+    """A setting tileops could not honour as given (TILEOPS_NVRTC, TILEOPS_NUM_THREADS, the
+    disk cache folder); the message says what was asked and what is done instead."""
+
+
+def warn_core_notes(stacklevel: int = 2) -> None:
+    """Turns the C core's pending notes into warnings: each note is given once per process
+    (the core drops repeats), so each becomes one TileOpsWarning."""
+    from . import _C
+    for note in _C.take_notes():
+        warnings.warn(note, TileOpsWarning, stacklevel=stacklevel + 1)
 
 
 # Index = C status code (csrc/include/tileops/status.h); None = success.

@@ -2,7 +2,9 @@
 
 libcuda and libnvrtc are opened by the C core on first CUDA use. NVRTC is looked for in
 the NVIDIA wheel that a CUDA build of torch installs (nvidia/cu13/lib, nvidia/cuda_nvrtc/lib),
-which we hand to the core as a hint; $TILEOPS_NVRTC overrides it."""
+which we hand to the core as a hint; $TILEOPS_NVRTC overrides it. What the core could not
+honour (a TILEOPS_NVRTC it passed over, a disk cache folder it refused) is turned into one
+TileOpsWarning each (errors.warn_core_notes)."""
 from __future__ import annotations
 
 import functools
@@ -15,6 +17,7 @@ import threading
 import torch
 
 from . import _C, __version__
+from .errors import warn_core_notes
 
 log = logging.getLogger("tileops.runtime")
 
@@ -46,7 +49,12 @@ def ensure_loaded():
         if _loaded:
             return
         _C.cuda_set_version(__version__)
-        _C.cuda_load(nvrtc_hint())
+        try:
+            _C.cuda_load(nvrtc_hint())
+        finally:
+            warn_core_notes(stacklevel=3)
+        _C.cuda_cache_state()  # opens and checks the disk cache folder: a refused one says so now
+        warn_core_notes(stacklevel=3)
         _loaded = True
 
 
@@ -129,6 +137,7 @@ def build(device_index: int, source_name: str, kernel_name: str, options, arg_fo
     stream = current_stream(device_index)
     handle, info = _C.cuda_build(device_index, source(source_name), kernel_name, tuple(options),
                                  arg_format, stream)
+    warn_core_notes(stacklevel=3)  # e.g. an arch folder of the disk cache refused
     if info["nvrtc_ran"]:
         log.info("tileops: compiled %s (%s) for cuda:%d in %.1f ms", kernel_name, " ".join(options),
                  device_index, info["compile_ms"])

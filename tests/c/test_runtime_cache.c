@@ -144,7 +144,7 @@ static void test_store_load(void) {
         payload[i] = (unsigned char)(s >> 24);
     }
     CHECK(tileops_cache_store(path, payload, n) == TILEOPS_OK, "store: %s", tileops_last_error());
-    CHECK(file_size(path) == (long)n + 32, "entry size %ld", file_size(path));
+    CHECK(file_size(path) == (long)n + 88, "entry size %ld", file_size(path));
     CHECK(count_temp_files() == 0, "no temp file left after store");
     int64_t r0 = rejects();
     CHECK(tileops_cache_load(path, &data, &len) == TILEOPS_OK, "load: %s", tileops_last_error());

@@ -8,6 +8,7 @@
 #ifndef TILEOPS_CPU_H
 #define TILEOPS_CPU_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "tileops/status.h"
 
@@ -18,6 +19,13 @@
 int tileops_cpu_num_threads(void);
 /* Sets it (n >= 1). Safe to call between kernel calls from any thread. */
 tileops_status_t tileops_cpu_set_num_threads(int n);
+/* The default's rule (exposed for tests): `value` (TILEOPS_NUM_THREADS, may be NULL) as a
+ * thread count capped at `cpus`, the CPUs this process may run on, into *out; cpus when
+ * it is unset. Returns 1 with why set when the value could not be honoured as given (not
+ * a whole number >= 1, or above cpus), which the pool then leaves as a note
+ * (tileops/notes.h); else 0. */
+int tileops_cpu_parse_num_threads(const char *value, int cpus, int *out, char *why,
+                                  size_t why_size);
 
 /* Runs fn(ctx, begin, end) over [0, count) split into at most num_threads contiguous
  * ranges, in parallel, and returns when all are done. Work below min_per_thread items per

@@ -10,7 +10,10 @@
  * (sm_90a on Hopper), specialised by -D defines. Two caches sit under a build:
  *   - compiled binaries (CUBIN) in process memory and on disk, keyed by a hash of the
  *     source, the options, the arch, the NVRTC version and the tileops version;
- *     written to a temp file then renamed; a corrupt or truncated entry is rebuilt;
+ *     written to a temp file then renamed; on disk each entry carries the SHA-256 of its
+ *     key and an HMAC made with the cache folder's own secret, and only a private folder
+ *     of this user is used (see tileops_cuda_cache_state); a corrupt, truncated, forged
+ *     or misplaced entry is rebuilt;
  *   - loaded modules per device (a CUBIN is loaded once in each device's primary context).
  * A kernel handle is a small integer valid for the life of the process. */
 #ifndef TILEOPS_RUNTIME_H
@@ -39,6 +42,13 @@ tileops_status_t tileops_nvrtc_version(int *major, int *minor);
  * ~/.cache/tileops/<version>/ (the arch folder is added per build). Setting NULL restores
  * the default; the empty string disables the disk cache. The string is copied. */
 tileops_status_t tileops_cuda_set_cache_dir(const char *dir);
+/* Whether the disk cache of the current setting is in use: 1, or 0 with the reason
+ * (disabled, or refused: a folder that is a symbolic link, not this user's, writable by
+ * group or others, or whose secret is not a private 0600 file). Opens (making it 0700
+ * when missing) and checks the folder on the first call for a setting; a refused one
+ * stays off for the process and leaves one note (tileops/notes.h). dir gets the folder
+ * ("" when disabled); either buffer may be NULL. */
+int tileops_cuda_cache_state(char *dir, size_t dir_size, char *reason, size_t reason_size);
 /* The tileops version string that enters the cache key and folder. Copied. */
 tileops_status_t tileops_cuda_set_version(const char *version);
 
@@ -96,7 +106,8 @@ tileops_status_t tileops_cuda_device_attributes(int device, int *sm_count,
 typedef struct tileops_cuda_stats {
     int64_t nvrtc_compiles;
     int64_t disk_hits;
-    int64_t disk_rejects;   /* corrupt or truncated entries found and rebuilt */
+    int64_t disk_rejects;   /* corrupt, truncated, forged or misplaced entries (and links,
+                               FIFOs, oversized files) found and rebuilt */
     int64_t memory_hits;
     int64_t modules_loaded;
     int64_t launches;
@@ -108,10 +119,15 @@ void tileops_cuda_get_stats(tileops_cuda_stats_t *out);
 /* 64-bit FNV-1a over bytes, chained from `seed` (0 starts a new hash). */
 uint64_t tileops_hash64(const void *data, size_t len, uint64_t seed);
 
-/* Disk cache entry format: a header (magic, version, payload length, payload hash)
- * followed by the payload. Store writes <path>.tmp.<pid>.<n> then renames it over path.
- * Load returns TILEOPS_ERR_CACHE for a missing, truncated or corrupt entry (and for a
- * corrupt one also bumps disk_rejects); *data is malloc'ed, the caller frees it. */
+/* Disk cache entry format: a header (magic, version, payload length, SHA-256 of the key,
+ * HMAC-SHA256 of header and payload with the folder's secret) followed by the payload.
+ * Here the key is the file's name, so an entry renamed or copied to another name is
+ * refused. The folder of path must be a private folder of this user (not a symbolic
+ * link); store makes its secret (.tileops-secret, 0600) when missing, writes
+ * <path>.tmp.<pid>.<n> (O_EXCL, 0600) then renames it over path. Load returns
+ * TILEOPS_ERR_CACHE for a missing, truncated, corrupt, forged, oversized or non-regular
+ * entry or a symbolic link, without blocking (and for all but a missing one also bumps
+ * disk_rejects); *data is malloc'ed, the caller frees it. */
 tileops_status_t tileops_cache_store(const char *path, const void *data, size_t len);
 tileops_status_t tileops_cache_load(const char *path, void **data, size_t *len);
 
