@@ -85,7 +85,9 @@ check-c: $(addprefix $(BUILD)/asan/,$(CTESTS))
 # AddressSanitizer + UndefinedBehaviorSanitizer into $(BUILD)/asan-ext/ (the installed
 # package is untouched). tests/test_c_fuzz.py loads that file (TILEOPS_C_EXT_PATH) in
 # workers that import neither tileops nor torch; libasan is preloaded since the python
-# binary is not instrumented. Leak detection is off: the interpreter keeps its objects.
+# binary is not instrumented, and PYTHONMALLOC=malloc puts Python's objects in ASan's heap
+# too (a str freed under a kernel call is then a report, not reused arena memory). Leak
+# detection is off: the interpreter keeps its objects.
 EXT_SRC := $(wildcard csrc/python/*.c) $(CORE_SRC)
 
 $(BUILD)/asan-ext/_C.so: $(EXT_SRC) $(CORE_HDR) $(VENV)/.stamp-deps
@@ -96,7 +98,7 @@ $(BUILD)/asan-ext/_C.so: $(EXT_SRC) $(CORE_HDR) $(VENV)/.stamp-deps
 	    -o $@ $(EXT_SRC) $(LDLIBS)
 
 check-fuzz: $(BUILD)/asan-ext/_C.so
-	TILEOPS_C_EXT_PATH=$(abspath $<) LD_PRELOAD="$$($(CC) -print-file-name=libasan.so)" \
+	TILEOPS_C_EXT_PATH=$(abspath $<) LD_PRELOAD="$$($(CC) -print-file-name=libasan.so)" PYTHONMALLOC=malloc \
 	    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    $(PY) -m pytest -q tests/test_c_fuzz.py
 

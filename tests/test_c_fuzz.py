@@ -10,7 +10,7 @@ pytest down. The workers load the extension file directly, without importing the
 package or torch: `TILEOPS_C_EXT_PATH` names the file (`make check-fuzz` points it at a
 build with AddressSanitizer + UndefinedBehaviorSanitizer, preloading libasan), and by
 default it is the _C of the installed package. Pointers handed to kernels are 0 or point
-into small ctypes buffers: C cannot know a raw pointer's extent (the Python layer checks
+into small buffers from the C allocator: C cannot know a raw pointer's extent (the Python layer checks
 tensors), so a kernel is only ever called with sizes that either fit the buffers or that
 its contract rejects - and those it must reject before touching memory."""
 import ctypes
@@ -104,7 +104,7 @@ HOSTILE = [None, "x", "", "a\0b", "\udc80", Str("s"), b"x", bytearray(b"x"), 1.5
            float("nan"), float("inf"), float("-inf"), 1e39, [], ["x"], (), {}, object(), True,
            False, 0, 1, -1, 3, INT_MAX, INT_MAX + 1, INT_MIN, INT_MIN - 1, 2**32, 2**32 + 1,
            2**32 + 3, I64_MAX, I64_MAX + 1, I64_MIN, I64_MIN - 1, 2**64 - 1, 2**64, 2**70,
-           -2**70, 10**400, Index(2), Index(-1), Index(2**64), BadIndex()]
+           -2**70, 10**400, 10**5000, Index(2), Index(-1), Index(2**64), BadIndex()]
 
 
 def _is_int(v):
@@ -166,6 +166,13 @@ def want_for(kind, v):
     raise AssertionError(kind)
 
 
+def _short(v):
+    """repr(v), except for an int too long for it."""
+    if isinstance(v, int) and v.bit_length() > 256:
+        return f"<int of {v.bit_length()} bits>"
+    return repr(v)
+
+
 class Fuzz:
     def __init__(self, C):
         self.C = C
@@ -177,7 +184,7 @@ class Fuzz:
         (`status`: the codes allowed, None for any)."""
         self.calls += 1
         f = getattr(self.C, name)
-        label = f"_C.{name}{tuple(args)!r}"[:300]
+        label = f"_C.{name}({', '.join(map(_short, args))})"[:300]
         try:
             r = f(*args)
         except Exception as e:  # noqa: BLE001 - the class is what is checked
@@ -198,9 +205,22 @@ class Fuzz:
         return r
 
 
-def _ctypes_buffer(nbytes):
-    buf = ctypes.create_string_buffer(nbytes)
-    return buf, ctypes.addressof(buf)
+_libc = ctypes.CDLL(None)
+_libc.calloc.restype = ctypes.c_void_p
+_libc.calloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+_libc.free.argtypes = [ctypes.c_void_p]
+
+
+def _malloc_buffer(nbytes):
+    """The address of nbytes of zeroed memory from the C allocator (not Python's: under
+    AddressSanitizer a kernel reading or writing past it is then a report), freed at exit."""
+    p = _libc.calloc(1, nbytes)
+    assert p, "calloc failed"
+    _BUFFERS.append(p)
+    return p
+
+
+_BUFFERS = []
 
 
 # ---- group: surface ---------------------------------------------------------------------------
@@ -366,8 +386,7 @@ def group_cpu_launch(C):
     names = C.cpu_kernels()
     for known in list(NORM_ROWS_OPS) + ["rms_norm"]:
         assert known in names and known + "_reference" in names, f"kernel {known} is gone: {names}"
-    keep = [_ctypes_buffer(BUF) for _ in range(6)]
-    bufs = [addr for _buf, addr in keep]
+    bufs = [_malloc_buffer(BUF) for _ in range(6)]
     hostile_ptrs = [0, 8, 2**64 - 16, 2**64 - 1, 2**63, 2**47 - 4096]
 
     # the handle, and the argument count by the format
@@ -565,12 +584,11 @@ def group_threads(C):
 
     def launch():
         try:
-            buf, addr = _ctypes_buffer(64 * 64 * 4)
+            addr = _malloc_buffer(64 * 64 * 4)
             h = C.cpu_kernel("rms_norm")[0]
             for i in range(200):
                 C.cpu_launch(h, addr, 0, addr, 64, 64, 64, 64, 1e-6, 0, i % 3)
                 calls[0] += 1
-            del buf
         except BaseException as e:  # noqa: BLE001
             errors.append(e)
 
@@ -595,6 +613,8 @@ def main(group):
         os.chdir(tmp)  # hostile str paths ("x") land here, not in the checkout
         n = run(C)
         os.chdir("/")
+    for p in _BUFFERS:
+        _libc.free(p)
     print(f"ok {group}: {n} calls")
 
 

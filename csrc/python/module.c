@@ -42,8 +42,9 @@ static PyObject *raise_status(tileops_status_t st) {
 /* ---- argument checks -------------------------------------------------------------
  * Every function checks its argument count, then the type and range of each argument,
  * before it does anything, and names itself and the argument in the error:
- *   TypeError      a wrong type (a bool is not taken for an int: True is no pointer, size
- *                  or device; a float is no int; an int or float is a float);
+ *   TypeError      a wrong type: an int argument takes an int or an object with __index__,
+ *                  never a float or a bool (True is no pointer, size or device); a float
+ *                  argument takes a float or an int (not a bool); a str argument a str;
  *   OverflowError  an int outside the C type it is stored into, never a value truncated
  *                  into a narrower type that happens to be valid (2**32 + 1 is not 1);
  *   ValueError     a str with a NUL character (C would silently stop at it), or one that
@@ -72,17 +73,21 @@ typedef struct argname {
 #define ARG(what) (&(const argname_t){(what), -1, 0})
 
 /* The error of argument `a`: a TypeError shows the type it got, any other class the
- * value. Returns -1. */
+ * value (its first 200 characters; an int too long for repr() by its type). Returns -1. */
 static int arg_fail(PyObject *cls, const char *fn, const argname_t *a, const char *want, PyObject *o) {
     char name[96];
     if (a->index >= 0)
         snprintf(name, sizeof name, "kernel argument %zd (format '%c')", a->index, a->kind);
     else
         snprintf(name, sizeof name, "%s", a->what);
-    if (cls == PyExc_TypeError)
+    PyObject *r = cls == PyExc_TypeError ? NULL : PyObject_Repr(o);
+    if (r == NULL) {
+        PyErr_Clear();
         PyErr_Format(cls, "tileops._C.%s: %s must be %s, got %s", fn, name, want, Py_TYPE(o)->tp_name);
-    else
-        PyErr_Format(cls, "tileops._C.%s: %s must be %s, got %R", fn, name, want, o);
+    } else {
+        PyErr_Format(cls, "tileops._C.%s: %s must be %s, got %.200U", fn, name, want, r);
+        Py_DECREF(r);
+    }
     return -1;
 }
 
@@ -123,7 +128,7 @@ static int as_ll(const char *fn, const argname_t *a, PyObject *o, long long lo, 
 
 /* A C int (device ordinals, thread counts, handles). */
 static int as_int(const char *fn, const char *what, PyObject *o, int *out) {
-    long long v;
+    long long v = 0;
     if (as_ll(fn, ARG(what), o, INT_MIN, INT_MAX, &v))
         return -1;
     *out = (int)v;
@@ -236,14 +241,14 @@ static int pack_args(const char *fn, const char *fmt, PyObject *const *objs, Py_
                 return -1;
             break;
         case 'q': {
-            long long v;
+            long long v = 0;
             if (as_ll(fn, &a, o, INT64_MIN, INT64_MAX, &v) < 0)
                 return -1;
             out[i].q = (int64_t)v;
             break;
         }
         case 'i': {
-            long long v;
+            long long v = 0;
             if (as_ll(fn, &a, o, INT32_MIN, INT32_MAX, &v) < 0)
                 return -1;
             out[i].i = (int32_t)v;
@@ -344,7 +349,7 @@ static PyObject *py_cpu_launch(PyObject *self, PyObject *const *args, Py_ssize_t
         PyErr_SetString(PyExc_TypeError, "tileops._C.cpu_launch takes (handle, *kernel_args), got no arguments");
         return NULL;
     }
-    int handle;
+    int handle = -1;
     if (as_handle("cpu_launch", args[0], &handle)) return NULL;
     const tileops_cpu_kernel_t *k = tileops_cpu_kernel_get(handle);
     if (!k) {
@@ -376,7 +381,7 @@ static PyObject *py_cpu_num_threads(PyObject *self, PyObject *unused) {
 static PyObject *py_cpu_set_num_threads(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cpu_set_num_threads", nargs, 1)) return NULL;
-    int n;
+    int n = 0;
     if (as_int("cpu_set_num_threads", "the thread count", args[0], &n)) return NULL;
     tileops_status_t st = tileops_cpu_set_num_threads(n);
     if (st != TILEOPS_OK) return raise_status(st);
@@ -418,7 +423,7 @@ static PyObject *py_cuda_device_count(PyObject *self, PyObject *unused) {
 static PyObject *py_cuda_device_arch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cuda_device_arch", nargs, 1)) return NULL;
-    int dev;
+    int dev = 0;
     if (as_int("cuda_device_arch", "the device", args[0], &dev)) return NULL;
     int major = 0, minor = 0;
     tileops_status_t st = tileops_cuda_device_arch(dev, &major, &minor);
@@ -429,7 +434,7 @@ static PyObject *py_cuda_device_arch(PyObject *self, PyObject *const *args, Py_s
 static PyObject *py_cuda_device_attributes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cuda_device_attributes", nargs, 1)) return NULL;
-    int dev;
+    int dev = 0;
     if (as_int("cuda_device_attributes", "the device", args[0], &dev)) return NULL;
     int sms = 0, smem = 0, l2 = 0;
     tileops_status_t st = tileops_cuda_device_attributes(dev, &sms, &smem, &l2);
@@ -519,9 +524,9 @@ static int build_strings_copy(PyObject *const *args, build_strings_t *b) {
 static PyObject *py_cuda_build(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cuda_build", nargs, 6)) return NULL;
-    int dev;
+    int dev = 0;
     if (as_int("cuda_build", "the device", args[0], &dev)) return NULL;
-    uintptr_t cap;
+    uintptr_t cap = 0;
     if (as_uptr("cuda_build", ARG("the capture stream"), args[5], &cap)) return NULL;
     build_strings_t b;
     memset(&b, 0, sizeof b);
@@ -556,17 +561,17 @@ static PyObject *py_cuda_launch(PyObject *self, PyObject *const *args, Py_ssize_
                      "stream, *kernel_args), got %zd arguments", nargs);
         return NULL;
     }
-    int handle;
+    int handle = -1;
     if (as_handle("cuda_launch", args[0], &handle)) return NULL;
     static const char *const dim_names[7] = {"grid x", "grid y", "grid z", "block x",
                                              "block y", "block z", "shared_bytes"};
     unsigned dims[7];
     for (int i = 0; i < 7; i++) {
-        long long v;
+        long long v = 0;
         if (as_ll("cuda_launch", ARG(dim_names[i]), args[1 + i], 0, UINT_MAX, &v)) return NULL;
         dims[i] = (unsigned)v;
     }
-    uintptr_t stream;
+    uintptr_t stream = 0;
     if (as_uptr("cuda_launch", ARG("the stream"), args[8], &stream)) return NULL;
     unsigned grid[3] = {dims[0], dims[1], dims[2]};
     unsigned block[3] = {dims[3], dims[4], dims[5]};
@@ -592,7 +597,7 @@ static PyObject *py_cuda_launch(PyObject *self, PyObject *const *args, Py_ssize_
 static PyObject *py_cuda_stream_is_capturing(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cuda_stream_is_capturing", nargs, 1)) return NULL;
-    uintptr_t s;
+    uintptr_t s = 0;
     if (as_uptr("cuda_stream_is_capturing", ARG("the stream"), args[0], &s)) return NULL;
     int cap = 0;
     tileops_status_t st = tileops_cuda_stream_is_capturing(s, &cap);

@@ -874,10 +874,10 @@ static void test_rms_norm_errors(void) {
     a = good, a.y = (void *)(UINTPTR_MAX - 31);
     expect_invalid(&a, 0, "y past the top", "y (address");
     a = good, a.y = (void *)(UINTPTR_MAX - 31);
-    expect_invalid(&a, 2, "y past the top", "(64 bytes) runs past the end of the address space");
+    expect_invalid(&a, 2, "y past the top", "64 bytes) runs past the end of the address space");
     a = good, a.x = (const void *)(UINTPTR_MAX - 63); /* exactly at the top: fits, reads none */
     a.x_row_stride = 16;                                /* but a wider stride does not */
-    expect_invalid(&a, 0, "x past the top with its stride", "(96 bytes) runs past the end");
+    expect_invalid(&a, 0, "x past the top with its stride", "96 bytes) runs past the end");
     /* rows == 0 is a no-op, pointers unused. */
     a = good, a.rows = 0, a.x = NULL, a.y = NULL;
     for (int v = 0; v < 3; v++)

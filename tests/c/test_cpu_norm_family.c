@@ -323,7 +323,7 @@ static void test_bad_arguments(void) {
             expect(launch(h, x, R, w, NULL, (void *)(UINTPTR_MAX - 15), RO, 1, 8, 1e-5f, 0),
                    TILEOPS_ERR_INVALID_ARGUMENT, name, "y (address", label);
             expect(launch(h, x, R, w, NULL, (void *)(UINTPTR_MAX - 15), RO, 1, 8, 1e-5f, 0),
-                   TILEOPS_ERR_INVALID_ARGUMENT, name, "(32 bytes) runs past the end of the address space", label);
+                   TILEOPS_ERR_INVALID_ARGUMENT, name, "32 bytes) runs past the end of the address space", label);
             expect(launch(h, x, R, w, NULL, (char *)y + 2, RO, 1, 8, 1e-5f, 0),
                    TILEOPS_ERR_INVALID_ARGUMENT, name, "is not aligned to its element size", label);
             if (op->residual)
