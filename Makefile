@@ -2,6 +2,7 @@
 #   make demo     set up .venv, install tileops (builds the C core), run the main job on the CPU
 #   make test     same set-up, then the C tests, the manifest validator and the whole pytest suite
 #   make check-c  the C core and its C tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make check-fuzz  the binding (tileops._C) built with both sanitizers, fuzzed by tests/test_c_fuzz.py
 
 PYTHON_BOOT ?= python3
 VENV        := .venv
@@ -19,7 +20,7 @@ BUILD     ?= build
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Icsrc/include -Icsrc -pthread
 LDLIBS    := -ldl -lpthread -lm
 
-.PHONY: all demo test test-c check-c venv install clean validate
+.PHONY: all demo test test-c check-c check-fuzz venv install clean validate
 
 all: install
 
@@ -78,6 +79,28 @@ test-c: $(addprefix $(BUILD)/release/,$(CTESTS))
 check-c: $(addprefix $(BUILD)/asan/,$(CTESTS))
 	@set -e; for t in $^; do echo "== $$t (asan+ubsan)"; \
 	    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $$t; done
+
+# ---- the binding under the sanitizers ------------------------------------------------
+# The same sources as setup.py's extension (binding + core + ops), built with
+# AddressSanitizer + UndefinedBehaviorSanitizer into $(BUILD)/asan-ext/ (the installed
+# package is untouched). tests/test_c_fuzz.py loads that file (TILEOPS_C_EXT_PATH) in
+# workers that import neither tileops nor torch; libasan is preloaded since the python
+# binary is not instrumented, and PYTHONMALLOC=malloc puts Python's objects in ASan's heap
+# too (a str freed under a kernel call is then a report, not reused arena memory). Leak
+# detection is off: the interpreter keeps its objects.
+EXT_SRC := $(wildcard csrc/python/*.c) $(CORE_SRC)
+
+$(BUILD)/asan-ext/_C.so: $(EXT_SRC) $(CORE_HDR) $(VENV)/.stamp-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	    -fno-sanitize-recover=all -fPIC -shared -fvisibility=hidden \
+	    -I"$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
+	    -o $@ $(EXT_SRC) $(LDLIBS)
+
+check-fuzz: $(BUILD)/asan-ext/_C.so
+	TILEOPS_C_EXT_PATH=$(abspath $<) LD_PRELOAD="$$($(CC) -print-file-name=libasan.so)" PYTHONMALLOC=malloc \
+	    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    $(PY) -m pytest -q tests/test_c_fuzz.py
 
 clean:
 	rm -rf build $(BUILD) src/tileops/_C*.so src/*.egg-info $(VENV)/.stamp-install

@@ -8,6 +8,7 @@
 #ifndef TILEOPS_CPU_MEMORY_H
 #define TILEOPS_CPU_MEMORY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Whether the `bytes` at p are new, not in memory yet (probed at the first, middle and last
@@ -15,5 +16,21 @@
  * `advise_min_bytes` also gets the huge-page advice (unless TILEOPS_CPU_HUGEPAGES=0). The
  * advice moves no data and a failure changes nothing but the time. */
 int tileops_cpu_fresh_output(void *p, int64_t bytes, int64_t advise_min_bytes);
+
+/* What C can check of a buffer it is given as a raw address, once the sizes are known to
+ * fit int64: that the address is a multiple of the element size (`align`), and that the
+ * buffer's `bytes` do not run past the top of the address space (pointer arithmetic over
+ * it would wrap). NULL when both hold, else what is wrong, for the kernel's message.
+ * Whether `bytes` of memory are really there is beyond C: a kernel entry gets addresses,
+ * not allocations, so the Python layer checks each tensor's extent before it passes the
+ * data pointer. */
+static inline const char *tileops_cpu_extent_problem(const void *p, int64_t bytes, int64_t align) {
+    uintptr_t a = (uintptr_t)p;
+    if (align > 1 && a % (uintptr_t)align != 0)
+        return "is not aligned to its element size";
+    if (bytes > 0 && (uint64_t)bytes - 1 > (uint64_t)(UINTPTR_MAX - a))
+        return "runs past the end of the address space";
+    return NULL;
+}
 
 #endif /* TILEOPS_CPU_MEMORY_H */

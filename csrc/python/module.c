@@ -12,7 +12,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <float.h>
 #include <limits.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -37,96 +40,225 @@ static PyObject *raise_status(tileops_status_t st) {
     return NULL;
 }
 
+/* ---- argument checks -------------------------------------------------------------
+ * Every function checks its argument count, then the type and range of each argument,
+ * before it does anything, and names itself and the argument in the error:
+ *   TypeError      a wrong type: an int argument takes an int or an object with __index__,
+ *                  never a float or a bool (True is no pointer, size or device); a float
+ *                  argument takes a float or an int (not a bool); a str argument a str;
+ *   OverflowError  an int outside the C type it is stored into, never a value truncated
+ *                  into a narrower type that happens to be valid (2**32 + 1 is not 1);
+ *   ValueError     a str with a NUL character (C would silently stop at it), or one that
+ *                  cannot be encoded as UTF-8.
+ * Strings a function uses with the GIL released are copied into memory it owns first
+ * (dup_str): another thread may drop or replace the caller's objects meanwhile. What
+ * the values mean (a device that exists, n >= 1, a pointer that may be NULL) is the core's
+ * to check; it answers with a status that raise_status turns into an exception. */
+
 static int check_nargs(const char *fn, Py_ssize_t got, Py_ssize_t want) {
     if (got != want) {
-        PyErr_Format(PyExc_TypeError, "tileops._C.%s takes %zd arguments, got %zd", fn, want, got);
+        PyErr_Format(PyExc_TypeError, "tileops._C.%s takes %zd argument%s, got %zd", fn, want,
+                     want == 1 ? "" : "s", got);
         return -1;
     }
     return 0;
 }
 
-/* A pointer: any int in [0, 2**64), or an object with __index__. A negative one is an
- * OverflowError, never an address wrapped around to the top of the address space. On
- * error returns (uintptr_t)-1 with the exception set. */
-static uintptr_t as_ptr(PyObject *o) {
-    if (PyLong_Check(o))
-        return (uintptr_t)PyLong_AsUnsignedLongLong(o);
-    PyObject *i = PyNumber_Index(o);
-    if (!i)
-        return (uintptr_t)-1;
-    uintptr_t v = (uintptr_t)PyLong_AsUnsignedLongLong(i);
-    Py_DECREF(i);
-    return v;
+/* How an error names an argument: `what`, or for a kernel argument (index >= 0)
+ * "kernel argument <index> (format '<kind>')". */
+typedef struct argname {
+    const char *what;
+    Py_ssize_t index;
+    char kind;
+} argname_t;
+#define ARG(what) (&(const argname_t){(what), -1, 0})
+
+/* The error of argument `a`: a TypeError shows the type it got, any other class the
+ * value (its first 200 characters; an int too long for repr() by its type). Returns -1. */
+static int arg_fail(PyObject *cls, const char *fn, const argname_t *a, const char *want, PyObject *o) {
+    char name[96];
+    if (a->index >= 0)
+        snprintf(name, sizeof name, "kernel argument %zd (format '%c')", a->index, a->kind);
+    else
+        snprintf(name, sizeof name, "%s", a->what);
+    PyObject *r = cls == PyExc_TypeError ? NULL : PyObject_Repr(o);
+    if (r == NULL) {
+        PyErr_Clear();
+        PyErr_Format(cls, "tileops._C.%s: %s must be %s, got %s", fn, name, want, Py_TYPE(o)->tp_name);
+    } else {
+        PyErr_Format(cls, "tileops._C.%s: %s must be %s, got %.200U", fn, name, want, r);
+        Py_DECREF(r);
+    }
+    return -1;
 }
 
-/* A C int (device ordinals, thread counts): out of range is an OverflowError, never a
- * truncated value that happens to be valid. Returns 0, or -1 with the exception set. */
-static int as_int(const char *fn, const char *what, PyObject *o, int *out) {
-    long long v = PyLong_AsLongLong(o);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    if (v < INT_MIN || v > INT_MAX) {
-        PyErr_Format(PyExc_OverflowError, "tileops._C.%s: %s must fit a C int, got %lld", fn, what, v);
-        return -1;
+/* An int argument as a new reference to a Python int: an int (not a bool) or an object
+ * with __index__. NULL with a TypeError naming the argument otherwise. */
+static PyObject *index_of(const char *fn, const argname_t *a, const char *want,
+                          PyObject *o) {
+    if (PyLong_CheckExact(o)) {
+        Py_INCREF(o);
+        return o;
     }
+    if (PyBool_Check(o) || !PyIndex_Check(o)) {
+        arg_fail(PyExc_TypeError, fn, a, want, o);
+        return NULL;
+    }
+    return PyNumber_Index(o);
+}
+
+/* An int in [lo, hi]. Returns 0, or -1 with the exception set. */
+static int as_ll(const char *fn, const argname_t *a, PyObject *o, long long lo, long long hi,
+                 long long *out) {
+    PyObject *i = index_of(fn, a, "an int", o);
+    if (i == NULL)
+        return -1;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(i, &overflow);
+    Py_DECREF(i);
+    if (v == -1 && !overflow && PyErr_Occurred())
+        return -1;
+    if (overflow || v < lo || v > hi) {
+        char want[80];
+        snprintf(want, sizeof want, "an int in [%lld, %lld]", lo, hi);
+        return arg_fail(PyExc_OverflowError, fn, a, want, o);
+    }
+    *out = v;
+    return 0;
+}
+
+/* A C int (device ordinals, thread counts, handles). */
+static int as_int(const char *fn, const char *what, PyObject *o, int *out) {
+    long long v = 0;
+    if (as_ll(fn, ARG(what), o, INT_MIN, INT_MAX, &v))
+        return -1;
     *out = (int)v;
     return 0;
 }
 
-/* Re-raises the conversion error of kernel argument `index` with the argument named, so
- * a caller sees which of a dozen integers was wrong. Keeps the error's class (an
- * OverflowError stays one, so does a TypeError). Returns -1. */
-static int arg_error(const char *fn, Py_ssize_t index, char kind, PyObject *o) {
-    const char *want = kind == 'p' ? "a pointer in [0, 2**64)"
-                     : kind == 'q' ? "an int64"
-                     : kind == 'i' ? "an int32"
-                                   : "a float";
-    PyObject *cls = PyErr_ExceptionMatches(PyExc_OverflowError) ? PyExc_OverflowError : PyExc_TypeError;
-    PyErr_Clear();
-    PyErr_Format(cls, "tileops._C.%s: kernel argument %zd (format '%c') must be %s, got %R", fn,
-                 index, kind, want, o);
-    return -1;
+/* A pointer or CUstream: an int in [0, 2**64) that fits uintptr_t, never a negative one
+ * wrapped around to the top of the address space. */
+static int as_uptr(const char *fn, const argname_t *a, PyObject *o, uintptr_t *out) {
+    static const char want[] = "an int in [0, 2**64)";
+    PyObject *i = index_of(fn, a, want, o);
+    if (i == NULL)
+        return -1;
+    unsigned long long v = PyLong_AsUnsignedLongLong(i);
+    Py_DECREF(i);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear();
+        return arg_fail(PyExc_OverflowError, fn, a, want, o);
+    }
+#if UINTPTR_MAX < ULLONG_MAX
+    if (v > UINTPTR_MAX)
+        return arg_fail(PyExc_OverflowError, fn, a, "a pointer of this machine", o);
+#endif
+    *out = (uintptr_t)v;
+    return 0;
+}
+
+/* A float32: a float or an int (not a bool), within float32's range. NaN and infinities
+ * pass: the op layer validates eps, and no kernel reads or writes memory differently for
+ * them (the outputs are NaN). A finite value beyond float32's range is an OverflowError,
+ * not an infinity. */
+static int as_f32(const char *fn, const argname_t *a, PyObject *o, float *out) {
+    static const char want[] = "a float (or int) within float32 range";
+    double d;
+    if (PyFloat_Check(o)) {
+        d = PyFloat_AS_DOUBLE(o);
+    } else if (PyLong_Check(o) && !PyBool_Check(o)) {
+        d = PyLong_AsDouble(o);
+        if (d == -1.0 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+                return -1;
+            PyErr_Clear();
+            return arg_fail(PyExc_OverflowError, fn, a, want, o);
+        }
+    } else {
+        return arg_fail(PyExc_TypeError, fn, a, want, o);
+    }
+    if (isfinite(d) && fabs(d) > FLT_MAX)
+        return arg_fail(PyExc_OverflowError, fn, a, want, o);
+    *out = (float)d;
+    return 0;
+}
+
+/* A str as UTF-8 without NUL characters, borrowed from `o` (valid while `o` lives, so
+ * only with the GIL held). *len may be NULL. */
+static const char *as_str(const char *fn, const char *what, PyObject *o, Py_ssize_t *len) {
+    if (!PyUnicode_Check(o)) {
+        arg_fail(PyExc_TypeError, fn, ARG(what), "a str", o);
+        return NULL;
+    }
+    Py_ssize_t n = 0;
+    const char *s = PyUnicode_AsUTF8AndSize(o, &n);
+    if (s == NULL) {
+        PyErr_Clear();
+        arg_fail(PyExc_ValueError, fn, ARG(what), "a str encodable as UTF-8", o);
+        return NULL;
+    }
+    if (memchr(s, '\0', (size_t)n) != NULL) {
+        arg_fail(PyExc_ValueError, fn, ARG(what), "a str without NUL characters", o);
+        return NULL;
+    }
+    if (len)
+        *len = n;
+    return s;
+}
+
+/* as_str, copied into memory the caller owns (PyMem_Free it): for what the core reads
+ * with the GIL released. */
+static char *dup_str(const char *fn, const char *what, PyObject *o, Py_ssize_t *len) {
+    Py_ssize_t n = 0;
+    const char *s = as_str(fn, what, o, &n);
+    if (s == NULL)
+        return NULL;
+    char *copy = PyMem_Malloc((size_t)n + 1);
+    if (copy == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(copy, s, (size_t)n + 1);
+    if (len)
+        *len = n;
+    return copy;
 }
 
 /* Converts a kernel's Python arguments into packed values by its arg format: the one
  * conversion both cpu_launch and cuda_launch use. n must equal strlen(fmt) (checked by
- * the caller, which knows how to word the count error). Returns 0, or -1 with an
- * exception naming the argument. */
+ * the caller, which knows how to word the count error). Pointers may be 0 here: whether
+ * a kernel takes a NULL is the kernel's contract, and it checks it. Returns 0, or -1 with
+ * an exception naming the argument ("kernel argument 3 (format 'q')"). */
 static int pack_args(const char *fn, const char *fmt, PyObject *const *objs, Py_ssize_t n,
                      tileops_arg_t *out) {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *o = objs[i];
+        const argname_t a = {NULL, i, fmt[i]};
         switch (fmt[i]) {
         case 'p':
-            out[i].p = as_ptr(o);
-            if (out[i].p == (uintptr_t)-1 && PyErr_Occurred())
-                return arg_error(fn, i, 'p', o);
-            break;
-        case 'q':
-            out[i].q = (int64_t)PyLong_AsLongLong(o);
-            if (out[i].q == -1 && PyErr_Occurred())
-                return arg_error(fn, i, 'q', o);
-            break;
-        case 'i': {
-            long long v = PyLong_AsLongLong(o);
-            if (v == -1 && PyErr_Occurred())
-                return arg_error(fn, i, 'i', o);
-            if (v < INT32_MIN || v > INT32_MAX) {
-                PyErr_Format(PyExc_OverflowError,
-                             "tileops._C.%s: kernel argument %zd (format 'i') must be an int32, got %lld",
-                             fn, i, v);
+            if (as_uptr(fn, &a, o, &out[i].p) < 0)
                 return -1;
-            }
+            break;
+        case 'q': {
+            long long v = 0;
+            if (as_ll(fn, &a, o, INT64_MIN, INT64_MAX, &v) < 0)
+                return -1;
+            out[i].q = (int64_t)v;
+            break;
+        }
+        case 'i': {
+            long long v = 0;
+            if (as_ll(fn, &a, o, INT32_MIN, INT32_MAX, &v) < 0)
+                return -1;
             out[i].i = (int32_t)v;
             break;
         }
-        case 'f': {
-            double d = PyFloat_AsDouble(o);
-            if (d == -1.0 && PyErr_Occurred())
-                return arg_error(fn, i, 'f', o);
-            out[i].f = (float)d;
+        case 'f':
+            if (as_f32(fn, &a, o, &out[i].f) < 0)
+                return -1;
             break;
-        }
         default: /* formats are validated when a kernel is registered or built */
             PyErr_Format(PyExc_SystemError, "tileops._C.%s: bad format character '%c' in '%s'", fn,
                          fmt[i], fmt);
@@ -147,22 +279,38 @@ static int as_handle(const char *fn, PyObject *o, int *handle) {
     return 0;
 }
 
+/* (classes): one exception class (or None: RuntimeError) per status code. All are checked
+ * before any is taken, so a bad sequence leaves the registered classes as they were. */
 static PyObject *py_set_error_classes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("set_error_classes", nargs, 1)) return NULL;
-    PyObject *seq = PySequence_Fast(args[0], "set_error_classes expects a sequence");
-    if (!seq) return NULL;
+    if (!PyList_Check(args[0]) && !PyTuple_Check(args[0]))
+        return arg_fail(PyExc_TypeError, "set_error_classes", ARG("the classes"), "a list or tuple",
+                        args[0]), NULL;
+    PyObject *seq = args[0];
     if (PySequence_Fast_GET_SIZE(seq) != TILEOPS_STATUS_COUNT_) {
-        Py_DECREF(seq);
-        PyErr_Format(PyExc_ValueError, "set_error_classes expects %d classes", TILEOPS_STATUS_COUNT_);
+        PyErr_Format(PyExc_ValueError,
+                     "tileops._C.set_error_classes: the classes must be %d (one per status code), got %zd",
+                     TILEOPS_STATUS_COUNT_, PySequence_Fast_GET_SIZE(seq));
         return NULL;
     }
+    PyObject *fresh[TILEOPS_STATUS_COUNT_];
     for (int i = 0; i < TILEOPS_STATUS_COUNT_; i++) {
         PyObject *c = PySequence_Fast_GET_ITEM(seq, i);
-        Py_XINCREF(c == Py_None ? NULL : c);
-        Py_XSETREF(error_classes[i], c == Py_None ? NULL : c);
+        if (c != Py_None && !PyExceptionClass_Check(c)) {
+            PyErr_Format(PyExc_TypeError,
+                         "tileops._C.set_error_classes: class %d must be an exception class or None, got %R",
+                         i, c);
+            return NULL;
+        }
+        fresh[i] = c == Py_None ? NULL : c;
     }
-    Py_DECREF(seq);
+    /* Every new reference is taken before any old one is dropped: a dropped class's
+     * destructor may run Python code that changes the caller's list. */
+    for (int i = 0; i < TILEOPS_STATUS_COUNT_; i++)
+        Py_XINCREF(fresh[i]);
+    for (int i = 0; i < TILEOPS_STATUS_COUNT_; i++)
+        Py_XSETREF(error_classes[i], fresh[i]);
     Py_RETURN_NONE;
 }
 
@@ -173,7 +321,7 @@ static PyObject *py_set_error_classes(PyObject *self, PyObject *const *args, Py_
 static PyObject *py_cpu_kernel(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cpu_kernel", nargs, 1)) return NULL;
-    const char *name = PyUnicode_AsUTF8(args[0]);
+    const char *name = as_str("cpu_kernel", "the kernel name", args[0], NULL);
     if (!name) return NULL;
     int handle = -1;
     tileops_status_t st = tileops_cpu_kernel_lookup(name, &handle);
@@ -199,10 +347,10 @@ static PyObject *py_cpu_kernels(PyObject *self, PyObject *unused) {
 static PyObject *py_cpu_launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs < 1) {
-        PyErr_SetString(PyExc_TypeError, "tileops._C.cpu_launch: (handle, *args)");
+        PyErr_SetString(PyExc_TypeError, "tileops._C.cpu_launch takes (handle, *kernel_args), got no arguments");
         return NULL;
     }
-    int handle;
+    int handle = -1;
     if (as_handle("cpu_launch", args[0], &handle)) return NULL;
     const tileops_cpu_kernel_t *k = tileops_cpu_kernel_get(handle);
     if (!k) {
@@ -234,7 +382,7 @@ static PyObject *py_cpu_num_threads(PyObject *self, PyObject *unused) {
 static PyObject *py_cpu_set_num_threads(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cpu_set_num_threads", nargs, 1)) return NULL;
-    int n;
+    int n = 0;
     if (as_int("cpu_set_num_threads", "the thread count", args[0], &n)) return NULL;
     tileops_status_t st = tileops_cpu_set_num_threads(n);
     if (st != TILEOPS_OK) return raise_status(st);
@@ -251,15 +399,16 @@ static PyObject *py_cpu_simd_level(PyObject *self, PyObject *unused) {
 static PyObject *py_cuda_load(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cuda_load", nargs, 1)) return NULL;
-    const char *hint = NULL;
+    char *hint = NULL; /* owned: read with the GIL released */
     if (args[0] != Py_None) {
-        hint = PyUnicode_AsUTF8(args[0]);
+        hint = dup_str("cuda_load", "the NVRTC folder (a str or None)", args[0], NULL);
         if (!hint) return NULL;
     }
     tileops_status_t st;
     Py_BEGIN_ALLOW_THREADS
     st = tileops_cuda_load(hint);
     Py_END_ALLOW_THREADS
+    PyMem_Free(hint);
     if (st != TILEOPS_OK) return raise_status(st);
     Py_RETURN_NONE;
 }
@@ -275,7 +424,7 @@ static PyObject *py_cuda_device_count(PyObject *self, PyObject *unused) {
 static PyObject *py_cuda_device_arch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cuda_device_arch", nargs, 1)) return NULL;
-    int dev;
+    int dev = 0;
     if (as_int("cuda_device_arch", "the device", args[0], &dev)) return NULL;
     int major = 0, minor = 0;
     tileops_status_t st = tileops_cuda_device_arch(dev, &major, &minor);
@@ -286,7 +435,7 @@ static PyObject *py_cuda_device_arch(PyObject *self, PyObject *const *args, Py_s
 static PyObject *py_cuda_device_attributes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cuda_device_attributes", nargs, 1)) return NULL;
-    int dev;
+    int dev = 0;
     if (as_int("cuda_device_attributes", "the device", args[0], &dev)) return NULL;
     int sms = 0, smem = 0, l2 = 0;
     tileops_status_t st = tileops_cuda_device_attributes(dev, &sms, &smem, &l2);
@@ -307,7 +456,7 @@ static PyObject *py_cuda_set_cache_dir(PyObject *self, PyObject *const *args, Py
     if (check_nargs("cuda_set_cache_dir", nargs, 1)) return NULL;
     const char *dir = NULL;
     if (args[0] != Py_None) {
-        dir = PyUnicode_AsUTF8(args[0]);
+        dir = as_str("cuda_set_cache_dir", "the cache folder (a str or None)", args[0], NULL);
         if (!dir) return NULL;
     }
     tileops_status_t st = tileops_cuda_set_cache_dir(dir);
@@ -318,7 +467,7 @@ static PyObject *py_cuda_set_cache_dir(PyObject *self, PyObject *const *args, Py
 static PyObject *py_cuda_set_version(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cuda_set_version", nargs, 1)) return NULL;
-    const char *v = PyUnicode_AsUTF8(args[0]);
+    const char *v = as_str("cuda_set_version", "the version", args[0], NULL);
     if (!v) return NULL;
     tileops_status_t st = tileops_cuda_set_version(v);
     if (st != TILEOPS_OK) return raise_status(st);
@@ -326,42 +475,75 @@ static PyObject *py_cuda_set_version(PyObject *self, PyObject *const *args, Py_s
 }
 
 /* (device, source: str, kernel_name: str, options: tuple[str], arg_format: str,
- *  capture_stream: int) -> (handle, info dict) */
+ *  capture_stream: int) -> (handle, info dict)
+ * The build runs with the GIL released (NVRTC can take seconds), so every string it reads
+ * - the source, the name, each option, the format - is first copied into memory this call
+ * owns: meanwhile another thread may empty the caller's options list and free its
+ * strings. */
+#define CUDA_BUILD_MAX_OPTIONS 256
+
+typedef struct build_strings {
+    char *src, *name, *fmt;
+    char *opt[CUDA_BUILD_MAX_OPTIONS];
+    Py_ssize_t src_len, nopts;
+} build_strings_t;
+
+static void build_strings_free(build_strings_t *b) {
+    PyMem_Free(b->src);
+    PyMem_Free(b->name);
+    PyMem_Free(b->fmt);
+    for (Py_ssize_t i = 0; i < b->nopts; i++)
+        PyMem_Free(b->opt[i]);
+}
+
+/* Fills b (zeroed by the caller) from the arguments; on failure what it copied so far is
+ * still freed by build_strings_free. */
+static int build_strings_copy(PyObject *const *args, build_strings_t *b) {
+    static const char fn[] = "cuda_build";
+    if (!(b->src = dup_str(fn, "the source", args[1], &b->src_len))) return -1;
+    if (!(b->name = dup_str(fn, "the kernel name", args[2], NULL))) return -1;
+    PyObject *opts = args[3];
+    if (!PyList_Check(opts) && !PyTuple_Check(opts))
+        return arg_fail(PyExc_TypeError, fn, ARG("the options"), "a list or tuple of str", opts);
+    /* No Python code runs in this loop (dup_str only reads str objects), so the list
+     * cannot change under it. */
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(opts);
+    if (n > CUDA_BUILD_MAX_OPTIONS) {
+        PyErr_Format(PyExc_ValueError, "tileops._C.cuda_build: at most %d options, got %zd",
+                     CUDA_BUILD_MAX_OPTIONS, n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!(b->opt[i] = dup_str(fn, "each option", PySequence_Fast_GET_ITEM(opts, i), NULL)))
+            return -1;
+        b->nopts = i + 1;
+    }
+    if (!(b->fmt = dup_str(fn, "the arg format", args[4], NULL))) return -1;
+    return 0;
+}
+
 static PyObject *py_cuda_build(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cuda_build", nargs, 6)) return NULL;
-    int dev;
+    int dev = 0;
     if (as_int("cuda_build", "the device", args[0], &dev)) return NULL;
-    Py_ssize_t src_len = 0;
-    const char *src = PyUnicode_AsUTF8AndSize(args[1], &src_len);
-    if (!src) return NULL;
-    const char *name = PyUnicode_AsUTF8(args[2]);
-    if (!name) return NULL;
-    PyObject *opts = PySequence_Fast(args[3], "cuda_build: options must be a sequence of str");
-    if (!opts) return NULL;
-    Py_ssize_t nopts = PySequence_Fast_GET_SIZE(opts);
-    if (nopts > 256) {
-        Py_DECREF(opts);
-        PyErr_SetString(PyExc_ValueError, "cuda_build: at most 256 options");
+    uintptr_t cap = 0;
+    if (as_uptr("cuda_build", ARG("the capture stream"), args[5], &cap)) return NULL;
+    build_strings_t b;
+    memset(&b, 0, sizeof b);
+    if (build_strings_copy(args, &b)) {
+        build_strings_free(&b);
         return NULL;
     }
-    const char *optv[256];
-    for (Py_ssize_t i = 0; i < nopts; i++) {
-        optv[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(opts, i));
-        if (!optv[i]) { Py_DECREF(opts); return NULL; }
-    }
-    const char *fmt = PyUnicode_AsUTF8(args[4]);
-    if (!fmt) { Py_DECREF(opts); return NULL; }
-    uintptr_t cap = as_ptr(args[5]);
-    if (PyErr_Occurred()) { Py_DECREF(opts); return NULL; }
     int handle = -1;
     tileops_build_info_t info;
     memset(&info, 0, sizeof info);
     tileops_status_t st;
     Py_BEGIN_ALLOW_THREADS
-    st = tileops_cuda_build(dev, src, (size_t)src_len, name, optv, (int)nopts, fmt, cap, &handle, &info);
+    st = tileops_cuda_build(dev, b.src, (size_t)b.src_len, b.name, (const char *const *)b.opt,
+                            (int)b.nopts, b.fmt, cap, &handle, &info);
     Py_END_ALLOW_THREADS
-    Py_DECREF(opts);
+    build_strings_free(&b);
     if (st != TILEOPS_OK) return raise_status(st);
     return Py_BuildValue("(i{s:O,s:O,s:O,s:d,s:d})", handle,
                          "nvrtc_ran", info.nvrtc_ran ? Py_True : Py_False,
@@ -375,26 +557,26 @@ static PyObject *py_cuda_build(PyObject *self, PyObject *const *args, Py_ssize_t
 static PyObject *py_cuda_launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs < 9) {
-        PyErr_SetString(PyExc_TypeError, "tileops._C.cuda_launch: (handle, gx, gy, gz, bx, by, bz, shared_bytes, stream, *args)");
+        PyErr_Format(PyExc_TypeError,
+                     "tileops._C.cuda_launch takes (handle, gx, gy, gz, bx, by, bz, shared_bytes, "
+                     "stream, *kernel_args), got %zd arguments", nargs);
         return NULL;
     }
-    int handle;
+    int handle = -1;
     if (as_handle("cuda_launch", args[0], &handle)) return NULL;
-    unsigned long dims[7];
-    for (int i = 0; i < 7; i++)
-        dims[i] = PyLong_AsUnsignedLong(args[1 + i]); /* negative: OverflowError */
-    uintptr_t stream = as_ptr(args[8]);
-    if (PyErr_Occurred()) return NULL;
+    static const char *const dim_names[7] = {"grid x", "grid y", "grid z", "block x",
+                                             "block y", "block z", "shared_bytes"};
+    unsigned dims[7];
     for (int i = 0; i < 7; i++) {
-        if (dims[i] > UINT_MAX) {
-            PyErr_Format(PyExc_OverflowError, "tileops._C.cuda_launch: grid/block/shared value %lu exceeds %u",
-                         dims[i], UINT_MAX);
-            return NULL;
-        }
+        long long v = 0;
+        if (as_ll("cuda_launch", ARG(dim_names[i]), args[1 + i], 0, UINT_MAX, &v)) return NULL;
+        dims[i] = (unsigned)v;
     }
-    unsigned grid[3] = {(unsigned)dims[0], (unsigned)dims[1], (unsigned)dims[2]};
-    unsigned block[3] = {(unsigned)dims[3], (unsigned)dims[4], (unsigned)dims[5]};
-    unsigned smem = (unsigned)dims[6];
+    uintptr_t stream = 0;
+    if (as_uptr("cuda_launch", ARG("the stream"), args[8], &stream)) return NULL;
+    unsigned grid[3] = {dims[0], dims[1], dims[2]};
+    unsigned block[3] = {dims[3], dims[4], dims[5]};
+    unsigned smem = dims[6];
     const char *fmt = tileops_cuda_kernel_arg_format(handle);
     if (fmt == NULL) {
         PyErr_Format(PyExc_ValueError, "tileops._C.cuda_launch: no kernel with handle %d", handle);
@@ -416,8 +598,8 @@ static PyObject *py_cuda_launch(PyObject *self, PyObject *const *args, Py_ssize_
 static PyObject *py_cuda_stream_is_capturing(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cuda_stream_is_capturing", nargs, 1)) return NULL;
-    uintptr_t s = as_ptr(args[0]);
-    if (PyErr_Occurred()) return NULL;
+    uintptr_t s = 0;
+    if (as_uptr("cuda_stream_is_capturing", ARG("the stream"), args[0], &s)) return NULL;
     int cap = 0;
     tileops_status_t st = tileops_cuda_stream_is_capturing(s, &cap);
     if (st != TILEOPS_OK) return raise_status(st);
@@ -438,10 +620,12 @@ static PyObject *py_cuda_stats(PyObject *self, PyObject *unused) {
 static PyObject *py_cache_store(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cache_store", nargs, 2)) return NULL;
-    const char *path = PyUnicode_AsUTF8(args[0]);
+    const char *path = as_str("cache_store", "the path", args[0], NULL);
     if (!path) return NULL;
-    char *buf; Py_ssize_t len;
-    if (PyBytes_AsStringAndSize(args[1], &buf, &len) < 0) return NULL;
+    if (!PyBytes_Check(args[1]))
+        return arg_fail(PyExc_TypeError, "cache_store", ARG("the payload"), "bytes", args[1]), NULL;
+    char *buf = PyBytes_AS_STRING(args[1]);
+    Py_ssize_t len = PyBytes_GET_SIZE(args[1]);
     tileops_status_t st = tileops_cache_store(path, buf, (size_t)len);
     if (st != TILEOPS_OK) return raise_status(st);
     Py_RETURN_NONE;
@@ -450,7 +634,7 @@ static PyObject *py_cache_store(PyObject *self, PyObject *const *args, Py_ssize_
 static PyObject *py_cache_load(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cache_load", nargs, 1)) return NULL;
-    const char *path = PyUnicode_AsUTF8(args[0]);
+    const char *path = as_str("cache_load", "the path", args[0], NULL);
     if (!path) return NULL;
     void *data = NULL; size_t len = 0;
     tileops_status_t st = tileops_cache_load(path, &data, &len);

@@ -865,6 +865,19 @@ static void test_rms_norm_errors(void) {
     expect_invalid(&a, 1, "y_row_stride < 0", "y_row_stride");
     expect_invalid(&good, 3, "variant = 3", "variant");
     expect_invalid(&good, -1, "variant = -1", "variant");
+    /* What C can check of a raw address: alignment, and no wrap around the address space
+     * over the extent the sizes give (rows 2, stride 8: 64 bytes of fp32). */
+    a = good, a.x = (const char *)x + 2;
+    expect_invalid(&a, 0, "x misaligned", "x (address");
+    a = good, a.weight = (const char *)x + 1;
+    expect_invalid(&a, 1, "weight misaligned", "weight (address");
+    a = good, a.y = (void *)(UINTPTR_MAX - 31);
+    expect_invalid(&a, 0, "y past the top", "y (address");
+    a = good, a.y = (void *)(UINTPTR_MAX - 31);
+    expect_invalid(&a, 2, "y past the top", "64 bytes) runs past the end of the address space");
+    a = good, a.x = (const void *)(UINTPTR_MAX - 63); /* exactly at the top: fits, reads none */
+    a.x_row_stride = 16;                                /* but a wider stride does not */
+    expect_invalid(&a, 0, "x past the top with its stride", "96 bytes) runs past the end");
     /* rows == 0 is a no-op, pointers unused. */
     a = good, a.rows = 0, a.x = NULL, a.y = NULL;
     for (int v = 0; v < 3; v++)

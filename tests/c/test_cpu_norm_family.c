@@ -314,6 +314,24 @@ static void test_bad_arguments(void) {
                    name, "must fit in int64", label);
             expect(launch(h, x, R, w, NULL, y, RO, (int64_t)1 << 40, (int64_t)1 << 40, 1e-5f, 1),
                    TILEOPS_ERR_INVALID_ARGUMENT, name, "must fit in int64", label);
+            /* What C can check of a raw address: its alignment, and that the extent the
+             * sizes give does not wrap around the address space. */
+            expect(launch(h, (const char *)x + 1, R, w, NULL, y, RO, 1, 8, 1e-5f, 0),
+                   TILEOPS_ERR_INVALID_ARGUMENT, name, "x (address", label);
+            expect(launch(h, x, R, (const char *)w + 2, NULL, y, RO, 1, 8, 1e-5f, 0),
+                   TILEOPS_ERR_INVALID_ARGUMENT, name, "weight (address", label);
+            expect(launch(h, x, R, w, NULL, (void *)(UINTPTR_MAX - 15), RO, 1, 8, 1e-5f, 0),
+                   TILEOPS_ERR_INVALID_ARGUMENT, name, "y (address", label);
+            expect(launch(h, x, R, w, NULL, (void *)(UINTPTR_MAX - 15), RO, 1, 8, 1e-5f, 0),
+                   TILEOPS_ERR_INVALID_ARGUMENT, name, "32 bytes) runs past the end of the address space", label);
+            expect(launch(h, x, R, w, NULL, (char *)y + 2, RO, 1, 8, 1e-5f, 0),
+                   TILEOPS_ERR_INVALID_ARGUMENT, name, "is not aligned to its element size", label);
+            if (op->residual)
+                expect(launch(h, x, R, w, NULL, y, (void *)(UINTPTR_MAX - 15), 1, 8, 1e-5f, 0),
+                       TILEOPS_ERR_INVALID_ARGUMENT, name, "residual_out (address", label);
+            if (op->bias)
+                expect(launch(h, x, R, w, (const void *)(UINTPTR_MAX - 3), y, RO, 1, 8, 1e-5f, 0),
+                       TILEOPS_ERR_INVALID_ARGUMENT, name, "bias (address", label);
             /* no rows: nothing is read, so absent pointers are fine */
             CHECK(launch(h, NULL, NULL, NULL, NULL, NULL, NULL, 0, 8, 1e-5f, 0) == TILEOPS_OK,
                   "%s with rows = 0 and no pointers: %s", name, tileops_last_error());

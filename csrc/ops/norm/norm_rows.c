@@ -335,6 +335,24 @@ static tileops_status_t check_args(const tileops_norm_rows_args_t *a) {
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
                             "%s: rows * n * %lld bytes must fit in int64, got rows = %lld, n = %lld",
                             k, (long long)es, (long long)a->rows, (long long)a->n);
+    /* The extents that follow from the sizes: what C can check of a raw address
+     * (cpu/memory.h); that the memory is there is the Python layer's to check. */
+    const int64_t rows_bytes = a->rows * a->n * es, row_bytes = a->n * es;
+    const struct {
+        const char *name;
+        const void *p;
+        int64_t bytes;
+    } bufs[] = {{"x", a->x, rows_bytes},          {"residual", a->residual, rows_bytes},
+                {"weight", a->weight, row_bytes}, {"bias", a->bias, row_bytes},
+                {"y", a->y, rows_bytes},          {"residual_out", a->residual_out, rows_bytes}};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        const char *problem =
+            bufs[i].p == NULL ? NULL : tileops_cpu_extent_problem(bufs[i].p, bufs[i].bytes, es);
+        if (problem != NULL)
+            return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                                "%s: %s (address %p, %lld bytes) %s", k, bufs[i].name, bufs[i].p,
+                                (long long)bufs[i].bytes, problem);
+    }
     return TILEOPS_OK;
 }
 

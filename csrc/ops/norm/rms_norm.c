@@ -687,6 +687,24 @@ static tileops_status_t check_args(const tileops_rms_norm_args_t *a) {
                             "rms_norm: rows * row_stride must fit in int64 bytes, got rows = %lld, "
                             "row_stride = %lld",
                             (long long)a->rows, (long long)big);
+    /* The extents that follow from the sizes: what C can check of a raw address
+     * (cpu/memory.h); that the memory is there is the Python layer's to check. */
+    const int64_t e = (int64_t)es;
+    const struct {
+        const char *name;
+        const void *p;
+        int64_t bytes;
+    } bufs[] = {{"x", a->x, ((a->rows - 1) * a->x_row_stride + a->n) * e},
+                {"weight", a->weight, a->n * e},
+                {"y", a->y, ((a->rows - 1) * a->y_row_stride + a->n) * e}};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        const char *problem =
+            bufs[i].p == NULL ? NULL : tileops_cpu_extent_problem(bufs[i].p, bufs[i].bytes, e);
+        if (problem != NULL)
+            return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                                "rms_norm: %s (address %p, %lld bytes) %s", bufs[i].name, bufs[i].p,
+                                (long long)bufs[i].bytes, problem);
+    }
     return TILEOPS_OK;
 }
 

@@ -1,0 +1,622 @@
+"""Fuzz of the private binding tileops._C: every function of its method table, called
+with wrong argument counts, wrong types and hostile values, must raise an Exception of a
+clear class (TypeError / ValueError / OverflowError naming the function, or the class of
+a core status) or return - never crash, never take a truncated value, never raise
+SystemError (a misuse of the C API).
+
+Each group runs in a subprocess of its own (`python tests/test_c_fuzz.py <group>`), so a
+crash fails that group with its exit status and the tail of its output instead of taking
+pytest down. The workers load the extension file directly, without importing the tileops
+package or torch: `TILEOPS_C_EXT_PATH` names the file (`make check-fuzz` points it at a
+build with AddressSanitizer + UndefinedBehaviorSanitizer, preloading libasan), and by
+default it is the _C of the installed package. Pointers handed to kernels are 0 or point
+into small buffers from the C allocator: C cannot know a raw pointer's extent (the Python layer checks
+tensors), so a kernel is only ever called with sizes that either fit the buffers or that
+its contract rejects - and those it must reject before touching memory."""
+import ctypes
+import importlib.machinery
+import importlib.util
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+
+import pytest
+
+GROUPS = ("surface", "cpu_launch", "cuda", "threads")
+INT_MIN, INT_MAX = -2**31, 2**31 - 1
+I64_MIN, I64_MAX = -2**63, 2**63 - 1
+SEED = int(os.environ.get("TILEOPS_FUZZ_SEED", "1717"))
+
+
+# ---- the parent: one pytest test per group, each in its own process ---------------------
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_c_fuzz_group(group):
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), group], capture_output=True,
+                       text=True, timeout=300, env=dict(os.environ))
+    out = (r.stdout + r.stderr)[-6000:]
+    assert r.returncode == 0, (f"fuzz group '{group}' failed (exit status {r.returncode}"
+                               f"{', a crash' if r.returncode < 0 or r.returncode > 1 else ''}; "
+                               f"TILEOPS_FUZZ_SEED={SEED}):\n{out}")
+    assert f"ok {group}" in r.stdout, out
+
+
+# ---- the workers ----------------------------------------------------------------------------
+
+def load_extension():
+    """tileops._C from TILEOPS_C_EXT_PATH, else the package's own file, imported on its own
+    (the package's __init__, which imports torch, does not run)."""
+    path = os.environ.get("TILEOPS_C_EXT_PATH")
+    if not path:
+        spec = importlib.util.find_spec("tileops")  # a top-level spec: found, not imported
+        assert spec is not None and spec.submodule_search_locations, "tileops is not installed"
+        for folder in spec.submodule_search_locations:
+            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+                if os.path.exists(os.path.join(folder, "_C" + suffix)):
+                    path = os.path.join(folder, "_C" + suffix)
+                    break
+        assert path, f"no tileops/_C extension in {spec.submodule_search_locations}"
+    loader = importlib.machinery.ExtensionFileLoader("tileops._C", path)
+    spec = importlib.util.spec_from_file_location("tileops._C", path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    assert "torch" not in sys.modules
+    return module
+
+
+class StatusError(Exception):
+    """What a core status raises in the workers: one subclass per status code."""
+    code = -1
+
+
+STATUS = [None] + [type(f"Status{i}", (StatusError,), {"code": i}) for i in range(1, 64)]
+
+
+class Index:
+    """An int by __index__ (as numpy's integers are)."""
+    def __init__(self, v):
+        self.v = v
+
+    def __index__(self):
+        return self.v
+
+    def __repr__(self):
+        return f"Index({self.v})"
+
+
+class BadIndex:
+    def __index__(self):
+        raise ZeroDivisionError("__index__ fails")
+
+    def __repr__(self):
+        return "BadIndex()"
+
+
+class Str(str):
+    pass
+
+
+HOSTILE = [None, "x", "", "a\0b", "\udc80", Str("s"), b"x", bytearray(b"x"), 1.5, -0.0,
+           float("nan"), float("inf"), float("-inf"), 1e39, [], ["x"], (), {}, object(), True,
+           False, 0, 1, -1, 3, INT_MAX, INT_MAX + 1, INT_MIN, INT_MIN - 1, 2**32, 2**32 + 1,
+           2**32 + 3, I64_MAX, I64_MAX + 1, I64_MIN, I64_MIN - 1, 2**64 - 1, 2**64, 2**70,
+           -2**70, 10**400, 10**5000, Index(2), Index(-1), Index(2**64), BadIndex()]
+
+
+def _is_int(v):
+    return (isinstance(v, int) and not isinstance(v, bool)) or isinstance(v, (Index, BadIndex))
+
+
+def _int_value(v):
+    return v.v if isinstance(v, Index) else v
+
+
+def want_for(kind, v):
+    """The outcome a conversion of value v for an argument of `kind` must have: an
+    exception class, or None for a value that converts (the function may then still
+    raise a core status, or return)."""
+    kind = "ptr" if kind == "p" else kind
+    if kind in ("int", "u32", "handle", "ptr", "q", "i"):
+        if not _is_int(v):
+            return TypeError
+        if isinstance(v, BadIndex):
+            return ZeroDivisionError
+        x = _int_value(v)
+        lo, hi = {"int": (INT_MIN, INT_MAX), "u32": (0, 2**32 - 1), "handle": (INT_MIN, INT_MAX),
+                  "ptr": (0, 2**64 - 1), "q": (I64_MIN, I64_MAX), "i": (INT_MIN, INT_MAX)}[kind]
+        if not lo <= x <= hi:
+            return OverflowError
+        if kind == "handle" and x < 0:
+            return ValueError
+        return None
+    if kind == "f":
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return TypeError
+        try:
+            d = float(v)
+        except OverflowError:
+            return OverflowError
+        return OverflowError if math.isfinite(d) and abs(d) > 3.4028234663852886e38 else None
+    if kind in ("str", "str_or_none"):
+        if v is None and kind == "str_or_none":
+            return None
+        if not isinstance(v, str):
+            return TypeError
+        if "\0" in v:
+            return ValueError
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            return ValueError
+        return None
+    if kind == "bytes":
+        return None if isinstance(v, bytes) else TypeError
+    if kind == "str_seq":
+        if not isinstance(v, (list, tuple)):
+            return TypeError
+        return next((w for w in (want_for("str", s) for s in v) if w is not None), None)
+    if kind == "classes":
+        if not isinstance(v, (list, tuple)):
+            return TypeError
+        return ValueError  # every hostile list or tuple has the wrong length
+    raise AssertionError(kind)
+
+
+def _short(v):
+    """repr(v), except for an int too long for it."""
+    if isinstance(v, int) and v.bit_length() > 256:
+        return f"<int of {v.bit_length()} bits>"
+    return repr(v)
+
+
+class Fuzz:
+    def __init__(self, C):
+        self.C = C
+        self.calls = 0
+
+    def expect(self, name, args, want, *, status=None, returns=None):
+        """Calls C.<name>(*args). want: an exception class the call must raise, or None:
+        it may return (then `returns`, if given, checks the value) or raise a core status
+        (`status`: the codes allowed, None for any)."""
+        self.calls += 1
+        f = getattr(self.C, name)
+        label = f"_C.{name}({', '.join(map(_short, args))})"[:300]
+        try:
+            r = f(*args)
+        except Exception as e:  # noqa: BLE001 - the class is what is checked
+            assert not isinstance(e, SystemError), f"{label}: SystemError (a C API misuse): {e}"
+            if want is None:
+                assert isinstance(e, StatusError), (
+                    f"{label}: raised {type(e).__name__}: {e}; want a return or a core status")
+                assert status is None or e.code in status, f"{label}: status {e.code} ({e}), want {status}"
+                assert str(e), f"{label}: a core status without a message"
+                return e
+            assert isinstance(e, want), f"{label}: raised {type(e).__name__}: {e}; want {want.__name__}"
+            if want in (TypeError, OverflowError, ValueError) and not isinstance(e, StatusError):
+                assert name in str(e), f"{label}: the message does not name the function: {e}"
+            return e
+        assert want is None, f"{label}: returned {r!r}; want {want.__name__}"
+        if returns is not None:
+            assert returns(r), f"{label}: returned {r!r}"
+        return r
+
+
+_libc = ctypes.CDLL(None)
+_libc.calloc.restype = ctypes.c_void_p
+_libc.calloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+_libc.free.argtypes = [ctypes.c_void_p]
+
+
+def _malloc_buffer(nbytes):
+    """The address of nbytes of zeroed memory from the C allocator (not Python's: under
+    AddressSanitizer a kernel reading or writing past it is then a report), freed at exit."""
+    p = _libc.calloc(1, nbytes)
+    assert p, "calloc failed"
+    _BUFFERS.append(p)
+    return p
+
+
+_BUFFERS = []
+
+
+# ---- group: surface ---------------------------------------------------------------------------
+
+def signatures(C, tmp):
+    """name -> (kinds of the arguments, baseline values of those kinds). A function
+    missing here fails the coverage check: a new _C function must be fuzzed too."""
+    path = os.path.join(tmp, "entry.bin")
+    return {
+        "set_error_classes": (["classes"], [tuple(STATUS[:C.STATUS_COUNT])]),
+        "cpu_kernel": (["str"], ["rms_norm"]),
+        "cpu_kernels": ([], []),
+        "cpu_launch": None,  # variadic: group cpu_launch
+        "cpu_num_threads": ([], []),
+        "cpu_set_num_threads": (["int"], [1]),
+        "cpu_simd_level": ([], []),
+        "cuda_load": (["str_or_none"], [None]),
+        "cuda_device_count": ([], []),
+        "cuda_device_arch": (["int"], [0]),
+        "cuda_device_attributes": (["int"], [0]),
+        "nvrtc_version": ([], []),
+        "cuda_set_cache_dir": (["str_or_none"], [os.path.join(tmp, "cache")]),
+        "cuda_set_version": (["str"], ["0.0-fuzz"]),
+        "cuda_build": (["int", "str", "str", "str_seq", "str", "ptr"],
+                       [0, "extern \"C\" __global__ void k(float *p) {}", "k", ("-DX=1",), "p", 0]),
+        "cuda_launch": None,  # variadic: group cuda
+        "cuda_stream_is_capturing": (["ptr"], [0]),
+        "cuda_stats": ([], []),
+        "cache_store": (["str", "bytes"], [path, b"payload"]),
+        "cache_load": (["str"], [path]),
+    }
+
+
+def group_surface(C):
+    fz = Fuzz(C)
+    with tempfile.TemporaryDirectory() as tmp:
+        sigs = signatures(C, tmp)
+        exported = sorted(n for n in dir(C) if callable(getattr(C, n)) and not n.startswith("__"))
+        assert sorted(sigs) == exported, (
+            f"the fuzz does not cover every _C function: missing {sorted(set(exported) - set(sigs))}, "
+            f"stale {sorted(set(sigs) - set(exported))}")
+        classes = tuple(STATUS[:C.STATUS_COUNT])
+        for name, sig in sigs.items():
+            if sig is None:
+                continue
+            kinds, base = sig
+            # wrong counts
+            for k in range(0, len(kinds) + 3):
+                if k != len(kinds):
+                    fz.expect(name, (base + [0] * k)[:k], TypeError)
+            # each argument in turn, every hostile value; the others valid
+            for i, kind in enumerate(kinds):
+                for v in HOSTILE:
+                    args = list(base)
+                    args[i] = v
+                    fz.expect(name, args, want_for(kind, v))
+                    if name == "set_error_classes":
+                        C.set_error_classes(classes)
+            fz.expect(name, base, None)
+        # what the values mean, past the conversion
+        fz.expect("set_error_classes", [list(classes)], None)
+        fz.expect("set_error_classes", [classes[:-1]], ValueError)
+        fz.expect("set_error_classes", [classes[:-1] + (int,)], TypeError)
+        fz.expect("set_error_classes", [classes[:-1] + (ValueError(),)], TypeError)
+        # a rejected sequence left the classes as they were
+        fz.expect("cpu_set_num_threads", [0], None, status={1})
+        fz.expect("set_error_classes", [(None,) * C.STATUS_COUNT], None)
+        try:
+            C.cpu_set_num_threads(0)
+        except RuntimeError as e:  # no class registered: RuntimeError with the core's message
+            assert not isinstance(e, StatusError) and "thread" in str(e), e
+        else:
+            raise AssertionError("cpu_set_num_threads(0) returned")
+        C.set_error_classes(classes)
+        fz.expect("cpu_set_num_threads", [2**32 + 3], OverflowError)
+        fz.expect("cpu_set_num_threads", [-1], None, status={1})
+        fz.expect("cpu_set_num_threads", [2], None, returns=lambda r: r is None)
+        assert C.cpu_num_threads() == 2
+        fz.expect("cpu_kernel", ["no_such_kernel"], None, status={1})
+        fz.expect("cpu_kernel", ["rms_norm\0"], ValueError)
+        fz.expect("cpu_kernel", ["rms_norm"], None, returns=lambda r: r[1] == "pppqqqqfii")
+        fz.expect("cpu_kernels", [], None, returns=lambda r: isinstance(r, tuple) and "rms_norm" in r)
+        fz.expect("cpu_simd_level", [], None, returns=lambda r: r in ("avx512", "avx2", "scalar"))
+        path = os.path.join(tmp, "entry.bin")
+        fz.expect("cache_store", [path, b"\0" * 100], None)
+        fz.expect("cache_load", [path], None, returns=lambda r: r == b"\0" * 100)
+        fz.expect("cache_load", [os.path.join(tmp, "missing")], None, status={7})
+        fz.expect("cache_store", [os.path.join(tmp, "no", "such", "dir"), b"x"], None, status={7})
+    return fz.calls
+
+
+# ---- group: cpu_launch --------------------------------------------------------------------------
+
+# The contracts of the kernels the fuzz knows (csrc/ops/norm): which calls must be rejected.
+# (residual, bias, weight_required) per op of the norm_rows family ("ppppppqqfi").
+NORM_ROWS_OPS = {"layer_norm": (0, 1, 0), "fused_add_rms_norm": (1, 0, 0),
+                 "fused_add_layer_norm": (1, 1, 0), "gemma_rms_norm": (0, 0, 1)}
+ES = {0: 4, 1: 2, 2: 2}
+BUF = 4096
+
+
+def _extent_ok(p, nbytes, es):
+    return p % es == 0 and (nbytes == 0 or p + nbytes - 1 <= 2**64 - 1)
+
+
+def norm_rows_verdict(op, args, bufs):
+    """(valid by the contract, fits the buffers) for a norm_rows kernel's arguments."""
+    residual_op, bias_op, weight_required = op
+    x, r, w, b, y, ro, rows, n, _eps, dt = args
+    if not residual_op and (r or ro):
+        return False, False
+    if not bias_op and b:
+        return False, False
+    if dt not in ES or rows < 0 or n < 1 or bool(r) != bool(ro):
+        return False, False
+    if rows == 0:
+        return True, True
+    es = ES[dt]
+    if not x or not y or (residual_op and not r) or (weight_required and not w):
+        return False, False
+    if n > I64_MAX // 4 or rows > I64_MAX // es // n:
+        return False, False
+    extents = [(x, rows * n * es), (r, rows * n * es), (w, n * es), (b, n * es), (y, rows * n * es),
+               (ro, rows * n * es)]
+    if not all(_extent_ok(p, nb, es) for p, nb in extents if p):
+        return False, False
+    return True, all(_in_buffers(p, nb, bufs) for p, nb in extents if p)
+
+
+def rms_norm_verdict(reference, args, bufs):
+    x, w, y, rows, n, xs, ys, _eps, dt, variant = args
+    if dt not in ES or rows < 0 or n < 1:
+        return False, False
+    if not reference and variant not in (0, 1, 2):
+        return False, False
+    if rows == 0:
+        return True, True
+    es = ES[dt]
+    if not x or not y or xs < n or ys < n:
+        return False, False
+    if max(xs, ys) > I64_MAX // es // rows:
+        return False, False
+    extents = [(x, ((rows - 1) * xs + n) * es), (w, n * es), (y, ((rows - 1) * ys + n) * es)]
+    if not all(_extent_ok(p, nb, es) for p, nb in extents if p):
+        return False, False
+    return True, all(_in_buffers(p, nb, bufs) for p, nb in extents if p)
+
+
+def _in_buffers(p, nbytes, bufs):
+    return any(base <= p and p + nbytes <= base + BUF for base in bufs)
+
+
+def _hostile_size(rng, small):
+    return rng.choice([rng.randint(0, small), rng.randint(0, small), rng.randint(1, small), -1, 0, 1,
+                       -rng.randint(1, 2**40), I64_MIN, I64_MAX, I64_MAX // 2, I64_MAX // 4 + 1,
+                       2**31, 2**32 + 1, 2**40, 2**62, rng.randint(0, I64_MAX)])
+
+
+def group_cpu_launch(C):
+    C.set_error_classes(tuple(STATUS[:C.STATUS_COUNT]))
+    fz = Fuzz(C)
+    rng = random.Random(SEED)
+    names = C.cpu_kernels()
+    for known in list(NORM_ROWS_OPS) + ["rms_norm"]:
+        assert known in names and known + "_reference" in names, f"kernel {known} is gone: {names}"
+    bufs = [_malloc_buffer(BUF) for _ in range(6)]
+    hostile_ptrs = [0, 8, 2**64 - 16, 2**64 - 1, 2**63, 2**47 - 4096]
+
+    # the handle, and the argument count by the format
+    n_kernels = len(names)
+    fz.expect("cpu_launch", [], TypeError)
+    for h in (n_kernels, 2**31 - 1, -1, INT_MIN):
+        fz.expect("cpu_launch", [h], ValueError)
+    for h in (2**31, 2**64, -2**40):
+        fz.expect("cpu_launch", [h], OverflowError)
+    for h in (None, 1.0, "0", True):
+        fz.expect("cpu_launch", [h], TypeError)
+
+    for name in names:
+        h, fmt = C.cpu_kernel(name)
+        assert set(fmt) <= set(C.ARG_FORMAT_CHARS) and len(fmt) <= C.MAX_KERNEL_ARGS, (name, fmt)
+        zero = [{"p": 0, "q": 0, "i": 0, "f": 1e-5}[c] for c in fmt]
+        for k in range(0, len(fmt) + 3):
+            if k != len(fmt):
+                e = fz.expect("cpu_launch", [h] + (zero + [0, 0])[:k], TypeError)
+                assert f"takes {len(fmt)} arguments" in str(e), e
+        # one hostile value at a time, the other arguments 0 (no pointer: rows > 0 must
+        # then be rejected, rows == 0 touches nothing)
+        for i, c in enumerate(fmt):
+            for v in HOSTILE:
+                args = list(zero)
+                args[i] = v
+                want = want_for(c, v)
+                if want is None and c == "p" and _int_value(v) not in (0,):
+                    continue  # a non-zero pointer with other sizes 0: see the contract fuzz
+                e = fz.expect("cpu_launch", [h] + args, want, status={1})
+                if want is not None and not isinstance(e, ZeroDivisionError):
+                    assert f"kernel argument {i} (format '{c}')" in str(e), e
+        # generic: random hostile sizes, no pointers; a kernel may accept only what it can do
+        # without memory (rows == 0), and must reject the rest with INVALID_ARGUMENT
+        for _ in range(300):
+            args = [0 if c == "p" else _hostile_size(rng, 8) if c == "q"
+                    else rng.choice([0, 1, 2, 3, -1, INT_MAX, INT_MIN, rng.randint(INT_MIN, INT_MAX)]) if c == "i"
+                    else rng.choice([1e-5, 0.0, -1.0, float("nan"), float("inf"), 3e38]) for c in fmt]
+            fz.expect("cpu_launch", [h] + args, None, status={1})
+
+    # the contracts: random arguments, valid or not; an invalid call must be rejected with
+    # INVALID_ARGUMENT naming the kernel, a valid one within the buffers must run
+    stats = {"rejected": 0, "ran": 0, "skipped": 0}
+    for name in names:
+        base = name[:-len("_reference")] if name.endswith("_reference") else name
+        if base not in NORM_ROWS_OPS and base != "rms_norm":
+            continue
+        h, fmt = C.cpu_kernel(name)
+        for _ in range(1500):
+            def pick(good, bad):  # mostly in contract, so that valid calls run too
+                return rng.choice(good) if rng.random() < 0.85 else rng.choice(bad)
+
+            def ptr(slot):
+                return pick([bufs[slot], bufs[slot] + 64],
+                            [0, bufs[slot] + 1, bufs[slot] + 2, bufs[slot] + 4] + hostile_ptrs)
+            dt = pick([0, 1, 2], [-1, 3, 6, 99, INT_MAX, INT_MIN])
+            eps = rng.choice([1e-5, 1e-6, 0.0, -1.0, float("nan"), float("inf")])
+            rows = pick(range(0, 5), [_hostile_size(rng, 4)])
+            n = pick(range(1, 17), [_hostile_size(rng, 16)])
+            if base == "rms_norm":
+                def stride():
+                    s = pick([n, n + rng.randint(0, 4)],
+                             [n - 1, -1, 0, I64_MAX, rng.randint(0, I64_MAX), n + 2**40])
+                    return min(max(s, I64_MIN), I64_MAX)
+                args = [ptr(0), rng.choice([0, ptr(1)]), ptr(2), rows, n, stride(), stride(), eps, dt,
+                        pick([0, 1, 2], [-1, 3, INT_MAX, INT_MIN])]
+                valid, fits = rms_norm_verdict(name != base, args, bufs)
+            else:
+                residual_op, bias_op, _ = op = NORM_ROWS_OPS[base]
+
+                def opt(slot, used):  # a pointer the op takes, or 0 (mostly) where it takes none
+                    return ptr(slot) if used else pick([0], [bufs[slot], 8])
+                args = [ptr(0), opt(1, residual_op), rng.choice([0, ptr(2)]),
+                        rng.choice([0, ptr(3)]) if bias_op else opt(3, 0), ptr(4),
+                        opt(5, residual_op), rows, n, eps, dt]
+                valid, fits = norm_rows_verdict(op, args, bufs)
+            if valid and not fits:
+                stats["skipped"] += 1  # memory C cannot see: the Python layer's check
+                continue
+            label = f"{name}{tuple(args)}"
+            try:
+                C.cpu_launch(h, *args)
+            except StatusError as e:
+                assert not valid, f"{label}: a valid call was rejected: {e}"
+                assert e.code == 1 and str(e).startswith((name + ":", base + ":")), f"{label}: {type(e).__name__}: {e}"
+                stats["rejected"] += 1
+            else:
+                assert valid, f"{label}: an invalid call ran"
+                stats["ran"] += 1
+            fz.calls += 1
+    assert stats["rejected"] > 2000 and stats["ran"] > 2000, stats
+    print("contract fuzz:", stats)
+    return fz.calls
+
+
+# ---- group: cuda -------------------------------------------------------------------------------
+
+def _driver_present():
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
+
+
+def group_cuda(C):
+    C.set_error_classes(tuple(STATUS[:C.STATUS_COUNT]))
+    fz = Fuzz(C)
+    no_driver = not _driver_present()
+    lib = {4} if no_driver else None  # TILEOPS_ERR_LIBRARY
+    for _ in range(2):  # the outcome of the first load is remembered, and still clean
+        fz.expect("cuda_load", [None], None, status=lib)
+        fz.expect("cuda_load", ["/nonexistent/nvrtc"], None, status=lib)
+    if no_driver:
+        for name, args in [("cuda_device_count", []), ("cuda_device_arch", [0]),
+                           ("cuda_device_attributes", [0]), ("nvrtc_version", []),
+                           ("cuda_stream_is_capturing", [0]),
+                           ("cuda_build", [0, "x", "k", (), "p", 0])]:
+            e = fz.expect(name, args, None, status=lib)
+            assert isinstance(e, StatusError) and "libcuda" in str(e), (name, e)
+    fz.expect("cuda_stats", [], None, returns=lambda r: set(r) >= {"launches", "nvrtc_compiles"}
+              and all(isinstance(v, int) for v in r.values()))
+    fz.expect("cuda_set_version", ["fuzz"], None)
+    fz.expect("cuda_set_cache_dir", [""], None)
+    fz.expect("cuda_set_cache_dir", [None], None)
+
+    # cuda_build: every argument's checks come before the driver is needed
+    good = [0, "x", "k", ("-DA=1",), "p", 0]
+    for opts, want in [(["a", 1], TypeError), (("a\0b",), ValueError), (["x"] * 257, ValueError),
+                       (["x"] * 256, None), ({"a"}, TypeError), ("abc", TypeError), (iter(["a"]), TypeError)]:
+        args = list(good)
+        args[3] = opts
+        fz.expect("cuda_build", args, want, status=lib)
+    for i, v, want in [(1, "x\0y", ValueError), (2, "", None), (4, "pz", None), (4, "p" * 100, None)]:
+        args = list(good)
+        args[i] = v
+        fz.expect("cuda_build", args, want, status={1} | lib if no_driver else {1, 4, 5, 6})
+
+    # cuda_launch: counts, the handle, the 7 launch dimensions, the stream, in that order
+    for k in range(9):
+        fz.expect("cuda_launch", [0] * k, TypeError)
+    dims = [1, 1, 1, 1, 1, 1, 0, 0]
+    fz.expect("cuda_launch", [12345] + dims, ValueError)
+    fz.expect("cuda_launch", [12345] + dims + [1, 2.0, "x"], ValueError)  # the handle decides first
+    for h in HOSTILE:
+        fz.expect("cuda_launch", [h] + dims, want_for("handle", h) or ValueError)
+    for i in range(8):
+        for v in HOSTILE:
+            args = list(dims)
+            args[i] = v
+            want = want_for("u32" if i < 7 else "ptr", v) or ValueError  # then: no such handle
+            e = fz.expect("cuda_launch", [7] + args, want)
+            if want in (TypeError, OverflowError):
+                what = ["grid x", "grid y", "grid z", "block x", "block y", "block z", "shared_bytes",
+                        "the stream"][i]
+                assert what in str(e), e
+    return fz.calls
+
+
+# ---- group: threads ----------------------------------------------------------------------------
+
+def group_threads(C):
+    """What runs with the GIL released reads nothing the caller owns: cuda_build's options
+    list is emptied and refilled with fresh strings by another thread while builds run (under
+    AddressSanitizer a kept pointer into a freed string is a report), and CPU kernels run
+    while other threads change the thread count."""
+    C.set_error_classes(tuple(STATUS[:C.STATUS_COUNT]))
+    calls = [0]
+    opts = ["-DA=%d" % i for i in range(64)]
+    stop = threading.Event()
+    errors = []
+
+    def mutate():
+        i = 0
+        while not stop.is_set():
+            opts.clear()
+            opts.extend("-DOPT_%d_%s=1" % (i, "x" * (i % 50)) for _ in range(32))
+            i += 1
+
+    def build():
+        try:
+            for _ in range(300):
+                try:
+                    C.cuda_build(0, "extern \"C\" __global__ void k() {}" + " " * (calls[0] % 7), "k", opts,
+                                 "", 0)
+                except (StatusError, TypeError):
+                    pass
+                calls[0] += 1
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    def set_threads():
+        for i in range(200):
+            C.cpu_set_num_threads(1 + i % 4)
+
+    def launch():
+        try:
+            addr = _malloc_buffer(64 * 64 * 4)
+            h = C.cpu_kernel("rms_norm")[0]
+            for i in range(200):
+                C.cpu_launch(h, addr, 0, addr, 64, 64, 64, 64, 1e-6, 0, i % 3)
+                calls[0] += 1
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    m = threading.Thread(target=mutate)
+    m.start()
+    workers = [threading.Thread(target=f) for f in (build, build, set_threads, launch, launch)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    stop.set()
+    m.join()
+    assert not errors, errors
+    return calls[0]
+
+
+def main(group):
+    C = load_extension()
+    run = {"surface": group_surface, "cpu_launch": group_cpu_launch, "cuda": group_cuda,
+           "threads": group_threads}[group]
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)  # hostile str paths ("x") land here, not in the checkout
+        n = run(C)
+        os.chdir("/")
+    for p in _BUFFERS:
+        _libc.free(p)
+    print(f"ok {group}: {n} calls")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
