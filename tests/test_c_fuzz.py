@@ -251,6 +251,8 @@ def signatures(C, tmp):
         "cuda_stats": ([], []),
         "cache_store": (["str", "bytes"], [path, b"payload"]),
         "cache_load": (["str"], [path]),
+        "cuda_cache_state": ([], []),
+        "take_notes": ([], []),
     }
 
 
@@ -509,6 +511,9 @@ def group_cuda(C):
             assert isinstance(e, StatusError) and "libcuda" in str(e), (name, e)
     fz.expect("cuda_stats", [], None, returns=lambda r: set(r) >= {"launches", "nvrtc_compiles"}
               and all(isinstance(v, int) for v in r.values()))
+    fz.expect("cuda_cache_state", [], None, returns=lambda r: isinstance(r, tuple) and len(r) == 3
+              and isinstance(r[0], bool) and all(isinstance(v, str) for v in r[1:]))
+    fz.expect("take_notes", [], None, returns=lambda r: isinstance(r, tuple) and all(isinstance(v, str) for v in r))
     fz.expect("cuda_set_version", ["fuzz"], None)
     fz.expect("cuda_set_cache_dir", [""], None)
     fz.expect("cuda_set_cache_dir", [None], None)
