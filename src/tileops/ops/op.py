@@ -47,11 +47,19 @@ class Op:
         cls._memo_fns = {name: (cls._kit[f"_memo_{name}"], cls._kit[f"_full_{name}"], iface)
                          for name, iface in cls.interfaces.items()}
         if entry.has_boundary:
-            ns = boundary.generate(cls, entry, inspect.signature(cls.forward))
+            # The forward the op writes becomes `_forward`: its computation, unchecked (it
+            # trusts the generated body to have run the checks and made the inputs
+            # contiguous); private, reached only through the generated body. The public
+            # `forward` is the generated `_call_boundary`, so that no public name
+            # computes without the checks: `op.forward(...)` is `op(...)`.
+            fwd = cls.__dict__["forward"]
+            cls._forward = fwd
+            ns = boundary.generate(cls, entry, inspect.signature(fwd))
             cls._boundary = ns
             cls.compile_op_names = ns["_names"]
             cls._call_boundary = ns["_call_boundary"]
             cls.__call__ = ns["_call_boundary"]
+            cls.forward = ns["_call_boundary"]
         else:
             cls._boundary = None
             cls.compile_op_names = ()

@@ -113,4 +113,12 @@ def build(device_index: int, op: str, dtype_code: int, n: int, has_weight: bool,
                        0 if weight is None else weight.data_ptr(),
                        0 if bias is None else bias.data_ptr(), y.data_ptr(),
                        0 if residual_out is None else residual_out.data_ptr(), rows, eps)
+
+    def raw(px, presidual, pweight, pbias, py, presidual_out, rows):
+        """The launch on data pointers (0 for an absent tensor) the caller has checked
+        (rows.pointer_guard): what the op's launchable calls."""
+        if rows:
+            launch_raw(handle, min(-(-rows // rows_per_block), cap), 1, 1, threads, 1, 1, shared,
+                       stream_of(device_index), px, presidual, pweight, pbias, py, presidual_out, rows, eps)
+    launch.raw = raw
     return launch
