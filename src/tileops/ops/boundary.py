@@ -245,7 +245,15 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         call_sig = sig_parts + (["(out.shape, out.dtype, out.device)" if b.uses_out else "None"] if out_param else [])
         body = []
         bw = body.append
-        bw(f"_s = ({', '.join(call_sig)},)")
+        guard_call = ", ".join(input_names + (["out" if b.uses_out else "None"] if out_param else [])
+                               + [str(v) for _, v in b.values])
+        # (a strided nested tensor passes the fast path's test and has no sizes: reading
+        # them fails, and `_guard` says why, naming the op and the argument)
+        bw(f"try:")
+        bw(f"    _s = ({', '.join(call_sig)},)")
+        bw(f"except RuntimeError:")
+        bw(f"    _guard({guard_call})")
+        bw(f"    raise")
         bw(f"if _s not in self._checked:")
         bw(f"    _check(self, {chk})")
         bw(f"    self._note_checked(_s)")
@@ -295,8 +303,6 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         w(f"    self = _ref_of(key, _NO_REF)()")
         w(f"    if type(self) is not _CLS:")
         w(f"        _wrong_instance(\"{opname}\", key, self)")
-        guard_call = ", ".join(input_names + (["out" if b.uses_out else "None"] if out_param else [])
-                               + [str(v) for _, v in b.values])
         w(f"    _guard({guard_call})")
         lines.extend("    " + ln for ln in body)
         w("")
@@ -526,7 +532,8 @@ def _plain(t: str, conj: bool = False) -> str:
     materialises it. The conjugate bit exists only on complex tensors, so it is tested
     only for an op that admits a complex dtype (any other refuses one in `_check`)."""
     return (f"(type({t}) in _PLAIN and {t}.layout is _strided and not {t}.is_meta"
-            f" and not (_g and {t}.requires_grad) and not {t}.is_neg() and not {t}._is_zerotensor()"
+            f" and not (_g and {t}.requires_grad) and not {t}.is_neg()"
+            f" and not {t}._is_zerotensor()"
             + (f" and not {t}.is_conj()" if conj else "") + ")")
 
 

@@ -53,7 +53,9 @@ def _slot_mapper(tensors: tuple):
 # dtype, on its device, contiguous, not a lazy negative view, and of the extent the kernel
 # walks (x, residual, y, residual_out: rows * n elements, rows = y.numel() // n; weight,
 # bias: n); an output overlaps no row-sized tensor except the input it replaces in place
-# (exactly). It returns the data pointers, so the launch reads each tensor once.
+# (exactly). It returns the data pointers, so the launch reads each tensor once. Each
+# build's launchable carries `.unchecked`, the launch without these checks, which only the
+# op's body reaches (Op._kernel_for), after the generated checks guaranteed the same.
 ROW_SIZED = ("x", "residual", "y", "residual_out")
 ALIAS = {"y": "x", "residual_out": "residual"}     # an output that may be its input exactly
 OUTPUTS = ("y", "residual_out")
@@ -174,7 +176,16 @@ def _build_cpu(b):
     handle = _C.cpu_kernel(b.op)[0]
     # the C family driver takes NULL for an absent weight or bias
     prep = pointer_guard(b.op, b.tensors, b.dtype, b.n, -1, {"weight": None, "bias": None})
-    return _reordering_launch(b.tensors, prep, _C.cpu_launch, (handle,), (b.n, b.eps, b.dtype))
+    launch = _reordering_launch(b.tensors, prep, _C.cpu_launch, (handle,), (b.n, b.eps, b.dtype))
+    run = _C.cpu_launch
+    pointers = _slot_mapper(b.tensors)
+    y_at = b.tensors.index("y")
+    n, eps, dtype = b.n, b.eps, b.dtype
+
+    def unchecked(*tensors):
+        run(handle, *pointers(*tensors), tensors[y_at].numel() // n, n, eps, dtype)
+    launch.unchecked = unchecked
+    return launch
 
 
 def _reordering_launch(names, prep, fn, lead=(), trail=()):
@@ -197,7 +208,15 @@ def _build_cuda(b):
     # the build is specialised on the weight's and bias's presence
     prep = pointer_guard(b.op, b.tensors, b.dtype, b.n, b.device,
                          {"weight": b.has_weight, "bias": b.has_bias})
-    return _reordering_launch(b.tensors, prep, run.raw)
+    launch = _reordering_launch(b.tensors, prep, run.raw)
+    names = b.tensors
+    order = [names.index(s) if s in names else None for s in SLOTS]
+    args = ", ".join(f"t{i}" for i in range(len(names)))
+    slots = ", ".join("None" if i is None else f"t{i}" for i in order)
+    ns = {"run": run}
+    exec(f"def unchecked({args}):\n    run({slots})\n", ns)
+    launch.unchecked = ns["unchecked"]
+    return launch
 
 
 class NormRowsKernel(Kernel):
