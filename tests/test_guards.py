@@ -330,3 +330,22 @@ def test_a_lazy_out_is_refused(cls):
     _raises(InputValueError, lambda: op(**inputs, out=out), cls.__name__, "'out'", "negated")
     overload, oargs = driver.operator_args(cls, b, op, inputs, out)
     _raises(InputValueError, lambda: overload(*oargs), cls.__name__, "'out'", "negated")
+
+
+@pytest.mark.parametrize("cls", [c for c in _ops() if any(i.mutated for i in c.values[0]._entry.inputs)])
+def test_a_writing_call_materialises_the_lazy_inputs_it_only_reads(cls, seen_by_forward):
+    op, inputs = _case(cls, "cpu")
+    b = next(b for b in driver.branches_of(cls) if b.written)
+    read_only = [i.name for i in cls._entry.inputs if i.name not in b.written and inputs.get(i.name) is not None]
+    assert read_only
+    for name in read_only:
+        args = dict(inputs, **{name: torch._neg_view(-inputs[name])})
+        want = _ref(cls, op, args)
+        got = op(**{k: (v.clone() if k in b.written else v) for k, v in args.items()}, **dict(b.values))
+        overload, oargs = driver.operator_args(cls, b, op, {k: (v.clone() if k in b.written else v)
+                                                             for k, v in args.items()})
+        got_op = overload(*oargs)
+        for g in (got, got_op if isinstance(got_op, tuple) and got_op else tuple(oargs[:len(b.written)])):
+            for t, r in zip(g, want):
+                torch.testing.assert_close(t.double(), r, **driver.tol64(torch.float32))
+    assert seen_by_forward and not any(seen_by_forward)

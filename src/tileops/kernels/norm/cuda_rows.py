@@ -91,7 +91,10 @@ def build(device_index: int, op: str, dtype_code: int, n: int, has_weight: bool,
     launch(x, residual, weight, bias, y, residual_out): tensors (None for what the op or
     call lacks) already allocated and contiguous, rows = y.numel() // n; it launches on
     torch's current stream of that device, allocates nothing, does nothing for 0 rows.
-    eps is fixed per build (a kernel argument, not a define)."""
+    eps is fixed per build (a kernel argument, not a define). The returned launch and its
+    `.raw` (the same on data pointers) check nothing: this is the kernel layer under the
+    op's launchable (rows._build_cuda), which checks the tensors (rows.pointer_guard)
+    before it calls `.raw`; tests and dev tools call it with tensors they made."""
     import torch
 
     from ... import _C, runtime
