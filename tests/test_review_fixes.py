@@ -113,7 +113,7 @@ def test_external_target_returning_a_non_contiguous_output_gives_the_contiguous_
 
 def test_resolution_is_undone_when_forward_returns_the_wrong_number_of_outputs(monkeypatch):
     op = toy_ops.ToyNormStatsOp()
-    monkeypatch.setattr(toy_ops.ToyNormStatsOp, "forward", lambda self, x, *, return_rstd=False: (x,))
+    monkeypatch.setattr(toy_ops.ToyNormStatsOp, "_forward", lambda self, x, *, return_rstd=False: (x,))
     with pytest.raises(TileOpsError, match="must return a tuple of 2 outputs"):
         op(torch.randn(2, 3))
     assert op.target is None

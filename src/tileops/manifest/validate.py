@@ -45,7 +45,7 @@ def check_class(cls, entry) -> list[str]:
     if names and marked != ever_written:
         errs.append(f"{name}: inputs marked mutated {sorted(marked)} but the operators write {sorted(ever_written)}")
 
-    fwd = list(inspect.signature(cls.forward).parameters.values())[1:]
+    fwd = list(inspect.signature(getattr(cls, "_forward", cls.forward)).parameters.values())[1:]
     n_in = len(entry.inputs)
     got_inputs = [p.name for p in fwd[:n_in]]
     want_inputs = [i.name for i in entry.inputs]

@@ -140,7 +140,8 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
           "_grad_enabled": torch.is_grad_enabled, "_strided": torch.strided,
           "_jit_tracing": torch._C._get_tracing_state, "_as_scalar": _as_scalar,
           "_bump": torch.autograd.graph.increment_version,
-          "_below_inplace_view": torch._C._AutoDispatchBelowADInplaceOrView, "_PLAIN": (torch.Tensor, torch.nn.Parameter)}
+          "_below_inplace_view": torch._C._AutoDispatchBelowADInplaceOrView, "_PLAIN": (torch.Tensor, torch.nn.Parameter),
+          "_CLS": cls, "_admit": _admit, "_wrong_instance": _wrong_instance}
     lines = []
     w = lines.append
     scalar_args = [c.name for c in scalars]
@@ -194,6 +195,31 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         w(f"            raise InputValueError(f\"{opname}: argument 'out': expected a tensor on {{{first}.device}}, got {{out.device}}\")")
     w("")
 
+    # ---- _guard ----------------------------------------------------------------
+    # What the operator body needs of each tensor and `_check` (run once per call
+    # signature: shapes, dtypes, devices) cannot see: that it is a Tensor (None where
+    # optional), dense (strided, not nested: sparse and nested tensors reach the body on
+    # the dispatcher path), and, where the call writes it, not a lazily negated or
+    # conjugated view (the dispatcher cannot write through one). Run on every call that
+    # does not take the fast path (whose own test, `_plain`, declines all of these), and
+    # by the operator body, so a direct torch.ops call is checked too.
+    sel_names = selectors(entry)
+    guard_args = tensor_vars_all = input_names + (["out"] if out_param else [])
+    w(f"def _guard({', '.join(guard_args + sel_names)}):")
+    for t in tensor_vars_all:
+        opt = t == "out" or entry.input(t).optional
+        ind = "    "
+        if opt:
+            w(f"    if {t} is not None:")
+            ind = "        "
+        if t == "out":
+            written = "True"
+        else:
+            i = entry.input(t)
+            written = ("True" if i.when is None else i.when) if i.mutated else "False"
+        w(f"{ind}_admit({t}, \"{opname}\", \"{t}\", {'True' if opt else 'False'}, {written})")
+    w("")
+
     # ---- per-branch impl and fake ------------------------------------------------
     # The call signature: the metadata `_check` reads (each input's shape, dtype and
     # device; the call-time scalars a shape rule names; `out`'s, or None). The checks are
@@ -219,7 +245,15 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         call_sig = sig_parts + (["(out.shape, out.dtype, out.device)" if b.uses_out else "None"] if out_param else [])
         body = []
         bw = body.append
-        bw(f"_s = ({', '.join(call_sig)},)")
+        guard_call = ", ".join(input_names + (["out" if b.uses_out else "None"] if out_param else [])
+                               + [str(v) for _, v in b.values])
+        # (a strided nested tensor passes the fast path's test and has no sizes: reading
+        # them fails, and `_guard` says why, naming the op and the argument)
+        bw(f"try:")
+        bw(f"    _s = ({', '.join(call_sig)},)")
+        bw(f"except RuntimeError:")
+        bw(f"    _guard({guard_call})")
+        bw(f"    raise")
         bw(f"if _s not in self._checked:")
         bw(f"    _check(self, {chk})")
         bw(f"    self._note_checked(_s)")
@@ -246,7 +280,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
             kw.append(f"{n}={val}")
         if out_param:
             kw.append("out=_c_out" if b.uses_out else "out=None")
-        bw(f"    {'_r = ' if b.allocated else ''}self.forward({', '.join(call_tensors + kw)})")
+        bw(f"    {'_r = ' if b.allocated else ''}self._forward({', '.join(call_tensors + kw)})")
         if len(entry.outputs) != 1 and b.allocated:
             bw(f"    if not isinstance(_r, tuple) or len(_r) != {len(entry.outputs)}:")
             bw(f"        raise TileOpsError(\"{opname}.forward must return a tuple of {len(entry.outputs)} outputs (None for an omitted one)\")")
@@ -267,8 +301,9 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         # one Python frame less on every call through the dispatcher.
         w(f"def _impl_{bi}({sig}):")
         w(f"    self = _ref_of(key, _NO_REF)()")
-        w(f"    if self is None:")
-        w(f"        raise TileOpsError(f\"{opname}: no live instance with key {{key!r}}; construct the op once and keep it alive while it is called\")")
+        w(f"    if type(self) is not _CLS:")
+        w(f"        _wrong_instance(\"{opname}\", key, self)")
+        w(f"    _guard({guard_call})")
         lines.extend("    " + ln for ln in body)
         w("")
         # The same body, for the eager fast path, which has the instance in hand (and
@@ -279,8 +314,8 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         # fake
         w(f"def _fake_{bi}({sig}):")
         w(f"    self = _ref_of(key, _NO_REF)()")
-        w(f"    if self is None:")
-        w(f"        raise TileOpsError(f\"{opname}: no live instance with key {{key!r}}\")")
+        w(f"    if type(self) is not _CLS:")
+        w(f"        _wrong_instance(\"{opname}\", key, self)")
         w(f"    _check(self, {chk})")
         for p in names_in([entry.output(n).shape for n in b.allocated], param_names):
             w(f"    {p} = self.{p}")
@@ -306,8 +341,9 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     # A required input that is None takes the operator path too, where the type check
     # below names it: the body takes every non-optional input to be a tensor.
     optional_vars = {t for t in tensor_vars if t == "out" or entry.input(t).optional}
+    conj = any(d.is_complex for i in entry.inputs for d in (i.dtype.allowed or ()))
     plain = " and ".join(
-        f"({t} is None or {_plain(t)})" if t in optional_vars else _plain(t) for t in tensor_vars)
+        f"({t} is None or {_plain(t, conj)})" if t in optional_vars else _plain(t, conj) for t in tensor_vars)
     w(f"    if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:")
     w(f"        _fast = False")
     w(f"    else:")
@@ -319,6 +355,10 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         guard = f"{t} is not None and " if opt else ""
         w(f"        if {guard}not isinstance({t}, Tensor):")
         w(f"            raise InputTypeError(\"{opname}: argument '{t}': expected a Tensor{' or None' if opt else ''}, got \" + type({t}).__name__)")
+    # outside a trace, what the dispatcher would fail on with torch's own message (a
+    # nested tensor, a lazily negated tensor the call writes) fails here naming the op
+    w(f"        if not _is_compiling():")
+    w(f"            _guard({', '.join(guard_args + sel_names)})")
     if out_param:
         omittable = [o for o in entry.outputs if o.optional and o.name == out_param.fills]
         for o in omittable:
@@ -424,6 +464,10 @@ def _register(name: str, schema: str, impl, fake, mutates: tuple, opname: str):
     written_inputs = tuple(arg_names.index(m) for m in mutates if m != "out")
     lib.impl(name, _autograd_kernel(overload, opname, written_inputs, "out" in mutates), "Autograd",
              with_keyset=True)
+    # a nested tensor would otherwise fail in the dispatcher with no argument named
+    refuse_nested = _nested_kernel(opname, arg_names)
+    for k in ("NestedTensorCPU", "NestedTensorCUDA"):
+        lib.impl(name, refuse_nested, k)
     if mutates:
         arg_names = [a.name for a in overload._schema.arguments]
         written = tuple(arg_names.index(m) for m in mutates)
@@ -438,7 +482,34 @@ def _register(name: str, schema: str, impl, fake, mutates: tuple, opname: str):
                 bump(args[i])
             return out
         lib.impl(name, ad_inplace_or_view, "ADInplaceOrView", with_keyset=True)
+        # torch's negation and conjugation fallbacks cannot write through a lazy view (it
+        # fails with "Expected Tensor but got None"): the operator refuses one it writes,
+        # naming it, and materialises the others
+        lazy = _lazy_view_kernel(overload, opname, arg_names, written)
+        lib.impl(name, lazy, "Negative")
+        lib.impl(name, lazy, "Conjugate")
     return overload
+
+
+def _lazy_view_kernel(overload, opname: str, arg_names: list, written: tuple):
+    """The Negative / Conjugate kernel of an operator that writes its arguments: refuses a
+    written argument that is a lazy view; resolves the others and calls the operator."""
+    def kernel(*args):
+        for i in written:
+            _admit(args[i], opname, arg_names[i], True, True)
+        return overload(*(a.resolve_neg().resolve_conj() if isinstance(a, torch.Tensor) else a for a in args))
+    return kernel
+
+
+def _nested_kernel(opname: str, arg_names: list):
+    """The operator's kernel for nested tensors: raises, naming the op and the argument."""
+    def refuse(*args):
+        for name, a in zip(arg_names, args):
+            if isinstance(a, torch.Tensor) and a.is_nested:
+                raise InputTypeError(f"{opname}: argument '{name}': expected a dense (strided) tensor, "
+                                     f"got a nested tensor")
+        raise InputTypeError(f"{opname}: nested tensors are not supported")
+    return refuse
 
 
 def _generated_module(cls):
@@ -453,11 +524,45 @@ def _generated_module(cls):
     return module
 
 
-def _plain(t: str) -> str:
+def _plain(t: str, conj: bool = False) -> str:
     """The fast path's test that tensor variable `t` is an ordinary dense tensor that
-    autograd does not record (`_g`: grad mode)."""
+    autograd does not record (`_g`: grad mode) and that carries no lazy flag: the kernels
+    read memory as it is, so a negative-bit view (torch._neg_view, the .imag of a
+    conjugate) or a ZeroTensor (no memory) takes the operator path, where torch
+    materialises it. The conjugate bit exists only on complex tensors, so it is tested
+    only for an op that admits a complex dtype (any other refuses one in `_check`)."""
     return (f"(type({t}) in _PLAIN and {t}.layout is _strided and not {t}.is_meta"
-            f" and not (_g and {t}.requires_grad))")
+            f" and not (_g and {t}.requires_grad) and not {t}.is_neg()"
+            f" and not {t}._is_zerotensor()"
+            + (f" and not {t}.is_conj()" if conj else "") + ")")
+
+
+def _admit(t, opname: str, arg: str, optional: bool, written: bool):
+    """Raises unless tensor `t` (argument `arg`) is one the operator body can take: a
+    Tensor, strided and not nested, and, where the call writes it, not a lazily negated or
+    conjugated view. Errors name the op, the argument, what was expected and what given."""
+    if not isinstance(t, torch.Tensor):
+        raise InputTypeError(f"{opname}: argument '{arg}': expected a Tensor{' or None' if optional else ''}, "
+                             f"got {type(t).__name__}")
+    if t.layout is not torch.strided:
+        raise InputTypeError(f"{opname}: argument '{arg}': expected a dense (strided) tensor, got layout {t.layout}")
+    if t.is_nested:
+        raise InputTypeError(f"{opname}: argument '{arg}': expected a dense (strided) tensor, got a nested tensor")
+    if written and (t.is_neg() or t.is_conj()):
+        raise InputValueError(
+            f"{opname}: argument '{arg}': the call writes it, but it is a lazily "
+            f"{'negated' if t.is_neg() else 'conjugated'} view (torch._neg_view, or the .imag of a conjugate), which "
+            f"cannot be written in place; pass a materialised tensor ({arg}.resolve_neg() / {arg}.resolve_conj()) "
+            f"and copy the result back")
+
+
+def _wrong_instance(opname: str, key, obj):
+    """Raises for an operator of `opname` called with a key that is no live instance of it."""
+    if obj is None:
+        raise TileOpsError(f"{opname}: no live instance with key {key!r}; construct the op once and keep it alive "
+                           f"while it is called")
+    raise TileOpsError(f"{opname}: argument 'key': {key!r} is the key of a {type(obj).__name__}, not of a {opname}; "
+                       f"call an op through its own operators (op(...) picks them)")
 
 
 def _signature_text(sig: inspect.Signature) -> str:

@@ -13,6 +13,7 @@ and devices). Assigning a param makes the next call check and select its kernel 
 from __future__ import annotations
 
 import inspect
+import math
 import operator
 
 import torch
@@ -47,11 +48,19 @@ class Op:
         cls._memo_fns = {name: (cls._kit[f"_memo_{name}"], cls._kit[f"_full_{name}"], iface)
                          for name, iface in cls.interfaces.items()}
         if entry.has_boundary:
-            ns = boundary.generate(cls, entry, inspect.signature(cls.forward))
+            # The forward the op writes becomes `_forward`: its computation, unchecked (it
+            # trusts the generated body to have run the checks and made the inputs
+            # contiguous); private, reached only through the generated body. The public
+            # `forward` is the generated `_call_boundary`, so that no public name
+            # computes without the checks: `op.forward(...)` is `op(...)`.
+            fwd = cls.__dict__["forward"]
+            cls._forward = fwd
+            ns = boundary.generate(cls, entry, inspect.signature(fwd))
             cls._boundary = ns
             cls.compile_op_names = ns["_names"]
             cls._call_boundary = ns["_call_boundary"]
             cls.__call__ = ns["_call_boundary"]
+            cls.forward = ns["_call_boundary"]
         else:
             cls._boundary = None
             cls.compile_op_names = ()
@@ -137,31 +146,63 @@ class Op:
     # ---- kernels ---------------------------------------------------------------
     def kernel_for(self, name: str, *tensors):
         """The launchable serving interface `name` for these tensors: the interface's
-        `tensors`, inputs then the outputs `allocate` returned, contiguous. Steady calls
-        hit the memo, whose key the interface's declaration derives (kit.memo_source);
-        a miss asks the target to select an implementation and build it (or find its
-        build identity in the table)."""
+        `tensors`, inputs then the outputs `allocate` returned, contiguous. It checks, on
+        every call, what its kernel relies on (the in-tree kernels: each tensor's extent,
+        dtype, device, contiguity; see kernels/norm/rows.pointer_guard), so calling it
+        with other tensors raises rather than reading out of bounds. Steady calls hit the
+        memo, whose key the interface's declaration derives (kit.memo_source); a miss asks
+        the target to select an implementation and build it (or find its build identity
+        in the table)."""
         memo, full, iface = self._memo_fns[name]
         target = self._target
-        honours = target is not None and target.honours_memo_key
-        sig = (name, memo(*tensors) if honours else full(*tensors))
-        fn = self._memo.get(sig)
-        if fn is not None:
-            return fn
+        try:
+            sig = (name, memo(*tensors) if target is not None and target.honours_memo_key else full(*tensors))
+        except (AttributeError, TypeError):
+            raise InputTypeError(f"{type(self).__name__}.kernel_for: '{name}' takes the tensors {list(iface.tensors)} "
+                                 f"(None for an absent optional one), got {[type(t).__name__ for t in tensors]}") \
+                from None
+        pair = self._memo.get(sig)
+        if pair is None:
+            pair = self._kernel_miss(name, tensors)
+        return pair[1]
+
+    def _kernel_for(self, name: str, *tensors):
+        """kernel_for's launchable without its per-call checks (the same where a kernel
+        has no unchecked form). Private and unchecked: for an op's `_forward` only, whose
+        inputs the generated body has checked (`_check`, once per call signature), made
+        contiguous and whose outputs `allocate` made, so that a steady call checks once."""
+        memo, full, iface = self._memo_fns[name]
+        target = self._target
+        sig = (name, memo(*tensors) if target is not None and target.honours_memo_key else full(*tensors))
+        pair = self._memo.get(sig)
+        if pair is None:
+            pair = self._kernel_miss(name, tensors)
+        return pair[0]
+
+    def _kernel_miss(self, name, tensors):
+        """(unchecked, checked) launchables for a memo miss, selected and built (or found
+        in the table), and memoised."""
+        memo, full, iface = self._memo_fns[name]
         if len(tensors) != len(iface.tensors):
             raise KernelSelectionError(
                 f"{type(self).__name__}.kernel_for: '{name}' takes the {len(iface.tensors)} tensors "
                 f"{list(iface.tensors)}, got {len(tensors)}")
+        target = self._target
         if target is None:
-            target = self._resolve_target(next(t for t in tensors if t is not None).device)
-            honours = target.honours_memo_key
-            sig = (name, memo(*tensors) if honours else full(*tensors))
+            present = [t for t in tensors if t is not None]
+            if not present or not all(isinstance(t, torch.Tensor) for t in present):
+                raise InputTypeError(f"{type(self).__name__}.kernel_for: '{name}' takes tensors (None for an absent "
+                                     f"optional one), got {[type(t).__name__ for t in tensors]}")
+            target = self._resolve_target(present[0].device)
+        honours = target.honours_memo_key
+        sig = (name, memo(*tensors) if honours else full(*tensors))
         call = self._make_call(iface, tensors, whole_shapes=not honours)
         fn = target.kernel_for(self._kernels, name, call)
+        pair = (getattr(fn, "unchecked", fn), fn)
         if len(self._memo) >= _MEMO_LIMIT:
             self._memo.clear()
-        self._memo[sig] = fn
-        return fn
+        self._memo[sig] = pair
+        return pair
 
     def _make_call(self, iface, tensors, whole_shapes: bool) -> KernelCall:
         entry = self._entry
@@ -204,7 +245,8 @@ class Op:
 def _coerce_param(opname: str, entry, name: str, value):
     """A constructor param as the manifest types it, in one place for every op: sizes are
     Python ints (an int is a one-dimensional shape; bools, strings and floats are
-    refused, not truncated), floats are Python floats (a bool is refused). A value that
+    refused, not truncated), floats are finite Python floats (a bool, NaN or infinity is
+    refused; a negative eps is taken, as torch takes it). A value that
     is not of the type raises, naming the op, the param, the type and the value."""
     spec = next(p for p in entry.params if p.name == name)
     kind = spec.type.replace(" ", "")
@@ -240,9 +282,12 @@ def _coerce_param(opname: str, entry, name: str, value):
         if isinstance(value, (bool, str, bytes)) or isinstance(value, torch.Tensor):
             raise bad("a float")
         try:
-            return float(value)
-        except (TypeError, ValueError):
+            f = float(value)
+        except (TypeError, ValueError, OverflowError):
             raise bad("a float") from None
+        if not math.isfinite(f):   # a NaN or infinite param makes every output NaN (or 0)
+            raise InputValueError(f"{opname}: param '{name}': expected a finite float, got {value!r}")
+        return f
     if kind == "bool":
         if not isinstance(value, bool):
             raise bad("a bool")

@@ -36,11 +36,24 @@ def _check(self, x, residual, weight, bias):
     if not (bias is None or bias.shape == normalized_shape):
         raise InputValueError(f"FusedAddLayerNormFwdOp: shape rule `bias is None or bias.shape == normalized_shape` does not hold: bias.shape={tuple(bias.shape) if bias is not None else None}, normalized_shape={normalized_shape!r}")
 
+def _guard(x, residual, weight, bias, inplace):
+    _admit(x, "FusedAddLayerNormFwdOp", "x", False, inplace)
+    _admit(residual, "FusedAddLayerNormFwdOp", "residual", False, inplace)
+    if weight is not None:
+        _admit(weight, "FusedAddLayerNormFwdOp", "weight", True, False)
+    if bias is not None:
+        _admit(bias, "FusedAddLayerNormFwdOp", "bias", True, False)
+
 def _impl_0(x, residual, weight, bias, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"FusedAddLayerNormFwdOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device),)
+    if type(self) is not _CLS:
+        _wrong_instance("FusedAddLayerNormFwdOp", key, self)
+    _guard(x, residual, weight, bias, False)
+    try:
+        _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device),)
+    except RuntimeError:
+        _guard(x, residual, weight, bias, False)
+        raise
     if _s not in self._checked:
         _check(self, x, residual, weight, bias)
         self._note_checked(_s)
@@ -52,7 +65,7 @@ def _impl_0(x, residual, weight, bias, key):
         _c_residual = residual if residual.is_contiguous() else residual.contiguous()
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
         _c_bias = None if bias is None else (bias if bias.is_contiguous() else bias.contiguous())
-        _r = self.forward(_c_x, _c_residual, _c_weight, _c_bias, inplace=False)
+        _r = self._forward(_c_x, _c_residual, _c_weight, _c_bias, inplace=False)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("FusedAddLayerNormFwdOp.forward must return a tuple of 2 outputs (None for an omitted one)")
     except BaseException:
@@ -62,7 +75,11 @@ def _impl_0(x, residual, weight, bias, key):
     return (_r[0], _r[1],)
 
 def _body_0(self, x, residual, weight, bias):
-    _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device),)
+    try:
+        _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device),)
+    except RuntimeError:
+        _guard(x, residual, weight, bias, False)
+        raise
     if _s not in self._checked:
         _check(self, x, residual, weight, bias)
         self._note_checked(_s)
@@ -74,7 +91,7 @@ def _body_0(self, x, residual, weight, bias):
         _c_residual = residual if residual.is_contiguous() else residual.contiguous()
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
         _c_bias = None if bias is None else (bias if bias.is_contiguous() else bias.contiguous())
-        _r = self.forward(_c_x, _c_residual, _c_weight, _c_bias, inplace=False)
+        _r = self._forward(_c_x, _c_residual, _c_weight, _c_bias, inplace=False)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("FusedAddLayerNormFwdOp.forward must return a tuple of 2 outputs (None for an omitted one)")
     except BaseException:
@@ -85,8 +102,8 @@ def _body_0(self, x, residual, weight, bias):
 
 def _fake_0(x, residual, weight, bias, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"FusedAddLayerNormFwdOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("FusedAddLayerNormFwdOp", key, self)
     _check(self, x, residual, weight, bias)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     _f_residual_out = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
@@ -94,9 +111,14 @@ def _fake_0(x, residual, weight, bias, key):
 
 def _impl_1(x, residual, weight, bias, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"FusedAddLayerNormFwdOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device),)
+    if type(self) is not _CLS:
+        _wrong_instance("FusedAddLayerNormFwdOp", key, self)
+    _guard(x, residual, weight, bias, True)
+    try:
+        _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device),)
+    except RuntimeError:
+        _guard(x, residual, weight, bias, True)
+        raise
     if _s not in self._checked:
         _check(self, x, residual, weight, bias)
         self._note_checked(_s)
@@ -108,7 +130,7 @@ def _impl_1(x, residual, weight, bias, key):
         _c_residual = residual if residual.is_contiguous() else residual.contiguous()
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
         _c_bias = None if bias is None else (bias if bias.is_contiguous() else bias.contiguous())
-        self.forward(_c_x, _c_residual, _c_weight, _c_bias, inplace=True)
+        self._forward(_c_x, _c_residual, _c_weight, _c_bias, inplace=True)
         if _c_x is not x:
             x.copy_(_c_x)
         if _c_residual is not residual:
@@ -120,7 +142,11 @@ def _impl_1(x, residual, weight, bias, key):
     return None
 
 def _body_1(self, x, residual, weight, bias):
-    _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device),)
+    try:
+        _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device),)
+    except RuntimeError:
+        _guard(x, residual, weight, bias, True)
+        raise
     if _s not in self._checked:
         _check(self, x, residual, weight, bias)
         self._note_checked(_s)
@@ -132,7 +158,7 @@ def _body_1(self, x, residual, weight, bias):
         _c_residual = residual if residual.is_contiguous() else residual.contiguous()
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
         _c_bias = None if bias is None else (bias if bias.is_contiguous() else bias.contiguous())
-        self.forward(_c_x, _c_residual, _c_weight, _c_bias, inplace=True)
+        self._forward(_c_x, _c_residual, _c_weight, _c_bias, inplace=True)
         if _c_x is not x:
             x.copy_(_c_x)
         if _c_residual is not residual:
@@ -145,8 +171,8 @@ def _body_1(self, x, residual, weight, bias):
 
 def _fake_1(x, residual, weight, bias, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"FusedAddLayerNormFwdOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("FusedAddLayerNormFwdOp", key, self)
     _check(self, x, residual, weight, bias)
     return None
 
@@ -155,7 +181,7 @@ def _call_boundary(self, x, residual, weight=None, bias=None, *, inplace=False):
         _fast = False
     else:
         _g = _grad_enabled()
-        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad)) and (type(residual) in _PLAIN and residual.layout is _strided and not residual.is_meta and not (_g and residual.requires_grad)) and (weight is None or (type(weight) in _PLAIN and weight.layout is _strided and not weight.is_meta and not (_g and weight.requires_grad))) and (bias is None or (type(bias) in _PLAIN and bias.layout is _strided and not bias.is_meta and not (_g and bias.requires_grad)))
+        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad) and not x.is_neg() and not x._is_zerotensor()) and (type(residual) in _PLAIN and residual.layout is _strided and not residual.is_meta and not (_g and residual.requires_grad) and not residual.is_neg() and not residual._is_zerotensor()) and (weight is None or (type(weight) in _PLAIN and weight.layout is _strided and not weight.is_meta and not (_g and weight.requires_grad) and not weight.is_neg() and not weight._is_zerotensor())) and (bias is None or (type(bias) in _PLAIN and bias.layout is _strided and not bias.is_meta and not (_g and bias.requires_grad) and not bias.is_neg() and not bias._is_zerotensor()))
     if not _fast:
         if not isinstance(x, Tensor):
             raise InputTypeError("FusedAddLayerNormFwdOp: argument 'x': expected a Tensor, got " + type(x).__name__)
@@ -165,6 +191,8 @@ def _call_boundary(self, x, residual, weight=None, bias=None, *, inplace=False):
             raise InputTypeError("FusedAddLayerNormFwdOp: argument 'weight': expected a Tensor or None, got " + type(weight).__name__)
         if bias is not None and not isinstance(bias, Tensor):
             raise InputTypeError("FusedAddLayerNormFwdOp: argument 'bias': expected a Tensor or None, got " + type(bias).__name__)
+        if not _is_compiling():
+            _guard(x, residual, weight, bias, inplace)
     if not inplace:
         if _fast:
             _a = _body_0(self, x, residual, weight, bias)

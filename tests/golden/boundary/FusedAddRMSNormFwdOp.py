@@ -27,11 +27,22 @@ def _check(self, x, residual, weight):
     if not (weight is None or weight.shape == normalized_shape):
         raise InputValueError(f"FusedAddRMSNormFwdOp: shape rule `weight is None or weight.shape == normalized_shape` does not hold: normalized_shape={normalized_shape!r}, weight.shape={tuple(weight.shape) if weight is not None else None}")
 
+def _guard(x, residual, weight, inplace):
+    _admit(x, "FusedAddRMSNormFwdOp", "x", False, inplace)
+    _admit(residual, "FusedAddRMSNormFwdOp", "residual", False, inplace)
+    if weight is not None:
+        _admit(weight, "FusedAddRMSNormFwdOp", "weight", True, False)
+
 def _impl_0(x, residual, weight, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"FusedAddRMSNormFwdOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device),)
+    if type(self) is not _CLS:
+        _wrong_instance("FusedAddRMSNormFwdOp", key, self)
+    _guard(x, residual, weight, False)
+    try:
+        _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device),)
+    except RuntimeError:
+        _guard(x, residual, weight, False)
+        raise
     if _s not in self._checked:
         _check(self, x, residual, weight)
         self._note_checked(_s)
@@ -42,7 +53,7 @@ def _impl_0(x, residual, weight, key):
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_residual = residual if residual.is_contiguous() else residual.contiguous()
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
-        _r = self.forward(_c_x, _c_residual, _c_weight, inplace=False)
+        _r = self._forward(_c_x, _c_residual, _c_weight, inplace=False)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("FusedAddRMSNormFwdOp.forward must return a tuple of 2 outputs (None for an omitted one)")
     except BaseException:
@@ -52,7 +63,11 @@ def _impl_0(x, residual, weight, key):
     return (_r[0], _r[1],)
 
 def _body_0(self, x, residual, weight):
-    _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device),)
+    try:
+        _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device),)
+    except RuntimeError:
+        _guard(x, residual, weight, False)
+        raise
     if _s not in self._checked:
         _check(self, x, residual, weight)
         self._note_checked(_s)
@@ -63,7 +78,7 @@ def _body_0(self, x, residual, weight):
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_residual = residual if residual.is_contiguous() else residual.contiguous()
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
-        _r = self.forward(_c_x, _c_residual, _c_weight, inplace=False)
+        _r = self._forward(_c_x, _c_residual, _c_weight, inplace=False)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("FusedAddRMSNormFwdOp.forward must return a tuple of 2 outputs (None for an omitted one)")
     except BaseException:
@@ -74,8 +89,8 @@ def _body_0(self, x, residual, weight):
 
 def _fake_0(x, residual, weight, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"FusedAddRMSNormFwdOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("FusedAddRMSNormFwdOp", key, self)
     _check(self, x, residual, weight)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     _f_residual_out = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
@@ -83,9 +98,14 @@ def _fake_0(x, residual, weight, key):
 
 def _impl_1(x, residual, weight, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"FusedAddRMSNormFwdOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device),)
+    if type(self) is not _CLS:
+        _wrong_instance("FusedAddRMSNormFwdOp", key, self)
+    _guard(x, residual, weight, True)
+    try:
+        _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device),)
+    except RuntimeError:
+        _guard(x, residual, weight, True)
+        raise
     if _s not in self._checked:
         _check(self, x, residual, weight)
         self._note_checked(_s)
@@ -96,7 +116,7 @@ def _impl_1(x, residual, weight, key):
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_residual = residual if residual.is_contiguous() else residual.contiguous()
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
-        self.forward(_c_x, _c_residual, _c_weight, inplace=True)
+        self._forward(_c_x, _c_residual, _c_weight, inplace=True)
         if _c_x is not x:
             x.copy_(_c_x)
         if _c_residual is not residual:
@@ -108,7 +128,11 @@ def _impl_1(x, residual, weight, key):
     return None
 
 def _body_1(self, x, residual, weight):
-    _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device),)
+    try:
+        _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device),)
+    except RuntimeError:
+        _guard(x, residual, weight, True)
+        raise
     if _s not in self._checked:
         _check(self, x, residual, weight)
         self._note_checked(_s)
@@ -119,7 +143,7 @@ def _body_1(self, x, residual, weight):
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_residual = residual if residual.is_contiguous() else residual.contiguous()
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
-        self.forward(_c_x, _c_residual, _c_weight, inplace=True)
+        self._forward(_c_x, _c_residual, _c_weight, inplace=True)
         if _c_x is not x:
             x.copy_(_c_x)
         if _c_residual is not residual:
@@ -132,8 +156,8 @@ def _body_1(self, x, residual, weight):
 
 def _fake_1(x, residual, weight, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"FusedAddRMSNormFwdOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("FusedAddRMSNormFwdOp", key, self)
     _check(self, x, residual, weight)
     return None
 
@@ -142,7 +166,7 @@ def _call_boundary(self, x, residual, weight=None, *, inplace=False):
         _fast = False
     else:
         _g = _grad_enabled()
-        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad)) and (type(residual) in _PLAIN and residual.layout is _strided and not residual.is_meta and not (_g and residual.requires_grad)) and (weight is None or (type(weight) in _PLAIN and weight.layout is _strided and not weight.is_meta and not (_g and weight.requires_grad)))
+        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad) and not x.is_neg() and not x._is_zerotensor()) and (type(residual) in _PLAIN and residual.layout is _strided and not residual.is_meta and not (_g and residual.requires_grad) and not residual.is_neg() and not residual._is_zerotensor()) and (weight is None or (type(weight) in _PLAIN and weight.layout is _strided and not weight.is_meta and not (_g and weight.requires_grad) and not weight.is_neg() and not weight._is_zerotensor()))
     if not _fast:
         if not isinstance(x, Tensor):
             raise InputTypeError("FusedAddRMSNormFwdOp: argument 'x': expected a Tensor, got " + type(x).__name__)
@@ -150,6 +174,8 @@ def _call_boundary(self, x, residual, weight=None, *, inplace=False):
             raise InputTypeError("FusedAddRMSNormFwdOp: argument 'residual': expected a Tensor, got " + type(residual).__name__)
         if weight is not None and not isinstance(weight, Tensor):
             raise InputTypeError("FusedAddRMSNormFwdOp: argument 'weight': expected a Tensor or None, got " + type(weight).__name__)
+        if not _is_compiling():
+            _guard(x, residual, weight, inplace)
     if not inplace:
         if _fast:
             _a = _body_0(self, x, residual, weight)

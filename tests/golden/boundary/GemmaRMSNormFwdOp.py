@@ -28,11 +28,22 @@ def _check(self, x, weight, out):
         if out.device != _dev:
             raise InputValueError(f"GemmaRMSNormFwdOp: argument 'out': expected a tensor on {x.device}, got {out.device}")
 
+def _guard(x, weight, out):
+    _admit(x, "GemmaRMSNormFwdOp", "x", False, False)
+    _admit(weight, "GemmaRMSNormFwdOp", "weight", False, False)
+    if out is not None:
+        _admit(out, "GemmaRMSNormFwdOp", "out", True, True)
+
 def _impl_0(x, weight, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"GemmaRMSNormFwdOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device, weight.shape, weight.dtype, weight.device, None,)
+    if type(self) is not _CLS:
+        _wrong_instance("GemmaRMSNormFwdOp", key, self)
+    _guard(x, weight, None)
+    try:
+        _s = (x.shape, x.dtype, x.device, weight.shape, weight.dtype, weight.device, None,)
+    except RuntimeError:
+        _guard(x, weight, None)
+        raise
     if _s not in self._checked:
         _check(self, x, weight, None)
         self._note_checked(_s)
@@ -42,7 +53,7 @@ def _impl_0(x, weight, key):
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_weight = weight if weight.is_contiguous() else weight.contiguous()
-        _r = self.forward(_c_x, _c_weight, out=None)
+        _r = self._forward(_c_x, _c_weight, out=None)
     except BaseException:
         if _resolved:
             self._unresolve_target()
@@ -50,7 +61,11 @@ def _impl_0(x, weight, key):
     return _r
 
 def _body_0(self, x, weight):
-    _s = (x.shape, x.dtype, x.device, weight.shape, weight.dtype, weight.device, None,)
+    try:
+        _s = (x.shape, x.dtype, x.device, weight.shape, weight.dtype, weight.device, None,)
+    except RuntimeError:
+        _guard(x, weight, None)
+        raise
     if _s not in self._checked:
         _check(self, x, weight, None)
         self._note_checked(_s)
@@ -60,7 +75,7 @@ def _body_0(self, x, weight):
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_weight = weight if weight.is_contiguous() else weight.contiguous()
-        _r = self.forward(_c_x, _c_weight, out=None)
+        _r = self._forward(_c_x, _c_weight, out=None)
     except BaseException:
         if _resolved:
             self._unresolve_target()
@@ -69,17 +84,22 @@ def _body_0(self, x, weight):
 
 def _fake_0(x, weight, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"GemmaRMSNormFwdOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("GemmaRMSNormFwdOp", key, self)
     _check(self, x, weight, None)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     return _f_y
 
 def _impl_1(x, weight, out, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"GemmaRMSNormFwdOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device, weight.shape, weight.dtype, weight.device, (out.shape, out.dtype, out.device),)
+    if type(self) is not _CLS:
+        _wrong_instance("GemmaRMSNormFwdOp", key, self)
+    _guard(x, weight, out)
+    try:
+        _s = (x.shape, x.dtype, x.device, weight.shape, weight.dtype, weight.device, (out.shape, out.dtype, out.device),)
+    except RuntimeError:
+        _guard(x, weight, out)
+        raise
     if _s not in self._checked:
         _check(self, x, weight, out)
         self._note_checked(_s)
@@ -90,7 +110,7 @@ def _impl_1(x, weight, out, key):
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_weight = weight if weight.is_contiguous() else weight.contiguous()
         _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        self.forward(_c_x, _c_weight, out=_c_out)
+        self._forward(_c_x, _c_weight, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
     except BaseException:
@@ -100,7 +120,11 @@ def _impl_1(x, weight, out, key):
     return None
 
 def _body_1(self, x, weight, out):
-    _s = (x.shape, x.dtype, x.device, weight.shape, weight.dtype, weight.device, (out.shape, out.dtype, out.device),)
+    try:
+        _s = (x.shape, x.dtype, x.device, weight.shape, weight.dtype, weight.device, (out.shape, out.dtype, out.device),)
+    except RuntimeError:
+        _guard(x, weight, out)
+        raise
     if _s not in self._checked:
         _check(self, x, weight, out)
         self._note_checked(_s)
@@ -111,7 +135,7 @@ def _body_1(self, x, weight, out):
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_weight = weight if weight.is_contiguous() else weight.contiguous()
         _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        self.forward(_c_x, _c_weight, out=_c_out)
+        self._forward(_c_x, _c_weight, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
     except BaseException:
@@ -122,8 +146,8 @@ def _body_1(self, x, weight, out):
 
 def _fake_1(x, weight, out, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"GemmaRMSNormFwdOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("GemmaRMSNormFwdOp", key, self)
     _check(self, x, weight, out)
     return None
 
@@ -132,7 +156,7 @@ def _call_boundary(self, x, weight, *, out=None):
         _fast = False
     else:
         _g = _grad_enabled()
-        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad)) and (type(weight) in _PLAIN and weight.layout is _strided and not weight.is_meta and not (_g and weight.requires_grad)) and (out is None or (type(out) in _PLAIN and out.layout is _strided and not out.is_meta and not (_g and out.requires_grad)))
+        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad) and not x.is_neg() and not x._is_zerotensor()) and (type(weight) in _PLAIN and weight.layout is _strided and not weight.is_meta and not (_g and weight.requires_grad) and not weight.is_neg() and not weight._is_zerotensor()) and (out is None or (type(out) in _PLAIN and out.layout is _strided and not out.is_meta and not (_g and out.requires_grad) and not out.is_neg() and not out._is_zerotensor()))
     if not _fast:
         if not isinstance(x, Tensor):
             raise InputTypeError("GemmaRMSNormFwdOp: argument 'x': expected a Tensor, got " + type(x).__name__)
@@ -140,6 +164,8 @@ def _call_boundary(self, x, weight, *, out=None):
             raise InputTypeError("GemmaRMSNormFwdOp: argument 'weight': expected a Tensor, got " + type(weight).__name__)
         if out is not None and not isinstance(out, Tensor):
             raise InputTypeError("GemmaRMSNormFwdOp: argument 'out': expected a Tensor or None, got " + type(out).__name__)
+        if not _is_compiling():
+            _guard(x, weight, out)
     if out is None:
         if _fast:
             _a = _body_0(self, x, weight)

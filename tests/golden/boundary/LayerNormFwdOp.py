@@ -38,11 +38,25 @@ def _check(self, x, weight, bias, out):
         if out.device != _dev:
             raise InputValueError(f"LayerNormFwdOp: argument 'out': expected a tensor on {x.device}, got {out.device}")
 
+def _guard(x, weight, bias, out):
+    _admit(x, "LayerNormFwdOp", "x", False, False)
+    if weight is not None:
+        _admit(weight, "LayerNormFwdOp", "weight", True, False)
+    if bias is not None:
+        _admit(bias, "LayerNormFwdOp", "bias", True, False)
+    if out is not None:
+        _admit(out, "LayerNormFwdOp", "out", True, True)
+
 def _impl_0(x, weight, bias, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"LayerNormFwdOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device), None,)
+    if type(self) is not _CLS:
+        _wrong_instance("LayerNormFwdOp", key, self)
+    _guard(x, weight, bias, None)
+    try:
+        _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device), None,)
+    except RuntimeError:
+        _guard(x, weight, bias, None)
+        raise
     if _s not in self._checked:
         _check(self, x, weight, bias, None)
         self._note_checked(_s)
@@ -53,7 +67,7 @@ def _impl_0(x, weight, bias, key):
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
         _c_bias = None if bias is None else (bias if bias.is_contiguous() else bias.contiguous())
-        _r = self.forward(_c_x, _c_weight, _c_bias, out=None)
+        _r = self._forward(_c_x, _c_weight, _c_bias, out=None)
     except BaseException:
         if _resolved:
             self._unresolve_target()
@@ -61,7 +75,11 @@ def _impl_0(x, weight, bias, key):
     return _r
 
 def _body_0(self, x, weight, bias):
-    _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device), None,)
+    try:
+        _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device), None,)
+    except RuntimeError:
+        _guard(x, weight, bias, None)
+        raise
     if _s not in self._checked:
         _check(self, x, weight, bias, None)
         self._note_checked(_s)
@@ -72,7 +90,7 @@ def _body_0(self, x, weight, bias):
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
         _c_bias = None if bias is None else (bias if bias.is_contiguous() else bias.contiguous())
-        _r = self.forward(_c_x, _c_weight, _c_bias, out=None)
+        _r = self._forward(_c_x, _c_weight, _c_bias, out=None)
     except BaseException:
         if _resolved:
             self._unresolve_target()
@@ -81,17 +99,22 @@ def _body_0(self, x, weight, bias):
 
 def _fake_0(x, weight, bias, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"LayerNormFwdOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("LayerNormFwdOp", key, self)
     _check(self, x, weight, bias, None)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     return _f_y
 
 def _impl_1(x, weight, bias, out, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"LayerNormFwdOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device), (out.shape, out.dtype, out.device),)
+    if type(self) is not _CLS:
+        _wrong_instance("LayerNormFwdOp", key, self)
+    _guard(x, weight, bias, out)
+    try:
+        _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device), (out.shape, out.dtype, out.device),)
+    except RuntimeError:
+        _guard(x, weight, bias, out)
+        raise
     if _s not in self._checked:
         _check(self, x, weight, bias, out)
         self._note_checked(_s)
@@ -103,7 +126,7 @@ def _impl_1(x, weight, bias, out, key):
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
         _c_bias = None if bias is None else (bias if bias.is_contiguous() else bias.contiguous())
         _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        self.forward(_c_x, _c_weight, _c_bias, out=_c_out)
+        self._forward(_c_x, _c_weight, _c_bias, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
     except BaseException:
@@ -113,7 +136,11 @@ def _impl_1(x, weight, bias, out, key):
     return None
 
 def _body_1(self, x, weight, bias, out):
-    _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device), (out.shape, out.dtype, out.device),)
+    try:
+        _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device), (out.shape, out.dtype, out.device),)
+    except RuntimeError:
+        _guard(x, weight, bias, out)
+        raise
     if _s not in self._checked:
         _check(self, x, weight, bias, out)
         self._note_checked(_s)
@@ -125,7 +152,7 @@ def _body_1(self, x, weight, bias, out):
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
         _c_bias = None if bias is None else (bias if bias.is_contiguous() else bias.contiguous())
         _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        self.forward(_c_x, _c_weight, _c_bias, out=_c_out)
+        self._forward(_c_x, _c_weight, _c_bias, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
     except BaseException:
@@ -136,8 +163,8 @@ def _body_1(self, x, weight, bias, out):
 
 def _fake_1(x, weight, bias, out, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"LayerNormFwdOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("LayerNormFwdOp", key, self)
     _check(self, x, weight, bias, out)
     return None
 
@@ -146,7 +173,7 @@ def _call_boundary(self, x, weight=None, bias=None, *, out=None):
         _fast = False
     else:
         _g = _grad_enabled()
-        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad)) and (weight is None or (type(weight) in _PLAIN and weight.layout is _strided and not weight.is_meta and not (_g and weight.requires_grad))) and (bias is None or (type(bias) in _PLAIN and bias.layout is _strided and not bias.is_meta and not (_g and bias.requires_grad))) and (out is None or (type(out) in _PLAIN and out.layout is _strided and not out.is_meta and not (_g and out.requires_grad)))
+        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad) and not x.is_neg() and not x._is_zerotensor()) and (weight is None or (type(weight) in _PLAIN and weight.layout is _strided and not weight.is_meta and not (_g and weight.requires_grad) and not weight.is_neg() and not weight._is_zerotensor())) and (bias is None or (type(bias) in _PLAIN and bias.layout is _strided and not bias.is_meta and not (_g and bias.requires_grad) and not bias.is_neg() and not bias._is_zerotensor())) and (out is None or (type(out) in _PLAIN and out.layout is _strided and not out.is_meta and not (_g and out.requires_grad) and not out.is_neg() and not out._is_zerotensor()))
     if not _fast:
         if not isinstance(x, Tensor):
             raise InputTypeError("LayerNormFwdOp: argument 'x': expected a Tensor, got " + type(x).__name__)
@@ -156,6 +183,8 @@ def _call_boundary(self, x, weight=None, bias=None, *, out=None):
             raise InputTypeError("LayerNormFwdOp: argument 'bias': expected a Tensor or None, got " + type(bias).__name__)
         if out is not None and not isinstance(out, Tensor):
             raise InputTypeError("LayerNormFwdOp: argument 'out': expected a Tensor or None, got " + type(out).__name__)
+        if not _is_compiling():
+            _guard(x, weight, bias, out)
     if out is None:
         if _fast:
             _a = _body_0(self, x, weight, bias)

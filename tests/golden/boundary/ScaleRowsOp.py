@@ -4,11 +4,19 @@ def _check(self, x):
     if x.dtype not in _ALLOWED_x:
         raise InputTypeError(f"ScaleRowsOp: argument 'x': expected dtype float32 | float16 | bfloat16, got {x.dtype}")
 
+def _guard(x):
+    _admit(x, "ScaleRowsOp", "x", False, False)
+
 def _impl_0(x, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ScaleRowsOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device,)
+    if type(self) is not _CLS:
+        _wrong_instance("ScaleRowsOp", key, self)
+    _guard(x)
+    try:
+        _s = (x.shape, x.dtype, x.device,)
+    except RuntimeError:
+        _guard(x)
+        raise
     if _s not in self._checked:
         _check(self, x)
         self._note_checked(_s)
@@ -17,7 +25,7 @@ def _impl_0(x, key):
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        _r = self.forward(_c_x)
+        _r = self._forward(_c_x)
     except BaseException:
         if _resolved:
             self._unresolve_target()
@@ -25,7 +33,11 @@ def _impl_0(x, key):
     return _r
 
 def _body_0(self, x):
-    _s = (x.shape, x.dtype, x.device,)
+    try:
+        _s = (x.shape, x.dtype, x.device,)
+    except RuntimeError:
+        _guard(x)
+        raise
     if _s not in self._checked:
         _check(self, x)
         self._note_checked(_s)
@@ -34,7 +46,7 @@ def _body_0(self, x):
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        _r = self.forward(_c_x)
+        _r = self._forward(_c_x)
     except BaseException:
         if _resolved:
             self._unresolve_target()
@@ -43,8 +55,8 @@ def _body_0(self, x):
 
 def _fake_0(x, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ScaleRowsOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("ScaleRowsOp", key, self)
     _check(self, x)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     return _f_y
@@ -54,10 +66,12 @@ def _call_boundary(self, x):
         _fast = False
     else:
         _g = _grad_enabled()
-        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad))
+        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad) and not x.is_neg() and not x._is_zerotensor())
     if not _fast:
         if not isinstance(x, Tensor):
             raise InputTypeError("ScaleRowsOp: argument 'x': expected a Tensor, got " + type(x).__name__)
+        if not _is_compiling():
+            _guard(x)
     if _fast:
         _a = _body_0(self, x)
     else:

@@ -13,11 +13,20 @@ def _check(self, acc, x):
     if not (tuple(acc.shape) == tuple(x.shape)):
         raise InputValueError(f"ToyAccumulateOp: shape rule `tuple(acc.shape) == tuple(x.shape)` does not hold: acc.shape={tuple(acc.shape)}, x.shape={tuple(x.shape)}")
 
+def _guard(acc, x):
+    _admit(acc, "ToyAccumulateOp", "acc", False, True)
+    _admit(x, "ToyAccumulateOp", "x", False, False)
+
 def _impl_0(acc, x, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToyAccumulateOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (acc.shape, acc.dtype, acc.device, x.shape, x.dtype, x.device,)
+    if type(self) is not _CLS:
+        _wrong_instance("ToyAccumulateOp", key, self)
+    _guard(acc, x)
+    try:
+        _s = (acc.shape, acc.dtype, acc.device, x.shape, x.dtype, x.device,)
+    except RuntimeError:
+        _guard(acc, x)
+        raise
     if _s not in self._checked:
         _check(self, acc, x)
         self._note_checked(_s)
@@ -27,7 +36,7 @@ def _impl_0(acc, x, key):
     try:
         _c_acc = acc if acc.is_contiguous() else acc.contiguous()
         _c_x = x if x.is_contiguous() else x.contiguous()
-        self.forward(_c_acc, _c_x)
+        self._forward(_c_acc, _c_x)
         if _c_acc is not acc:
             acc.copy_(_c_acc)
     except BaseException:
@@ -37,7 +46,11 @@ def _impl_0(acc, x, key):
     return None
 
 def _body_0(self, acc, x):
-    _s = (acc.shape, acc.dtype, acc.device, x.shape, x.dtype, x.device,)
+    try:
+        _s = (acc.shape, acc.dtype, acc.device, x.shape, x.dtype, x.device,)
+    except RuntimeError:
+        _guard(acc, x)
+        raise
     if _s not in self._checked:
         _check(self, acc, x)
         self._note_checked(_s)
@@ -47,7 +60,7 @@ def _body_0(self, acc, x):
     try:
         _c_acc = acc if acc.is_contiguous() else acc.contiguous()
         _c_x = x if x.is_contiguous() else x.contiguous()
-        self.forward(_c_acc, _c_x)
+        self._forward(_c_acc, _c_x)
         if _c_acc is not acc:
             acc.copy_(_c_acc)
     except BaseException:
@@ -58,8 +71,8 @@ def _body_0(self, acc, x):
 
 def _fake_0(acc, x, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToyAccumulateOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("ToyAccumulateOp", key, self)
     _check(self, acc, x)
     return None
 
@@ -68,12 +81,14 @@ def _call_boundary(self, acc, x):
         _fast = False
     else:
         _g = _grad_enabled()
-        _fast = (type(acc) in _PLAIN and acc.layout is _strided and not acc.is_meta and not (_g and acc.requires_grad)) and (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad))
+        _fast = (type(acc) in _PLAIN and acc.layout is _strided and not acc.is_meta and not (_g and acc.requires_grad) and not acc.is_neg() and not acc._is_zerotensor()) and (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad) and not x.is_neg() and not x._is_zerotensor())
     if not _fast:
         if not isinstance(acc, Tensor):
             raise InputTypeError("ToyAccumulateOp: argument 'acc': expected a Tensor, got " + type(acc).__name__)
         if not isinstance(x, Tensor):
             raise InputTypeError("ToyAccumulateOp: argument 'x': expected a Tensor, got " + type(x).__name__)
+        if not _is_compiling():
+            _guard(acc, x)
     if _fast:
         with _below_inplace_view():
             _body_0(self, acc, x)

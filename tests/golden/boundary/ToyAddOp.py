@@ -23,11 +23,22 @@ def _check(self, a, b, out):
         if out.device != _dev:
             raise InputValueError(f"ToyAddOp: argument 'out': expected a tensor on {a.device}, got {out.device}")
 
+def _guard(a, b, out):
+    _admit(a, "ToyAddOp", "a", False, False)
+    _admit(b, "ToyAddOp", "b", False, False)
+    if out is not None:
+        _admit(out, "ToyAddOp", "out", True, True)
+
 def _impl_0(a, b, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToyAddOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device, None,)
+    if type(self) is not _CLS:
+        _wrong_instance("ToyAddOp", key, self)
+    _guard(a, b, None)
+    try:
+        _s = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device, None,)
+    except RuntimeError:
+        _guard(a, b, None)
+        raise
     if _s not in self._checked:
         _check(self, a, b, None)
         self._note_checked(_s)
@@ -37,7 +48,7 @@ def _impl_0(a, b, key):
     try:
         _c_a = a if a.is_contiguous() else a.contiguous()
         _c_b = b if b.is_contiguous() else b.contiguous()
-        _r = self.forward(_c_a, _c_b, out=None)
+        _r = self._forward(_c_a, _c_b, out=None)
     except BaseException:
         if _resolved:
             self._unresolve_target()
@@ -45,7 +56,11 @@ def _impl_0(a, b, key):
     return _r
 
 def _body_0(self, a, b):
-    _s = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device, None,)
+    try:
+        _s = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device, None,)
+    except RuntimeError:
+        _guard(a, b, None)
+        raise
     if _s not in self._checked:
         _check(self, a, b, None)
         self._note_checked(_s)
@@ -55,7 +70,7 @@ def _body_0(self, a, b):
     try:
         _c_a = a if a.is_contiguous() else a.contiguous()
         _c_b = b if b.is_contiguous() else b.contiguous()
-        _r = self.forward(_c_a, _c_b, out=None)
+        _r = self._forward(_c_a, _c_b, out=None)
     except BaseException:
         if _resolved:
             self._unresolve_target()
@@ -64,17 +79,22 @@ def _body_0(self, a, b):
 
 def _fake_0(a, b, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToyAddOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("ToyAddOp", key, self)
     _check(self, a, b, None)
     _f_y = torch.empty(tuple(a.shape), dtype=a.dtype, device=a.device)
     return _f_y
 
 def _impl_1(a, b, out, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToyAddOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device, (out.shape, out.dtype, out.device),)
+    if type(self) is not _CLS:
+        _wrong_instance("ToyAddOp", key, self)
+    _guard(a, b, out)
+    try:
+        _s = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device, (out.shape, out.dtype, out.device),)
+    except RuntimeError:
+        _guard(a, b, out)
+        raise
     if _s not in self._checked:
         _check(self, a, b, out)
         self._note_checked(_s)
@@ -85,7 +105,7 @@ def _impl_1(a, b, out, key):
         _c_a = a if a.is_contiguous() else a.contiguous()
         _c_b = b if b.is_contiguous() else b.contiguous()
         _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        self.forward(_c_a, _c_b, out=_c_out)
+        self._forward(_c_a, _c_b, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
     except BaseException:
@@ -95,7 +115,11 @@ def _impl_1(a, b, out, key):
     return None
 
 def _body_1(self, a, b, out):
-    _s = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device, (out.shape, out.dtype, out.device),)
+    try:
+        _s = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device, (out.shape, out.dtype, out.device),)
+    except RuntimeError:
+        _guard(a, b, out)
+        raise
     if _s not in self._checked:
         _check(self, a, b, out)
         self._note_checked(_s)
@@ -106,7 +130,7 @@ def _body_1(self, a, b, out):
         _c_a = a if a.is_contiguous() else a.contiguous()
         _c_b = b if b.is_contiguous() else b.contiguous()
         _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        self.forward(_c_a, _c_b, out=_c_out)
+        self._forward(_c_a, _c_b, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
     except BaseException:
@@ -117,8 +141,8 @@ def _body_1(self, a, b, out):
 
 def _fake_1(a, b, out, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToyAddOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("ToyAddOp", key, self)
     _check(self, a, b, out)
     return None
 
@@ -127,7 +151,7 @@ def _call_boundary(self, a, b, *, out=None):
         _fast = False
     else:
         _g = _grad_enabled()
-        _fast = (type(a) in _PLAIN and a.layout is _strided and not a.is_meta and not (_g and a.requires_grad)) and (type(b) in _PLAIN and b.layout is _strided and not b.is_meta and not (_g and b.requires_grad)) and (out is None or (type(out) in _PLAIN and out.layout is _strided and not out.is_meta and not (_g and out.requires_grad)))
+        _fast = (type(a) in _PLAIN and a.layout is _strided and not a.is_meta and not (_g and a.requires_grad) and not a.is_neg() and not a._is_zerotensor()) and (type(b) in _PLAIN and b.layout is _strided and not b.is_meta and not (_g and b.requires_grad) and not b.is_neg() and not b._is_zerotensor()) and (out is None or (type(out) in _PLAIN and out.layout is _strided and not out.is_meta and not (_g and out.requires_grad) and not out.is_neg() and not out._is_zerotensor()))
     if not _fast:
         if not isinstance(a, Tensor):
             raise InputTypeError("ToyAddOp: argument 'a': expected a Tensor, got " + type(a).__name__)
@@ -135,6 +159,8 @@ def _call_boundary(self, a, b, *, out=None):
             raise InputTypeError("ToyAddOp: argument 'b': expected a Tensor, got " + type(b).__name__)
         if out is not None and not isinstance(out, Tensor):
             raise InputTypeError("ToyAddOp: argument 'out': expected a Tensor or None, got " + type(out).__name__)
+        if not _is_compiling():
+            _guard(a, b, out)
     if out is None:
         if _fast:
             _a = _body_0(self, a, b)

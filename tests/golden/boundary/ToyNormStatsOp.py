@@ -6,11 +6,19 @@ def _check(self, x):
     if not (x.ndim >= 1):
         raise InputValueError(f"ToyNormStatsOp: shape rule `x.ndim >= 1` does not hold: x.shape={tuple(x.shape)}")
 
+def _guard(x, return_rstd):
+    _admit(x, "ToyNormStatsOp", "x", False, False)
+
 def _impl_0(x, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToyNormStatsOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device,)
+    if type(self) is not _CLS:
+        _wrong_instance("ToyNormStatsOp", key, self)
+    _guard(x, False)
+    try:
+        _s = (x.shape, x.dtype, x.device,)
+    except RuntimeError:
+        _guard(x, False)
+        raise
     if _s not in self._checked:
         _check(self, x)
         self._note_checked(_s)
@@ -19,7 +27,7 @@ def _impl_0(x, key):
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        _r = self.forward(_c_x, return_rstd=False)
+        _r = self._forward(_c_x, return_rstd=False)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("ToyNormStatsOp.forward must return a tuple of 2 outputs (None for an omitted one)")
     except BaseException:
@@ -29,7 +37,11 @@ def _impl_0(x, key):
     return _r[0]
 
 def _body_0(self, x):
-    _s = (x.shape, x.dtype, x.device,)
+    try:
+        _s = (x.shape, x.dtype, x.device,)
+    except RuntimeError:
+        _guard(x, False)
+        raise
     if _s not in self._checked:
         _check(self, x)
         self._note_checked(_s)
@@ -38,7 +50,7 @@ def _body_0(self, x):
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        _r = self.forward(_c_x, return_rstd=False)
+        _r = self._forward(_c_x, return_rstd=False)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("ToyNormStatsOp.forward must return a tuple of 2 outputs (None for an omitted one)")
     except BaseException:
@@ -49,17 +61,22 @@ def _body_0(self, x):
 
 def _fake_0(x, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToyNormStatsOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("ToyNormStatsOp", key, self)
     _check(self, x)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     return _f_y
 
 def _impl_1(x, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToyNormStatsOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device,)
+    if type(self) is not _CLS:
+        _wrong_instance("ToyNormStatsOp", key, self)
+    _guard(x, True)
+    try:
+        _s = (x.shape, x.dtype, x.device,)
+    except RuntimeError:
+        _guard(x, True)
+        raise
     if _s not in self._checked:
         _check(self, x)
         self._note_checked(_s)
@@ -68,7 +85,7 @@ def _impl_1(x, key):
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        _r = self.forward(_c_x, return_rstd=True)
+        _r = self._forward(_c_x, return_rstd=True)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("ToyNormStatsOp.forward must return a tuple of 2 outputs (None for an omitted one)")
     except BaseException:
@@ -78,7 +95,11 @@ def _impl_1(x, key):
     return (_r[0], _r[1],)
 
 def _body_1(self, x):
-    _s = (x.shape, x.dtype, x.device,)
+    try:
+        _s = (x.shape, x.dtype, x.device,)
+    except RuntimeError:
+        _guard(x, True)
+        raise
     if _s not in self._checked:
         _check(self, x)
         self._note_checked(_s)
@@ -87,7 +108,7 @@ def _body_1(self, x):
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        _r = self.forward(_c_x, return_rstd=True)
+        _r = self._forward(_c_x, return_rstd=True)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("ToyNormStatsOp.forward must return a tuple of 2 outputs (None for an omitted one)")
     except BaseException:
@@ -98,8 +119,8 @@ def _body_1(self, x):
 
 def _fake_1(x, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToyNormStatsOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("ToyNormStatsOp", key, self)
     _check(self, x)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     _f_rstd = torch.empty(tuple(x.shape[:-1]), dtype=_DT_rstd, device=x.device)
@@ -110,10 +131,12 @@ def _call_boundary(self, x, *, return_rstd=False):
         _fast = False
     else:
         _g = _grad_enabled()
-        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad))
+        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad) and not x.is_neg() and not x._is_zerotensor())
     if not _fast:
         if not isinstance(x, Tensor):
             raise InputTypeError("ToyNormStatsOp: argument 'x': expected a Tensor, got " + type(x).__name__)
+        if not _is_compiling():
+            _guard(x, return_rstd)
     if not return_rstd:
         if _fast:
             _a = _body_0(self, x)

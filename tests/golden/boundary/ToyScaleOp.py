@@ -4,11 +4,19 @@ def _check(self, x, alpha):
     if x.dtype not in _ALLOWED_x:
         raise InputTypeError(f"ToyScaleOp: argument 'x': expected dtype float32 | float16 | bfloat16, got {x.dtype}")
 
+def _guard(x, inplace):
+    _admit(x, "ToyScaleOp", "x", False, inplace)
+
 def _impl_0(x, alpha, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToyScaleOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device,)
+    if type(self) is not _CLS:
+        _wrong_instance("ToyScaleOp", key, self)
+    _guard(x, False)
+    try:
+        _s = (x.shape, x.dtype, x.device,)
+    except RuntimeError:
+        _guard(x, False)
+        raise
     if _s not in self._checked:
         _check(self, x, alpha)
         self._note_checked(_s)
@@ -17,7 +25,7 @@ def _impl_0(x, alpha, key):
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        _r = self.forward(_c_x, alpha=alpha, inplace=False)
+        _r = self._forward(_c_x, alpha=alpha, inplace=False)
     except BaseException:
         if _resolved:
             self._unresolve_target()
@@ -25,7 +33,11 @@ def _impl_0(x, alpha, key):
     return _r
 
 def _body_0(self, x, alpha):
-    _s = (x.shape, x.dtype, x.device,)
+    try:
+        _s = (x.shape, x.dtype, x.device,)
+    except RuntimeError:
+        _guard(x, False)
+        raise
     if _s not in self._checked:
         _check(self, x, alpha)
         self._note_checked(_s)
@@ -34,7 +46,7 @@ def _body_0(self, x, alpha):
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        _r = self.forward(_c_x, alpha=alpha, inplace=False)
+        _r = self._forward(_c_x, alpha=alpha, inplace=False)
     except BaseException:
         if _resolved:
             self._unresolve_target()
@@ -43,17 +55,22 @@ def _body_0(self, x, alpha):
 
 def _fake_0(x, alpha, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToyScaleOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("ToyScaleOp", key, self)
     _check(self, x, alpha)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     return _f_y
 
 def _impl_1(x, alpha, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToyScaleOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device,)
+    if type(self) is not _CLS:
+        _wrong_instance("ToyScaleOp", key, self)
+    _guard(x, True)
+    try:
+        _s = (x.shape, x.dtype, x.device,)
+    except RuntimeError:
+        _guard(x, True)
+        raise
     if _s not in self._checked:
         _check(self, x, alpha)
         self._note_checked(_s)
@@ -62,7 +79,7 @@ def _impl_1(x, alpha, key):
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        self.forward(_c_x, alpha=alpha, inplace=True)
+        self._forward(_c_x, alpha=alpha, inplace=True)
         if _c_x is not x:
             x.copy_(_c_x)
     except BaseException:
@@ -72,7 +89,11 @@ def _impl_1(x, alpha, key):
     return None
 
 def _body_1(self, x, alpha):
-    _s = (x.shape, x.dtype, x.device,)
+    try:
+        _s = (x.shape, x.dtype, x.device,)
+    except RuntimeError:
+        _guard(x, True)
+        raise
     if _s not in self._checked:
         _check(self, x, alpha)
         self._note_checked(_s)
@@ -81,7 +102,7 @@ def _body_1(self, x, alpha):
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        self.forward(_c_x, alpha=alpha, inplace=True)
+        self._forward(_c_x, alpha=alpha, inplace=True)
         if _c_x is not x:
             x.copy_(_c_x)
     except BaseException:
@@ -92,8 +113,8 @@ def _body_1(self, x, alpha):
 
 def _fake_1(x, alpha, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToyScaleOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("ToyScaleOp", key, self)
     _check(self, x, alpha)
     return None
 
@@ -104,10 +125,12 @@ def _call_boundary(self, x, alpha=1.0, *, inplace=False):
         _fast = False
     else:
         _g = _grad_enabled()
-        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad))
+        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad) and not x.is_neg() and not x._is_zerotensor())
     if not _fast:
         if not isinstance(x, Tensor):
             raise InputTypeError("ToyScaleOp: argument 'x': expected a Tensor, got " + type(x).__name__)
+        if not _is_compiling():
+            _guard(x, inplace)
     if not inplace:
         if _fast:
             _a = _body_0(self, x, alpha)

@@ -13,11 +13,20 @@ def _check(self, a, b):
     if not (tuple(a.shape) == tuple(b.shape)):
         raise InputValueError(f"ToySwapOp: shape rule `tuple(a.shape) == tuple(b.shape)` does not hold: a.shape={tuple(a.shape)}, b.shape={tuple(b.shape)}")
 
+def _guard(a, b):
+    _admit(a, "ToySwapOp", "a", False, True)
+    _admit(b, "ToySwapOp", "b", False, True)
+
 def _impl_0(a, b, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToySwapOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device,)
+    if type(self) is not _CLS:
+        _wrong_instance("ToySwapOp", key, self)
+    _guard(a, b)
+    try:
+        _s = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device,)
+    except RuntimeError:
+        _guard(a, b)
+        raise
     if _s not in self._checked:
         _check(self, a, b)
         self._note_checked(_s)
@@ -27,7 +36,7 @@ def _impl_0(a, b, key):
     try:
         _c_a = a if a.is_contiguous() else a.contiguous()
         _c_b = b if b.is_contiguous() else b.contiguous()
-        self.forward(_c_a, _c_b)
+        self._forward(_c_a, _c_b)
         if _c_a is not a:
             a.copy_(_c_a)
         if _c_b is not b:
@@ -39,7 +48,11 @@ def _impl_0(a, b, key):
     return None
 
 def _body_0(self, a, b):
-    _s = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device,)
+    try:
+        _s = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device,)
+    except RuntimeError:
+        _guard(a, b)
+        raise
     if _s not in self._checked:
         _check(self, a, b)
         self._note_checked(_s)
@@ -49,7 +62,7 @@ def _body_0(self, a, b):
     try:
         _c_a = a if a.is_contiguous() else a.contiguous()
         _c_b = b if b.is_contiguous() else b.contiguous()
-        self.forward(_c_a, _c_b)
+        self._forward(_c_a, _c_b)
         if _c_a is not a:
             a.copy_(_c_a)
         if _c_b is not b:
@@ -62,8 +75,8 @@ def _body_0(self, a, b):
 
 def _fake_0(a, b, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"ToySwapOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("ToySwapOp", key, self)
     _check(self, a, b)
     return None
 
@@ -72,12 +85,14 @@ def _call_boundary(self, a, b):
         _fast = False
     else:
         _g = _grad_enabled()
-        _fast = (type(a) in _PLAIN and a.layout is _strided and not a.is_meta and not (_g and a.requires_grad)) and (type(b) in _PLAIN and b.layout is _strided and not b.is_meta and not (_g and b.requires_grad))
+        _fast = (type(a) in _PLAIN and a.layout is _strided and not a.is_meta and not (_g and a.requires_grad) and not a.is_neg() and not a._is_zerotensor()) and (type(b) in _PLAIN and b.layout is _strided and not b.is_meta and not (_g and b.requires_grad) and not b.is_neg() and not b._is_zerotensor())
     if not _fast:
         if not isinstance(a, Tensor):
             raise InputTypeError("ToySwapOp: argument 'a': expected a Tensor, got " + type(a).__name__)
         if not isinstance(b, Tensor):
             raise InputTypeError("ToySwapOp: argument 'b': expected a Tensor, got " + type(b).__name__)
+        if not _is_compiling():
+            _guard(a, b)
     if _fast:
         with _below_inplace_view():
             _body_0(self, a, b)

@@ -127,7 +127,10 @@ def build(device_index: int, op: str, dtype_code: int, n: int, has_weight: bool,
     launch(x, residual, weight, bias, y, residual_out): tensors (None for what the op or
     call lacks) already allocated and contiguous, rows = y.numel() // n; it launches on
     torch's current stream of that device, allocates nothing, does nothing for 0 rows.
-    eps is fixed per build (a kernel argument, not a define)."""
+    eps is fixed per build (a kernel argument, not a define). The returned launch and its
+    `.raw` (the same on data pointers) check nothing: this is the kernel layer under the
+    op's launchable (rows._build_cuda), which checks the tensors (rows.pointer_guard)
+    before it calls `.raw`; tests and dev tools call it with tensors they made."""
     import torch
 
     from ... import _C, runtime
@@ -154,4 +157,12 @@ def build(device_index: int, op: str, dtype_code: int, n: int, has_weight: bool,
                        0 if weight is None else weight.data_ptr(),
                        0 if bias is None else bias.data_ptr(), y.data_ptr(),
                        0 if residual_out is None else residual_out.data_ptr(), rows, eps)
+
+    def raw(px, presidual, pweight, pbias, py, presidual_out, rows):
+        """The launch on data pointers (0 for an absent tensor) the caller has checked
+        (rows.pointer_guard): what the op's launchable calls."""
+        if rows:
+            launch_raw(handle, min(-(-rows // rows_per_block), cap), 1, 1, threads, 1, 1, shared,
+                       stream_of(device_index), px, presidual, pweight, pbias, py, presidual_out, rows, eps)
+    launch.raw = raw
     return launch

@@ -16,7 +16,7 @@ import torch
 from ... import _C, runtime
 from ..._dtypes import CODE, DTYPE
 from ..base import Kernel, KernelCall, KernelInterface, identity_type
-from .rows import row_length
+from .rows import pointer_guard, row_length
 
 # CPU: rows whose bytes fit comfortably in L2 take the two-pass ROW kernel; longer rows
 # convert once into an fp32 scratch (ON_CHIP) while the scratch fits in L2; beyond that,
@@ -65,11 +65,17 @@ def _build_cpu(b):
     handle = _C.cpu_kernel("rms_norm")[0]
     run = _C.cpu_launch
     n, eps, dtype, variant = b.n, b.eps, b.dtype, b.variant
+    # checks what the C kernel relies on (rows.pointer_guard), returns the pointers
+    prep = pointer_guard("rms_norm", ("x", "weight", "y"), dtype, n, -1, {"weight": b.has_weight})
 
     def launch(x, weight, y):
-        rows = y.numel() // n
+        px, pw, py, rows = prep(x, weight, y)
+        run(handle, px, pw, py, rows, n, n, n, eps, dtype, variant)
+
+    def unchecked(x, weight, y):
         run(handle, x.data_ptr(), 0 if weight is None else weight.data_ptr(), y.data_ptr(),
-            rows, n, n, n, eps, dtype, variant)
+            y.numel() // n, n, n, n, eps, dtype, variant)
+    launch.unchecked = unchecked
     return launch
 
 
@@ -128,14 +134,21 @@ def _build_cuda(b):
     stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
     cap = min(grid_cap or GRID_MAX, GRID_MAX)
     eps = b.eps
+    prep = pointer_guard("rms_norm", ("x", "weight", "y"), b.dtype, n, dev, {"weight": b.has_weight})
 
     def launch(x, weight, y):
+        px, pw, py, rows = prep(x, weight, y)
+        if rows:
+            grid = min(-(-rows // rows_per_block), cap)
+            launch_raw(handle, grid, 1, 1, threads, 1, 1, shared, stream_of(dev), px, pw, py, rows, n, n, eps)
+
+    def unchecked(x, weight, y):
         rows = y.numel() // n
         if rows:
             grid = min(-(-rows // rows_per_block), cap)
             launch_raw(handle, grid, 1, 1, threads, 1, 1, shared, stream_of(dev),
-                       x.data_ptr(), 0 if weight is None else weight.data_ptr(), y.data_ptr(),
-                       rows, n, n, eps)
+                       x.data_ptr(), 0 if weight is None else weight.data_ptr(), y.data_ptr(), rows, n, n, eps)
+    launch.unchecked = unchecked
     return launch
 
 

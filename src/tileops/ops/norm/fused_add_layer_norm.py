@@ -38,5 +38,5 @@ class FusedAddLayerNormFwdOp(Op):
     def forward(self, x, residual, weight=None, bias=None, *, inplace=False):
         outs = self.allocate(x, residual, weight, bias, inplace=inplace)
         tensors = (x, residual, weight, bias, *outs)
-        self.kernel_for("fused_add_layer_norm", *tensors)(*tensors)
+        self._kernel_for("fused_add_layer_norm", *tensors)(*tensors)
         return outs

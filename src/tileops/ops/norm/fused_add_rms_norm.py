@@ -39,5 +39,5 @@ class FusedAddRMSNormFwdOp(Op):
     def forward(self, x, residual, weight=None, *, inplace=False):
         outs = self.allocate(x, residual, weight, inplace=inplace)
         tensors = (x, residual, weight, *outs)
-        self.kernel_for("fused_add_rms_norm", *tensors)(*tensors)
+        self._kernel_for("fused_add_rms_norm", *tensors)(*tensors)
         return outs

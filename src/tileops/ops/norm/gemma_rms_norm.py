@@ -35,5 +35,5 @@ class GemmaRMSNormFwdOp(Op):
 
     def forward(self, x, weight, *, out=None):
         outs = self.allocate(x, weight, out=out)
-        self.kernel_for("gemma_rms_norm", x, weight, outs)(x, weight, outs)
+        self._kernel_for("gemma_rms_norm", x, weight, outs)(x, weight, outs)
         return outs

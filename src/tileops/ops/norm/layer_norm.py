@@ -36,5 +36,5 @@ class LayerNormFwdOp(Op):
 
     def forward(self, x, weight=None, bias=None, *, out=None):
         outs = self.allocate(x, weight, bias, out=out)
-        self.kernel_for("layer_norm", x, weight, bias, outs)(x, weight, bias, outs)
+        self._kernel_for("layer_norm", x, weight, bias, outs)(x, weight, bias, outs)
         return outs

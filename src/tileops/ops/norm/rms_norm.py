@@ -38,5 +38,5 @@ class RMSNormFwdOp(Op):
 
     def forward(self, x, weight=None, *, out=None):
         y = self.allocate(x, weight, out=out)
-        self.kernel_for("rms_norm", x, weight, y)(x, weight, y)
+        self._kernel_for("rms_norm", x, weight, y)(x, weight, y)
         return y
