@@ -147,22 +147,16 @@ def build(device_index: int, op: str, dtype_code: int, n: int, has_weight: bool,
     cap = min(grid_cap or GRID_MAX, GRID_MAX)
     eps = float(eps)
 
-    def launch(x, residual, weight, bias, y, residual_out):
-        rows = y.numel() // n
-        if rows:
-            grid = min(-(-rows // rows_per_block), cap)
-            launch_raw(decode_handle if grid <= decode_grid else handle, grid, 1, 1, threads, 1, 1, shared,
-                       stream_of(device_index), x.data_ptr(),
-                       0 if residual is None else residual.data_ptr(),
-                       0 if weight is None else weight.data_ptr(),
-                       0 if bias is None else bias.data_ptr(), y.data_ptr(),
-                       0 if residual_out is None else residual_out.data_ptr(), rows, eps)
-
     def raw(px, presidual, pweight, pbias, py, presidual_out, rows):
         """The launch on data pointers (0 for an absent tensor) the caller has checked
         (rows.pointer_guard): what the op's launchable calls."""
         if rows:
-            launch_raw(handle, min(-(-rows // rows_per_block), cap), 1, 1, threads, 1, 1, shared,
+            grid = min(-(-rows // rows_per_block), cap)
+            launch_raw(decode_handle if grid <= decode_grid else handle, grid, 1, 1, threads, 1, 1, shared,
                        stream_of(device_index), px, presidual, pweight, pbias, py, presidual_out, rows, eps)
+
+    def launch(x, residual, weight, bias, y, residual_out):
+        ptr = lambda t: 0 if t is None else t.data_ptr()   # noqa: E731
+        raw(x.data_ptr(), ptr(residual), ptr(weight), ptr(bias), y.data_ptr(), ptr(residual_out), y.numel() // n)
     launch.raw = raw
     return launch
