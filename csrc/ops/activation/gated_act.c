@@ -36,6 +36,7 @@
 #include "ops/activation/gated_act.h"
 #include "tileops/cpu.h"
 #include "tileops/dtype.h"
+#include "cpu/args.h"
 #include "cpu/memory.h"
 #include "cpu/simd.h"
 #include "cpu/vec16.h"
@@ -156,16 +157,12 @@ static tileops_status_t check_args(const tileops_gated_act_args_t *a) {
     if (a == NULL)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "gated_act: args must be non-NULL, got NULL");
     const char *k = a->kernel != NULL ? a->kernel : "gated_act";
-    if (!tileops_dtype_is_float(a->dtype))
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
-                            "%s: dtype must be 0 (float32), 1 (float16) or 2 (bfloat16), got %d (%s)",
-                            k, a->dtype, tileops_dtype_name(a->dtype));
+    tileops_status_t st = tileops_check_float_rows(k, a->dtype, a->rows);
+    if (st != TILEOPS_OK)
+        return st;
     if (a->act < TILEOPS_ACT_SILU || a->act > TILEOPS_ACT_GELU_TANH)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
                             "%s: act must be 0 (silu), 1 (gelu) or 2 (gelu_tanh), got %d", k, a->act);
-    if (a->rows < 0)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: rows must be >= 0, got %lld", k,
-                            (long long)a->rows);
     if (a->n < 1 || a->n > INT64_MAX / 8)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: n must be in [1, 2^60), got %lld", k,
                             (long long)a->n);
@@ -176,11 +173,8 @@ static tileops_status_t check_args(const tileops_gated_act_args_t *a) {
                             k, (long long)a->n, (long long)a->x_stride, (long long)a->y_stride);
     if (a->rows == 0) /* nothing is read or written */
         return TILEOPS_OK;
-    const char *null_arg = a->x == NULL ? "x" : a->y == NULL ? "y" : NULL;
-    if (null_arg != NULL)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
-                            "%s: %s must be non-NULL when rows > 0 (rows = %lld), got NULL", k,
-                            null_arg, (long long)a->rows);
+    if ((st = tileops_check_x_y(k, a->rows, a->x, a->y)) != TILEOPS_OK)
+        return st;
     /* Byte offsets up to the end of the last row of x (the larger extent) must fit int64. */
     const int64_t es = (int64_t)tileops_dtype_size(a->dtype), last = a->rows - 1;
     if (last > (INT64_MAX / es - 2 * a->n) / a->x_stride)

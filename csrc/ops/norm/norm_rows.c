@@ -30,6 +30,7 @@
 #include "ops/norm/norm_rows.h"
 #include "tileops/cpu.h"
 #include "tileops/dtype.h"
+#include "cpu/args.h"
 #include "cpu/memory.h"
 #include "cpu/simd.h"
 #include "cpu/vec16.h"
@@ -247,13 +248,9 @@ static tileops_status_t check_args(const tileops_norm_rows_args_t *a) {
     if (a == NULL)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "norm_rows: args must be non-NULL, got NULL");
     const char *k = a->kernel != NULL ? a->kernel : "norm_rows";
-    if (!tileops_dtype_is_float(a->dtype))
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
-                            "%s: dtype must be 0 (float32), 1 (float16) or 2 (bfloat16), got %d (%s)",
-                            k, a->dtype, tileops_dtype_name(a->dtype));
-    if (a->rows < 0)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: rows must be >= 0, got %lld", k,
-                            (long long)a->rows);
+    tileops_status_t st = tileops_check_float_rows(k, a->dtype, a->rows);
+    if (st != TILEOPS_OK)
+        return st;
     if (a->n < 1)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: n must be >= 1, got %lld", k,
                             (long long)a->n);
@@ -265,11 +262,8 @@ static tileops_status_t check_args(const tileops_norm_rows_args_t *a) {
                             a->residual_out == NULL ? "NULL" : "non-NULL");
     if (a->rows == 0) /* nothing is read or written */
         return TILEOPS_OK;
-    const char *null_arg = a->x == NULL ? "x" : a->y == NULL ? "y" : NULL;
-    if (null_arg != NULL)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
-                            "%s: %s must be non-NULL when rows > 0 (rows = %lld), got NULL", k,
-                            null_arg, (long long)a->rows);
+    if ((st = tileops_check_x_y(k, a->rows, a->x, a->y)) != TILEOPS_OK)
+        return st;
     /* Byte offsets up to the end of the last row, and the fp32 scratch, must fit int64. */
     const int64_t es = (int64_t)tileops_dtype_size(a->dtype);
     if (a->n > INT64_MAX / 4 || a->rows > INT64_MAX / es / a->n)
