@@ -75,7 +75,19 @@ def test_manifest_peers_are_checked():
     ok = parse_entry("P", {**raw, "peers": {"lib": {"call": "pkg.mod.Fn.apply", "args": ["x", 1.0]}}}, "t.yaml")
     assert ok.peers == {"lib": {"call": "pkg.mod.Fn.apply", "args": ["x", 1.0]}}
     assert parse_entry("P", raw, "t.yaml").peers is None
+    half = {"expr": "x[..., :x.shape[-1] // 2]"}
+    assert parse_entry("P", {**raw, "peers": {"lib": {"call": "m.f", "args": [half]}}}, "t.yaml").peers
     for bad in ({"lib": {"call": "not a path"}}, {"lib": {"call": "m.f", "args": "x"}},
-                {"lib": {"call": "m.f", "extra": 1}}, {"lib": "m.f"}):
+                {"lib": {"call": "m.f", "extra": 1}}, {"lib": "m.f"},
+                {"lib": {"call": "m.f", "args": [{"expr": "x[..."}]}}, {"lib": {"call": "m.f", "args": [{"e": "x"}]}}):
         with pytest.raises(ManifestError, match="peers"):
             parse_entry("P", {**raw, "peers": bad}, "t.yaml")
+
+
+def test_a_peer_argument_may_be_an_expression_over_the_inputs():
+    """A peer that takes the halves of x (Liger's SiLU-mul) gets views of the case's input."""
+    import torch
+    cls = tileops.all_op_classes()["SiluAndMulFwdOp"]
+    spec = {"call": "torch.mul", "args": [{"expr": "x[..., :x.shape[-1] // 2]"}, {"expr": "x[..., x.shape[-1] // 2:]"}]}
+    x = torch.arange(8.0).view(2, 4)
+    assert torch.equal(bench.peer_callable(cls._entry, spec, [x], {})(), x[:, :2] * x[:, 2:])

@@ -534,13 +534,16 @@ def peer_callable(entry, spec, inputs, params):
     ``spec`` is the manifest's description of the call: ``call``, a dotted path (an
     autograd Function's ``.apply`` included); ``args``, a list; ``kwargs``, a mapping. An
     argument that is a string naming one of the entry's inputs or params stands for that
-    input (None when absent) or that param's resolved value; anything else is passed as
-    is. The peer must return the op's outputs in the manifest's order."""
+    input (None when absent) or that param's resolved value; a mapping ``{expr: ...}`` for
+    that expression evaluated over the inputs and params, once, before timing; anything
+    else is passed as is. The peer must return the op's outputs in the manifest's order."""
     fn = resolve_dotted(spec["call"])
     by_name = {s.name: t for s, t in zip(entry.inputs, inputs)}
     by_name.update(params)
 
     def value(a):
+        if isinstance(a, dict):
+            return eval(compile(a["expr"], "<peer arg>", "eval"), {"__builtins__": {}}, dict(by_name))
         return by_name[a] if isinstance(a, str) and a in by_name else a
 
     args = [value(a) for a in spec.get("args") or ()]

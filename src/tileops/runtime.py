@@ -79,7 +79,8 @@ def source_path(name: str) -> str:
 
 def _splice(path: str, seen: set, chain: tuple) -> list:
     """The lines of `path` with each `#include "<file>"` line replaced by that file's lines
-    (from path's folder, recursively); a file already spliced is left out the second time."""
+    (from path's folder, or "../common/<file>" from the family-neutral sibling folder
+    common/, recursively); a file already spliced is left out the second time."""
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().split("\n")
@@ -95,9 +96,11 @@ def _splice(path: str, seen: set, chain: tuple) -> list:
             out.append(line)
             continue
         inc = os.path.normpath(os.path.join(folder, m.group(1)))
-        if os.path.dirname(inc) != folder or not os.path.isfile(inc):
+        if os.path.dirname(inc) not in (folder, os.path.join(os.path.dirname(folder), "common")) \
+                or not os.path.isfile(inc):
             raise FileNotFoundError(f'{path}:{i + 1}: #include "{m.group(1)}": no such file in '
-                                    f"{folder} (a CUDA source includes only files of its own folder)")
+                                    f"{folder} or ../common (a CUDA source includes only files of its own "
+                                    f"folder and of the family-neutral common/)")
         if inc in seen:
             out.append(f"// {line.strip()} (spliced above)")
             continue

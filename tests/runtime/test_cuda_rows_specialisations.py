@@ -160,7 +160,7 @@ def test_the_decode_build_compiles_without_spills_and_stages_in_shared_memory(tm
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
 @pytest.mark.parametrize("op", R.ops())
 def test_the_text_nvrtc_gets_compiles_alone(tmp_path, op):
-    """runtime.source splices norm_rows.cuh and norm_common.cuh in: the text compiles from a
+    """runtime.source splices norm_rows.cuh and common/rows_common.cuh in: the text compiles from a
     folder with no other file in it (as NVRTC sees it: no include path)."""
     text = runtime.source(f"norm/{op}.cu")
     assert "#include" not in "".join(ln for ln in text.splitlines() if ln.lstrip().startswith("#"))

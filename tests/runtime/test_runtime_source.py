@@ -14,7 +14,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 def test_names_are_family_and_file_and_read_from_the_checkout():
     assert runtime.source_path("norm/rms_norm.cu") == os.path.join(ROOT, "csrc", "ops", "norm", "rms_norm.cu")
     text = runtime.source("norm/rms_norm.cu")
-    assert "tileops_rms_norm_on_chip" in text and "TILEOPS_NORM_COMMON_CUH" in text
+    assert "tileops_rms_norm_on_chip" in text and "TILEOPS_ROWS_COMMON_CUH" in text
 
 
 def test_a_missing_checkout_file_falls_back_to_the_package_copy(monkeypatch, tmp_path):
@@ -58,3 +58,19 @@ def test_an_included_file_changes_the_text_and_so_the_cache_key(tmp_path):
     before = _read(tmp_path / "k.cu")
     (tmp_path / "a.cuh").write_text("int a = 2;\n")
     assert _read(tmp_path / "k.cu") != before
+
+
+def test_a_source_may_include_the_family_neutral_common_folder(tmp_path):
+    """"../common/<file>" is the one include outside the source's own folder: the helpers
+    every family's kernels share (csrc/ops/common/)."""
+    (tmp_path / "common").mkdir()
+    (tmp_path / "fam").mkdir()
+    (tmp_path / "common" / "c.cuh").write_text("int c;\n")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "o.cuh").write_text("int o;\n")
+    (tmp_path / "fam" / "k.cu").write_text('#include "../common/c.cuh"\nint k;\n')
+    lines = _read(tmp_path / "fam" / "k.cu").split("\n")
+    assert "int c;" in lines and lines.index("int c;") < lines.index("int k;")
+    (tmp_path / "fam" / "bad.cu").write_text('int k;\n#include "../other/o.cuh"\n')
+    with pytest.raises(FileNotFoundError, match=r'bad.cu:2: #include "../other/o.cuh": no such file in'):
+        _read(tmp_path / "fam" / "bad.cu")

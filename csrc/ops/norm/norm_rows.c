@@ -19,7 +19,7 @@
  * residual_out. Everything of a row is read before its y is written, so y may be x.
  *
  * (This relies on IEEE evaluation in the written order: never build with -ffast-math.) */
-#ifndef NORM_ISA /* ---- the first pass through this file: everything but the vector code */
+#ifndef VEC16_ISA /* ---- the first pass through this file: everything but the vector code */
 
 #include <math.h>
 #include <stdatomic.h>
@@ -30,19 +30,10 @@
 #include "ops/norm/norm_rows.h"
 #include "tileops/cpu.h"
 #include "tileops/dtype.h"
+#include "cpu/args.h"
 #include "cpu/memory.h"
 #include "cpu/simd.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#define NORM_X86 1
-#include <immintrin.h>
-#else
-#define NORM_X86 0
-#endif
-
-#define F32 TILEOPS_FLOAT32
-#define F16 TILEOPS_FLOAT16
-#define BF16 TILEOPS_BFLOAT16
+#include "cpu/vec16.h"
 
 /* Elements per reduction block: each partial's chain of additions stays 64 long, so the
  * rounding error of a sum grows with n / NORM_BLOCK rather than n / 64. A multiple of 64. */
@@ -61,55 +52,10 @@
 /* Below this many bytes per tensor, fp16 may take the AVX2 code (see tileops_norm_rows). */
 #define NORM_F16_AVX2_MAX_BYTES ((int64_t)8 << 20)
 
-/* Forced inline so each caller's constant dtype and flags fold away. */
-#define AI __attribute__((always_inline)) inline
-
 /* How y is scaled: no weight, weight, weight_offset + weight. */
 enum { W_NONE = 0, W_PLAIN = 1, W_OFFSET = 2 };
 
-/* ---- scalar conversions --------------------------------------------------------------- */
-
-static inline float load1(const void *p, int64_t i, int dt) {
-    if (dt == F16)
-        return tileops_f16_to_f32(((const uint16_t *)p)[i]);
-    if (dt == BF16)
-        return tileops_bf16_to_f32(((const uint16_t *)p)[i]);
-    return ((const float *)p)[i];
-}
-
-static inline void store1(void *p, int64_t i, int dt, float v) {
-    if (dt == F16)
-        ((uint16_t *)p)[i] = tileops_f32_to_f16(v);
-    else if (dt == BF16)
-        ((uint16_t *)p)[i] = tileops_f32_to_bf16(v);
-    else
-        ((float *)p)[i] = v;
-}
-
 /* ---- reference ------------------------------------------------------------------------ */
-
-/* The float next to d towards zero, with its last bit set when d is not exact ("round to
- * odd"): rounding that to a 16-bit type rounds d itself correctly, since a float carries
- * enough extra bits that the two roundings never make a wrong tie. */
-static float float_odd(double d) {
-    float f = (float)d;
-    if (d != d || (double)f == d)
-        return f;
-    if (fabs((double)f) > fabs(d))
-        f = nextafterf(f, 0.0f);
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    bits |= 1u;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-static void store_rounded(void *p, int64_t i, int dt, double v) {
-    if (dt == F32)
-        ((float *)p)[i] = (float)v;
-    else
-        store1(p, i, dt, float_odd(v));
-}
 
 static tileops_status_t check_args(const tileops_norm_rows_args_t *a);
 
@@ -130,30 +76,30 @@ tileops_status_t tileops_norm_rows_reference(const tileops_norm_rows_args_t *a) 
             const char *res = (const char *)a->residual + r * n * es;
             char *out = (char *)a->residual_out + r * n * es;
             for (int64_t i = 0; i < n; i++)
-                store1(out, i, dt, load1(x, i, dt) + load1(res, i, dt));
+                vec16_store1(out, i, dt, vec16_load1(x, i, dt) + vec16_load1(res, i, dt));
             h = out;
         }
         double mean = 0.0;
         if (a->mean_subtract) {
             for (int64_t i = 0; i < n; i++)
-                mean += load1(h, i, dt);
+                mean += vec16_load1(h, i, dt);
             mean /= (double)n;
         }
         double ss = 0.0;
         for (int64_t i = 0; i < n; i++) {
-            double d = load1(h, i, dt) - mean;
+            double d = vec16_load1(h, i, dt) - mean;
             ss += d * d;
         }
         double rstd = 1.0 / sqrt(ss / (double)n + (double)a->eps);
         for (int64_t i = 0; i < n; i++) {
-            double v = ((double)load1(h, i, dt) - mean) * rstd;
+            double v = ((double)vec16_load1(h, i, dt) - mean) * rstd;
             if (a->weight != NULL) {
-                float w = load1(a->weight, i, dt);
+                float w = vec16_load1(a->weight, i, dt);
                 v *= a->weight_offset != 0.0f ? (double)(a->weight_offset + w) : (double)w;
             }
             if (a->bias != NULL)
-                v += load1(a->bias, i, dt);
-            store_rounded(y, i, dt, v);
+                v += vec16_load1(a->bias, i, dt);
+            vec16_store_rounded(y, i, dt, v);
         }
     }
     return TILEOPS_OK;
@@ -175,25 +121,21 @@ typedef struct norm_passes {
     write_fn write[3][3][2]; /* [dtype][W_*][has bias] */
 } norm_passes_t;
 
-#define NORM_ISA_SCALAR 0
-#define NORM_ISA_AVX2 1
-#define NORM_ISA_AVX512 2
-
-#define NORM_ISA NORM_ISA_SCALAR
+#define VEC16_ISA VEC16_SCALAR
 #include "norm_rows.c"
-#undef NORM_ISA
-#if NORM_X86
-#define NORM_ISA NORM_ISA_AVX2
+#undef VEC16_ISA
+#if VEC16_X86
+#define VEC16_ISA VEC16_AVX2
 #include "norm_rows.c"
-#undef NORM_ISA
-#define NORM_ISA NORM_ISA_AVX512
+#undef VEC16_ISA
+#define VEC16_ISA VEC16_AVX512
 #include "norm_rows.c"
-#undef NORM_ISA
+#undef VEC16_ISA
 #endif
 
 static const norm_passes_t *passes_for(int level) {
     switch (level) {
-#if NORM_X86
+#if VEC16_X86
     case TILEOPS_SIMD_AVX512: return &passes_avx512;
     case TILEOPS_SIMD_AVX2: return &passes_avx2;
 #endif
@@ -306,13 +248,9 @@ static tileops_status_t check_args(const tileops_norm_rows_args_t *a) {
     if (a == NULL)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "norm_rows: args must be non-NULL, got NULL");
     const char *k = a->kernel != NULL ? a->kernel : "norm_rows";
-    if (!tileops_dtype_is_float(a->dtype))
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
-                            "%s: dtype must be 0 (float32), 1 (float16) or 2 (bfloat16), got %d (%s)",
-                            k, a->dtype, tileops_dtype_name(a->dtype));
-    if (a->rows < 0)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: rows must be >= 0, got %lld", k,
-                            (long long)a->rows);
+    tileops_status_t st = tileops_check_float_rows(k, a->dtype, a->rows);
+    if (st != TILEOPS_OK)
+        return st;
     if (a->n < 1)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: n must be >= 1, got %lld", k,
                             (long long)a->n);
@@ -324,11 +262,8 @@ static tileops_status_t check_args(const tileops_norm_rows_args_t *a) {
                             a->residual_out == NULL ? "NULL" : "non-NULL");
     if (a->rows == 0) /* nothing is read or written */
         return TILEOPS_OK;
-    const char *null_arg = a->x == NULL ? "x" : a->y == NULL ? "y" : NULL;
-    if (null_arg != NULL)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
-                            "%s: %s must be non-NULL when rows > 0 (rows = %lld), got NULL", k,
-                            null_arg, (long long)a->rows);
+    if ((st = tileops_check_x_y(k, a->rows, a->x, a->y)) != TILEOPS_OK)
+        return st;
     /* Byte offsets up to the end of the last row, and the fp32 scratch, must fit int64. */
     const int64_t es = (int64_t)tileops_dtype_size(a->dtype);
     if (a->n > INT64_MAX / 4 || a->rows > INT64_MAX / es / a->n)
@@ -396,255 +331,16 @@ tileops_status_t tileops_norm_rows_call(const tileops_norm_rows_op_t *op, const 
     return reference ? tileops_norm_rows_reference(&a) : tileops_norm_rows(&a);
 }
 
-#else /* ---- NORM_ISA: the passes of one instruction set (this file includes itself) ---- */
+#else /* ---- VEC16_ISA: the passes of one instruction set (this file includes itself) ---- */
 
-#define NORM_CAT2(a, b) a##_##b
-#define NORM_CAT(a, b) NORM_CAT2(a, b)
+#include "cpu/vec16.h"
 
-#if NORM_ISA == NORM_ISA_AVX512
-/* ---- AVX-512: a 16-lane vector is one __m512 ------------------------------------------- */
-#define ISA_NAME avx512
-#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
-#define ISA(name) NORM_CAT(name, ISA_NAME)
-typedef __m512 vf_avx512;
-#define VF vf_avx512
-
-static AI TGT VF ISA(vzero)(void) { return _mm512_setzero_ps(); }
-static AI TGT VF ISA(vset1)(float f) { return _mm512_set1_ps(f); }
-static AI TGT VF ISA(vadd)(VF a, VF b) { return _mm512_add_ps(a, b); }
-static AI TGT VF ISA(vsub)(VF a, VF b) { return _mm512_sub_ps(a, b); }
-static AI TGT VF ISA(vmul)(VF a, VF b) { return _mm512_mul_ps(a, b); }
-static AI TGT VF ISA(vfma)(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
-
-static AI TGT __mmask16 ISA(first)(int m) { return (__mmask16)((1u << m) - 1u); }
-
-static AI TGT VF ISA(widen)(__m256i h, int dt) {
-    if (dt == F16)
-        return _mm512_cvtph_ps(h);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
-/* Rounds to nearest even by integer arithmetic, as tileops_f32_to_bf16 does (the avx512bf16
- * instructions would flush subnormals); a NaN keeps its top bits and gets the quiet bit. */
-static AI TGT __m256i ISA(narrow)(VF v, int dt) {
-    if (dt == F16)
-        return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512i u = _mm512_castps_si512(v);
-    __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
-    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
-    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
-}
-
-static AI TGT VF ISA(vload)(const void *p, int64_t i, int dt) {
-    if (dt == F32)
-        return _mm512_loadu_ps((const float *)p + i);
-    return ISA(widen)(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)), dt);
-}
-
-/* Lanes m.. read as +0 and touch no memory. */
-static AI TGT VF ISA(vload_n)(const void *p, int64_t i, int dt, int m) {
-    if (dt == F32)
-        return _mm512_maskz_loadu_ps(ISA(first)(m), (const float *)p + i);
-    return ISA(widen)(_mm256_maskz_loadu_epi16(ISA(first)(m), (const uint16_t *)p + i), dt);
-}
-
-/* Stores lanes 0..m-1 (m = 16: all) rounded to dt; returns what was stored, in fp32. */
-static AI TGT VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
-    if (dt == F32) {
-        if (m == 16)
-            _mm512_storeu_ps((float *)p + i, v);
-        else
-            _mm512_mask_storeu_ps((float *)p + i, ISA(first)(m), v);
-        return v;
-    }
-    __m256i h = ISA(narrow)(v, dt);
-    if (m == 16)
-        _mm256_storeu_si256((__m256i *)((uint16_t *)p + i), h);
-    else
-        _mm256_mask_storeu_epi16((uint16_t *)p + i, ISA(first)(m), h);
-    return ISA(widen)(h, dt);
-}
-
-/* Lanes m.. set to +0. */
-static AI TGT VF ISA(vkeep_n)(VF v, int m) { return _mm512_maskz_mov_ps(ISA(first)(m), v); }
-
-/* The fold of the 64 partials held 16 per vector: p[j] += p[j + s] for s = 32 .. 1. */
-static AI TGT float ISA(vfold)(VF o0, VF o1, VF o2, VF o3) {
-    __m512 s = _mm512_add_ps(_mm512_add_ps(o0, o2), _mm512_add_ps(o1, o3));
-    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s),
-                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
-    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-    q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
-    return _mm_cvtss_f32(q);
-}
-
-#elif NORM_ISA == NORM_ISA_AVX2
-/* ---- AVX2 + FMA + F16C: a 16-lane vector is two __m256 (lanes 0-7, 8-15) --------------- */
-#define ISA_NAME avx2
-#define TGT __attribute__((target("avx2,fma,f16c")))
-#define ISA(name) NORM_CAT(name, ISA_NAME)
-typedef struct {
-    __m256 lo, hi;
-} vf_avx2;
-#define VF vf_avx2
-
-static AI TGT VF ISA(vzero)(void) { return (VF){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
-static AI TGT VF ISA(vset1)(float f) { return (VF){_mm256_set1_ps(f), _mm256_set1_ps(f)}; }
-static AI TGT VF ISA(vadd)(VF a, VF b) {
-    return (VF){_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)};
-}
-static AI TGT VF ISA(vsub)(VF a, VF b) {
-    return (VF){_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)};
-}
-static AI TGT VF ISA(vmul)(VF a, VF b) {
-    return (VF){_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)};
-}
-static AI TGT VF ISA(vfma)(VF a, VF b, VF c) {
-    return (VF){_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
-}
-
-static AI TGT __m256 ISA(widen8)(__m128i h, int dt) {
-    if (dt == F16)
-        return _mm256_cvtph_ps(h);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-static AI TGT __m128i ISA(narrow8)(__m256 v, int dt) {
-    if (dt == F16)
-        return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256i u = _mm256_castps_si256(v);
-    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
-    __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    r = _mm256_blendv_epi8(r, quiet, nan);
-    /* every lane is in [0, 0xffff]: unsigned saturation is a plain narrowing */
-    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
-}
-
-static AI TGT VF ISA(vload)(const void *p, int64_t i, int dt) {
-    if (dt == F32)
-        return (VF){_mm256_loadu_ps((const float *)p + i), _mm256_loadu_ps((const float *)p + i + 8)};
-    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i));
-    return (VF){ISA(widen8)(_mm256_castsi256_si128(h), dt), ISA(widen8)(_mm256_extracti128_si256(h, 1), dt)};
-}
-
-/* AVX2 has no 16-bit masked moves: partial vectors go through a zeroed copy. */
-static AI TGT VF ISA(vload_n)(const void *p, int64_t i, int dt, int m) {
-    const size_t es = dt == F32 ? 4 : 2;
-    _Alignas(32) unsigned char buf[64] = {0};
-    memcpy(buf, (const char *)p + (size_t)i * es, (size_t)m * es);
-    return ISA(vload)(buf, 0, dt);
-}
-
-static AI TGT VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
-    const size_t es = dt == F32 ? 4 : 2;
-    _Alignas(32) unsigned char buf[64];
-    unsigned char *dst = m == 16 ? (unsigned char *)p + (size_t)i * es : buf;
-    if (dt == F32) {
-        _mm256_storeu_ps((float *)dst, v.lo);
-        _mm256_storeu_ps((float *)dst + 8, v.hi);
-    } else {
-        __m128i lo = ISA(narrow8)(v.lo, dt), hi = ISA(narrow8)(v.hi, dt);
-        _mm_storeu_si128((__m128i *)dst, lo);
-        _mm_storeu_si128((__m128i *)dst + 1, hi);
-        v = (VF){ISA(widen8)(lo, dt), ISA(widen8)(hi, dt)};
-    }
-    if (m < 16)
-        memcpy((unsigned char *)p + (size_t)i * es, buf, (size_t)m * es);
-    return v;
-}
-
-static AI TGT VF ISA(vkeep_n)(VF v, int m) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(m), lane);
-    __m256i hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(m - 8), lane);
-    return (VF){_mm256_and_ps(v.lo, _mm256_castsi256_ps(lo)), _mm256_and_ps(v.hi, _mm256_castsi256_ps(hi))};
-}
-
-static AI TGT float ISA(vfold)(VF o0, VF o1, VF o2, VF o3) {
-    VF s = ISA(vadd)(ISA(vadd)(o0, o2), ISA(vadd)(o1, o3));
-    __m256 h = _mm256_add_ps(s.lo, s.hi);
-    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-    q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
-    return _mm_cvtss_f32(q);
-}
-
-#else
-/* ---- scalar: a 16-lane vector is 16 floats; the same operations, lane by lane ---------- */
-#define ISA_NAME scalar
-#define TGT
-/* On x86 this is a cold fallback (a CPU without AVX2) and fmaf a library call, so the passes
- * stay out of line: one copy each, dtype and flags tested at run time, instead of ~30
- * specialised ones (190 -> 26 KB of code). Elsewhere (aarch64) it is the path and fmaf one
- * instruction: specialised and inlined like the vector code. */
-#if NORM_X86
+#if VEC16_ISA == VEC16_SCALAR && VEC16_X86
+/* On x86 the scalar code is a cold fallback (a CPU without AVX2) and fmaf a library call,
+ * so the passes stay out of line: one copy each, dtype and flags tested at run time, instead
+ * of ~30 specialised ones (190 -> 26 KB of code). Elsewhere (aarch64) it is the path and
+ * fmaf one instruction: specialised and inlined like the vector code. */
 #define STEP __attribute__((noinline, noclone))
-#endif
-#define ISA(name) NORM_CAT(name, ISA_NAME)
-typedef struct {
-    float f[16];
-} vf_scalar;
-#define VF vf_scalar
-
-static AI VF ISA(vzero)(void) { return (VF){{0}}; }
-static AI VF ISA(vset1)(float c) {
-    VF r;
-    for (int k = 0; k < 16; k++)
-        r.f[k] = c;
-    return r;
-}
-static AI VF ISA(vadd)(VF a, VF b) {
-    for (int k = 0; k < 16; k++)
-        a.f[k] += b.f[k];
-    return a;
-}
-static AI VF ISA(vsub)(VF a, VF b) {
-    for (int k = 0; k < 16; k++)
-        a.f[k] -= b.f[k];
-    return a;
-}
-static AI VF ISA(vmul)(VF a, VF b) {
-    for (int k = 0; k < 16; k++)
-        a.f[k] *= b.f[k];
-    return a;
-}
-/* fmaf: one rounding, as the vector FMA. */
-static AI VF ISA(vfma)(VF a, VF b, VF c) {
-    for (int k = 0; k < 16; k++)
-        c.f[k] = fmaf(a.f[k], b.f[k], c.f[k]);
-    return c;
-}
-static AI VF ISA(vload_n)(const void *p, int64_t i, int dt, int m) {
-    VF r = {{0}};
-    for (int k = 0; k < m; k++)
-        r.f[k] = load1(p, i + k, dt);
-    return r;
-}
-static AI VF ISA(vload)(const void *p, int64_t i, int dt) { return ISA(vload_n)(p, i, dt, 16); }
-static AI VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
-    for (int k = 0; k < m; k++) {
-        store1(p, i + k, dt, v.f[k]);
-        v.f[k] = load1(p, i + k, dt);
-    }
-    return v;
-}
-static AI VF ISA(vkeep_n)(VF v, int m) {
-    for (int k = m; k < 16; k++)
-        v.f[k] = 0.0f;
-    return v;
-}
-static AI float ISA(vfold)(VF o0, VF o1, VF o2, VF o3) {
-    VF s = ISA(vadd)(ISA(vadd)(o0, o2), ISA(vadd)(o1, o3));
-    for (int w = 8; w >= 1; w /= 2)
-        for (int k = 0; k < w; k++)
-            s.f[k] += s.f[k + w];
-    return s.f[0];
-}
 #endif
 
 /* ---- the passes, written once over VF -------------------------------------------------- */
@@ -825,7 +521,5 @@ static const norm_passes_t ISA(passes) = {
 #undef ISA
 #undef TGT
 #undef ISA_NAME
-#undef NORM_CAT
-#undef NORM_CAT2
 
-#endif /* NORM_ISA */
+#endif /* VEC16_ISA */

@@ -2,7 +2,7 @@
  * RMSNorm (LayerNorm, the fused residual adds, Gemma's RMSNorm, and a plain RMSNorm for
  * comparison with rms_norm.cu), specialised by -D defines and by the op's own small file
  * (csrc/ops/norm/<op>.cu: it sets the op's flags and kernel names, then includes this).
- * C-style CUDA C compiled at run time by NVRTC with no builtin headers; norm_common.cuh
+ * C-style CUDA C compiled at run time by NVRTC with no builtin headers; common/rows_common.cuh
  * (included below) holds the 16-byte groups, conversions and fixed-order sums it shares
  * with rms_norm.cu. The runtime splices the includes in before NVRTC sees the source.
  *
@@ -97,7 +97,7 @@
  *     grid.x = min(rows, sm_count) (the rows in flight stay in L2 for rows up to ~300 KB)
  *   Launch rule: THREADS = 1024, for every N the register kernel does not take.
  */
-#include "norm_common.cuh"
+#include "../common/rows_common.cuh"
 
 /* ---- defines ------------------------------------------------------------------------- */
 #if !defined(TILEOPS_HAS_WEIGHT) || !defined(TILEOPS_HAS_BIAS) || !defined(TILEOPS_HAS_RESIDUAL) || \

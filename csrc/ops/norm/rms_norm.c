@@ -35,12 +35,9 @@
 #include "cpu/simd.h"
 #include "ops/norm/rms_norm.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#define NORM_X86 1
-#include <immintrin.h>
-#else
-#define NORM_X86 0
-#endif
+/* F32 / F16 / BF16, AI, vec16_load1 / vec16_store1 and <immintrin.h> on x86 */
+#include "cpu/vec16.h"
+#define NORM_X86 VEC16_X86
 
 /* Elements per reduction block. Blocking keeps each partial's chain of FMAs short
  * (64 per block) so the rounding error of the sum grows with n / NORM_BLOCK, not n / 64,
@@ -71,13 +68,6 @@
 /* Rows up to this long use a stack scratch in ON_CHIP (16 KiB); longer ones allocate. */
 #define NORM_STACK_SCRATCH 4096
 
-/* Helpers are forced inline so each caller's constant dtype and flags fold away. */
-#define AI __attribute__((always_inline)) inline
-
-#define F32 TILEOPS_FLOAT32
-#define F16 TILEOPS_FLOAT16
-#define BF16 TILEOPS_BFLOAT16
-
 typedef struct norm_job {
     const char *x;
     const char *w;
@@ -94,23 +84,6 @@ typedef struct norm_job {
 } norm_job_t;
 
 /* ---- shared scalar pieces ------------------------------------------------------------ */
-
-static inline float load1(const void *p, int64_t i, int dt) {
-    if (dt == F16)
-        return tileops_f16_to_f32(((const uint16_t *)p)[i]);
-    if (dt == BF16)
-        return tileops_bf16_to_f32(((const uint16_t *)p)[i]);
-    return ((const float *)p)[i];
-}
-
-static inline void store1(void *p, int64_t i, int dt, float v) {
-    if (dt == F16)
-        ((uint16_t *)p)[i] = tileops_f32_to_f16(v);
-    else if (dt == BF16)
-        ((uint16_t *)p)[i] = tileops_f32_to_bf16(v);
-    else
-        ((float *)p)[i] = v;
-}
 
 /* The scale is formed in double from the fp32 sum: it costs nothing per row and keeps
  * the division and square root from adding fp32 error of their own. */
@@ -143,7 +116,7 @@ static AI float sumsq_scalar_impl(const void *x, int64_t n, int dt, float *scr) 
             float v[64];
             int m = e - i < 64 ? (int)(e - i) : 64;
             for (int k = 0; k < m; k++)
-                v[k] = load1(x, i + k, dt);
+                v[k] = vec16_load1(x, i + k, dt);
             for (int k = m; k < 64; k++)
                 v[k] = 0.0f;
             if (scr != NULL)
@@ -163,10 +136,10 @@ static AI float sumsq_scalar_impl(const void *x, int64_t n, int dt, float *scr) 
 static AI void apply_range(const void *src, int sdt, const void *w, void *y, int dt, int64_t b,
                            int64_t e, float s, int has_w) {
     for (int64_t i = b; i < e; i++) {
-        float v = load1(src, i, sdt) * s;
+        float v = vec16_load1(src, i, sdt) * s;
         if (has_w)
-            v *= load1(w, i, dt);
-        store1(y, i, dt, v);
+            v *= vec16_load1(w, i, dt);
+        vec16_store1(y, i, dt, v);
     }
 }
 
@@ -556,7 +529,7 @@ static AI T256 float sumsq_256(const void *x, int64_t n, int dt, float *scr) {
             _Alignas(32) float tail[64];
             int64_t r = e - i;
             for (int64_t k = 0; k < 64; k++)
-                tail[k] = k < r ? load1(x, i + k, dt) : 0.0f;
+                tail[k] = k < r ? vec16_load1(x, i + k, dt) : 0.0f;
             float *keep = scr;
             scr = NULL;
             NORM_ROUND256(NORM_LD_TAIL);
@@ -841,14 +814,14 @@ tileops_status_t tileops_cpu_rms_norm_reference(const tileops_rms_norm_args_t *a
         char *y = (char *)args->y + r * args->y_row_stride * es;
         double ss = 0.0;
         for (int64_t i = 0; i < n; i++) {
-            double v = load1(x, i, dt);
+            double v = vec16_load1(x, i, dt);
             ss += v * v;
         }
         double scale = 1.0 / sqrt(ss / (double)n + (double)args->eps);
         for (int64_t i = 0; i < n; i++) {
-            double v = (double)load1(x, i, dt) * scale;
+            double v = (double)vec16_load1(x, i, dt) * scale;
             if (args->weight != NULL)
-                v *= load1(args->weight, i, dt);
+                v *= vec16_load1(args->weight, i, dt);
             store_double(y, i, dt, v);
         }
     }

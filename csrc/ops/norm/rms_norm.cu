@@ -1,6 +1,6 @@
 /* ops/norm/rms_norm.cu: the RMSNorm GPU kernels the launch rules select, compiled at run
  * time by NVRTC (C-style CUDA C, no builtin headers needed: it builds with NVRTC --minimal;
- * its one include, norm_common.cuh, is spliced in by the runtime before NVRTC sees it).
+ * its one include, common/rows_common.cuh, is spliced in by the runtime before NVRTC sees it).
  *
  *   y[r, :] = x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * w[:]      (w optional)
  *
@@ -101,7 +101,7 @@
  *     shared  = 0 dynamic
  *   Recommended THREADS = 1024.
  */
-#include "norm_common.cuh"
+#include "../common/rows_common.cuh"
 
 /* ---- defines ------------------------------------------------------------------------- */
 #ifndef TILEOPS_HAS_WEIGHT
@@ -144,7 +144,7 @@
  * block is small (at 512+ threads the extra registers cost a resident block per SM) */
 #define RK_W_IN_REGS (TILEOPS_HAS_WEIGHT && TILEOPS_VEC != 1 && RK_VPT <= 4 && TILEOPS_THREADS <= 256)
 
-/* ---- the RMSNorm math (the group helpers are norm_common.cuh's) ----------------------- */
+/* ---- the RMSNorm math (the group helpers are common/rows_common.cuh's) ------------ */
 /* y group = x group * rstd (* w group) */
 TILEOPS_DEV struct tileops_v4 tileops_scale(struct tileops_v4 xv, struct tileops_v4 wv,
                                             float rstd) {

@@ -347,8 +347,10 @@ PEER_KEYS = {"call", "args", "kwargs"}
 def parse_peers(raw, source, entry):
     """`peers`: other libraries' kernels for the same op, which the benchmark times beside
     tileops (python -m tileops bench). Each is `{call: dotted.path, args: [...], kwargs:
-    {...}}`: a string argument naming one of the op's inputs or params stands for it, any
-    other value is passed as is; the call returns the op's outputs in manifest order."""
+    {...}}`: a string argument naming one of the op's inputs or params stands for it, a
+    mapping `{expr: "<expression>"}` for that Python expression over the inputs and params
+    (a peer taking a view of an input, e.g. `x[..., :x.shape[-1] // 2]`), any other value
+    is passed as is; the call returns the op's outputs in manifest order."""
     if raw is None:
         return None
     _check_keys(source, entry, "peers", raw, set(raw))
@@ -362,4 +364,12 @@ def parse_peers(raw, source, entry):
             raise _err(source, entry, field + ".args", "expected a list")
         if not isinstance(spec.get("kwargs", {}), dict):
             raise _err(source, entry, field + ".kwargs", "expected a mapping")
+        for i, a in enumerate(list(spec.get("args") or ()) + list((spec.get("kwargs") or {}).values())):
+            if isinstance(a, dict):
+                _check_keys(source, entry, f"{field}.args[{i}]", a, {"expr"})
+                try:
+                    compile(a.get("expr"), "<peer arg>", "eval")
+                except (SyntaxError, TypeError, ValueError) as e:
+                    raise _err(source, entry, f"{field}.args[{i}].expr",
+                               f"expected a Python expression, got {a.get('expr')!r} ({e})") from None
     return {peer: dict(spec) for peer, spec in raw.items()}

@@ -1,8 +1,11 @@
-/* ops/norm/norm_common.cuh: what the norm kernels share (rms_norm.cu, norm_rows.cuh):
- * the CUDA keywords without a header, the checks of the common defines and the derived
- * quantities, 16-byte groups and their loads and stores, dtype conversions, the fixed
- * rounded fp32 arithmetic and the fixed-order row sums. Included by the kernel sources
- * (the runtime splices it in before NVRTC sees the source, so no include path is needed).
+/* ops/common/rows_common.cuh: what the CUDA C kernels of every family share (the norm
+ * family's rms_norm.cu and norm_rows.cuh, the activation family's gated_act.cuh): the CUDA
+ * keywords without a header, the checks of the common defines and the derived quantities,
+ * 16-byte groups and their loads and stores, dtype conversions, the fixed rounded fp32
+ * arithmetic and the fixed-order row sums. A kernel source includes it as
+ * "../common/rows_common.cuh" (the runtime splices it in before NVRTC sees the source, so
+ * no include path is needed; common/ is the one folder outside its own a source may
+ * include from).
  *
  * Defines it needs (checked here): TILEOPS_DTYPE (0 float32, 1 float16, 2 bfloat16),
  * TILEOPS_N (row length >= 1), TILEOPS_VEC (1 or G), TILEOPS_THREADS (a multiple of 32,
@@ -11,8 +14,8 @@
  * TILEOPS_NG (groups per row, the last may be partial), TILEOPS_NGF (full groups),
  * TILEOPS_TAIL (elements of the partial group, 0 when none), TILEOPS_WARPS,
  * TILEOPS_BOUNDS (the kernels' __launch_bounds__). */
-#ifndef TILEOPS_NORM_COMMON_CUH
-#define TILEOPS_NORM_COMMON_CUH
+#ifndef TILEOPS_ROWS_COMMON_CUH
+#define TILEOPS_ROWS_COMMON_CUH
 
 /* ---- no headers: the few CUDA keywords the kernels need, if the compiler lacks them --- */
 #ifndef __global__
@@ -33,7 +36,7 @@
 
 /* ---- common defines ------------------------------------------------------------------ */
 #if !defined(TILEOPS_DTYPE) || !defined(TILEOPS_N) || !defined(TILEOPS_VEC) || !defined(TILEOPS_THREADS)
-#error "the norm kernels need -DTILEOPS_DTYPE, -DTILEOPS_N, -DTILEOPS_VEC, -DTILEOPS_THREADS"
+#error "the row kernels need -DTILEOPS_DTYPE, -DTILEOPS_N, -DTILEOPS_VEC, -DTILEOPS_THREADS"
 #endif
 #if TILEOPS_DTYPE == 0
 #define TILEOPS_E 4
@@ -419,4 +422,4 @@ TILEOPS_DEV float tileops_row_sum(float v, float *red, unsigned tid, int rt) {
     float p = l < (unsigned)nw ? red[first + l] : 0.0f;
     return tileops_butterfly(p, pw);
 }
-#endif /* TILEOPS_NORM_COMMON_CUH */
+#endif /* TILEOPS_ROWS_COMMON_CUH */

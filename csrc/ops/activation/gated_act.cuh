@@ -1,0 +1,133 @@
+/* ops/activation/gated_act.cuh: the GPU kernel of the activation family's gated ops
+ * (silu_and_mul, gelu_and_mul, gelu_tanh_and_mul), specialised by -D defines and by the
+ * op's own small file (csrc/ops/activation/<op>.cu: it sets TILEOPS_ACT and the kernel's
+ * name, then includes this). C-style CUDA C compiled at run time by NVRTC with no builtin
+ * headers; ../common/rows_common.cuh (16-byte groups, conversions) is spliced in by the
+ * runtime.
+ *
+ * For each of `rows` contiguous rows of x (2N elements: a = x[0:N], b = x[N:2N]) and of y
+ * (N elements), all of one dtype: y = act(a) * b, in fp32, rounded once to the dtype:
+ *   TILEOPS_ACT 0  silu       a / (1 + exp(-a))
+ *               1  gelu       a Phi(a), Phi = 0.5 erfc(|z|) (a < 0) or 1 - 0.5 erfc(|z|),
+ *                             z = a / sqrt 2, erfc(z) = exp(-z^2) R(2 / (2 + z)) with the
+ *                             CPU kernel's polynomial R (csrc/ops/activation/gated_act.c)
+ *               2  gelu_tanh  a / (1 + exp(-v)), v = a (c1 + c2 a^2) = 2u: the same function
+ *                             as 0.5 a (1 + tanh(u)), without its cancellation for a < 0
+ * The sigmoid is formed as a e / (1 + e), e = exp(v) for v < 0, so exp never overflows.
+ * exp is ex2.approx.ftz (2 ulp) of x log2 e, the division div.full (2 ulp): a few fp32 ulps
+ * plus the rounding of exp's argument times its size (|x| <= ~100), far inside the
+ * fp32 tolerance (1e-5) and invisible after rounding to a 16-bit dtype.
+ *
+ * ==== Parameters (arg_format "ppq") ======================================================
+ *   (const void *x, void *y, long long rows). x and y contiguous; y must not overlap x.
+ *
+ * ==== Defines ===========================================================================
+ *   From the launch side (src/tileops/kernels/activation/cuda_gated.py):
+ *   TILEOPS_DTYPE    0 float32, 1 float16, 2 bfloat16.
+ *   TILEOPS_N        the half width N >= 1 (y's row length).
+ *   TILEOPS_VEC      G = 16 / element size (16-byte loads and stores: x and y 16-byte
+ *                    aligned and N * E a multiple of 16, so b's rows are aligned too) or 1.
+ *   TILEOPS_THREADS  threads per block (a multiple of 32, <= 1024).
+ *   From the op's file: TILEOPS_ACT (above), TILEOPS_GATED_KERNEL (the extern "C" name).
+ *
+ * ==== Launch =============================================================================
+ *   One thread per 16-byte group of y (G outputs; a row's last group may be partial),
+ *   grid-stride: group q is row q / NG, group q % NG; any grid.x >= 1 covers all rows. */
+#if !defined(TILEOPS_ACT) || !defined(TILEOPS_GATED_KERNEL)
+#error "an op's .cu defines TILEOPS_ACT and TILEOPS_GATED_KERNEL before including gated_act.cuh"
+#endif
+#if TILEOPS_ACT < 0 || TILEOPS_ACT > 2
+#error "TILEOPS_ACT must be 0 (silu), 1 (gelu) or 2 (gelu_tanh)"
+#endif
+
+#include "../common/rows_common.cuh"
+
+/* ---- fp32 functions -------------------------------------------------------------------- */
+
+/* |v|, min, max (min / max return the other operand for a NaN, as x86's do not: a NaN a
+ * still reaches the result through the final product with a) */
+TILEOPS_DEV float tileops_absf(float v) {
+    float r;
+    asm("abs.f32 %0, %1;" : "=f"(r) : "f"(v));
+    return r;
+}
+TILEOPS_DEV float tileops_minf(float a, float b) {
+    float r;
+    asm("min.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+TILEOPS_DEV float tileops_maxf(float a, float b) {
+    float r;
+    asm("max.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+TILEOPS_DEV float tileops_ex2(float v) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+    return r;
+}
+TILEOPS_DEV float tileops_div(float a, float b) {
+    float r;
+    asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+/* exp(-|v| - s lo) for s the sign of v: the argument's small correction lo taken by one FMA */
+TILEOPS_DEV float tileops_exp_neg_abs(float v, float lo) {
+    float e = tileops_ex2(tileops_mul(-tileops_absf(v), 1.44269504f));
+    return tileops_fma(v < 0.0f ? lo : -lo, e, e);
+}
+/* x / (1 + exp(-v)), as x e / (1 + e) with e = exp(-|v|) where v < 0 */
+TILEOPS_DEV float tileops_sigmul(float x, float v, float lo) {
+    const float e = tileops_exp_neg_abs(v, lo);
+    return tileops_div(v < 0.0f ? tileops_mul(x, e) : x, tileops_add(1.0f, e));
+}
+
+TILEOPS_DEV float tileops_act(float a) {
+#if TILEOPS_ACT == 0
+    return tileops_sigmul(a, a, 0.0f);
+#elif TILEOPS_ACT == 1
+    const float m = tileops_minf(tileops_absf(a), 20.0f); /* erfc(20 / sqrt 2) is 0 in fp32 */
+    const float z = tileops_mul(m, 0.707106781f);
+    const float sq = tileops_mul(m, m), lo = tileops_mul(tileops_fma(m, m, -sq), 0.5f);
+    float e = tileops_ex2(tileops_mul(tileops_mul(sq, -0.5f), 1.44269504f));
+    e = tileops_fma(-lo, e, e); /* exp(-z^2) */
+    const float t = tileops_div(2.0f, tileops_add(2.0f, z));
+    float p = 2.777090482e-02f;
+    p = tileops_fma(p, t, -2.099794745e-01f);
+    p = tileops_fma(p, t, 6.407496929e-01f);
+    p = tileops_fma(p, t, -9.664225578e-01f);
+    p = tileops_fma(p, t, 6.837153435e-01f);
+    p = tileops_fma(p, t, -2.515510917e-01f);
+    p = tileops_fma(p, t, 2.851417363e-01f);
+    p = tileops_fma(p, t, 2.234304249e-01f);
+    p = tileops_fma(p, t, 2.852924764e-01f);
+    p = tileops_fma(p, t, 2.818439603e-01f);
+    p = tileops_fma(p, t, 8.578265806e-06f);
+    const float s = tileops_mul(tileops_mul(e, p), 0.5f); /* erfc(|z|) / 2 */
+    /* the sign bit decides, as on the CPU (-0 and NaN included: the product keeps a NaN) */
+    return tileops_mul(a, (tileops_as_uint(a) >> 31) ? s : tileops_add(1.0f, -s));
+#else
+    const float c = tileops_minf(tileops_maxf(a, -20.0f), 20.0f); /* v(20) = 602: the sigmoid is 0 or 1 */
+    const float v = tileops_mul(c, tileops_fma(0.0713548162f, tileops_mul(c, c), 1.59576912f));
+    return tileops_sigmul(a, v, 0.0f);
+#endif
+}
+
+/* ---- the kernel ------------------------------------------------------------------------ */
+
+extern "C" __global__ void TILEOPS_BOUNDS
+TILEOPS_GATED_KERNEL(const void *x, void *y, long long rows) {
+    const long long total = rows * TILEOPS_NG;
+    const long long step = (long long)tileops_nctaid() * TILEOPS_THREADS;
+    for (long long q = (long long)tileops_ctaid() * TILEOPS_THREADS + tileops_tid(); q < total; q += step) {
+        const long long r = q / TILEOPS_NG, g = q - r * TILEOPS_NG;
+        const char *xa = (const char *)x + r * (2LL * TILEOPS_N * TILEOPS_E);
+        float fa[TILEOPS_G], fb[TILEOPS_G], fy[TILEOPS_G];
+        tileops_unpack(tileops_ld_group(xa, g, 1), fa);
+        tileops_unpack(tileops_ld_group(xa + (long long)TILEOPS_N * TILEOPS_E, g, 1), fb);
+#pragma unroll
+        for (int k = 0; k < TILEOPS_G; k++)
+            fy[k] = tileops_mul(tileops_act(fa[k]), fb[k]);
+        tileops_st_group((char *)y + r * ((long long)TILEOPS_N * TILEOPS_E), g, tileops_pack(fy), 0);
+    }
+}

@@ -1,0 +1,84 @@
+"""The CUDA side of the activation family's gated ops: which kernel of
+csrc/ops/activation/<op>.cu (over gated_act.cuh) a build compiles, with which defines and
+launch shape, and the launch.
+
+    specialisation(op, dtype_code, n, vec, sm_count)   pure: no GPU
+    vec_for(dtype_code, n, aligned16)                  vector width
+    build(device_index, op, dtype_code, n, vec) -> launch
+    launch(x, y)   contiguous, y allocated: rows = y.numel() // n
+
+Launch rule: one thread per 16-byte group of y (G = 16 / element size outputs), THREADS =
+256 per block, grid = min(ceil(rows * NG / THREADS), sm_count * 2048 / THREADS): at most
+one full wave of resident threads, each striding over the groups (gated_act.cuh). The
+kernel is elementwise, so a row's bits never depend on the grid or the row count."""
+from __future__ import annotations
+
+ARG_FORMAT = "ppq"          # x, y, rows
+THREADS = 256
+RESIDENT_THREADS_PER_SM = 2048
+GRID_MAX = 2**31 - 1
+
+
+def ops() -> tuple:
+    """The gated ops: every csrc/ops/activation/<op>.cu over gated_act.cuh."""
+    import os
+    from ... import runtime
+    folder = os.path.dirname(runtime.source_path("activation/gated_act.cuh"))
+    return tuple(sorted(f[:-3] for f in os.listdir(folder) if f.endswith(".cu")
+                        and '#include "gated_act.cuh"' in open(os.path.join(folder, f), encoding="utf-8").read()))
+
+
+def _elem(dtype_code: int) -> int:
+    if dtype_code not in (0, 1, 2):
+        raise ValueError(f"dtype code {dtype_code}: the gated kernels take 0 (float32), 1 (float16), 2 (bfloat16)")
+    return 4 if dtype_code == 0 else 2
+
+
+def vec_for(dtype_code: int, n: int, aligned16: bool) -> int:
+    """TILEOPS_VEC: 16 / element size (16-byte loads and stores) when x and y are 16-byte
+    aligned and a half row is a multiple of 16 bytes (so b's rows and y's rows start
+    aligned too); else 1."""
+    elem = _elem(dtype_code)
+    return 16 // elem if aligned16 and (n * elem) % 16 == 0 else 1
+
+
+def groups(dtype_code: int, n: int) -> int:
+    """NG: 16-byte groups per row of y (the last may be partial)."""
+    return -(-n // (16 // _elem(dtype_code)))
+
+
+def specialisation(op: str, dtype_code: int, n: int, vec: int, sm_count: int):
+    """(source_name, kernel_name, options, threads, grid_cap) of one build. Pure: tests
+    compile every kind with nvcc, without a GPU. grid.x = min(ceil(rows * NG / threads),
+    grid_cap)."""
+    if n < 1:
+        raise ValueError(f"half width {n}: the kernels need n >= 1 (an empty row needs no launch)")
+    elem = _elem(dtype_code)
+    if vec not in (1, 16 // elem):
+        raise ValueError(f"vec {vec}: 1 or {16 // elem} for this dtype")
+    options = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={n}", f"-DTILEOPS_VEC={vec}",
+               f"-DTILEOPS_THREADS={THREADS}")
+    cap = min(max(1, sm_count) * (RESIDENT_THREADS_PER_SM // THREADS), GRID_MAX)
+    return f"activation/{op}.cu", f"tileops_{op}", options, THREADS, cap
+
+
+def build(device_index: int, op: str, dtype_code: int, n: int, vec: int):
+    """Compiles (or finds) the op's kernel for device `device_index` and returns
+    launch(x, y): contiguous tensors, y allocated; it launches on torch's current stream of
+    that device, allocates nothing, does nothing for 0 rows."""
+    import torch
+
+    from ... import _C, runtime
+    sm_count = runtime.device_attributes(device_index)["sm_count"]
+    source, kernel, options, threads, cap = specialisation(op, dtype_code, n, vec, sm_count)
+    handle = runtime.build(device_index, source, kernel, options, ARG_FORMAT)
+    launch_raw = _C.cuda_launch
+    stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
+    ng = groups(dtype_code, n)
+
+    def launch(x, y):
+        rows = y.numel() // n
+        if rows:
+            launch_raw(handle, min(-(-(rows * ng) // threads), cap), 1, 1, threads, 1, 1, 0,
+                       stream_of(device_index), x.data_ptr(), y.data_ptr(), rows)
+    return launch

@@ -1,0 +1,10 @@
+"""SiluAndMulFwdOp: y = silu(a) * b, for x = [a, b] the halves of the last dimension."""
+from __future__ import annotations
+
+from ..op import Op
+from . import gated_doc, gated_members
+
+
+class SiluAndMulFwdOp(Op):
+    __doc__ = gated_doc("""y = silu(a) * b = a / (1 + exp(-a)) * b""")
+    kernel_types, interfaces, forward = gated_members("silu_and_mul", __doc__)

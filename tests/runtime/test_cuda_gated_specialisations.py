@@ -1,0 +1,97 @@
+"""The CUDA launch rule of the activation family's gated ops
+(src/tileops/kernels/activation/cuda_gated.py) obeys the constraints at the top of
+csrc/ops/activation/gated_act.cuh, and every kind of specialisation it produces compiles
+with nvcc (sm_90a, no GPU needed) without local-memory spills, from the source file and
+from the text the runtime hands NVRTC (its includes spliced in, common/ included). The
+compile checks are skipped where nvcc is not installed."""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tileops import runtime
+from tileops.kernels.activation import cuda_gated as G
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+SM_COUNT = 132   # H200
+OPS = ("gelu_and_mul", "gelu_tanh_and_mul", "silu_and_mul")
+
+
+def test_the_ops_are_found_from_their_sources():
+    assert G.ops() == OPS
+
+
+def _cases(ns):
+    """(op, dtype code, n, vec) for the vector widths a call can get."""
+    return [(op, dt, n, vec) for op in G.ops() for dt in (0, 1, 2) for n in ns
+            for vec in sorted({G.vec_for(dt, n, False), G.vec_for(dt, n, True)})]
+
+
+def test_launch_shapes_obey_the_kernel_constraints():
+    for op, dt, n, vec in _cases((1, 7, 8, 1001, 4096, 14336, 18944, 28672, 100003)):
+        source, kernel, opts, threads, cap = G.specialisation(op, dt, n, vec, SM_COUNT)
+        d = dict(o[2:].split("=") for o in opts)
+        assert source == f"activation/{op}.cu" and os.path.exists(os.path.join(ROOT, "csrc", "ops", source))
+        assert kernel == f"tileops_{op}"
+        assert (int(d["TILEOPS_DTYPE"]), int(d["TILEOPS_N"]), int(d["TILEOPS_VEC"])) == (dt, n, vec)
+        assert 32 <= threads <= 1024 and threads % 32 == 0 and int(d["TILEOPS_THREADS"]) == threads
+        assert cap * threads == SM_COUNT * 2048   # one wave of resident threads
+
+
+def test_the_vector_path_needs_aligned_pointers_and_half_rows_of_16_bytes():
+    assert G.vec_for(1, 14336, True) == 8 and G.vec_for(1, 14336, False) == 1
+    assert G.vec_for(1, 7, True) == 1 and G.vec_for(0, 4, True) == 4 and G.vec_for(0, 6, True) == 1
+    assert G.vec_for(2, 8, True) == 8
+
+
+def test_bad_builds_are_refused_before_compiling():
+    with pytest.raises(ValueError, match="n >= 1"):
+        G.specialisation("silu_and_mul", 1, 0, 1, SM_COUNT)
+    with pytest.raises(ValueError, match="vec 4"):
+        G.specialisation("silu_and_mul", 1, 8, 4, SM_COUNT)
+    with pytest.raises(ValueError, match="dtype code 3"):
+        G.specialisation("silu_and_mul", 3, 8, 1, SM_COUNT)
+
+
+def _nvcc(tmp_path, opts, src):
+    return subprocess.run([NVCC, "-cubin", "-arch=sm_90a", "-Xptxas", "-v", *opts, "-o", str(tmp_path / "k.cubin"),
+                           src], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("op,dt,n,vec", _cases((1, 7, 14336)))
+def test_specialisation_compiles_without_spills(tmp_path, op, dt, n, vec):
+    source, kernel, opts, *_ = G.specialisation(op, dt, n, vec, SM_COUNT)
+    r = _nvcc(tmp_path, opts, os.path.join(ROOT, "csrc", "ops", source))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"Compiling entry function '{kernel}'" in r.stderr, r.stderr[-2000:]
+    assert not any(int(v) for v in re.findall(r"(\d+) bytes (?:spill|stack)", r.stderr)), r.stderr[-2000:]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("op", OPS)
+def test_the_text_nvrtc_gets_compiles_alone(tmp_path, op):
+    """runtime.source splices gated_act.cuh and ../common/rows_common.cuh in: the text
+    compiles from a folder with no other file in it (as NVRTC sees it: no include path)."""
+    text = runtime.source(f"activation/{op}.cu")
+    assert "#include" not in "".join(ln for ln in text.splitlines() if ln.lstrip().startswith("#"))
+    assert "TILEOPS_ROWS_COMMON_CUH" in text
+    src = tmp_path / "alone.cu"
+    src.write_text(text)
+    _, kernel, opts, *_ = G.specialisation(op, 1, 14336, 8, SM_COUNT)
+    r = _nvcc(tmp_path, opts, str(src))
+    assert r.returncode == 0 and f"'{kernel}'" in r.stderr, r.stderr[-3000:]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+def test_a_source_without_its_act_is_a_compile_error(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text('#define TILEOPS_ACT 3\n#define TILEOPS_GATED_KERNEL k\n#include "gated_act.cuh"\n')
+    shutil.copy(os.path.join(ROOT, "csrc", "ops", "activation", "gated_act.cuh"), tmp_path)
+    (tmp_path.parent / "common").mkdir(exist_ok=True)
+    shutil.copy(os.path.join(ROOT, "csrc", "ops", "common", "rows_common.cuh"), tmp_path.parent / "common")
+    r = _nvcc(tmp_path, ["-DTILEOPS_DTYPE=1", "-DTILEOPS_N=8", "-DTILEOPS_VEC=8", "-DTILEOPS_THREADS=256"], str(src))
+    assert r.returncode != 0 and "TILEOPS_ACT must be" in r.stderr, r.stderr[-2000:]
