@@ -185,12 +185,7 @@ def subset_label(entry, present) -> str:
     return "all optional" if not absent else "without " + "+".join(absent)
 
 
-def input_dtype(spec, case_dtype, made):
-    """An input's dtype under the case's dtype: same_as(other) follows that input; a set
-    of allowed dtypes takes the case's dtype when it is in the set, else the first."""
-    if spec.dtype.same_as:
-        return made[spec.dtype.same_as].dtype
-    return case_dtype if case_dtype in spec.dtype.allowed else spec.dtype.allowed[0]
+input_dtype = workloads.input_dtype
 
 
 _POOL = {}
@@ -207,13 +202,14 @@ def _pool(device):
 
 
 def make_inputs(cls, case, present, device) -> dict:
-    """Each input by name (None for an absent optional one), standard normal values at an
-    offset fixed by the case, in the manifest's order."""
+    """Each input by name (None for an absent optional one), in the manifest's order:
+    standard normal values at an offset fixed by the case; an index input (`index:` in the
+    manifest) uniform integers in [0, its bound), drawn after the inputs the bound reads."""
     entry = cls._entry
     pool = _pool(device)
     seed = zlib.crc32(f"{cls.__name__}/{case.name}/{sorted(present)}".encode())
     made = {}
-    for k, spec in enumerate(entry.inputs):
+    for k, spec in sorted(enumerate(entry.inputs), key=lambda kv: kv[1].index is not None):
         if spec.optional and spec.name not in present:
             made[spec.name] = None
             continue
@@ -221,6 +217,9 @@ def make_inputs(cls, case, present, device) -> dict:
             pytest.fail(f"{cls.__name__}: workload case {case.name} gives no shape for input '{spec.name}'")
         dt = input_dtype(spec, case.dtype, made)
         shape = tuple(case.shapes[spec.name])
+        if spec.index is not None:
+            made[spec.name] = workloads.index_values(spec, shape, dt, made, case.params, seed + k).to(device)
+            continue
         n = 1
         for d in shape:
             n *= d
@@ -229,7 +228,7 @@ def make_inputs(cls, case, present, device) -> dict:
                         f"driver's pool of random values ({pool.numel()})")
         start = (seed * (k + 1) * 2654435761) % (pool.numel() - n + 1)
         made[spec.name] = pool[start:start + n].view(shape).to(dtype=dt, copy=True)
-    return made
+    return {i.name: made[i.name] for i in entry.inputs}
 
 
 def strided(t):
@@ -321,7 +320,8 @@ def ref_outputs(cls, op, inputs: dict, dtype=None) -> tuple:
     if not entry.ref_api:
         pytest.fail(f"{cls.__name__}: the manifest entry has no ref_api, so the driver has nothing to compare with")
     ref = tileops.reference.resolve(entry.ref_api)
-    args = [None if inputs[i.name] is None else (inputs[i.name].to(dtype) if dtype else inputs[i.name])
+    args = [None if inputs[i.name] is None else
+            (inputs[i.name].to(dtype) if dtype and inputs[i.name].is_floating_point() else inputs[i.name])
             for i in entry.inputs]
     r = ref(*args, **op.resolved_params())
     r = r if isinstance(r, tuple) else (r,)

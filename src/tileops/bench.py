@@ -491,18 +491,24 @@ def resolved_params(op):
 
 def make_inputs(entry, case, device, seed=0):
     """The case's inputs in the manifest's order: seeded standard normals of each present
-    input's shape (drawn on the CPU, the same numbers on every device), None for an input
-    the case gives no shape."""
+    input's shape and dtype rule (drawn on the CPU, the same numbers on every device), an
+    index input's integers in [0, its bound), None for an input the case gives no shape."""
     import torch
+
+    from .manifest.workloads import index_values, input_dtype
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    out = []
-    for spec in entry.inputs:
+    made = {}
+    for k, spec in sorted(enumerate(entry.inputs), key=lambda kv: kv[1].index is not None):
         shape = case.shapes.get(spec.name)
         if shape is None:
-            out.append(None)
+            made[spec.name] = None
             continue
-        out.append(torch.randn(tuple(shape), generator=gen).to(device=device, dtype=case.dtype))
-    return out
+        dt = input_dtype(spec, case.dtype, made)
+        if spec.index is not None:   # uniform in [0, the bound its rule gives)
+            made[spec.name] = index_values(spec, shape, dt, made, case.params, seed + k).to(device)
+        else:
+            made[spec.name] = torch.randn(tuple(shape), generator=gen).to(device=device, dtype=dt)
+    return [made[spec.name] for spec in entry.inputs]
 
 
 def output_names(entry, n):

@@ -11,13 +11,21 @@ import ast
 import dataclasses
 from typing import Any
 
+import torch
+
 from .._dtypes import BY_NAME
 from ..errors import ManifestError
 
 ENTRY_KEYS = {"family", "status", "ref_api", "description", "signature", "composition",
               "workloads", "roofline", "peers"}
 SIGNATURE_KEYS = {"inputs", "outputs", "params", "call_params", "shape_rules"}
-INPUT_KEYS = {"dtype", "optional", "mutated", "when"}
+INPUT_KEYS = {"dtype", "optional", "mutated", "when", "shape", "contiguous", "index"}
+# How the boundary treats an input's layout (`contiguous`): "copy" (the default: a
+# non-contiguous input is copied, and a written one copied back), "require" (refused
+# with a clear error: the op never copies it, e.g. a KV cache), "last_dim" (passed as it
+# is when its last dimension has unit stride: the kernel takes the other strides, so a
+# view into a packed tensor is read and written in place; copied otherwise).
+CONTIGUITY = ("copy", "require", "last_dim")
 OUTPUT_KEYS = {"dtype", "shape", "optional", "when", "alias_of"}
 PARAM_KEYS = {"type", "default", "none_means"}
 # What a param's `none_means` may name: the value None stands for, resolved once (Op.resolved_params).
@@ -54,6 +62,9 @@ class InputSpec:
     optional: bool = False
     mutated: bool = False
     when: str | None = None     # call-time bool selecting the write; None: every call writes
+    shape: tuple | None = None  # named dims ("T", "D", a param's name) or sizes; None: any
+    contiguous: str = "copy"    # one of CONTIGUITY
+    index: str | None = None    # an index input: the rule giving the exclusive bound of its values
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,6 +190,30 @@ def check_rule(text, source, entry, field, known_names) -> ast.Expression:
     return tree
 
 
+def dim_rules(inputs, param_names) -> list:
+    """The shape rules the inputs' named dims stand for, in input order: each shaped
+    input's rank; each size; each dim named by a param equal to the param; each other
+    name equal to its first occurrence in a required input. An optional input's rules hold
+    when it is absent."""
+    rules, first = [], {}
+    for i in sorted(inputs, key=lambda i: i.optional):   # names bind to required inputs first
+        if i.shape is None:
+            continue
+        guard = f"{i.name} is None or " if i.optional else ""
+        rules.append(f"{guard}{i.name}.ndim == {len(i.shape)}")
+        for k, d in enumerate(i.shape):
+            here = f"{i.name}.shape[{k}]"
+            if isinstance(d, int):
+                rules.append(f"{guard}{here} == {d}")
+            elif d in param_names:
+                rules.append(f"{guard}{here} == {d}")
+            elif d in first:
+                rules.append(f"{guard}{here} == {first[d]}")
+            elif not i.optional:
+                first[d] = here
+    return rules
+
+
 def parse_entry(name, raw, source) -> Entry:
     _check_keys(source, name, "<entry>", raw, ENTRY_KEYS)
     for req in ("family", "status", "signature"):
@@ -231,7 +266,24 @@ def parse_entry(name, raw, source) -> Entry:
             raise _err(source, name, field + ".when", f"`when` needs `mutated: true` and a call-time bool; bools: {sorted(bools)}")
         if mutated and spec.get("optional", False):
             raise _err(source, name, field, "an input the op writes cannot be optional")
-        inputs.append(InputSpec(iname, rule, bool(spec.get("optional", False)), mutated, when))
+        shape = spec.get("shape")
+        if shape is not None:
+            if not isinstance(shape, list) or not all(
+                    (isinstance(d, str) and d.isidentifier()) or (isinstance(d, int) and not isinstance(d, bool) and d >= 0)
+                    for d in shape):
+                raise _err(source, name, field + ".shape", f"expected a list of dim names and sizes >= 0, got {shape!r}")
+            shape = tuple(shape)
+        contiguous = spec.get("contiguous", "copy")
+        if contiguous not in CONTIGUITY:
+            raise _err(source, name, field + ".contiguous", f"expected one of {list(CONTIGUITY)}, got {contiguous!r}")
+        index = spec.get("index")
+        if index is not None:
+            if rule.same_as or not all(not d.is_floating_point and not d.is_complex and d != torch.bool
+                                       for d in rule.allowed):
+                raise _err(source, name, field + ".index", f"an index input takes integer dtypes, got {rule.text!r}")
+            check_rule(index, source, name, field + ".index", known)
+        inputs.append(InputSpec(iname, rule, bool(spec.get("optional", False)), mutated, when, shape, contiguous,
+                                None if index is None else str(index)))
 
     outputs = []
     raw_outputs = sig.get("outputs") or {}
@@ -273,6 +325,7 @@ def parse_entry(name, raw, source) -> Entry:
         raise _err(source, name, "signature.shape_rules", "expected a list of expressions")
     for i, r in enumerate(rules):
         check_rule(r, source, name, f"signature.shape_rules[{i}]", known)
+    rules = list(rules) + dim_rules(inputs, {p for p in raw_params})
 
     composition = raw.get("composition") or []
     if not isinstance(composition, list) or not all(isinstance(c, str) for c in composition):

@@ -82,3 +82,29 @@ def roofline_bytes(entry, tensors: dict) -> int | None:
         return None
     env = {"__builtins__": {}, "sum": sum, "len": len, "max": max, "min": min}
     return int(eval(entry.roofline["bytes"], env, dict(tensors)))  # a rule checked by the schema
+
+
+def input_dtype(spec, case_dtype, made):
+    """An input's dtype under the case's dtype: same_as(other) follows that input (made:
+    the inputs made so far, by name); a set of allowed dtypes takes the case's dtype when
+    it is in the set, else the first (an index input's int32, a cache's float32)."""
+    if spec.dtype.same_as:
+        return made[spec.dtype.same_as].dtype
+    return case_dtype if case_dtype in spec.dtype.allowed else spec.dtype.allowed[0]
+
+
+_RULE_GLOBALS = {"__builtins__": {}, "len": len, "tuple": tuple, "list": list, "min": min, "max": max, "all": all,
+                 "any": any, "abs": abs, "int": int, "range": range, "sum": sum}
+
+
+def index_values(spec, shape, dtype, made: dict, params: dict, seed: int):
+    """Values of an index input (`index: <bound rule>`): uniform in [0, bound), on the CPU,
+    seeded; the bound is the rule evaluated over the inputs made so far and the params."""
+    bound = int(eval(spec.index, _RULE_GLOBALS, {**params, **made}))  # a rule the schema checked
+    n = 1
+    for d in shape:
+        n *= d
+    if n and bound < 1:
+        raise ValueError(f"index input '{spec.name}': its bound `{spec.index}` is {bound}: no valid value to draw")
+    gen = torch.Generator().manual_seed(seed & 0x7fffffff)
+    return torch.randint(0, max(bound, 1), tuple(shape), generator=gen, dtype=torch.int64).to(dtype)

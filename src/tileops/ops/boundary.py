@@ -265,10 +265,18 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         call_tensors = []
         for i in entry.inputs:
             v = i.name
-            if i.optional:
-                bw(f"    _c_{v} = None if {v} is None else ({v} if {v}.is_contiguous() else {v}.contiguous())")
+            if i.contiguous == "require":   # never copied: refused unless contiguous
+                test = f"{v} is not None and not {v}.is_contiguous()" if i.optional else f"not {v}.is_contiguous()"
+                bw(f"    if {test}:")
+                bw(f"        raise InputValueError(f\"{opname}: argument '{v}': expected a contiguous tensor (the op "
+                   f"never copies it), got shape {{tuple({v}.shape)}} with strides {{{v}.stride()}}\")")
+                bw(f"    _c_{v} = {v}")
             else:
-                bw(f"    _c_{v} = {v} if {v}.is_contiguous() else {v}.contiguous()")
+                ok = f"{v}.stride(-1) == 1" if i.contiguous == "last_dim" else f"{v}.is_contiguous()"
+                if i.optional:
+                    bw(f"    _c_{v} = None if {v} is None else ({v} if {ok} else {v}.contiguous())")
+                else:
+                    bw(f"    _c_{v} = {v} if {ok} else {v}.contiguous()")
             call_tensors.append(f"_c_{v}")
             if i.name in b.written:
                 copies.append(v)

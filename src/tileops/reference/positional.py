@@ -32,7 +32,7 @@ def _rotate(x, cos, sin, rotary_dim, is_neox):
     return torch.cat((rotated.to(x.dtype), x[..., rotary_dim:]), dim=-1)
 
 
-def rope(q, k, positions, cos_sin_cache, *, rotary_dim, is_neox):
+def rope(q, k, positions, cos_sin_cache, *, head_size, rotary_dim, is_neox):
     cos, sin = cos_sin_cache.index_select(0, positions.long()).chunk(2, dim=-1)
     return _rotate(q, cos, sin, rotary_dim, is_neox), _rotate(k, cos, sin, rotary_dim, is_neox)
 

@@ -1,0 +1,203 @@
+"""RopeFwdOp's kernels: the C table entry "rope" (csrc/ops/positional/rope.c) on the CPU and
+the CUDA C kernel tileops_rope (csrc/ops/positional/rope.cu), both taking q, k and their
+outputs with any token and head strides (unit channel stride): a view into a packed qkv
+tensor is read, and written in place, where it lies.
+
+Identities: the CPU build is a C function, so (dtype, positions' dtype, head_size,
+rotary_dim, is_neox); a CUDA build is specialised on the same at compile time, per device,
+and on whether the 16-byte vector path is possible (`vec`: alignment and group sizes); a
+call whose strides break 16-byte rows takes the scalar build of the same identity.
+
+Launch rule (CUDA): one block per token (grid-stride past 2^31 - 1), as many threads as the
+token has units (per head: the rotated groups, plus the pass-through groups when written
+out of place), rounded up to a warp, at most 1024."""
+from __future__ import annotations
+
+import torch
+
+from ... import _C
+from ..._dtypes import CODE, DTYPE
+from ...errors import InputTypeError, InputValueError
+from ..base import Kernel, KernelInterface, identity_type
+
+CpuBuild = identity_type("CpuRopeBuild", "dtype pos_dtype head_size rotary_dim is_neox")
+CudaBuild = identity_type("CudaRopeBuild", "device dtype pos_dtype head_size rotary_dim is_neox vec")
+
+ARG_FORMAT_CUDA = "ppppppqqqqqqqqqqqq"
+MAX_THREADS = 1024
+GRID_MAX = 2**31 - 1
+TENSORS = ("q", "k", "positions", "cos_sin_cache", "q_out", "k_out")
+
+
+class RopeInterface(KernelInterface):
+    """launch(q, k, positions, cos_sin_cache, q_out, k_out): writes q_out and k_out (which
+    may be q and k themselves: in place)."""
+    name = "rope"
+    implementations = ("rope",)
+    launchable = "launch(q, k, positions, cos_sin_cache, q_out, k_out): writes q_out and k_out"
+
+
+def cuda_vec(dtype_code: int, head_size: int, rotary_dim: int, is_neox: bool, aligned16: bool) -> int:
+    """TILEOPS_VEC: 16 / element size when the pointers are 16-byte aligned, rows of
+    head_size elements are whole 16-byte groups and a group divides the rotated unit
+    (R/2 for NeoX, R for GPT-J); else 1. (Strides are checked per call.)"""
+    e = DTYPE[dtype_code].itemsize
+    g = 16 // e
+    unit = rotary_dim // 2 if is_neox else rotary_dim
+    return g if aligned16 and (head_size * e) % 16 == 0 and unit % g == 0 else 1
+
+
+def cuda_specialisation(dtype_code, pos_dtype_code, head_size, rotary_dim, is_neox, vec):
+    """(source, kernel, options, rotated units per head, pass-through units per head):
+    pure, no GPU (tests compile every kind with nvcc)."""
+    g = vec if vec != 1 else 16 // DTYPE[dtype_code].itemsize
+    opts = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={head_size}", f"-DTILEOPS_RD={rotary_dim}",
+            f"-DTILEOPS_NEOX={int(bool(is_neox))}", f"-DTILEOPS_POS64={int(DTYPE[pos_dtype_code] is torch.int64)}",
+            f"-DTILEOPS_VEC={vec}", f"-DTILEOPS_THREADS={MAX_THREADS}")
+    rot = -(-(rotary_dim // 2) // g) if is_neox else -(-rotary_dim // g)
+    return "positional/rope.cu", "tileops_rope", opts, rot, -(-(head_size - rotary_dim) // g)
+
+
+# ---- what a launchable checks before it hands pointers to C --------------------------------
+# A launchable is public (Op.kernel_for returns it): on every call it checks what the kernels
+# rely on and cannot see themselves, in O(1) attribute reads; `.unchecked` skips this for the
+# op's body, whose generated checks guaranteed the same.
+
+def _guard(b, device_index: int):
+    dt, pdt = DTYPE[b.dtype], DTYPE[b.pos_dtype]
+    D, R = b.head_size, b.rotary_dim
+    where = "cpu" if device_index < 0 else f"cuda:{device_index}"
+    head = f"rope (launch of the {dt} build, head_size {D}, rotary_dim {R}, on {where})"
+
+    def fail(name, expected, t):
+        if not isinstance(t, torch.Tensor):
+            raise InputTypeError(f"{head}: argument '{name}': expected {expected}, got {type(t).__name__}")
+        raise InputValueError(f"{head}: argument '{name}': expected {expected}, got {t.dtype} {tuple(t.shape)} "
+                              f"strides {t.stride()} on {t.device}")
+
+    def heads_ok(t, T):
+        return (t.dtype is dt and t.get_device() == device_index and t.dim() == 3 and t.shape[0] == T
+                and t.shape[2] == D and t.stride(2) == 1 and not t.is_neg())
+
+    def span(t):
+        n = t.element_size()
+        return t.data_ptr(), t.data_ptr() + n * (1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride())))
+
+    def disjoint(o, others):
+        if o.numel() == 0:
+            return True
+        a0, a1 = span(o)
+        return all(t.numel() == 0 or a1 <= span(t)[0] or span(t)[1] <= a0 for t in others)
+
+    def check(q, k, positions, cache, q_out, k_out):
+        if not (isinstance(positions, torch.Tensor) and positions.dtype is pdt and positions.dim() == 1
+                and positions.get_device() == device_index):
+            fail("positions", f"a 1-d {pdt} tensor on {where}", positions)
+        T = positions.shape[0]
+        for name, t in (("q", q), ("k", k), ("cos_sin_cache", cache), ("q_out", q_out), ("k_out", k_out)):
+            if not isinstance(t, torch.Tensor):
+                fail(name, "a Tensor", t)
+        if not heads_ok(q, T):
+            fail("q", f"a {dt} tensor [T={T}, H, {D}] on {where} with unit channel stride", q)
+        if not heads_ok(k, T):
+            fail("k", f"a {dt} tensor [T={T}, H_kv, {D}] on {where} with unit channel stride", k)
+        if not (cache.dtype is torch.float32 and cache.get_device() == device_index and cache.dim() == 2
+                and cache.shape[1] == R and cache.is_contiguous() and (T == 0 or cache.shape[0] >= 1)):
+            fail("cos_sin_cache", f"a contiguous float32 tensor [max_position >= 1, {R}] on {where}", cache)
+        for name, o, i in (("q_out", q_out, q), ("k_out", k_out, k)):
+            if o is i:
+                continue
+            if not (heads_ok(o, T) and o.shape == i.shape and o.is_contiguous()):
+                fail(name, f"the input it replaces or a new contiguous {dt} tensor of shape {tuple(i.shape)}", o)
+            if not disjoint(o, (q, k, positions, cache) + ((q_out,) if o is k_out else ())):
+                raise InputValueError(f"{head}: argument '{name}': it overlaps another tensor in memory (only an "
+                                      f"output that is the input it replaces may share its memory)")
+        if not positions.is_contiguous():
+            fail("positions", "a contiguous tensor", positions)
+    return check
+
+
+def _args(q, k, positions, cache, q_out, k_out):
+    """(pointers..., sizes and strides...) in the kernels' shared order."""
+    return (q.data_ptr(), k.data_ptr(), positions.data_ptr(), cache.data_ptr(), q_out.data_ptr(), k_out.data_ptr(),
+            positions.shape[0], q.shape[1], k.shape[1], cache.shape[0], q.stride(0), q.stride(1), k.stride(0),
+            k.stride(1), q_out.stride(0), q_out.stride(1), k_out.stride(0), k_out.stride(1))
+
+
+def _build_cpu(b):
+    handle = _C.cpu_kernel("rope")[0]
+    run = _C.cpu_launch
+    D, R, neox, dtype, pdt = b.head_size, b.rotary_dim, int(bool(b.is_neox)), b.dtype, b.pos_dtype
+
+    def unchecked(q, k, positions, cache, q_out, k_out):
+        a = _args(q, k, positions, cache, q_out, k_out)
+        # (T, H, Hk, P, strides...) -> the C order (T, H, Hk, D, R, P, strides...)
+        try:
+            run(handle, *a[:6], a[6], a[7], a[8], D, R, a[9], *a[10:], neox, dtype, pdt)
+        except InputValueError as e:   # a position out of range (found before any write)
+            raise InputValueError(f"RopeFwdOp: argument 'positions': {e}") from None
+    check = _guard(b, -1)
+
+    def launch(*tensors):
+        check(*tensors)
+        unchecked(*tensors)
+    launch.unchecked = unchecked
+    return launch
+
+
+def _build_cuda(b):
+    import torch
+
+    from ... import runtime
+    handles = {}
+    src, kernel, opts, rot, passing = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim,
+                                                          b.is_neox, b.vec)
+    handles[b.vec] = runtime.build(b.device, src, kernel, opts, ARG_FORMAT_CUDA)
+    if b.vec != 1:   # the scalar build for calls whose strides break 16-byte rows
+        opts1 = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim, b.is_neox, 1)[2]
+        handles[1] = runtime.build(b.device, src, kernel, opts1, ARG_FORMAT_CUDA)
+    vec_h, scalar_h = handles[b.vec], handles[1]
+    step = 16 // DTYPE[b.dtype].itemsize
+    launch_raw = _C.cuda_launch
+    stream_of = torch._C._cuda_getCurrentRawStream
+    device = b.device
+
+    def unchecked(q, k, positions, cache, q_out, k_out):
+        a = _args(q, k, positions, cache, q_out, k_out)
+        T = a[6]
+        if not T:
+            return
+        units = a[7] * (rot + (passing if q_out is not q else 0)) + a[8] * (rot + (passing if k_out is not k else 0))
+        if not units:
+            return
+        threads = min(MAX_THREADS, -(-units // 32) * 32)
+        h = vec_h if all(s % step == 0 for s in a[10:]) else scalar_h
+        launch_raw(h, min(T, GRID_MAX), 1, 1, threads, 1, 1, 0, stream_of(device), *a)
+    check = _guard(b, b.device)
+
+    def launch(*tensors):
+        check(*tensors)
+        unchecked(*tensors)
+    launch.unchecked = unchecked
+    return launch
+
+
+class RopeKernel(Kernel):
+    """The one implementation (C on the CPU, CUDA C on a GPU)."""
+    interface = "rope"
+
+    @classmethod
+    def entry_for(cls, call):
+        p = call.params
+        dtype, pdt = CODE[call.dtype("q")], CODE[call.dtype("positions")]
+        if call.device.type == "cpu":
+            return CpuBuild(dtype=dtype, pos_dtype=pdt, head_size=int(p["head_size"]), rotary_dim=int(p["rotary_dim"]),
+                            is_neox=bool(p["is_neox"]))
+        return CudaBuild(device=call.device.index or 0, dtype=dtype, pos_dtype=pdt, head_size=int(p["head_size"]),
+                         rotary_dim=int(p["rotary_dim"]), is_neox=bool(p["is_neox"]),
+                         vec=cuda_vec(dtype, int(p["head_size"]), int(p["rotary_dim"]), bool(p["is_neox"]),
+                                      call.aligned16))
+
+    @classmethod
+    def build(cls, identity):
+        return _build_cpu(identity) if isinstance(identity, CpuBuild) else _build_cuda(identity)

@@ -1,0 +1,129 @@
+"""RopeFwdOp beyond the generic driver (tests/test_ops.py runs every target, dtype, branch
+and layout against the float64 reference): q and k as views into one packed qkv tensor,
+written in place through the views (no copy, v untouched); Hugging Face's rotation;
+int64 positions; an out-of-range position on the CPU (a clear error, nothing written);
+GPT-J pairs and partial rotary against a hand-written rotation."""
+import math
+
+import pytest
+import torch
+
+from tileops.errors import InputValueError
+from tileops.positional import RopeFwdOp
+from tileops.reference.positional import rope as reference
+from tileops.reference.positional import rope_cos_sin_cache
+
+
+def packed(T, H, Hk, D, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    qkv = torch.randn(T, (H + 2 * Hk) * D, generator=g).to(dtype)
+    q = qkv[:, :H * D].view(T, H, D)
+    k = qkv[:, H * D:(H + Hk) * D].view(T, Hk, D)
+    return qkv, q, k
+
+
+def cache(P, R, base=10000.0):
+    return rope_cos_sin_cache(base=base, rotary_dim=R, max_position=P)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("is_neox", [True, False])
+def test_in_place_on_views_of_a_packed_qkv_writes_through_the_views(dtype, is_neox):
+    T, H, Hk, D, P = 5, 4, 2, 64, 40
+    qkv, q, k = packed(T, H, Hk, D, dtype)
+    assert not q.is_contiguous() and q.stride(-1) == 1
+    before = qkv.clone()
+    positions = torch.tensor([0, 3, 39, 7, 3], dtype=torch.int32)
+    cs = cache(P, D)
+    want_q, want_k = reference(before[:, :H * D].view(T, H, D), before[:, H * D:(H + Hk) * D].view(T, Hk, D),
+                               positions, cs, head_size=D, rotary_dim=D, is_neox=is_neox)
+    op = RopeFwdOp(D, D, is_neox)
+    ptr = qkv.data_ptr()
+    rq, rk = op(q, k, positions, cs, inplace=True)
+    assert rq is q and rk is k and qkv.data_ptr() == ptr
+    # one rounding to the dtype on both sides, from fp32 values formed in another order
+    ulp = {torch.float32: 2 ** -22, torch.float16: 2 ** -10, torch.bfloat16: 2 ** -7}[dtype]
+    torch.testing.assert_close(q, want_q, rtol=ulp, atol=ulp)
+    torch.testing.assert_close(k, want_k, rtol=ulp, atol=ulp)
+    assert torch.equal(qkv[:, (H + Hk) * D:], before[:, (H + Hk) * D:])   # v untouched
+
+
+def test_matches_hugging_face_rotate_half():
+    """Llama's apply_rotary_pos_emb (q * cos + rotate_half(q) * sin, cos and sin of the
+    concatenated frequencies), written out here as transformers writes it."""
+    T, H, Hk, D = 7, 3, 1, 32
+    g = torch.Generator().manual_seed(1)
+    q, k = torch.randn(T, H, D, generator=g), torch.randn(T, Hk, D, generator=g)
+    positions = torch.arange(T) * 3
+    inv = 1.0 / (10000.0 ** (torch.arange(0, D, 2, dtype=torch.int64).float() / D))
+    freqs = positions.float()[:, None] * inv[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos()[:, None, :], emb.sin()[:, None, :]
+
+    def rotate_half(x):
+        return torch.cat((-x[..., D // 2:], x[..., :D // 2]), dim=-1)
+    want_q, want_k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+    got_q, got_k = RopeFwdOp(D, D)(q, k, positions, cache(64, D))
+    torch.testing.assert_close(got_q, want_q, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got_k, want_k, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("is_neox", [True, False])
+def test_partial_rotary_and_gpt_j_pairs_by_hand(is_neox):
+    T, H, Hk, D, R = 3, 2, 1, 12, 8
+    g = torch.Generator().manual_seed(2)
+    q, k = torch.randn(T, H, D, generator=g, dtype=torch.float64), torch.randn(T, Hk, D, generator=g, dtype=torch.float64)
+    positions = torch.tensor([5, 0, 2], dtype=torch.int64)
+    cs = cache(8, R)
+    got_q, got_k = RopeFwdOp(D, R, is_neox)(q.float(), k.float(), positions, cs)
+    for x, got in ((q, got_q), (k, got_k)):
+        want = x.clone()
+        for t in range(T):
+            c, s = cs[positions[t], :R // 2].double(), cs[positions[t], R // 2:].double()
+            for i in range(R // 2):
+                ia, ib = (i, i + R // 2) if is_neox else (2 * i, 2 * i + 1)
+                a, b = x[t, :, ia], x[t, :, ib]
+                want[t, :, ia], want[t, :, ib] = a * c[i] - b * s[i], b * c[i] + a * s[i]
+        torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+        assert torch.equal(got[..., R:].double(), x[..., R:].float().double())   # passed through
+
+
+def test_a_position_out_of_range_is_an_error_that_writes_nothing_on_the_cpu():
+    T, H, Hk, D = 4, 2, 1, 16
+    qkv, q, k = packed(T, H, Hk, D, torch.float16)
+    before = qkv.clone()
+    op = RopeFwdOp(D, D)
+    for bad in (17, -1):
+        positions = torch.tensor([1, 2, bad, 3], dtype=torch.int64)
+        with pytest.raises(InputValueError, match=rf"RopeFwdOp.*positions.*positions\[2\] = {bad} is outside \[0, 17\)"):
+            op(q, k, positions, cache(17, D), inplace=True)
+        assert torch.equal(qkv, before)
+
+
+def test_int64_and_int32_positions_agree():
+    T, H, Hk, D = 6, 2, 2, 32
+    g = torch.Generator().manual_seed(3)
+    q, k = torch.randn(T, H, D, generator=g).half(), torch.randn(T, Hk, D, generator=g).half()
+    p = torch.tensor([9, 0, 4, 4, 1, 30])
+    op = RopeFwdOp(D, D)
+    a = op(q, k, p.to(torch.int32), cache(31, D))
+    b = op(q, k, p.to(torch.int64), cache(31, D))
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def test_the_cache_matches_hugging_face_llama3_rope_init():
+    """rope_type "llama3" of Llama-3.1's config, as transformers computes it (in float32)."""
+    base, D, factor, lo, hi, old = 500000.0, 128, 8.0, 1.0, 4.0, 8192
+    inv = 1.0 / (base ** (torch.arange(0, D, 2, dtype=torch.int64).float() / D))
+    wavelen = 2 * math.pi / inv
+    llama = torch.where(wavelen > old / lo, inv / factor, inv)
+    smooth = (old / wavelen - lo) / (hi - lo)
+    smoothed = (1 - smooth) * llama / factor + smooth * llama
+    medium = ~(wavelen < old / hi) * ~(wavelen > old / lo)
+    llama = torch.where(medium, smoothed, llama)
+    t = torch.arange(300).float()
+    freqs = torch.outer(t, llama)
+    want = torch.cat((freqs.cos(), freqs.sin()), dim=-1)
+    got = rope_cos_sin_cache(base=base, rotary_dim=D, max_position=300, scaling="llama3", factor=factor,
+                             low_freq_factor=lo, high_freq_factor=hi, original_max_position=old)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
