@@ -34,7 +34,7 @@
  *   pairs, i.e. G channels of each half; GPT-J: a group of G channels, G/2 pairs), then,
  *   when that tensor is written out of place, the pass-through groups of [R, D). The
  *   launch side (src/tileops/kernels/positional/rope.py) picks block.x = the token's
- *   units rounded up to a warp, at most TILEOPS_THREADS. */
+ *   units rounded up to a warp, at most TILEOPS_THREADS (512: no spills). */
 #include "../common/rows_common.cuh"
 
 #if !defined(TILEOPS_RD) || !defined(TILEOPS_NEOX) || !defined(TILEOPS_POS64)

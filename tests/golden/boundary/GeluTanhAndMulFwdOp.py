@@ -19,11 +19,21 @@ def _check(self, x, out):
         if out.device != _dev:
             raise InputValueError(f"GeluTanhAndMulFwdOp: argument 'out': expected a tensor on {x.device}, got {out.device}")
 
+def _guard(x, out):
+    _admit(x, "GeluTanhAndMulFwdOp", "x", False, False)
+    if out is not None:
+        _admit(out, "GeluTanhAndMulFwdOp", "out", True, True)
+
 def _impl_0(x, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"GeluTanhAndMulFwdOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device, None,)
+    if type(self) is not _CLS:
+        _wrong_instance("GeluTanhAndMulFwdOp", key, self)
+    _guard(x, None)
+    try:
+        _s = (x.shape, x.dtype, x.device, None,)
+    except RuntimeError:
+        _guard(x, None)
+        raise
     if _s not in self._checked:
         _check(self, x, None)
         self._note_checked(_s)
@@ -32,7 +42,7 @@ def _impl_0(x, key):
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        _r = self.forward(_c_x, out=None)
+        _r = self._forward(_c_x, out=None)
     except BaseException:
         if _resolved:
             self._unresolve_target()
@@ -40,7 +50,11 @@ def _impl_0(x, key):
     return _r
 
 def _body_0(self, x):
-    _s = (x.shape, x.dtype, x.device, None,)
+    try:
+        _s = (x.shape, x.dtype, x.device, None,)
+    except RuntimeError:
+        _guard(x, None)
+        raise
     if _s not in self._checked:
         _check(self, x, None)
         self._note_checked(_s)
@@ -49,7 +63,7 @@ def _body_0(self, x):
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        _r = self.forward(_c_x, out=None)
+        _r = self._forward(_c_x, out=None)
     except BaseException:
         if _resolved:
             self._unresolve_target()
@@ -58,17 +72,22 @@ def _body_0(self, x):
 
 def _fake_0(x, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"GeluTanhAndMulFwdOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("GeluTanhAndMulFwdOp", key, self)
     _check(self, x, None)
     _f_y = torch.empty(tuple(x.shape[:-1] + (x.shape[-1] // 2,)), dtype=x.dtype, device=x.device)
     return _f_y
 
 def _impl_1(x, out, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"GeluTanhAndMulFwdOp: no live instance with key {key!r}; construct the op once and keep it alive while it is called")
-    _s = (x.shape, x.dtype, x.device, (out.shape, out.dtype, out.device),)
+    if type(self) is not _CLS:
+        _wrong_instance("GeluTanhAndMulFwdOp", key, self)
+    _guard(x, out)
+    try:
+        _s = (x.shape, x.dtype, x.device, (out.shape, out.dtype, out.device),)
+    except RuntimeError:
+        _guard(x, out)
+        raise
     if _s not in self._checked:
         _check(self, x, out)
         self._note_checked(_s)
@@ -78,7 +97,7 @@ def _impl_1(x, out, key):
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        self.forward(_c_x, out=_c_out)
+        self._forward(_c_x, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
     except BaseException:
@@ -88,7 +107,11 @@ def _impl_1(x, out, key):
     return None
 
 def _body_1(self, x, out):
-    _s = (x.shape, x.dtype, x.device, (out.shape, out.dtype, out.device),)
+    try:
+        _s = (x.shape, x.dtype, x.device, (out.shape, out.dtype, out.device),)
+    except RuntimeError:
+        _guard(x, out)
+        raise
     if _s not in self._checked:
         _check(self, x, out)
         self._note_checked(_s)
@@ -98,7 +121,7 @@ def _body_1(self, x, out):
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        self.forward(_c_x, out=_c_out)
+        self._forward(_c_x, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
     except BaseException:
@@ -109,8 +132,8 @@ def _body_1(self, x, out):
 
 def _fake_1(x, out, key):
     self = _ref_of(key, _NO_REF)()
-    if self is None:
-        raise TileOpsError(f"GeluTanhAndMulFwdOp: no live instance with key {key!r}")
+    if type(self) is not _CLS:
+        _wrong_instance("GeluTanhAndMulFwdOp", key, self)
     _check(self, x, out)
     return None
 
@@ -119,12 +142,14 @@ def _call_boundary(self, x, *, out=None):
         _fast = False
     else:
         _g = _grad_enabled()
-        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad)) and (out is None or (type(out) in _PLAIN and out.layout is _strided and not out.is_meta and not (_g and out.requires_grad)))
+        _fast = (type(x) in _PLAIN and x.layout is _strided and not x.is_meta and not (_g and x.requires_grad) and not x.is_neg() and not x._is_zerotensor()) and (out is None or (type(out) in _PLAIN and out.layout is _strided and not out.is_meta and not (_g and out.requires_grad) and not out.is_neg() and not out._is_zerotensor()))
     if not _fast:
         if not isinstance(x, Tensor):
             raise InputTypeError("GeluTanhAndMulFwdOp: argument 'x': expected a Tensor, got " + type(x).__name__)
         if out is not None and not isinstance(out, Tensor):
             raise InputTypeError("GeluTanhAndMulFwdOp: argument 'out': expected a Tensor or None, got " + type(out).__name__)
+        if not _is_compiling():
+            _guard(x, out)
     if out is None:
         if _fast:
             _a = _body_0(self, x)

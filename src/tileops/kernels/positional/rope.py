@@ -10,7 +10,7 @@ call whose strides break 16-byte rows takes the scalar build of the same identit
 
 Launch rule (CUDA): one block per token (grid-stride past 2^31 - 1), as many threads as the
 token has units (per head: the rotated groups, plus the pass-through groups when written
-out of place), rounded up to a warp, at most 1024."""
+out of place), rounded up to a warp, at most 512 (a 128-register bound: no spills)."""
 from __future__ import annotations
 
 import torch
@@ -24,7 +24,7 @@ CpuBuild = identity_type("CpuRopeBuild", "dtype pos_dtype head_size rotary_dim i
 CudaBuild = identity_type("CudaRopeBuild", "device dtype pos_dtype head_size rotary_dim is_neox vec")
 
 ARG_FORMAT_CUDA = "ppppppqqqqqqqqqqqq"
-MAX_THREADS = 1024
+MAX_THREADS = 512
 GRID_MAX = 2**31 - 1
 TENSORS = ("q", "k", "positions", "cos_sin_cache", "q_out", "k_out")
 

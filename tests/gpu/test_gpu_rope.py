@@ -1,0 +1,79 @@
+"""RopeFwdOp on a GPU beyond the generic driver (tests/gpu/test_gpu_ops.py): views into a
+packed qkv tensor written in place, the vector and scalar builds (strides that break
+16-byte rows) against the CPU kernel, the documented outcome of a position out of range
+(that token's rotated channels NaN, nothing read out of bounds, the others exact), and
+a CUDA graph replaying with new positions. Skipped without CUDA (tests/gpu/conftest.py)."""
+import pytest
+import torch
+
+from tileops.positional import RopeFwdOp
+from tileops.reference.positional import rope as reference
+from tileops.reference.positional import rope_cos_sin_cache
+
+DEV = "cuda"
+ULP = {torch.float32: 2 ** -22, torch.float16: 2 ** -10, torch.bfloat16: 2 ** -7}
+
+
+def packed(T, H, Hk, D, dtype, pad=0, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    qkv = torch.randn(T, (H + 2 * Hk) * D + pad, generator=g).to(DEV, dtype)
+    return qkv, qkv[:, :H * D].view(T, H, D), qkv[:, H * D:(H + Hk) * D].view(T, Hk, D)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("is_neox,R", [(True, 128), (False, 128), (True, 64), (False, 32)])
+@pytest.mark.parametrize("pad", [0, 1])   # pad 1: token strides off 16 bytes -> the scalar build
+def test_in_place_views_match_the_reference_and_the_cpu_kernel(dtype, is_neox, R, pad):
+    T, H, Hk, D, P = 37, 8, 2, 128, 4096
+    qkv, q, k = packed(T, H, Hk, D, dtype, pad)
+    before = qkv.clone()
+    cs = rope_cos_sin_cache(base=500000.0, rotary_dim=R, max_position=P).to(DEV)
+    positions = torch.randint(0, P, (T,), generator=torch.Generator().manual_seed(1)).to(DEV)
+    op = RopeFwdOp(D, R, is_neox)
+    rq, rk = op(q, k, positions, cs, inplace=True)
+    torch.cuda.synchronize()
+    assert rq is q and rk is k
+    bq, bk = before[:, :H * D].view(T, H, D), before[:, H * D:(H + Hk) * D].view(T, Hk, D)
+    want_q, want_k = reference(bq.double(), bk.double(), positions, cs, head_size=D, rotary_dim=R, is_neox=is_neox)
+    torch.testing.assert_close(q.double(), want_q, rtol=ULP[dtype], atol=ULP[dtype])
+    torch.testing.assert_close(k.double(), want_k, rtol=ULP[dtype], atol=ULP[dtype])
+    assert torch.equal(qkv[:, (H + Hk) * D:], before[:, (H + Hk) * D:])    # v untouched
+    cq, ck = RopeFwdOp(D, R, is_neox)(bq.cpu(), bk.cpu(), positions.cpu(), cs.cpu())
+    torch.testing.assert_close(q.cpu(), cq, rtol=ULP[dtype], atol=ULP[dtype])   # the same formulas
+    torch.testing.assert_close(k.cpu(), ck, rtol=ULP[dtype], atol=ULP[dtype])
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_a_position_out_of_range_gives_nan_rotated_channels_and_reads_nothing_outside(inplace):
+    T, H, Hk, D, R, P = 4, 2, 1, 64, 32, 16
+    qkv, q, k = packed(T, H, Hk, D, torch.float16)
+    before = qkv.clone()
+    cs = rope_cos_sin_cache(base=10000.0, rotary_dim=R, max_position=P).to(DEV)
+    positions = torch.tensor([3, P, -5, 2**40], dtype=torch.int64, device=DEV)
+    qo, ko = RopeFwdOp(D, R)(q, k, positions, cs, inplace=inplace)
+    torch.cuda.synchronize()
+    for got, src in ((qo, before[:, :H * D].view(T, H, D)), (ko, before[:, H * D:(H + Hk) * D].view(T, Hk, D))):
+        assert not got[0].isnan().any()
+        assert got[1:, :, :R].isnan().all()                      # the bad tokens' rotated channels
+        assert torch.equal(got[1:, :, R:], src[1:, :, R:])        # the rest as it was
+    ok_q, _ = RopeFwdOp(D, R)(before[:1, :H * D].view(1, H, D).clone(), before[:1, H * D:(H + Hk) * D].view(1, Hk, D)
+                              .clone(), positions[:1], cs)
+    assert torch.equal(qo[:1], ok_q)
+
+
+def test_a_cuda_graph_replays_with_new_positions():
+    T, H, Hk, D, P = 8, 4, 2, 128, 64
+    qkv, q, k = packed(T, H, Hk, D, torch.bfloat16)
+    cs = rope_cos_sin_cache(base=10000.0, rotary_dim=D, max_position=P).to(DEV)
+    positions = torch.arange(T, device=DEV, dtype=torch.int32)
+    op = RopeFwdOp(D, D)
+    qo, ko = op(q, k, positions, cs)            # warm up: builds outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        qo, ko = op(q, k, positions, cs)
+    positions.copy_(torch.arange(T, device=DEV, dtype=torch.int32) * 5)
+    graph.replay()
+    torch.cuda.synchronize()
+    want_q, _ = reference(q.double(), k.double(), positions, cs, head_size=D, rotary_dim=D, is_neox=True)
+    torch.testing.assert_close(qo.double(), want_q, rtol=2 ** -7, atol=2 ** -7)
