@@ -28,6 +28,19 @@ def _ops():
     return [pytest.param(c, id=n) for n, c in OPS.items()]
 
 
+def _row_ops():
+    """The ops over rows of `normalized_shape` with x, y and a weight (the norm family):
+    the tests that name those arguments and params."""
+    return [pytest.param(c, id=n) for n, c in OPS.items()
+            if {"normalized_shape", "eps"} <= {p.name for p in c._entry.params}
+            and {"x", "weight"} <= {i.name for i in c._entry.inputs}]
+
+
+def _first(cls):
+    """The op's first input: the tensor the generic checks replace."""
+    return cls._entry.inputs[0].name
+
+
 def _case(cls, device, dtype=torch.float32):
     driver.require_device(device)
     case, inputs = driver.small_case(cls, dtype=dtype, device=device)
@@ -80,6 +93,14 @@ def test_forward_is_the_checked_call(cls, device):
     assert cls.forward is cls._call_boundary            # `op.forward(...)` is `op(...)`
     assert "_forward" in cls.__dict__                   # the op's computation, private
     _assert_ref(cls, op, op.forward(**inputs), inputs)
+    first = _first(cls)
+    _raises(InputTypeError, lambda: op.forward(**dict(inputs, **{first: "x"})), cls.__name__, f"'{first}'")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("cls", _row_ops())
+def test_forward_computes_odd_layouts_and_refuses_bad_rows(cls, device):
+    op, inputs = _case(cls, device)
     x = inputs["x"]
     n = math.prod(op.normalized_shape)
     # an expanded x (stride 0) and a transposed x: computed on their values
@@ -110,7 +131,7 @@ def test_forward_refuses_a_huge_row_with_a_small_weight():
 # ---- A: the launchable kernel_for returns checks what C relies on ----------------------------
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("cls", _ops())
+@pytest.mark.parametrize("cls", _row_ops())
 def test_kernel_for_launchable_checks_what_c_relies_on(cls, device):
     op, inputs = _case(cls, device)
     name, tensors, names = _launch_tensors(cls, op, inputs)
@@ -164,14 +185,16 @@ def seen_by_forward(monkeypatch):
 
 
 def _lazy_variants(inputs, device):
-    """(label, inputs) with one input replaced by a lazy tensor of the same values."""
-    x = inputs["x"]
+    """(label, inputs) with one input replaced by a lazy tensor of the same values: the
+    first input as a negated view and as conj().imag, each other floating input negated,
+    a ZeroTensor weight."""
+    (first, x), *rest = inputs.items()
     z = torch.complex(torch.randn_like(x), -x)           # z.conj().imag has x's values, negative bit set
-    yield "neg x", dict(inputs, x=torch._neg_view(-x))
-    yield "conj().imag x", dict(inputs, x=z.conj().imag)
-    for k in ("weight", "residual", "bias"):
-        if inputs.get(k) is not None:
-            yield f"neg {k}", dict(inputs, **{k: torch._neg_view(-inputs[k])})
+    yield f"neg {first}", dict(inputs, **{first: torch._neg_view(-x)})
+    yield f"conj().imag {first}", dict(inputs, **{first: z.conj().imag})
+    for k, t in rest:
+        if t is not None and t.is_floating_point():
+            yield f"neg {k}", dict(inputs, **{k: torch._neg_view(-t)})
     if inputs.get("weight") is not None:
         yield "zero weight", dict(inputs, weight=torch._efficientzerotensor(inputs["weight"].shape, device=device,
                                                                              dtype=x.dtype))
@@ -205,9 +228,10 @@ def test_a_lazy_view_the_call_writes_is_refused(cls):
 @pytest.mark.parametrize("cls", _ops())
 def test_a_complex_conjugate_is_refused_by_the_dtype_check(cls):
     op, inputs = _case(cls, "cpu")
-    z = torch.complex(inputs["x"], inputs["x"]).conj()
+    first = _first(cls)
+    z = torch.complex(inputs[first], inputs[first]).conj()
     assert z.is_conj()
-    _raises(InputTypeError, lambda: op(**dict(inputs, x=z)), cls.__name__, "'x'", "dtype")
+    _raises(InputTypeError, lambda: op(**dict(inputs, **{first: z})), cls.__name__, f"'{first}'", "dtype")
 
 
 @pytest.mark.parametrize("cls", _ops())
@@ -215,7 +239,8 @@ def test_a_tensor_subclass_takes_the_operator_path_and_is_right(cls):
     class Tagged(torch.Tensor):
         pass
     op, inputs = _case(cls, "cpu")
-    args = dict(inputs, x=inputs["x"].as_subclass(Tagged))
+    first = _first(cls)
+    args = dict(inputs, **{first: inputs[first].as_subclass(Tagged)})
     _assert_ref(cls, op, op(**args), inputs)
 
 
@@ -227,7 +252,7 @@ BAD_SHAPES = [("12", InputTypeError), ((4.7,), InputTypeError), (True, InputType
 
 
 @pytest.mark.parametrize("value,exc", BAD_SHAPES, ids=[repr(v) for v, _ in BAD_SHAPES])
-@pytest.mark.parametrize("cls", _ops())
+@pytest.mark.parametrize("cls", _row_ops())
 def test_bad_normalized_shape_is_refused_at_construction(cls, value, exc):
     _raises(exc, lambda: cls(value), cls.__name__, "normalized_shape")
 
@@ -236,14 +261,14 @@ def test_bad_normalized_shape_is_refused_at_construction(cls, value, exc):
                                        (float("inf"), InputValueError), ("1e-5", InputTypeError),
                                        (torch.tensor(1e-5), InputTypeError)],
                          ids=["True", "nan", "inf", "str", "tensor"])
-@pytest.mark.parametrize("cls", _ops())
+@pytest.mark.parametrize("cls", _row_ops())
 def test_bad_eps_is_refused_at_construction_and_assignment(cls, value, exc):
     _raises(exc, lambda: cls(4, eps=value), cls.__name__, "eps")
     op = cls(4)
     _raises(exc, lambda: setattr(op, "eps", value), cls.__name__, "eps")
 
 
-@pytest.mark.parametrize("cls", _ops())
+@pytest.mark.parametrize("cls", _row_ops())
 def test_normalized_shape_conversions_and_a_negative_eps_as_torch_takes_them(cls):
     import numpy as np
     assert cls(np.int64(4)).normalized_shape == (4,)
@@ -271,21 +296,22 @@ def _other_op(cls):
 @pytest.mark.parametrize("cls", _ops())
 def test_bad_inputs_through_the_operators_name_the_op_and_argument(cls):
     op, inputs = _case(cls, "cpu")
-    x = inputs["x"]
+    first = _first(cls)
+    x = inputs[first]
     for b in driver.branches_of(cls):
         overload, args = driver.operator_args(cls, b, op, inputs, driver.out_for(cls, b, op, inputs)
                                               if b.uses_out else None)
-        ix = [a.name for a in overload._schema.arguments].index("x")
+        ix = [a.name for a in overload._schema.arguments].index(first)
 
         def call(**repl):
             a = list(args)
             for k, v in repl.items():
                 a[[s.name for s in overload._schema.arguments].index(k)] = v
             return lambda: overload(*a)
-        _raises(InputTypeError, call(x=None), cls.__name__, "'x'", "Tensor")
-        _raises(InputTypeError, call(x=x.to_sparse()), cls.__name__, "'x'", "strided")
+        _raises(InputTypeError, call(**{first: None}), cls.__name__, f"'{first}'", "Tensor")
+        _raises(InputTypeError, call(**{first: x.to_sparse()}), cls.__name__, f"'{first}'", "strided")
         nested = _strided_nested(x)
-        _raises(InputTypeError, call(x=nested), cls.__name__, "'x'", "nested")
+        _raises(InputTypeError, call(**{first: nested}), cls.__name__, f"'{first}'", "nested")
         other = _other_op(cls)
         _raises(TileOpsError, call(key=other._key), cls.__name__, "'key'", type(other).__name__)
         _raises(TileOpsError, call(key=f"{cls.__name__}#999999999"), cls.__name__, "no live instance")
@@ -295,14 +321,16 @@ def test_bad_inputs_through_the_operators_name_the_op_and_argument(cls):
 @pytest.mark.parametrize("cls", _ops())
 def test_bad_inputs_through_the_call_name_the_op_and_argument(cls):
     op, inputs = _case(cls, "cpu")
-    x = inputs["x"]
-    _raises(InputTypeError, lambda: op(**dict(inputs, x=None)), cls.__name__, "'x'")
-    _raises(InputTypeError, lambda: op(**dict(inputs, x=x.to_sparse())), cls.__name__, "'x'", "strided")
+    first = _first(cls)
+    x = inputs[first]
+    q = f"'{first}'"
+    _raises(InputTypeError, lambda: op(**dict(inputs, **{first: None})), cls.__name__, q)
+    _raises(InputTypeError, lambda: op(**dict(inputs, **{first: x.to_sparse()})), cls.__name__, q, "strided")
     njt = torch.nested.nested_tensor([x, x], layout=torch.jagged)
-    _raises(InputTypeError, lambda: op(**dict(inputs, x=njt)), cls.__name__, "'x'")
+    _raises(InputTypeError, lambda: op(**dict(inputs, **{first: njt})), cls.__name__, q)
     nested = _strided_nested(x)
-    _raises(InputTypeError, lambda: op(**dict(inputs, x=nested)), cls.__name__, "'x'", "nested")
-    _raises(InputTypeError, lambda: op.forward(**dict(inputs, x="x")), cls.__name__, "'x'")
+    _raises(InputTypeError, lambda: op(**dict(inputs, **{first: nested})), cls.__name__, q, "nested")
+    _raises(InputTypeError, lambda: op.forward(**dict(inputs, **{first: "x"})), cls.__name__, q)
 
 
 # ---- the fast path stays the fast path ------------------------------------------------------

@@ -127,3 +127,34 @@ def test_the_cache_matches_hugging_face_llama3_rope_init():
     got = rope_cos_sin_cache(base=base, rotary_dim=D, max_position=300, scaling="llama3", factor=factor,
                              low_freq_factor=lo, high_freq_factor=hi, original_max_position=old)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_launchable_kernel_for_returns_checks_what_the_kernel_relies_on():
+    from tileops.errors import InputTypeError
+    T, H, Hk, D = 3, 2, 1, 16
+    g = torch.Generator().manual_seed(4)
+    q, k = torch.randn(T, H, D, generator=g), torch.randn(T, Hk, D, generator=g)
+    p, cs = torch.tensor([0, 5, 2]), cache(8, D)
+    op = RopeFwdOp(D, D)
+    qo, ko = torch.empty_like(q), torch.empty_like(k)
+    launch = op.kernel_for("rope", q, k, p, cs, qo, ko)
+    launch(q, k, p, cs, qo, ko)
+    want = reference(q, k, p, cs, head_size=D, rotary_dim=D, is_neox=True)
+    torch.testing.assert_close((qo, ko), want, rtol=1e-5, atol=1e-5)
+    bad = {
+        "k": (q, k[:2], p, cs, qo, ko),                                  # another token count
+        "q": (torch.randn(T, H, 2 * D)[..., ::2], k, p, cs, qo, ko),     # channel stride 2
+        "positions": (q, k, p.float(), cs, qo, ko),
+        "cos_sin_cache": (q, k, p, cache(8, D // 2), qo, ko),
+        "q_out": (q, k, p, cs, torch.empty(T, H, D - 1), ko),
+    }
+    for name, args in bad.items():
+        with pytest.raises(InputValueError, match=f"argument '{name}'"):
+            launch(*args)
+    with pytest.raises(InputValueError, match="'q'"):
+        launch(torch._neg_view(q), k, p, cs, qo, ko)
+    with pytest.raises(InputTypeError, match="'q'"):
+        launch("q", k, p, cs, qo, ko)
+    buf = torch.empty(T * H * D + T * Hk * D)
+    with pytest.raises(InputValueError, match="overlaps"):
+        launch(q, k, p, cs, buf[:T * H * D].view(T, H, D), buf[T * H * D - 1:-1].view(T, Hk, D))

@@ -13,12 +13,54 @@ layer hands the launchable contiguous tensors (the boundary makes x contiguous),
 rows' strides are 2n and n."""
 from __future__ import annotations
 
+import torch
+
 from ... import _C
-from ..._dtypes import CODE
+from ..._dtypes import CODE, DTYPE
+from ...errors import InputTypeError, InputValueError
 from ..base import Kernel, KernelInterface, identity_type
 
 CpuBuild = identity_type("CpuGatedBuild", "op dtype n")
 CudaBuild = identity_type("CudaGatedBuild", "device op dtype n vec")
+
+
+# ---- what a launchable checks before it hands pointers to C ----------------------------
+# A launchable is public (Op.kernel_for returns it): on every call it checks, in O(1)
+# attribute reads, what the kernels rely on: x and y tensors of the build's dtype on its
+# device, contiguous, not lazily negated, x rows of 2n and y rows of n elements (as many
+# rows), y not overlapping x. `.unchecked` skips this for the op's body, whose generated
+# checks guaranteed the same.
+
+def guarded(raw, op: str, n: int, dtype_code: int, device_index: int):
+    dt = DTYPE[dtype_code]
+    where = "cpu" if device_index < 0 else f"cuda:{device_index}"
+    head = f"{op} (launch of the {dt} build for halves of {n} on {where})"
+
+    def fail(name, t, expected):
+        if not isinstance(t, torch.Tensor):
+            raise InputTypeError(f"{head}: argument '{name}': expected a Tensor, got {type(t).__name__}")
+        if t.dtype is not dt:
+            raise InputTypeError(f"{head}: argument '{name}': expected dtype {dt}, got {t.dtype}")
+        raise InputValueError(f"{head}: argument '{name}': expected {expected}, got shape {tuple(t.shape)}, "
+                              f"strides {t.stride()}, on {t.device}{', lazily negated' if t.is_neg() else ''}")
+
+    def launch(x, y):
+        for name, t, want in (("x", x, f"a contiguous tensor on {where} with rows of {2 * n} elements"),
+                              ("y", y, f"a contiguous tensor on {where} with rows of {n} elements, as many as x")):
+            if not (isinstance(t, torch.Tensor) and t.dtype is dt and t.get_device() == device_index
+                    and t.is_contiguous() and not t.is_neg()):
+                fail(name, t, want + " (not negated)")
+        if not (x.dim() >= 1 and x.shape[-1] == 2 * n):
+            fail("x", x, f"rows of {2 * n} elements")
+        if y.numel() * 2 != x.numel():
+            fail("y", y, f"{x.numel() // 2} elements (rows of {n}, as many as x)")
+        if y.numel():
+            xb, yb = x.data_ptr(), y.data_ptr()
+            if xb < yb + y.numel() * dt.itemsize and yb < xb + x.numel() * dt.itemsize:
+                raise InputValueError(f"{head}: argument 'y': it overlaps x in memory")
+        raw(x, y)
+    launch.unchecked = raw
+    return launch
 
 
 def _build_cpu(b):
@@ -28,7 +70,7 @@ def _build_cpu(b):
 
     def launch(x, y):
         run(handle, x.data_ptr(), y.data_ptr(), y.numel() // n, n, 2 * n, n, dtype)
-    return launch
+    return guarded(launch, b.op, n, dtype, -1)
 
 
 def _nothing(x, y):
@@ -57,7 +99,8 @@ class GatedActKernel(Kernel):
         if isinstance(identity, CpuBuild):
             return _build_cpu(identity)
         from . import cuda_gated
-        return cuda_gated.build(identity.device, identity.op, identity.dtype, identity.n, identity.vec)
+        return guarded(cuda_gated.build(identity.device, identity.op, identity.dtype, identity.n, identity.vec),
+                       identity.op, identity.n, identity.dtype, identity.device)
 
 
 def gated_kernel(op: str, doc: str):

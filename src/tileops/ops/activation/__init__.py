@@ -35,6 +35,6 @@ def gated_members(op: str, doc: str):
 
     def forward(self, x, *, out=None):
         y = self.allocate(x, out=out)
-        self.kernel_for(op, x, y)(x, y)
+        self._kernel_for(op, x, y)(x, y)
         return y
     return {op: kernel}, {op: interface}, forward
