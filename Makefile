@@ -62,14 +62,26 @@ test: install $(VENV)/.stamp-testplugin test-c validate
 	$(PY) -m pytest -q tests
 
 # ---- the C core on its own -----------------------------------------------------------
-$(BUILD)/release/%: tests/c/%.c $(CORE_SRC) $(CORE_HDR) tests/c/check.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) -O2 -o $@ $< $(CORE_SRC) $(LDLIBS)
+# Each core file is compiled once per flavour (release, asan) and linked into every C test.
+ASAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+CORE_OBJ_RELEASE := $(patsubst csrc/%.c,$(BUILD)/release/obj/%.o,$(CORE_SRC))
+CORE_OBJ_ASAN    := $(patsubst csrc/%.c,$(BUILD)/asan/obj/%.o,$(CORE_SRC))
 
-$(BUILD)/asan/%: tests/c/%.c $(CORE_SRC) $(CORE_HDR) tests/c/check.h
+$(BUILD)/release/obj/%.o: csrc/%.c $(CORE_HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-	    -fno-sanitize-recover=all -o $@ $< $(CORE_SRC) $(LDLIBS)
+	$(CC) $(CFLAGS_COMMON) -O2 -c -o $@ $<
+
+$(BUILD)/asan/obj/%.o: csrc/%.c $(CORE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(ASAN_FLAGS) -c -o $@ $<
+
+$(BUILD)/release/%: tests/c/%.c $(CORE_OBJ_RELEASE) $(CORE_HDR) tests/c/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -O2 -o $@ $< $(CORE_OBJ_RELEASE) $(LDLIBS)
+
+$(BUILD)/asan/%: tests/c/%.c $(CORE_OBJ_ASAN) $(CORE_HDR) tests/c/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(ASAN_FLAGS) -o $@ $< $(CORE_OBJ_ASAN) $(LDLIBS)
 
 CTESTS := $(patsubst tests/c/%.c,%,$(CTEST_SRC))
 
