@@ -89,10 +89,15 @@ def targets() -> list:
     return tileops.targets.all_targets()
 
 
+def data_input(entry):
+    """The op's first input that is not an index input: the one whose dtypes the cases run
+    (an embedding's table, not its ids)."""
+    return next((i for i in entry.inputs if i.index is None), entry.inputs[0])
+
+
 def dtypes_of(cls) -> tuple:
-    """The dtypes the op's first input accepts (its dtype rule)."""
-    rule = cls._entry.inputs[0].dtype
-    return tuple(rule.allowed)
+    """The dtypes the op's data input accepts (its dtype rule)."""
+    return tuple(data_input(cls._entry).dtype.allowed)
 
 
 def base_name(cls) -> str:
@@ -699,14 +704,14 @@ def run_compile(cls, target, branch, device):
 
 
 def run_backward(cls, target, branch, device):
-    """With the first input requiring grad (a non-leaf, so that an in-place branch may
+    """With the data input requiring grad (a non-leaf, so that an in-place branch may
     write it), the call or a backward through its outputs raises an error naming the op."""
     require_device(device)
     require_target(cls, target)
     entry = cls._entry
     case, inputs = small_case(cls, device=device)
     op = cls(**case.params, target=target.name)
-    first = entry.inputs[0].name
+    first = data_input(entry).name   # a floating input: only those can require grad
     leaf = inputs[first].clone().requires_grad_(True)
     inputs[first] = leaf.clone()
     kwargs = dict(branch.values)

@@ -40,3 +40,28 @@ def assert_outputs_match(expected, got, check):
             assert g is None
         else:
             check(e, g)
+
+
+
+def nvcc():
+    """The nvcc on this machine, or None (compile checks of CUDA C skip without it)."""
+    import os
+    import shutil
+    return shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+
+
+def nvcc_build(tmp_path, source_name, kernel, opts):
+    """Compiles the text the runtime hands NVRTC for `source_name` with nvcc (sm_90a) and
+    asserts it compiled `kernel` without local-memory spills; returns nvcc's stderr."""
+    import re
+    import subprocess
+
+    from tileops import runtime
+    src = tmp_path / "k.cu"
+    src.write_text(runtime.source(source_name))
+    r = subprocess.run([nvcc(), "-cubin", "-arch=sm_90a", "-Xptxas", "-v", *opts, "-o", str(tmp_path / "k.cubin"),
+                        str(src)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"Compiling entry function '{kernel}'" in r.stderr, r.stderr[-2000:]
+    assert not any(int(v) for v in re.findall(r"(\d+) bytes (?:spill|stack)", r.stderr)), r.stderr[-2000:]
+    return r.stderr

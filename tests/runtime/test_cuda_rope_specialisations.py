@@ -3,17 +3,13 @@ csrc/ops/positional/rope.cu): the vector path only where the kernel's constraint
 it, and every kind of specialisation compiles with nvcc (sm_90a, no GPU needed) without
 local-memory spills, from the text the runtime hands NVRTC (includes spliced in).
 Skipped where nvcc is not installed."""
-import re
-import shutil
-import os
-import subprocess
 
 import pytest
+from helpers import nvcc, nvcc_build
 
-from tileops import runtime
 from tileops.kernels.positional import rope as K
 
-NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+NVCC = nvcc()
 
 
 def test_the_vector_path_needs_aligned_rows_and_whole_groups():
@@ -34,12 +30,6 @@ CASES = [(dt, pdt, D, R, neox, vec) for dt in (0, 1, 2) for pdt in (3, 4)
 @pytest.mark.parametrize("dt,pdt,D,R,neox,vec", [c for c in CASES if c[1] == 4 or c[2] == 128])
 def test_every_kind_of_build_compiles_without_spills(tmp_path, dt, pdt, D, R, neox, vec):
     source, kernel, opts, rot, passing = K.cuda_specialisation(dt, pdt, D, R, neox, vec)
-    src = tmp_path / "rope.cu"
-    src.write_text(runtime.source(source))
-    r = subprocess.run([NVCC, "-cubin", "-arch=sm_90a", "-Xptxas", "-v", *opts, "-o", str(tmp_path / "k.cubin"),
-                        str(src)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert f"Compiling entry function '{kernel}'" in r.stderr
-    assert not any(int(v) for v in re.findall(r"(\d+) bytes (?:spill|stack)", r.stderr)), r.stderr[-2000:]
+    nvcc_build(tmp_path, source, kernel, opts)
     g = vec if vec != 1 else 16 // (4 if dt == 0 else 2)
     assert rot == (-(-(R // 2) // g) if neox else -(-R // g)) and passing == -(-(D - R) // g)

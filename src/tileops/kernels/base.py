@@ -158,3 +158,14 @@ class KernelTable:
 def identity_type(name: str, fields: str) -> type:
     """A NamedTuple class for build identities (`fields` space-separated)."""
     return NamedTuple(name, [(f, Any) for f in fields.split()])
+
+
+def launch_argument_error(head: str, name: str, t, expected: str) -> Exception:
+    """The error a launchable raises for its argument `name` that is not what its kernel
+    takes: InputTypeError for a non-tensor, else InputValueError showing the tensor's
+    dtype, shape, strides and device (`head` names the kernel and its build)."""
+    from ..errors import InputTypeError, InputValueError
+    if not isinstance(t, torch.Tensor):
+        return InputTypeError(f"{head}: argument '{name}': expected {expected}, got {type(t).__name__}")
+    return InputValueError(f"{head}: argument '{name}': expected {expected}, got {t.dtype} {tuple(t.shape)} "
+                           f"strides {t.stride()} on {t.device}{', lazily negated' if t.is_neg() else ''}")

@@ -17,8 +17,8 @@ import torch
 
 from ... import _C
 from ..._dtypes import CODE, DTYPE
-from ...errors import InputTypeError, InputValueError
-from ..base import Kernel, KernelInterface, identity_type
+from ...errors import InputValueError
+from ..base import Kernel, KernelInterface, identity_type, launch_argument_error
 
 CpuBuild = identity_type("CpuRopeBuild", "dtype pos_dtype head_size rotary_dim is_neox")
 CudaBuild = identity_type("CudaRopeBuild", "device dtype pos_dtype head_size rotary_dim is_neox vec")
@@ -70,10 +70,7 @@ def _guard(b, device_index: int):
     head = f"rope (launch of the {dt} build, head_size {D}, rotary_dim {R}, on {where})"
 
     def fail(name, expected, t):
-        if not isinstance(t, torch.Tensor):
-            raise InputTypeError(f"{head}: argument '{name}': expected {expected}, got {type(t).__name__}")
-        raise InputValueError(f"{head}: argument '{name}': expected {expected}, got {t.dtype} {tuple(t.shape)} "
-                              f"strides {t.stride()} on {t.device}")
+        raise launch_argument_error(head, name, t, expected)
 
     def heads_ok(t, T):
         return (t.dtype is dt and t.get_device() == device_index and t.dim() == 3 and t.shape[0] == T

@@ -1,0 +1,126 @@
+"""EmbeddingFwdOp's kernels: the C table entry "embedding" (csrc/ops/embedding/embedding.c)
+and the CUDA C kernel tileops_embedding (csrc/ops/embedding/embedding.cu).
+
+Identities: the CPU build is a C function, so (dtype, ids' dtype, H); a CUDA build is
+specialised on the same per device, and on the 16-byte vector path the alignment allows.
+H is the table's row length, the one shape the builds depend on: the interface declares
+the table shape-dependent (its V is an argument, not a define, so any V shares a build).
+
+Launch rule (CUDA): one thread per 16-byte group of y, 256 threads per block, enough
+blocks for every group (grid-stride past 2^31 - 1)."""
+from __future__ import annotations
+
+import torch
+
+from ... import _C
+from ..._dtypes import CODE, DTYPE
+from ...errors import InputValueError
+from ..base import Kernel, KernelInterface, identity_type, launch_argument_error
+
+CpuBuild = identity_type("CpuEmbeddingBuild", "dtype id_dtype H")
+CudaBuild = identity_type("CudaEmbeddingBuild", "device dtype id_dtype H vec")
+
+THREADS = 256
+GRID_MAX = 2**31 - 1
+
+
+class EmbeddingInterface(KernelInterface):
+    """launch(ids, weight, y): writes y (contiguous, ids.shape + (H,))."""
+    name = "embedding"
+    implementations = ("embedding",)
+    shape_dependent = ("weight",)
+    launchable = "launch(ids, weight, y): writes y"
+
+
+def cuda_specialisation(dtype_code, id_dtype_code, H, aligned16):
+    """(source, kernel, options, groups per row): pure, no GPU."""
+    e = DTYPE[dtype_code].itemsize
+    vec = 16 // e if aligned16 and (H * e) % 16 == 0 else 1
+    g = 16 // e
+    opts = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={H}", f"-DTILEOPS_VEC={vec}", f"-DTILEOPS_THREADS={THREADS}",
+            f"-DTILEOPS_ID64={int(DTYPE[id_dtype_code] is torch.int64)}")
+    return "embedding/embedding.cu", "tileops_embedding", opts, -(-H // g)
+
+
+def _guard(b, device_index):
+    """check(ids, weight, y): what the kernels rely on, in O(1) attribute reads."""
+    dt, idt = DTYPE[b.dtype], DTYPE[b.id_dtype]
+    where = "cpu" if device_index < 0 else f"cuda:{device_index}"
+    head = f"embedding (launch of the {dt} build, rows of {b.H}, on {where})"
+
+    def fail(name, t, expected):
+        raise launch_argument_error(head, name, t, expected)
+
+    def ok(t, dtype):
+        return (isinstance(t, torch.Tensor) and t.dtype is dtype and t.get_device() == device_index
+                and t.is_contiguous() and not t.is_neg())
+
+    def check(ids, weight, y):
+        if not ok(ids, idt):
+            fail("ids", ids, f"a contiguous {idt} tensor on {where}")
+        if not (ok(weight, dt) and weight.dim() == 2 and weight.shape[1] == b.H):
+            fail("weight", weight, f"a contiguous {dt} tensor [V, {b.H}] on {where}")
+        if not (ok(y, dt) and y.numel() == ids.numel() * b.H):
+            fail("y", y, f"a contiguous {dt} tensor of {ids.numel()} rows of {b.H} on {where}")
+        if y.numel() and weight.numel():
+            w0, y0, es = weight.data_ptr(), y.data_ptr(), dt.itemsize
+            if w0 < y0 + y.numel() * es and y0 < w0 + weight.numel() * es:
+                raise InputValueError(f"{head}: argument 'y': it overlaps the table in memory")
+    return check
+
+
+def _checked(check, unchecked):
+    def launch(ids, weight, y):
+        check(ids, weight, y)
+        unchecked(ids, weight, y)
+    launch.unchecked = unchecked
+    return launch
+
+
+def _build_cpu(b):
+    handle = _C.cpu_kernel("embedding")[0]
+    run = _C.cpu_launch
+    H, dtype, idt = b.H, b.dtype, b.id_dtype
+
+    def unchecked(ids, weight, y):
+        try:
+            run(handle, ids.data_ptr(), weight.data_ptr(), y.data_ptr(), ids.numel(), weight.shape[0], H, dtype, idt)
+        except InputValueError as e:   # an id out of range (found before any write)
+            raise InputValueError(f"EmbeddingFwdOp: argument 'ids': {e}") from None
+    return _checked(_guard(b, -1), unchecked)
+
+
+def _build_cuda(b):
+    from ... import runtime
+    src, kernel, opts, groups = cuda_specialisation(b.dtype, b.id_dtype, b.H, b.vec)
+    handle = runtime.build(b.device, src, kernel, opts, "pppqq")
+    launch_raw = _C.cuda_launch
+    stream_of = torch._C._cuda_getCurrentRawStream
+    device = b.device
+
+    def unchecked(ids, weight, y):
+        n = ids.numel()
+        if n:
+            grid = min(-(-n * groups // THREADS), GRID_MAX)
+            launch_raw(handle, grid, 1, 1, THREADS, 1, 1, 0, stream_of(device), ids.data_ptr(), weight.data_ptr(),
+                       y.data_ptr(), n, weight.shape[0])
+    return _checked(_guard(b, b.device), unchecked)
+
+
+class EmbeddingKernel(Kernel):
+    """The one implementation (C on the CPU, CUDA C on a GPU)."""
+    interface = "embedding"
+
+    @classmethod
+    def entry_for(cls, call):
+        dtype, idt = CODE[call.dtype("weight")], CODE[call.dtype("ids")]
+        H = int(call.inputs["weight"].shape[1])
+        if call.device.type == "cpu":
+            return CpuBuild(dtype=dtype, id_dtype=idt, H=H)
+        return CudaBuild(device=call.device.index or 0, dtype=dtype, id_dtype=idt, H=H, vec=bool(call.aligned16))
+
+    @classmethod
+    def build(cls, identity):
+        if identity.H == 0:
+            return _checked(lambda ids, weight, y: None, lambda ids, weight, y: None)
+        return _build_cpu(identity) if isinstance(identity, CpuBuild) else _build_cuda(identity)
