@@ -66,6 +66,8 @@ test: install $(VENV)/.stamp-testplugin test-c validate
 ASAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 CORE_OBJ_RELEASE := $(patsubst csrc/%.c,$(BUILD)/release/obj/%.o,$(CORE_SRC))
 CORE_OBJ_ASAN    := $(patsubst csrc/%.c,$(BUILD)/asan/obj/%.o,$(CORE_SRC))
+# kept between runs (pattern-built objects are otherwise deleted as intermediates)
+.SECONDARY: $(CORE_OBJ_RELEASE) $(CORE_OBJ_ASAN)
 
 $(BUILD)/release/obj/%.o: csrc/%.c $(CORE_HDR)
 	@mkdir -p $(dir $@)
