@@ -169,3 +169,33 @@ def launch_argument_error(head: str, name: str, t, expected: str) -> Exception:
         return InputTypeError(f"{head}: argument '{name}': expected {expected}, got {type(t).__name__}")
     return InputValueError(f"{head}: argument '{name}': expected {expected}, got {t.dtype} {tuple(t.shape)} "
                            f"strides {t.stride()} on {t.device}{', lazily negated' if t.is_neg() else ''}")
+
+
+def checked(check, unchecked):
+    """The public launchable: `check(*tensors)` (raises on what the kernel cannot take),
+    then `unchecked(*tensors)`; `.unchecked` is the launch the op's body calls after its
+    generated checks guaranteed the same (Op._kernel_for)."""
+    def launch(*tensors):
+        check(*tensors)
+        unchecked(*tensors)
+    launch.unchecked = unchecked
+    return launch
+
+
+def byte_span(t) -> tuple:
+    """[first, last + 1) bytes a strided tensor's elements occupy (non-negative strides)."""
+    start = t.data_ptr()
+    return start, start + t.element_size() * (1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride())))
+
+
+def overlaps(out, others) -> bool:
+    """Whether a non-empty `out` shares a byte span with any non-empty tensor of `others`."""
+    if out.numel() == 0:
+        return False
+    a0, a1 = byte_span(out)
+    for t in others:
+        if t.numel():
+            b0, b1 = byte_span(t)
+            if a0 < b1 and b0 < a1:
+                return True
+    return False

@@ -18,7 +18,7 @@ import torch
 from ... import _C
 from ..._dtypes import CODE, DTYPE
 from ...errors import InputTypeError, InputValueError
-from ..base import Kernel, KernelInterface, identity_type
+from ..base import Kernel, KernelInterface, checked, identity_type, launch_argument_error, overlaps
 
 CpuBuild = identity_type("CpuGatedBuild", "op dtype n")
 CudaBuild = identity_type("CudaGatedBuild", "device op dtype n vec")
@@ -37,14 +37,11 @@ def guarded(raw, op: str, n: int, dtype_code: int, device_index: int):
     head = f"{op} (launch of the {dt} build for halves of {n} on {where})"
 
     def fail(name, t, expected):
-        if not isinstance(t, torch.Tensor):
-            raise InputTypeError(f"{head}: argument '{name}': expected a Tensor, got {type(t).__name__}")
-        if t.dtype is not dt:
+        if isinstance(t, torch.Tensor) and t.dtype is not dt:
             raise InputTypeError(f"{head}: argument '{name}': expected dtype {dt}, got {t.dtype}")
-        raise InputValueError(f"{head}: argument '{name}': expected {expected}, got shape {tuple(t.shape)}, "
-                              f"strides {t.stride()}, on {t.device}{', lazily negated' if t.is_neg() else ''}")
+        raise launch_argument_error(head, name, t, expected)
 
-    def launch(x, y):
+    def check(x, y):
         for name, t, want in (("x", x, f"a contiguous tensor on {where} with rows of {2 * n} elements"),
                               ("y", y, f"a contiguous tensor on {where} with rows of {n} elements, as many as x")):
             if not (isinstance(t, torch.Tensor) and t.dtype is dt and t.get_device() == device_index
@@ -54,13 +51,9 @@ def guarded(raw, op: str, n: int, dtype_code: int, device_index: int):
             fail("x", x, f"rows of {2 * n} elements")
         if y.numel() * 2 != x.numel():
             fail("y", y, f"{x.numel() // 2} elements (rows of {n}, as many as x)")
-        if y.numel():
-            xb, yb = x.data_ptr(), y.data_ptr()
-            if xb < yb + y.numel() * dt.itemsize and yb < xb + x.numel() * dt.itemsize:
-                raise InputValueError(f"{head}: argument 'y': it overlaps x in memory")
-        raw(x, y)
-    launch.unchecked = raw
-    return launch
+        if overlaps(y, (x,)):
+            raise InputValueError(f"{head}: argument 'y': it overlaps x in memory")
+    return checked(check, raw)
 
 
 def _build_cpu(b):

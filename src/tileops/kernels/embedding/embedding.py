@@ -15,7 +15,7 @@ import torch
 from ... import _C
 from ..._dtypes import CODE, DTYPE
 from ...errors import InputValueError
-from ..base import Kernel, KernelInterface, identity_type, launch_argument_error
+from ..base import Kernel, KernelInterface, checked, identity_type, launch_argument_error, overlaps
 
 CpuBuild = identity_type("CpuEmbeddingBuild", "dtype id_dtype H")
 CudaBuild = identity_type("CudaEmbeddingBuild", "device dtype id_dtype H vec")
@@ -62,19 +62,9 @@ def _guard(b, device_index):
             fail("weight", weight, f"a contiguous {dt} tensor [V, {b.H}] on {where}")
         if not (ok(y, dt) and y.numel() == ids.numel() * b.H):
             fail("y", y, f"a contiguous {dt} tensor of {ids.numel()} rows of {b.H} on {where}")
-        if y.numel() and weight.numel():
-            w0, y0, es = weight.data_ptr(), y.data_ptr(), dt.itemsize
-            if w0 < y0 + y.numel() * es and y0 < w0 + weight.numel() * es:
-                raise InputValueError(f"{head}: argument 'y': it overlaps the table in memory")
+        if overlaps(y, (weight, ids)):
+            raise InputValueError(f"{head}: argument 'y': it overlaps the table or the ids in memory")
     return check
-
-
-def _checked(check, unchecked):
-    def launch(ids, weight, y):
-        check(ids, weight, y)
-        unchecked(ids, weight, y)
-    launch.unchecked = unchecked
-    return launch
 
 
 def _build_cpu(b):
@@ -87,7 +77,7 @@ def _build_cpu(b):
             run(handle, ids.data_ptr(), weight.data_ptr(), y.data_ptr(), ids.numel(), weight.shape[0], H, dtype, idt)
         except InputValueError as e:   # an id out of range (found before any write)
             raise InputValueError(f"EmbeddingFwdOp: argument 'ids': {e}") from None
-    return _checked(_guard(b, -1), unchecked)
+    return checked(_guard(b, -1), unchecked)
 
 
 def _build_cuda(b):
@@ -104,7 +94,7 @@ def _build_cuda(b):
             grid = min(-(-n * groups // THREADS), GRID_MAX)
             launch_raw(handle, grid, 1, 1, THREADS, 1, 1, 0, stream_of(device), ids.data_ptr(), weight.data_ptr(),
                        y.data_ptr(), n, weight.shape[0])
-    return _checked(_guard(b, b.device), unchecked)
+    return checked(_guard(b, b.device), unchecked)
 
 
 class EmbeddingKernel(Kernel):
@@ -122,5 +112,5 @@ class EmbeddingKernel(Kernel):
     @classmethod
     def build(cls, identity):
         if identity.H == 0:
-            return _checked(lambda ids, weight, y: None, lambda ids, weight, y: None)
+            return checked(lambda ids, weight, y: None, lambda ids, weight, y: None)
         return _build_cpu(identity) if isinstance(identity, CpuBuild) else _build_cuda(identity)

@@ -41,23 +41,25 @@ def ops() -> tuple:
 
 
 @functools.lru_cache(maxsize=None)
-def has_residual(op: str) -> bool:
-    """Whether the op's source (csrc/ops/norm/<op>.cu) defines TILEOPS_HAS_RESIDUAL 1."""
-    import re
-    from ... import runtime
-    with open(runtime.source_path(f"norm/{op}.cu"), encoding="utf-8") as f:
-        return re.search(r"^#define TILEOPS_HAS_RESIDUAL 1\b", f.read(), re.M) is not None
-
-
-def weight_bias_choices(op: str):
-    """The (has_weight, has_bias) pairs an op's build takes, from its manifest entry (the op
-    `<stem>` or `<stem>_rows` of entry module <stem>): a weight and a bias where the entry
-    has them, absent where they are optional. Most registers first."""
+def _entry_of(op: str):
+    """The manifest entry of the row op `op`: the entry whose module is <stem>, for the op
+    `<stem>` or `<stem>_rows`."""
     from ...manifest.loader import package_entries
     from ...ops import module_of
     stem = op[:-5] if op.endswith("_rows") else op
-    entry = next(e for n, e in package_entries().items() if module_of(n, e.family).endswith("." + stem))
-    inputs = {i.name: i for i in entry.inputs}
+    return next(e for n, e in package_entries().items() if module_of(n, e.family).endswith("." + stem))
+
+
+def has_residual(op: str) -> bool:
+    """Whether the op adds a residual (its manifest entry has a `residual` input)."""
+    return any(i.name == "residual" for i in _entry_of(op).inputs)
+
+
+def weight_bias_choices(op: str):
+    """The (has_weight, has_bias) pairs an op's build takes, from its manifest entry: a
+    weight and a bias where the entry has them, absent where they are optional. Most
+    registers first."""
+    inputs = {i.name: i for i in _entry_of(op).inputs}
     w = [True] + ([False] if inputs["weight"].optional else [])
     b = ([True] + ([False] if inputs["bias"].optional else [])) if "bias" in inputs else [False]
     return [(hw, hb) for hw in w for hb in b]

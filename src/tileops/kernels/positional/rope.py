@@ -18,7 +18,7 @@ import torch
 from ... import _C
 from ..._dtypes import CODE, DTYPE
 from ...errors import InputValueError
-from ..base import Kernel, KernelInterface, identity_type, launch_argument_error
+from ..base import Kernel, KernelInterface, checked, identity_type, launch_argument_error, overlaps
 
 CpuBuild = identity_type("CpuRopeBuild", "dtype pos_dtype head_size rotary_dim is_neox")
 CudaBuild = identity_type("CudaRopeBuild", "device dtype pos_dtype head_size rotary_dim is_neox vec")
@@ -76,16 +76,6 @@ def _guard(b, device_index: int):
         return (t.dtype is dt and t.get_device() == device_index and t.dim() == 3 and t.shape[0] == T
                 and t.shape[2] == D and t.stride(2) == 1 and not t.is_neg())
 
-    def span(t):
-        n = t.element_size()
-        return t.data_ptr(), t.data_ptr() + n * (1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride())))
-
-    def disjoint(o, others):
-        if o.numel() == 0:
-            return True
-        a0, a1 = span(o)
-        return all(t.numel() == 0 or a1 <= span(t)[0] or span(t)[1] <= a0 for t in others)
-
     def check(q, k, positions, cache, q_out, k_out):
         if not (isinstance(positions, torch.Tensor) and positions.dtype is pdt and positions.dim() == 1
                 and positions.get_device() == device_index):
@@ -106,7 +96,7 @@ def _guard(b, device_index: int):
                 continue
             if not (heads_ok(o, T) and o.shape == i.shape and o.is_contiguous()):
                 fail(name, f"the input it replaces or a new contiguous {dt} tensor of shape {tuple(i.shape)}", o)
-            if not disjoint(o, (q, k, positions, cache) + ((q_out,) if o is k_out else ())):
+            if overlaps(o, (q, k, positions, cache) + ((q_out,) if o is k_out else ())):
                 raise InputValueError(f"{head}: argument '{name}': it overlaps another tensor in memory (only an "
                                       f"output that is the input it replaces may share its memory)")
         if not positions.is_contiguous():
@@ -133,13 +123,7 @@ def _build_cpu(b):
             run(handle, *a[:6], a[6], a[7], a[8], D, R, a[9], *a[10:], neox, dtype, pdt)
         except InputValueError as e:   # a position out of range (found before any write)
             raise InputValueError(f"RopeFwdOp: argument 'positions': {e}") from None
-    check = _guard(b, -1)
-
-    def launch(*tensors):
-        check(*tensors)
-        unchecked(*tensors)
-    launch.unchecked = unchecked
-    return launch
+    return checked(_guard(b, -1), unchecked)
 
 
 def _build_cuda(b):
@@ -170,13 +154,7 @@ def _build_cuda(b):
         threads = min(MAX_THREADS, -(-units // 32) * 32)
         h = vec_h if all(s % step == 0 for s in a[10:]) else scalar_h
         launch_raw(h, min(T, GRID_MAX), 1, 1, threads, 1, 1, 0, stream_of(device), *a)
-    check = _guard(b, b.device)
-
-    def launch(*tensors):
-        check(*tensors)
-        unchecked(*tensors)
-    launch.unchecked = unchecked
-    return launch
+    return checked(_guard(b, b.device), unchecked)
 
 
 class RopeKernel(Kernel):
