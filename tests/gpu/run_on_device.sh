@@ -53,7 +53,7 @@ fi
 step "GPU tests"
 if [ "$MODE" = kit ]; then   # a short device budget: bounded steps; KIT_STEPS picks tests and/or bench
     if [[ "${KIT_STEPS:-tests,bench}" == *tests* ]]; then
-        timeout "${TEST_SECONDS:-240}" python3 -m pytest -q -p no:cacheprovider tests/gpu -rs 2>&1 | tee "$LOGS/tests_gpu.log" | tail -25
+        timeout "${TEST_SECONDS:-240}" python3 -m pytest -q -p no:cacheprovider tests/gpu -rs ${TEST_K:+-k "$TEST_K"} 2>&1 | tee "$LOGS/tests_gpu.log" | tail -25
         [ "${PIPESTATUS[0]}" = 0 ] || status=1
     fi
 else
@@ -113,6 +113,11 @@ if [ "$MODE" = experiments ]; then
     python3 dev/probe_placement.py --out "$OUT/probe_placement.json" 2>&1 | tee "$LOGS/probe_placement.log" | tail -30
     step "time_norm_rows (row ops vs the shipped RMSNorm kernel and a copy)"
     python3 dev/time_norm_rows.py --out "$OUT/norm_rows_timing.json" 2>&1 | tee "$LOGS/time_norm_rows.log" | tail -80
+fi
+if [ "$MODE" = kit ] && [ -n "${KIT_DEV:-}" ]; then   # lab scripts, ';'-separated, e.g. "python3 dev/time_gated.py"
+    step "dev: $KIT_DEV"
+    mkdir -p "$LOGS/dev"
+    (cd "$PWD" && eval "$KIT_DEV") 2>&1 | tee "$LOGS/dev/dev.log" | tail -80
 fi
 cp "$OUT"/*.json "$LOGS"/ 2>/dev/null
 tar czf "$OUT/logs.tar.gz" -C "$LOGS" .   # one file: the device tool returns few per call

@@ -16,7 +16,6 @@ from tileops.kernels.activation import cuda_gated as G
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
-SM_COUNT = 132   # H200
 OPS = ("gelu_and_mul", "gelu_tanh_and_mul", "silu_and_mul")
 
 
@@ -32,13 +31,13 @@ def _cases(ns):
 
 def test_launch_shapes_obey_the_kernel_constraints():
     for op, dt, n, vec in _cases((1, 7, 8, 1001, 4096, 14336, 18944, 28672, 100003)):
-        source, kernel, opts, threads, cap = G.specialisation(op, dt, n, vec, SM_COUNT)
+        source, kernel, opts, threads, unroll = G.specialisation(op, dt, n, vec)
         d = dict(o[2:].split("=") for o in opts)
         assert source == f"activation/{op}.cu" and os.path.exists(os.path.join(ROOT, "csrc", "ops", source))
         assert kernel == f"tileops_{op}"
         assert (int(d["TILEOPS_DTYPE"]), int(d["TILEOPS_N"]), int(d["TILEOPS_VEC"])) == (dt, n, vec)
         assert 32 <= threads <= 1024 and threads % 32 == 0 and int(d["TILEOPS_THREADS"]) == threads
-        assert cap * threads == SM_COUNT * 2048   # one wave of resident threads
+        assert int(d["TILEOPS_UNROLL"]) == unroll == G.UNROLL and 1 <= unroll <= 8
 
 
 def test_the_vector_path_needs_aligned_pointers_and_half_rows_of_16_bytes():
@@ -49,11 +48,11 @@ def test_the_vector_path_needs_aligned_pointers_and_half_rows_of_16_bytes():
 
 def test_bad_builds_are_refused_before_compiling():
     with pytest.raises(ValueError, match="n >= 1"):
-        G.specialisation("silu_and_mul", 1, 0, 1, SM_COUNT)
+        G.specialisation("silu_and_mul", 1, 0, 1)
     with pytest.raises(ValueError, match="vec 4"):
-        G.specialisation("silu_and_mul", 1, 8, 4, SM_COUNT)
+        G.specialisation("silu_and_mul", 1, 8, 4)
     with pytest.raises(ValueError, match="dtype code 3"):
-        G.specialisation("silu_and_mul", 3, 8, 1, SM_COUNT)
+        G.specialisation("silu_and_mul", 3, 8, 1)
 
 
 def _nvcc(tmp_path, opts, src):
@@ -63,8 +62,9 @@ def _nvcc(tmp_path, opts, src):
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
 @pytest.mark.parametrize("op,dt,n,vec", _cases((1, 7, 14336)))
-def test_specialisation_compiles_without_spills(tmp_path, op, dt, n, vec):
-    source, kernel, opts, *_ = G.specialisation(op, dt, n, vec, SM_COUNT)
+@pytest.mark.parametrize("unroll", sorted({1, 4, G.UNROLL}))
+def test_specialisation_compiles_without_spills(tmp_path, op, dt, n, vec, unroll):
+    source, kernel, opts, *_ = G.specialisation(op, dt, n, vec, unroll)
     r = _nvcc(tmp_path, opts, os.path.join(ROOT, "csrc", "ops", source))
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"Compiling entry function '{kernel}'" in r.stderr, r.stderr[-2000:]
@@ -81,7 +81,7 @@ def test_the_text_nvrtc_gets_compiles_alone(tmp_path, op):
     assert "TILEOPS_ROWS_COMMON_CUH" in text
     src = tmp_path / "alone.cu"
     src.write_text(text)
-    _, kernel, opts, *_ = G.specialisation(op, 1, 14336, 8, SM_COUNT)
+    _, kernel, opts, *_ = G.specialisation(op, 1, 14336, 8)
     r = _nvcc(tmp_path, opts, str(src))
     assert r.returncode == 0 and f"'{kernel}'" in r.stderr, r.stderr[-3000:]
 

@@ -28,10 +28,12 @@
  *   TILEOPS_VEC      G = 16 / element size (16-byte loads and stores: x and y 16-byte
  *                    aligned and N * E a multiple of 16, so b's rows are aligned too) or 1.
  *   TILEOPS_THREADS  threads per block (a multiple of 32, <= 1024).
+ *   TILEOPS_UNROLL   U, 16-byte groups of y per thread per step (1..8, default 1).
  *   From the op's file: TILEOPS_ACT (above), TILEOPS_GATED_KERNEL (the extern "C" name).
  *
  * ==== Launch =============================================================================
- *   One thread per 16-byte group of y (G outputs; a row's last group may be partial),
+ *   U threads' worth of 16-byte groups of y per thread (G outputs each; a row's last group
+ *   may be partial), block b covering groups [b T U, (b + 1) T U) for T threads, then
  *   grid-stride: group q is row q / NG, group q % NG; any grid.x >= 1 covers all rows. */
 #if !defined(TILEOPS_ACT) || !defined(TILEOPS_GATED_KERNEL)
 #error "an op's .cu defines TILEOPS_ACT and TILEOPS_GATED_KERNEL before including gated_act.cuh"
@@ -41,6 +43,13 @@
 #endif
 
 #include "../common/rows_common.cuh"
+
+#ifndef TILEOPS_UNROLL
+#define TILEOPS_UNROLL 1
+#endif
+#if TILEOPS_UNROLL < 1 || TILEOPS_UNROLL > 8
+#error "TILEOPS_UNROLL must be 1..8"
+#endif
 
 /* ---- fp32 functions -------------------------------------------------------------------- */
 
@@ -117,17 +126,37 @@ TILEOPS_DEV float tileops_act(float a) {
 
 extern "C" __global__ void TILEOPS_BOUNDS
 TILEOPS_GATED_KERNEL(const void *x, void *y, long long rows) {
+    /* a thread's U groups are THREADS apart (each load instruction of a warp covers
+     * consecutive groups); all 2U loads are issued before the first store, which the
+     * compiler could not do itself: y may not overlap x, but it cannot know that */
     const long long total = rows * TILEOPS_NG;
-    const long long step = (long long)tileops_nctaid() * TILEOPS_THREADS;
-    for (long long q = (long long)tileops_ctaid() * TILEOPS_THREADS + tileops_tid(); q < total; q += step) {
-        const long long r = q / TILEOPS_NG, g = q - r * TILEOPS_NG;
-        const char *xa = (const char *)x + r * (2LL * TILEOPS_N * TILEOPS_E);
-        float fa[TILEOPS_G], fb[TILEOPS_G], fy[TILEOPS_G];
-        tileops_unpack(tileops_ld_group(xa, g, 1), fa);
-        tileops_unpack(tileops_ld_group(xa + (long long)TILEOPS_N * TILEOPS_E, g, 1), fb);
+    const long long step = (long long)tileops_nctaid() * (TILEOPS_THREADS * TILEOPS_UNROLL);
+    for (long long q0 = (long long)tileops_ctaid() * (TILEOPS_THREADS * TILEOPS_UNROLL) + tileops_tid(); q0 < total;
+         q0 += step) {
+        struct tileops_v4 va[TILEOPS_UNROLL], vb[TILEOPS_UNROLL];
 #pragma unroll
-        for (int k = 0; k < TILEOPS_G; k++)
-            fy[k] = tileops_mul(tileops_act(fa[k]), fb[k]);
-        tileops_st_group((char *)y + r * ((long long)TILEOPS_N * TILEOPS_E), g, tileops_pack(fy), 0);
+        for (int u = 0; u < TILEOPS_UNROLL; u++) {
+            const long long q = q0 + (long long)u * TILEOPS_THREADS;
+            if (q < total) {
+                const long long r = q / TILEOPS_NG, g = q - r * TILEOPS_NG;
+                const char *xa = (const char *)x + r * (2LL * TILEOPS_N * TILEOPS_E);
+                va[u] = tileops_ld_group(xa, g, 1);
+                vb[u] = tileops_ld_group(xa + (long long)TILEOPS_N * TILEOPS_E, g, 1);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < TILEOPS_UNROLL; u++) {
+            const long long q = q0 + (long long)u * TILEOPS_THREADS;
+            if (q < total) {
+                const long long r = q / TILEOPS_NG, g = q - r * TILEOPS_NG;
+                float fa[TILEOPS_G], fb[TILEOPS_G], fy[TILEOPS_G];
+                tileops_unpack(va[u], fa);
+                tileops_unpack(vb[u], fb);
+#pragma unroll
+                for (int k = 0; k < TILEOPS_G; k++)
+                    fy[k] = tileops_mul(tileops_act(fa[k]), fb[k]);
+                tileops_st_group((char *)y + r * ((long long)TILEOPS_N * TILEOPS_E), g, tileops_pack(fy), 0);
+            }
+        }
     }
 }

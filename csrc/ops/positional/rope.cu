@@ -25,16 +25,14 @@
  *   TILEOPS_DTYPE 0 float32, 1 float16, 2 bfloat16;  TILEOPS_N = D (head dim);
  *   TILEOPS_RD = R (rotary dim, even, 2 <= R <= D); TILEOPS_NEOX 0 or 1;
  *   TILEOPS_POS64 1 for int64 positions, 0 for int32;  TILEOPS_THREADS the block-size bound;
+ *   TILEOPS_HB heads per thread per step (1..16, default 4);
  *   TILEOPS_VEC G = 16 / E (the vector path: every pointer 16-byte aligned, every stride
  *   times E a multiple of 16, and G dividing R/2 for NeoX, R for GPT-J) or 1.
  *
  * ==== Launch =============================================================================
- *   grid.x tokens (grid-stride: any grid.x >= 1), block.x <= TILEOPS_THREADS threads over
- *   the token's units: per head of q then of k, the rotated units (NeoX: a group of G
- *   pairs, i.e. G channels of each half; GPT-J: a group of G channels, G/2 pairs), then,
- *   when that tensor is written out of place, the pass-through groups of [R, D). The
- *   launch side (src/tileops/kernels/positional/rope.py) picks block.x = the token's
- *   units rounded up to a warp, at most TILEOPS_THREADS (512: no spills). */
+ *   grid.y >= 1 splits each token's head slots, block.x = TT x tokens per block (<=
+ *   TILEOPS_THREADS), TT threads per token (the kernel's comment below), grid.x any >= 1
+ *   (grid-stride over tokens). The launch side is src/tileops/kernels/positional/rope.py. */
 #include "../common/rows_common.cuh"
 
 #if !defined(TILEOPS_RD) || !defined(TILEOPS_NEOX) || !defined(TILEOPS_POS64)
@@ -44,6 +42,12 @@
 #error "TILEOPS_RD must be even with 2 <= TILEOPS_RD <= TILEOPS_N"
 #endif
 #define RP_HALF (TILEOPS_RD / 2)
+#ifndef TILEOPS_HB
+#define TILEOPS_HB 4
+#endif
+#if TILEOPS_HB < 1 || TILEOPS_HB > 16
+#error "TILEOPS_HB must be 1..16"
+#endif
 #if TILEOPS_VEC != 1 && ((TILEOPS_NEOX && RP_HALF % TILEOPS_G) || (!TILEOPS_NEOX && TILEOPS_RD % TILEOPS_G))
 #error "the vector path needs G to divide R/2 (NeoX) or R (GPT-J)"
 #endif
@@ -98,67 +102,154 @@ TILEOPS_DEV void rp_rotate(float a, float b, float cv, float sv, float *o1, floa
     *o2 = tileops_fma(b, cv, tileops_mul(a, sv));
 }
 
-/* unit u of one head vector x -> out; c: the token's cos row (sin at c + R/2) */
-TILEOPS_DEV void rp_unit(const char *x, char *out, int u, const float *c, int valid) {
-    const int vec = TILEOPS_VEC != 1;
-    if (u >= RP_ROT_UNITS) { /* pass-through group */
-        const int j = u - RP_ROT_UNITS, first = TILEOPS_RD + j * TILEOPS_G;
-        const int cnt = TILEOPS_N - first < TILEOPS_G ? TILEOPS_N - first : TILEOPS_G;
-        rp_st(out + (long long)first * TILEOPS_E, rp_ld(x + (long long)first * TILEOPS_E, cnt, RP_PASS_VEC), cnt,
-              RP_PASS_VEC);
+/* ---- one unit of a head: its loads, then its rotation and stores ---------------------- *
+ * Unit u < RP_ROT_UNITS is rotated (NeoX: G channels of each half at i0 = u G and
+ * R/2 + i0; GPT-J: G channels at e0 = u G, G/2 pairs); a higher unit is the pass-through
+ * group j = u - RP_ROT_UNITS of channels [R + j G, ...). `cnt` is the unit's element count
+ * (a last partial group on the scalar path). */
+TILEOPS_DEV int rp_count(int u) {
+    if (u >= RP_ROT_UNITS) {
+        const int first = TILEOPS_RD + (u - RP_ROT_UNITS) * TILEOPS_G;
+        return TILEOPS_N - first < TILEOPS_G ? TILEOPS_N - first : TILEOPS_G;
+    }
+#if TILEOPS_NEOX
+    return RP_HALF - u * TILEOPS_G < TILEOPS_G ? RP_HALF - u * TILEOPS_G : TILEOPS_G;
+#else
+    return TILEOPS_RD - u * TILEOPS_G < TILEOPS_G ? TILEOPS_RD - u * TILEOPS_G : TILEOPS_G;
+#endif
+}
+/* the unit's first element (its second, NeoX's b half, is R/2 further) */
+TILEOPS_DEV int rp_first(int u) {
+    return u >= RP_ROT_UNITS ? TILEOPS_RD + (u - RP_ROT_UNITS) * TILEOPS_G : u * TILEOPS_G;
+}
+TILEOPS_DEV void rp_load(const char *x, int u, int cnt, struct tileops_v4 *va, struct tileops_v4 *vb) {
+    const int f = rp_first(u);
+    if (u >= RP_ROT_UNITS) {
+        *va = rp_ld(x + (long long)f * TILEOPS_E, cnt, RP_PASS_VEC);
         return;
     }
-    float fa[TILEOPS_G], fb[TILEOPS_G], cs[8], sn[8];
+    *va = rp_ld(x + (long long)f * TILEOPS_E, cnt, TILEOPS_VEC != 1);
 #if TILEOPS_NEOX
-    const int i0 = u * TILEOPS_G;
-    const int cnt = RP_HALF - i0 < TILEOPS_G ? RP_HALF - i0 : TILEOPS_G;
-    tileops_unpack(rp_ld(x + (long long)i0 * TILEOPS_E, cnt, vec), fa);
-    tileops_unpack(rp_ld(x + (long long)(RP_HALF + i0) * TILEOPS_E, cnt, vec), fb);
-    rp_ldf(c + i0, cnt, valid, cs);
-    rp_ldf(c + RP_HALF + i0, cnt, valid, sn);
+    *vb = rp_ld(x + (long long)(RP_HALF + f) * TILEOPS_E, cnt, TILEOPS_VEC != 1);
+#else
+    (void)vb;
+#endif
+}
+/* the unit's cos and sin values (c: the token's cos row, sin at c + R/2) */
+TILEOPS_DEV void rp_load_cs(const float *c, int u, int cnt, int valid, float *cs, float *sn) {
+    if (u >= RP_ROT_UNITS)
+        return;
+#if TILEOPS_NEOX
+    rp_ldf(c + u * TILEOPS_G, cnt, valid, cs);
+    rp_ldf(c + RP_HALF + u * TILEOPS_G, cnt, valid, sn);
+#else
+    rp_ldf(c + u * TILEOPS_G / 2, cnt / 2, valid, cs);
+    rp_ldf(c + RP_HALF + u * TILEOPS_G / 2, cnt / 2, valid, sn);
+#endif
+}
+TILEOPS_DEV void rp_store(char *out, int u, int cnt, struct tileops_v4 va, struct tileops_v4 vb, const float *cs,
+                          const float *sn) {
+    const int f = rp_first(u), vec = TILEOPS_VEC != 1;
+    if (u >= RP_ROT_UNITS) {
+        rp_st(out + (long long)f * TILEOPS_E, va, cnt, RP_PASS_VEC);
+        return;
+    }
+    float fa[TILEOPS_G], fb[TILEOPS_G];
+    tileops_unpack(va, fa);
+#if TILEOPS_NEOX
+    tileops_unpack(vb, fb);
 #pragma unroll
     for (int l = 0; l < TILEOPS_G; l++)
         rp_rotate(fa[l], fb[l], cs[l], sn[l], &fa[l], &fb[l]);
-    rp_st(out + (long long)i0 * TILEOPS_E, tileops_pack(fa), cnt, vec);
-    rp_st(out + (long long)(RP_HALF + i0) * TILEOPS_E, tileops_pack(fb), cnt, vec);
+    rp_st(out + (long long)f * TILEOPS_E, tileops_pack(fa), cnt, vec);
+    rp_st(out + (long long)(RP_HALF + f) * TILEOPS_E, tileops_pack(fb), cnt, vec);
 #else
-    const int e0 = u * TILEOPS_G; /* channels e0 .. e0 + cnt: pairs e0 / 2 .. */
-    const int cnt = TILEOPS_RD - e0 < TILEOPS_G ? TILEOPS_RD - e0 : TILEOPS_G;
-    tileops_unpack(rp_ld(x + (long long)e0 * TILEOPS_E, cnt, vec), fa);
-    rp_ldf(c + e0 / 2, cnt / 2, valid, cs);
-    rp_ldf(c + RP_HALF + e0 / 2, cnt / 2, valid, sn);
+    (void)vb;
 #pragma unroll
     for (int l = 0; l < TILEOPS_G / 2; l++)
         rp_rotate(fa[2 * l], fa[2 * l + 1], cs[l], sn[l], &fb[2 * l], &fb[2 * l + 1]);
-    rp_st(out + (long long)e0 * TILEOPS_E, tileops_pack(fb), cnt, vec);
+    rp_st(out + (long long)f * TILEOPS_E, tileops_pack(fb), cnt, vec);
 #endif
+}
+
+/* ---- the kernel ------------------------------------------------------------------------ *
+ * A token's work is its heads (q's H, then k's Hk: NH) times UPH units per head (the larger
+ * of q's and k's unit counts; a head with fewer skips the rest). A thread takes one unit u
+ * and a slot s of the S = ceil(NH / HB) slots: heads s HB .. s HB + HB - 1, then S HB
+ * further while heads remain. It reads its cos/sin values once for all of them and issues
+ * the HB heads' loads before their first store (in place, a store may alias a later load
+ * as far as the compiler knows). grid.y splits the S slots into ceil(S / grid.y) per
+ * block (decode: one token's heads over several SMs); TT = min(UPH x that, THREADS)
+ * threads serve a token (looping when more), the block serves ntid / TT tokens: the
+ * launch side computes the same TT. */
+TILEOPS_DEV unsigned rp_ctaid_y(void) {
+    unsigned r;
+    asm("mov.u32 %0, %%ctaid.y;" : "=r"(r));
+    return r;
+}
+TILEOPS_DEV unsigned rp_nctaid_y(void) {
+    unsigned r;
+    asm("mov.u32 %0, %%nctaid.y;" : "=r"(r));
+    return r;
 }
 
 extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rope(const void *q, const void *k, const void *positions, const float *cache, void *q_out, void *k_out,
              long long T, long long H, long long Hk, long long P, long long q_st, long long q_sh, long long k_st,
              long long k_sh, long long qo_st, long long qo_sh, long long ko_st, long long ko_sh) {
-    /* units per head: the rotated ones, then the pass-through ones when written elsewhere */
     const int uq = RP_ROT_UNITS + (q_out != q ? RP_PASS_UNITS : 0);
-    const int uk = RP_ROT_UNITS + (k_out != k ? RP_PASS_UNITS : 0);
-    const long long nq = H * uq, total = nq + (k ? Hk * uk : 0);
-    for (long long t = tileops_ctaid(); t < T; t += tileops_nctaid()) {
+    const int uk = k ? RP_ROT_UNITS + (k_out != k ? RP_PASS_UNITS : 0) : 0;
+    const int uph = uq > uk ? uq : uk;
+    const int nh = (int)H + (k ? (int)Hk : 0);
+    const int slots = (nh + TILEOPS_HB - 1) / TILEOPS_HB;
+    /* grid.y splits a token's slots (decode: few tokens, many heads), ys per block */
+    const int ys = (slots + (int)rp_nctaid_y() - 1) / (int)rp_nctaid_y(), s0 = (int)rp_ctaid_y() * ys;
+    const int tt = uph * ys < TILEOPS_THREADS ? uph * ys : TILEOPS_THREADS;
+    const int tpb = (int)rp_ntid() / tt;
+    const int lt = (int)tileops_tid() / tt, j = (int)tileops_tid() - lt * tt;
+    if (lt >= tpb)
+        return;
+    for (long long t = (long long)tileops_ctaid() * tpb + lt; t < T; t += (long long)tileops_nctaid() * tpb) {
+        /* the position's load is issued first and used only after the first heads' loads:
+         * the two memory latencies overlap */
 #if TILEOPS_POS64
         const long long p = ((const long long *)positions)[t];
 #else
         const long long p = ((const int *)positions)[t];
 #endif
-        const int valid = p >= 0 && p < P;
-        const float *c = cache + (valid ? p : 0) * (long long)TILEOPS_RD;
-        for (long long w = tileops_tid(); w < total; w += rp_ntid()) {
-            if (w < nq) {
-                const long long h = w / uq;
-                rp_unit((const char *)q + (t * q_st + h * q_sh) * TILEOPS_E,
-                        (char *)q_out + (t * qo_st + h * qo_sh) * TILEOPS_E, (int)(w - h * uq), c, valid);
-            } else {
-                const long long h = (w - nq) / uk;
-                rp_unit((const char *)k + (t * k_st + h * k_sh) * TILEOPS_E,
-                        (char *)k_out + (t * ko_st + h * ko_sh) * TILEOPS_E, (int)(w - nq - h * uk), c, valid);
+        for (int w = j; w < uph * ys; w += tt) {
+            const int u = w % uph, s = s0 + w / uph, cnt = rp_count(u);
+            if (s >= slots)
+                break;
+            float cs[8], sn[8];
+            int have_cs = 0;
+            for (int h0 = s * TILEOPS_HB; h0 < nh; h0 += slots * TILEOPS_HB) {
+                struct tileops_v4 va[TILEOPS_HB], vb[TILEOPS_NEOX ? TILEOPS_HB : 1]; /* GPT-J: one load */
+#pragma unroll
+                for (int i = 0; i < TILEOPS_HB; i++) {
+                    const int h = h0 + i;
+                    if (h < H && u < uq)
+                        rp_load((const char *)q + (t * q_st + h * q_sh) * TILEOPS_E, u, cnt, &va[i],
+                                &vb[TILEOPS_NEOX ? i : 0]);
+                    else if (h >= H && h < nh && u < uk)
+                        rp_load((const char *)k + (t * k_st + (h - H) * k_sh) * TILEOPS_E, u, cnt, &va[i],
+                                &vb[TILEOPS_NEOX ? i : 0]);
+                }
+                if (!have_cs) {
+                    const int valid = p >= 0 && p < P;
+                    rp_load_cs(cache + (valid ? p : 0) * (long long)TILEOPS_RD, u, cnt, valid, cs, sn);
+                    have_cs = 1;
+                }
+#pragma unroll
+                for (int i = 0; i < TILEOPS_HB; i++) {
+                    const int h = h0 + i;
+                    if (h < H && u < uq)
+                        rp_store((char *)q_out + (t * qo_st + h * qo_sh) * TILEOPS_E, u, cnt, va[i],
+                                 vb[TILEOPS_NEOX ? i : 0], cs, sn);
+                    else if (h >= H && h < nh && u < uk)
+                        rp_store((char *)k_out + (t * ko_st + (h - H) * ko_sh) * TILEOPS_E, u, cnt, va[i],
+                                 vb[TILEOPS_NEOX ? i : 0], cs, sn);
+                }
             }
         }
     }

@@ -2,20 +2,23 @@
 csrc/ops/activation/<op>.cu (over gated_act.cuh) a build compiles, with which defines and
 launch shape, and the launch.
 
-    specialisation(op, dtype_code, n, vec, sm_count)   pure: no GPU
+    specialisation(op, dtype_code, n, vec[, unroll, threads])   pure: no GPU
     vec_for(dtype_code, n, aligned16)                  vector width
     build(device_index, op, dtype_code, n, vec) -> launch
     launch(x, y)   contiguous, y allocated: rows = y.numel() // n
 
 Launch rule: one thread per 16-byte group of y (G = 16 / element size outputs), THREADS =
-256 per block, grid = min(ceil(rows * NG / THREADS), sm_count * 2048 / THREADS): at most
-one full wave of resident threads, each striding over the groups (gated_act.cuh). The
-kernel is elementwise, so a row's bits never depend on the grid or the row count."""
+128 per block, a block per THREADS x UNROLL groups (grid-stride only past 2^31 - 1
+blocks). Measured on the H200 (dev/time_gated.py, dev/NOTES.md session 6): this full grid
+beats one wave of resident threads striding (81.9 vs 90.5 us at 4096 x 14336 fp16, equal
+to torch.compile), UNROLL 2-8 gains nothing, and 128-thread blocks beat 256 at one row
+(1.28 vs 1.37 us at 1 x 14336, equal at 32 rows). The kernel is elementwise, so a row's
+bits never depend on the grid or the row count."""
 from __future__ import annotations
 
 ARG_FORMAT = "ppq"          # x, y, rows
-THREADS = 256
-RESIDENT_THREADS_PER_SM = 2048
+THREADS = 128
+UNROLL = 1                  # 16-byte groups of y per thread per step (TILEOPS_UNROLL)
 GRID_MAX = 2**31 - 1
 
 
@@ -47,19 +50,18 @@ def groups(dtype_code: int, n: int) -> int:
     return -(-n // (16 // _elem(dtype_code)))
 
 
-def specialisation(op: str, dtype_code: int, n: int, vec: int, sm_count: int):
-    """(source_name, kernel_name, options, threads, grid_cap) of one build. Pure: tests
-    compile every kind with nvcc, without a GPU. grid.x = min(ceil(rows * NG / threads),
-    grid_cap)."""
+def specialisation(op: str, dtype_code: int, n: int, vec: int, unroll: int = UNROLL, threads: int = THREADS):
+    """(source_name, kernel_name, options, threads, unroll) of one build. Pure: tests
+    compile every kind with nvcc, without a GPU. grid.x = min(ceil(rows * NG / (threads *
+    unroll)), GRID_MAX)."""
     if n < 1:
         raise ValueError(f"half width {n}: the kernels need n >= 1 (an empty row needs no launch)")
     elem = _elem(dtype_code)
     if vec not in (1, 16 // elem):
         raise ValueError(f"vec {vec}: 1 or {16 // elem} for this dtype")
     options = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={n}", f"-DTILEOPS_VEC={vec}",
-               f"-DTILEOPS_THREADS={THREADS}")
-    cap = min(max(1, sm_count) * (RESIDENT_THREADS_PER_SM // THREADS), GRID_MAX)
-    return f"activation/{op}.cu", f"tileops_{op}", options, THREADS, cap
+               f"-DTILEOPS_THREADS={threads}", f"-DTILEOPS_UNROLL={unroll}")
+    return f"activation/{op}.cu", f"tileops_{op}", options, threads, unroll
 
 
 def build(device_index: int, op: str, dtype_code: int, n: int, vec: int):
@@ -69,16 +71,16 @@ def build(device_index: int, op: str, dtype_code: int, n: int, vec: int):
     import torch
 
     from ... import _C, runtime
-    sm_count = runtime.device_attributes(device_index)["sm_count"]
-    source, kernel, options, threads, cap = specialisation(op, dtype_code, n, vec, sm_count)
+    source, kernel, options, threads, unroll = specialisation(op, dtype_code, n, vec)
     handle = runtime.build(device_index, source, kernel, options, ARG_FORMAT)
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
+    per_block = threads * unroll
     ng = groups(dtype_code, n)
 
     def launch(x, y):
         rows = y.numel() // n
         if rows:
-            launch_raw(handle, min(-(-(rows * ng) // threads), cap), 1, 1, threads, 1, 1, 0,
+            launch_raw(handle, min(-(-(rows * ng) // per_block), GRID_MAX), 1, 1, threads, 1, 1, 0,
                        stream_of(device_index), x.data_ptr(), y.data_ptr(), rows)
     return launch

@@ -6,7 +6,8 @@ specialised on the same per device, and on the 16-byte vector path the alignment
 H is the table's row length, the one shape the builds depend on: the interface declares
 the table shape-dependent (its V is an argument, not a define, so any V shares a build).
 
-Launch rule (CUDA): one thread per 16-byte group of y, 256 threads per block, enough
+Launch rule (CUDA): UNROLL = 4 16-byte groups of y per thread (their ids loaded first, then
+their rows: four groups in flight behind one id latency), 256 threads per block, enough
 blocks for every group (grid-stride past 2^31 - 1)."""
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ CpuBuild = identity_type("CpuEmbeddingBuild", "dtype id_dtype H")
 CudaBuild = identity_type("CudaEmbeddingBuild", "device dtype id_dtype H vec")
 
 THREADS = 256
+UNROLL = 4        # 16-byte groups per thread per step (TILEOPS_UNROLL)
 GRID_MAX = 2**31 - 1
 
 
@@ -38,7 +40,7 @@ def cuda_specialisation(dtype_code, id_dtype_code, H, aligned16):
     vec = 16 // e if aligned16 and (H * e) % 16 == 0 else 1
     g = 16 // e
     opts = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={H}", f"-DTILEOPS_VEC={vec}", f"-DTILEOPS_THREADS={THREADS}",
-            f"-DTILEOPS_ID64={int(DTYPE[id_dtype_code] is torch.int64)}")
+            f"-DTILEOPS_ID64={int(DTYPE[id_dtype_code] is torch.int64)}", f"-DTILEOPS_UNROLL={UNROLL}")
     return "embedding/embedding.cu", "tileops_embedding", opts, -(-H // g)
 
 
@@ -91,7 +93,7 @@ def _build_cuda(b):
     def unchecked(ids, weight, y):
         n = ids.numel()
         if n:
-            grid = min(-(-n * groups // THREADS), GRID_MAX)
+            grid = min(-(-n * groups // (THREADS * UNROLL)), GRID_MAX)
             launch_raw(handle, grid, 1, 1, THREADS, 1, 1, 0, stream_of(device), ids.data_ptr(), weight.data_ptr(),
                        y.data_ptr(), n, weight.shape[0])
     return checked(_guard(b, b.device), unchecked)

@@ -8,9 +8,12 @@ rotary_dim, is_neox); a CUDA build is specialised on the same at compile time, p
 and on whether the 16-byte vector path is possible (`vec`: alignment and group sizes); a
 call whose strides break 16-byte rows takes the scalar build of the same identity.
 
-Launch rule (CUDA): one block per token (grid-stride past 2^31 - 1), as many threads as the
-token has units (per head: the rotated groups, plus the pass-through groups when written
-out of place), rounded up to a warp, at most 512 (a 128-register bound: no spills)."""
+Launch rule (CUDA, `cuda_launch_shape`): a thread takes one 16-byte unit of a head (a
+rotated group, or a pass-through group when written out of place) for HEADS_PER_THREAD
+heads (one on the scalar path), reading the token's cos/sin values once for all of them and loading them all before
+its first store; a token gets min(units x ceil(heads / that), 256) threads, a block as many
+tokens as fill 256 threads (grid-stride past 2^31 - 1); while the tokens do not fill the
+SMs, a token's heads are split over several blocks (grid.y)."""
 from __future__ import annotations
 
 import torch
@@ -24,7 +27,10 @@ CpuBuild = identity_type("CpuRopeBuild", "dtype pos_dtype head_size rotary_dim i
 CudaBuild = identity_type("CudaRopeBuild", "device dtype pos_dtype head_size rotary_dim is_neox vec")
 
 ARG_FORMAT_CUDA = "ppppppqqqqqqqqqqqq"
-MAX_THREADS = 512
+MAX_THREADS = 256
+HEADS_PER_THREAD = 2        # TILEOPS_HB of the vector builds: heads a thread loads before its first store
+BLOCK_THREADS = 256         # tokens per block: as many as fill this many threads
+DECODE_BLOCK_THREADS = 64   # a decode launch splits a token's heads into blocks of at least this
 GRID_MAX = 2**31 - 1
 TENSORS = ("q", "k", "positions", "cos_sin_cache", "q_out", "k_out")
 
@@ -47,13 +53,20 @@ def cuda_vec(dtype_code: int, head_size: int, rotary_dim: int, is_neox: bool, al
     return g if aligned16 and (head_size * e) % 16 == 0 and unit % g == 0 else 1
 
 
+def heads_per_thread(vec: int) -> int:
+    """TILEOPS_HB: HEADS_PER_THREAD on the vector path; 1 on the scalar path, whose partial
+    groups would spill registers with more (it serves only views off 16-byte rows)."""
+    return HEADS_PER_THREAD if vec != 1 else 1
+
+
 def cuda_specialisation(dtype_code, pos_dtype_code, head_size, rotary_dim, is_neox, vec):
     """(source, kernel, options, rotated units per head, pass-through units per head):
     pure, no GPU (tests compile every kind with nvcc)."""
+    hb = heads_per_thread(vec)
     g = vec if vec != 1 else 16 // DTYPE[dtype_code].itemsize
     opts = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={head_size}", f"-DTILEOPS_RD={rotary_dim}",
             f"-DTILEOPS_NEOX={int(bool(is_neox))}", f"-DTILEOPS_POS64={int(DTYPE[pos_dtype_code] is torch.int64)}",
-            f"-DTILEOPS_VEC={vec}", f"-DTILEOPS_THREADS={MAX_THREADS}")
+            f"-DTILEOPS_VEC={vec}", f"-DTILEOPS_THREADS={MAX_THREADS}", f"-DTILEOPS_HB={hb}")
     rot = -(-(rotary_dim // 2) // g) if is_neox else -(-rotary_dim // g)
     return "positional/rope.cu", "tileops_rope", opts, rot, -(-(head_size - rotary_dim) // g)
 
@@ -111,6 +124,27 @@ def _args(q, k, positions, cache, q_out, k_out):
             k.stride(1), q_out.stride(0), q_out.stride(1), k_out.stride(0), k_out.stride(1))
 
 
+def cuda_launch_shape(T: int, H: int, Hk: int, uq: int, uk: int, hb: int, sm_count: int = 132):
+    """(grid_x, grid_y, threads) of a launch (rope.cu's kernel comment). UPH = max(uq, uk)
+    units per head, S = ceil((H + Hk) / hb) head slots per token. While the tokens do not
+    fill the SMs (decode), grid.y splits a token's slots over up to sm_count // T blocks of
+    at least DECODE_BLOCK_THREADS threads each. TT = min(UPH ceil(S / grid_y), MAX_THREADS)
+    threads per token, as many tokens per block as fill BLOCK_THREADS (at least one, at
+    most T), the block rounded up to a warp. (0, 0, 0) when there is nothing to do."""
+    uph, nh = max(uq, uk), H + Hk
+    if not T or not uph or not nh:
+        return 0, 0, 0
+    slots = -(-nh // hb)
+    per_block = max(1, -(-DECODE_BLOCK_THREADS // uph))          # slots a decode block takes at least
+    gy = max(1, min(-(-slots // per_block), sm_count // T))
+    ys = -(-slots // gy)
+    gy = -(-slots // ys)                                           # no block without a slot
+    tt = min(uph * ys, MAX_THREADS)
+    tpb = max(1, min(BLOCK_THREADS // tt, T))
+    threads = min(MAX_THREADS, -(-(tt * tpb) // 32) * 32)
+    return min(-(-T // tpb), GRID_MAX), gy, threads
+
+
 def _build_cpu(b):
     handle = _C.cpu_kernel("rope")[0]
     run = _C.cpu_launch
@@ -138,6 +172,8 @@ def _build_cuda(b):
         opts1 = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim, b.is_neox, 1)[2]
         handles[1] = runtime.build(b.device, src, kernel, opts1, ARG_FORMAT_CUDA)
     vec_h, scalar_h = handles[b.vec], handles[1]
+    vec_hb = heads_per_thread(b.vec)
+    sm_count = runtime.device_attributes(b.device)["sm_count"]
     step = 16 // DTYPE[b.dtype].itemsize
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream
@@ -148,12 +184,11 @@ def _build_cuda(b):
         T = a[6]
         if not T:
             return
-        units = a[7] * (rot + (passing if q_out is not q else 0)) + a[8] * (rot + (passing if k_out is not k else 0))
-        if not units:
-            return
-        threads = min(MAX_THREADS, -(-units // 32) * 32)
-        h = vec_h if all(s % step == 0 for s in a[10:]) else scalar_h
-        launch_raw(h, min(T, GRID_MAX), 1, 1, threads, 1, 1, 0, stream_of(device), *a)
+        vec = all(s % step == 0 for s in a[10:])
+        gx, gy, threads = cuda_launch_shape(T, a[7], a[8], rot + (passing if q_out is not q else 0),
+                                            rot + (passing if k_out is not k else 0), vec_hb if vec else 1, sm_count)
+        if gx:
+            launch_raw(vec_h if vec else scalar_h, gx, gy, 1, threads, 1, 1, 0, stream_of(device), *a)
     return checked(_guard(b, b.device), unchecked)
 
 

@@ -1,0 +1,94 @@
+"""Launch variants of the gated activations' CUDA kernel (csrc/ops/activation/gated_act.cuh):
+groups per thread (TILEOPS_UNROLL) and the grid (one wave of resident threads striding, or
+a block per tile of threads x UNROLL groups) and the block size, fp16 silu_and_mul, launched directly.
+
+    python dev/time_gated.py [--out PATH.json] [--rows 1,32,256,4096] [--ns 14336,18944,28672]
+                             [--unrolls 1,2,4,8] [--threads 256] [--grids wave,full]
+
+Per shape: the variants "u<U> t<threads> wave" / "... full", torch.compile of the reference
+(x[:, :n].float() silu times x[:, n:], as tileops.reference.activation writes it) and a
+copy of the same bytes (y.copy_ of x's first half plus a read of the second: torch's copy
+of x into a 1.5x buffer is the bytes floor), hot (CUDA graph of 50 calls) and cold (256 MB
+written before each call), 2 interleaved rounds, min reported. The question: what closes
+the 8-15 % the op loses to torch.compile at 4096 tokens (dev/NOTES.md, session 5)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from lab import common, default_out
+
+tileops = common.import_tileops()
+from tileops import _C, runtime  # noqa: E402
+from tileops.kernels.activation import cuda_gated as G  # noqa: E402
+from tileops.reference.activation import silu_and_mul  # noqa: E402
+
+DT = 1
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=None)
+    p.add_argument("--rows", default="1,32,256,4096")
+    p.add_argument("--ns", default="14336,18944,28672")
+    p.add_argument("--unrolls", default="1,2,4,8")
+    p.add_argument("--threads", default="256")
+    p.add_argument("--grids", default="wave,full")
+    a = p.parse_args(argv)
+    stream_of = torch._C._cuda_getCurrentRawStream
+    sm = runtime.device_attributes(0)["sm_count"]
+    compiled = torch.compile(silu_and_mul)
+    results = []
+    for n in (int(v) for v in a.ns.split(",")):
+        for rows in (int(v) for v in a.rows.split(",")):
+            gen = torch.Generator(device="cpu").manual_seed(0)
+            x = torch.randn(rows, 2 * n, generator=gen).to("cuda", torch.float16)
+            y = torch.empty(rows, n, device="cuda", dtype=torch.float16)
+            c_src = torch.empty(rows, 3 * n, device="cuda", dtype=torch.float16)
+            c_dst = torch.empty_like(c_src)
+            fns = {"copy 1.5x": lambda: c_dst.copy_(c_src), "torch.compile": lambda: compiled(x)}
+            ng = G.groups(DT, n)
+            for u in (int(v) for v in a.unrolls.split(",")):
+                for threads in (int(v) for v in a.threads.split(",")):
+                    src, kname, opts, threads, _ = G.specialisation("silu_and_mul", DT, n, 8, u, threads)
+                    h = runtime.build(0, src, kname, opts, G.ARG_FORMAT)
+                    need = -(-(rows * ng) // (threads * u))
+                    grids = {"wave": min(need, sm * 2048 // threads), "full": min(need, G.GRID_MAX)}
+                    for label in a.grids.split(","):
+                        def fn(h=h, grid=grids[label], threads=threads):
+                            _C.cuda_launch(h, grid, 1, 1, threads, 1, 1, 0, stream_of(0), x.data_ptr(), y.data_ptr(),
+                                           rows)
+                        fns[f"u{u} t{threads} {label}"] = fn
+            names = list(fns)
+            ref = None
+            for k in names:   # every variant gives the same bits
+                if k[0] == "u":
+                    y.zero_()
+                    fns[k]()
+                    torch.cuda.synchronize()
+                    if ref is None:
+                        ref = y.clone()
+                    assert torch.equal(y, ref), k
+            times = {k: {"hot": [], "cold": []} for k in names}
+            for rnd in range(2):
+                for k in (names if rnd == 0 else names[::-1]):
+                    times[k]["hot"].append(common.cuda_hot_us(fns[k]))
+                    times[k]["cold"].append(common.cuda_cold_us(fns[k], warmup=10, rep=40))
+            for k in names:
+                row = {"workload": f"{rows}x{n}", "dtype": "float16", "impl": k,
+                       "hot_us": min(times[k]["hot"]), "cold_us": min(times[k]["cold"])}
+                results.append(row)
+                print(f"{rows:5d}x{n:<5d} {k:16s} hot {row['hot_us']:8.2f}  cold {row['cold_us']:8.2f}", flush=True)
+            err = (ref.float() - silu_and_mul(x.double()).float()).abs().max().item()
+            print(f"  max |y - float64 reference| {err:.3g}")
+            del fns, x, y, c_src, c_dst
+    out = a.out or str(default_out("gated_variants.json"))
+    common.write_results(out, results, common.metadata("cuda", timing="gated activation launch variants"))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
