@@ -133,14 +133,14 @@ def want_for(kind, v):
         if kind == "handle" and x < 0:
             return ValueError
         return None
-    if kind == "f":
+    if kind in ("f", "d"):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return TypeError
         try:
             d = float(v)
         except OverflowError:
             return OverflowError
-        return OverflowError if math.isfinite(d) and abs(d) > 3.4028234663852886e38 else None
+        return OverflowError if kind == "f" and math.isfinite(d) and abs(d) > 3.4028234663852886e38 else None
     if kind in ("str", "str_or_none"):
         if v is None and kind == "str_or_none":
             return None
@@ -404,7 +404,7 @@ def group_cpu_launch(C):
     for name in names:
         h, fmt = C.cpu_kernel(name)
         assert set(fmt) <= set(C.ARG_FORMAT_CHARS) and len(fmt) <= C.MAX_KERNEL_ARGS, (name, fmt)
-        zero = [{"p": 0, "q": 0, "i": 0, "f": 1e-5}[c] for c in fmt]
+        zero = [{"p": 0, "q": 0, "i": 0, "f": 1e-5, "d": 1e-5}[c] for c in fmt]
         for k in range(0, len(fmt) + 3):
             if k != len(fmt):
                 e = fz.expect("cpu_launch", [h] + (zero + [0, 0])[:k], TypeError)
@@ -426,7 +426,9 @@ def group_cpu_launch(C):
         for _ in range(300):
             args = [0 if c == "p" else _hostile_size(rng, 8) if c == "q"
                     else rng.choice([0, 1, 2, 3, -1, INT_MAX, INT_MIN, rng.randint(INT_MIN, INT_MAX)]) if c == "i"
-                    else rng.choice([1e-5, 0.0, -1.0, float("nan"), float("inf"), 3e38]) for c in fmt]
+                    else rng.choice([1e-5, 0.0, -1.0, float("nan"), float("inf"), 3e38])
+                    if c == "f" else rng.choice([1e-5, 0.0, 1.0, -1.0, 1e4, float("nan"), float("-inf"), 1e308, 5e-324])
+                    for c in fmt]
             fz.expect("cpu_launch", [h] + args, None, status={1})
 
     # the contracts: random arguments, valid or not; an invalid call must be rejected with

@@ -124,8 +124,8 @@ def test_the_cache_matches_hugging_face_llama3_rope_init():
     t = torch.arange(300).float()
     freqs = torch.outer(t, llama)
     want = torch.cat((freqs.cos(), freqs.sin()), dim=-1)
-    got = rope_cos_sin_cache(base=base, rotary_dim=D, max_position=300, scaling="llama3", factor=factor,
-                             low_freq_factor=lo, high_freq_factor=hi, original_max_position=old)
+    got = rope_cos_sin_cache(base=base, rotary_dim=D, max_position=300, rope_type="llama3", factor=factor,
+                             low_freq_factor=lo, high_freq_factor=hi, original_max_position_embeddings=old)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 

@@ -13,6 +13,7 @@ and devices). Assigning a param makes the next call check and select its kernel 
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
 import operator
 
@@ -61,6 +62,20 @@ class Op:
             cls._call_boundary = ns["_call_boundary"]
             cls.__call__ = ns["_call_boundary"]
             cls.forward = ns["_call_boundary"]
+        elif not entry.inputs and not entry.composition:
+            # No call-time tensor input, so no boundary (the seed): the outputs depend on the
+            # params and the device alone. The public call is the generated `_call`: eager,
+            # it checks the params and runs forward (its kernels, new outputs on every
+            # call); traced by dynamo, it returns clones of outputs computed once at trace
+            # time (`_traced_outputs`), so a compiled graph holds no tileops node.
+            fwd = cls.__dict__["forward"]
+            cls._forward = fwd
+            cls._boundary = None
+            cls.compile_op_names = ()
+            cls._call_boundary = None
+            cls._check_params = cls._kit["_check_params"]
+            cls.__call__ = cls._kit["_call"]
+            cls.forward = cls._kit["_call"]
         else:
             cls._boundary = None
             cls.compile_op_names = ()
@@ -91,6 +106,7 @@ class Op:
         self._memo: dict = {}       # (interface, memo key) -> launchable (skips selection)
         self._checked: set = set()  # inputs' metadata the generated checks passed for
         self._key = registry.new_key(self)
+        self._params_version = _new_version()
 
     # ---- params -------------------------------------------------------------------
     # Which signatures passed the checks, which launchable the memo holds and what the
@@ -106,6 +122,9 @@ class Op:
         for cache in ("_checked", "_memo", "_kernels"):
             if cache in d:
                 d[cache].clear()
+        # a string a compiled graph guards on (an op without tensor inputs): a new value
+        # of any param makes the next compiled call trace again, with the new outputs
+        object.__setattr__(self, "_params_version", _new_version())
 
     def _note_checked(self, sig):
         """Records that the generated checks passed for inputs with this metadata (the
@@ -118,7 +137,7 @@ class Op:
     # ---- copies -------------------------------------------------------------------
     # A copy (copy.copy, copy.deepcopy, pickle) is a new instance: it takes a new key
     # (keys are never reused) and starts unresolved, with no kernels of its own yet.
-    _RUNTIME_STATE = ("_key", "_target", "_kernels", "_memo", "_checked")
+    _RUNTIME_STATE = ("_key", "_target", "_kernels", "_memo", "_checked", "_params_version")
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k not in self._RUNTIME_STATE}
@@ -126,6 +145,27 @@ class Op:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._start_runtime_state()
+
+    # ---- ops without tensor inputs (no boundary) -----------------------------------
+    def _run_no_boundary(self, device: torch.device, kwargs: dict):
+        """The eager call of an op with no call-time tensor input, on `device`: the param
+        rules (once per value of the params), the target (resolved on the first call for
+        `device` and undone if that call fails, as the boundary's body does), then forward,
+        whose outputs are new tensors."""
+        if not self._checked:
+            self._check_params()
+            self._checked.add(())
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        resolved = self._target is None
+        if resolved:
+            self._resolve_target(device)
+        try:
+            return self._forward(device=device, **kwargs)
+        except BaseException:
+            if resolved:
+                self._unresolve_target()
+            raise
 
     # ---- targets (called from inside the node) ----------------------------------
     @property
@@ -242,6 +282,48 @@ class Op:
         return f"{type(self).__name__}({ps})  # {self._key}"
 
 
+_versions = itertools.count()
+
+
+def _new_version() -> str:
+    """A params version never used before (a string: dynamo guards on its value, and never
+    makes a string symbolic as it may an int)."""
+    return f"v{next(_versions)}"
+
+
+_CPU = torch.device("cpu")
+
+
+def _as_device(device, opname: str, arg: str) -> torch.device:
+    """The device a call without tensor inputs puts its outputs on: None is the CPU; a
+    torch.device, a str ("cuda:1") or an int (a CUDA index) as torch takes them."""
+    if device is None:
+        return _CPU
+    if isinstance(device, torch.device):
+        return device
+    if isinstance(device, bool) or not isinstance(device, (str, int)):
+        raise InputTypeError(f"{opname}: argument '{arg}': expected a torch.device, a str or an int (or None: the "
+                             f"CPU), got {type(device).__name__}")
+    try:
+        return torch.device(device)
+    except (RuntimeError, ValueError):
+        raise InputValueError(f"{opname}: argument '{arg}': expected a device, got {device!r}") from None
+
+
+@torch.compiler.assume_constant_result
+def _traced_outputs(op, version, device, kwargs, k):
+    """Output k of an eager call of `op` (an op without tensor inputs) on `device`. Marked
+    as a constant result: when dynamo traces `op(...)` it runs this once, with the values
+    the trace sees, and puts the tensor in the graph as a constant (a get_attr), not a
+    node; the call returns a clone of it, a new tensor on every call. The trace is
+    guarded on `version` (op._params_version, renewed whenever a param is assigned), on
+    the op's identity, and on the device and call-time values the trace read, so a
+    changed param traces again instead of returning a stale constant."""
+    del version  # guarded on, not needed: the op's params are read off the op itself
+    res = op._run_no_boundary(device, dict(kwargs))
+    return res[k] if isinstance(res, tuple) else res
+
+
 def _coerce_param(opname: str, entry, name: str, value):
     """A constructor param as the manifest types it, in one place for every op: sizes are
     Python ints (an int is a one-dimensional shape; bools, strings and floats are
@@ -291,5 +373,11 @@ def _coerce_param(opname: str, entry, name: str, value):
     if kind == "bool":
         if not isinstance(value, bool):
             raise bad("a bool")
+        return value
+    if kind == "str":
+        if not isinstance(value, str):
+            raise bad("a str" if spec.choices is None else f"one of {list(spec.choices)}")
+        if spec.choices is not None and value not in spec.choices:
+            raise InputValueError(f"{opname}: param '{name}': expected one of {list(spec.choices)}, got {value!r}")
         return value
     return value
