@@ -14,8 +14,9 @@ and, for an op with no call-time tensor input (no boundary):
   _call              the op's call, `op(*, device=None, ...)`: eager, it checks the params
                      (once per value of them), runs forward on `device` (default the CPU)
                      and returns its new outputs; under torch.compile it returns a clone of
-                     each output computed once at trace time (Op._traced_outputs: a graph
-                     constant, guarded on the params), so no tileops node is in the graph
+                     each output computed once at trace time (op._traced, see
+                     op._traced_functions: a graph constant, guarded on the params), so no
+                     tileops node is in the graph
 
 Both are Python source, exec'd once per class; `python -m tileops boundary OP` prints them
 with the boundary."""
@@ -167,7 +168,7 @@ def call_source(entry) -> list:
     kw = ", ".join([f"{dev}=None"] + [f"{c.name}={c.default!r}" for c in others])
     call_kw = "{" + ", ".join(f"{c.name!r}: {c.name}" for c in others) + "}"
     n = len(entry.outputs)
-    traced = [f"_traced(self, self._params_version, _dev, {call_kw}, {k}).clone()" for k in range(n)]
+    traced = [f"self._traced[{k}](self, self._params_version, _dev, {call_kw}).clone()" for k in range(n)]
     lines = [f"def _call(self, *, {kw}):",
              f"    _dev = _as_device({dev}, {entry.name!r}, {dev!r})",
              "    if _is_compiling():",
@@ -183,8 +184,8 @@ def generate(cls, entry) -> dict:
         if not iface.tensors:
             iface.tensors = tuple(i.name for i in entry.inputs) + tuple(o.name for o in entry.outputs)
     from ..errors import InputValueError
-    from .op import _as_device, _traced_outputs
-    ns = {"torch": torch, "InputValueError": InputValueError, "_as_device": _as_device, "_traced": _traced_outputs,
+    from .op import _as_device
+    ns = {"torch": torch, "InputValueError": InputValueError, "_as_device": _as_device,
           "_is_compiling": torch.compiler.is_compiling}
     lines = allocate_source(entry, ns) + [""]
     for iface in cls.interfaces.values():

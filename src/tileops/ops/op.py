@@ -16,6 +16,7 @@ import inspect
 import itertools
 import math
 import operator
+import weakref
 
 import torch
 
@@ -35,6 +36,7 @@ class Op:
     interfaces: dict = {}
     _entry = None
     _param_names: frozenset = frozenset()
+    _check_params = None    # an op without tensor inputs: its generated param rules
 
     def __init_subclass__(cls, manifest: str | None = None, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -97,6 +99,11 @@ class Op:
             targets.get(target)  # an unknown name fails here, listing the known ones
         self._target_request = target
         self._start_runtime_state()
+        if self._check_params is not None and all(p.name in self.__dict__ for p in self._entry.params):
+            # an op without tensor inputs fails at construction on params its rules refuse
+            # (checked again on a call after a param is assigned)
+            self._check_params()
+            self._checked.add(())
 
     def _start_runtime_state(self):
         """Unresolved, nothing built, selected or checked yet, and a key of its own: a new
@@ -107,6 +114,8 @@ class Op:
         self._checked: set = set()  # inputs' metadata the generated checks passed for
         self._key = registry.new_key(self)
         self._params_version = _new_version()
+        if self._check_params is not None:   # an op without tensor inputs: see _traced_functions
+            self._traced = _traced_functions(self)
 
     # ---- params -------------------------------------------------------------------
     # Which signatures passed the checks, which launchable the memo holds and what the
@@ -137,7 +146,7 @@ class Op:
     # ---- copies -------------------------------------------------------------------
     # A copy (copy.copy, copy.deepcopy, pickle) is a new instance: it takes a new key
     # (keys are never reused) and starts unresolved, with no kernels of its own yet.
-    _RUNTIME_STATE = ("_key", "_target", "_kernels", "_memo", "_checked", "_params_version")
+    _RUNTIME_STATE = ("_key", "_target", "_kernels", "_memo", "_checked", "_params_version", "_traced")
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k not in self._RUNTIME_STATE}
@@ -157,7 +166,7 @@ class Op:
             self._checked.add(())
         if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
-        resolved = self._target is None
+        resolved = self._target is None and bool(self.interfaces)   # a forward of torch ops needs none
         if resolved:
             self._resolve_target(device)
         try:
@@ -310,18 +319,38 @@ def _as_device(device, opname: str, arg: str) -> torch.device:
         raise InputValueError(f"{opname}: argument '{arg}': expected a device, got {device!r}") from None
 
 
-@torch.compiler.assume_constant_result
-def _traced_outputs(op, version, device, kwargs, k):
-    """Output k of an eager call of `op` (an op without tensor inputs) on `device`. Marked
-    as a constant result: when dynamo traces `op(...)` it runs this once, with the values
-    the trace sees, and puts the tensor in the graph as a constant (a get_attr), not a
-    node; the call returns a clone of it, a new tensor on every call. The trace is
-    guarded on `version` (op._params_version, renewed whenever a param is assigned), on
-    the op's identity, and on the device and call-time values the trace read, so a
-    changed param traces again instead of returning a stale constant."""
-    del version  # guarded on, not needed: the op's params are read off the op itself
-    res = op._run_no_boundary(device, dict(kwargs))
-    return res[k] if isinstance(res, tuple) else res
+def _traced_functions(op) -> tuple:
+    """One function per output of `op` (an op without tensor inputs), marked as a constant
+    result (torch.compiler.assume_constant_result): when dynamo traces `op(...)` it runs
+    the function once, with the values the trace sees, and puts the tensor it returns in
+    the graph as a constant (a get_attr), not a node; the traced call returns a clone of
+    it, a new tensor on every call. The trace is guarded on `version`
+    (op._params_version, renewed whenever a param is assigned), on the op's identity and
+    on the device and call-time values it read, so a changed param traces again instead
+    of returning a stale constant.
+
+    Dynamo names a constant's source after the function, and two sources of one name in
+    a graph are refused (AOT autograd): so each instance has functions of its own name,
+    and a call repeated within a trace gets the tensor of the first (held weakly here, by
+    the graph itself)."""
+    stem = "tileops_" + "".join(ch if ch.isalnum() else "_" for ch in op._key)
+    made = weakref.WeakValueDictionary()
+
+    def output(k):
+        def traced(op, version, device, kwargs):
+            key = (version, device, tuple(sorted(kwargs.items())), k)
+            t = made.get(key)
+            if t is None:
+                res = op._run_no_boundary(device, dict(kwargs))
+                for j, r in enumerate(res if isinstance(res, tuple) else (res,)):
+                    made[key[:3] + (j,)] = r
+                t = made[key]
+            return t
+        # dynamo takes the name from the code object (UserFunctionVariable.get_name)
+        traced.__code__ = traced.__code__.replace(co_name=f"{stem}_{k}")
+        traced.__name__ = traced.__qualname__ = f"{stem}_{k}"
+        return torch.compiler.assume_constant_result(traced)
+    return tuple(output(k) for k in range(len(op._entry.outputs)))
 
 
 def _coerce_param(opname: str, entry, name: str, value):
