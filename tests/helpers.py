@@ -43,6 +43,22 @@ def assert_outputs_match(expected, got, check):
 
 
 
+def hf_llama3_inv_freq(inv, factor, low_freq_factor, high_freq_factor, original_max_position_embeddings):
+    """Hugging Face's `_compute_llama3_parameters` (rope_type "llama3"), written here over
+    the default inverse frequencies `inv` (in their dtype): the long wavelengths divided by
+    `factor`, the short kept, the band between blended. Returns (scaled, band mask)."""
+    import math
+
+    import torch
+    old, lo, hi = original_max_position_embeddings, low_freq_factor, high_freq_factor
+    wavelen = 2 * math.pi / inv
+    llama = torch.where(wavelen > old / lo, inv / factor, inv)
+    smooth = (old / wavelen - lo) / (hi - lo)
+    smoothed = (1 - smooth) * llama / factor + smooth * llama
+    medium = ~(wavelen < old / hi) * ~(wavelen > old / lo)
+    return torch.where(medium, smoothed, llama), medium
+
+
 def nvcc():
     """The nvcc on this machine, or None (compile checks of CUDA C skip without it)."""
     import os

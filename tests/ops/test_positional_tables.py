@@ -18,6 +18,7 @@ from tileops.positional import AlibiFwdOp, RopeCosSinCacheFwdOp, RopeFwdOp, Sinu
 from tileops.reference import positional as ref
 
 from compile_contract import graph_targets
+from helpers import hf_llama3_inv_freq
 
 # Llama-3.1-8B's config.json: "rope_theta": 500000.0, "max_position_embeddings": 131072
 LLAMA31_ROPE_SCALING = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -65,13 +66,8 @@ def test_rope_cache_takes_a_llama31_config_and_matches_hugging_face_llama3_init(
     op = RopeCosSinCacheFwdOp(base=500000.0, rotary_dim=128, max_position=8192, **LLAMA31_ROPE_SCALING)
     base, D, s = 500000.0, 128, LLAMA31_ROPE_SCALING
     inv = 1.0 / (base ** (torch.arange(0, D, 2, dtype=torch.float64) / D))
-    old, lo, hi, factor = s["original_max_position_embeddings"], s["low_freq_factor"], s["high_freq_factor"], s["factor"]
-    wavelen = 2 * math.pi / inv
-    llama = torch.where(wavelen > old / lo, inv / factor, inv)
-    smooth = (old / wavelen - lo) / (hi - lo)
-    smoothed = (1 - smooth) * llama / factor + smooth * llama
-    medium = ~(wavelen < old / hi) * ~(wavelen > old / lo)
-    llama = torch.where(medium, smoothed, llama)
+    llama, medium = hf_llama3_inv_freq(inv, s["factor"], s["low_freq_factor"], s["high_freq_factor"],
+                                       s["original_max_position_embeddings"])
     assert medium.any() and (llama != inv).any() and (llama == inv).any()   # all three bands present
     assert_one_rounding(op(), rope_math(base, D, 8192, llama), 1e-10, "llama3 cache")
     # Hugging Face computes in float32: at position 8191 its angles are off by up to ~1e-3
