@@ -18,27 +18,11 @@ from tileops.positional import AlibiFwdOp, RopeCosSinCacheFwdOp, RopeFwdOp, Sinu
 from tileops.reference import positional as ref
 
 from compile_contract import graph_targets
-from helpers import hf_llama3_inv_freq
+from helpers import assert_one_rounding, hf_llama3_inv_freq
 
 # Llama-3.1-8B's config.json: "rope_theta": 500000.0, "max_position_embeddings": 131072
 LLAMA31_ROPE_SCALING = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                         "original_max_position_embeddings": 8192, "rope_type": "llama3"}
-
-
-def half_ulp(t64):
-    """Half a float32 ulp of each value (the bound of one rounding to float32)."""
-    f = t64.float().abs()
-    return (torch.nextafter(f, torch.full_like(f, math.inf)) - f).double() / 2
-
-
-def assert_one_rounding(got, want64, extra, what):
-    """|got - want64| <= half a float32 ulp + `extra` everywhere; returns the max error."""
-    assert got.dtype == torch.float32 and got.shape == want64.shape
-    err = (got.double() - want64).abs()
-    bound = half_ulp(want64) + extra
-    assert bool((err <= bound).all()), f"{what}: max error {err.max().item():.3g}, " \
-                                       f"{int((err > bound).sum())} values past half an ulp + {extra:g}"
-    return err.max().item()
 
 
 # ---- RopeCosSinCacheFwdOp -------------------------------------------------------------------

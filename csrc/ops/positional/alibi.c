@@ -48,8 +48,10 @@ static tileops_status_t alibi_call(const tileops_arg_t *g, int reference) {
     if (S > INT64_MAX / 4 / S || H > INT64_MAX / 4 / S / S)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: the bias's bytes must fit int64 (heads %lld, seq_len %lld)",
                             k, (long long)H, (long long)S);
-    if (out == NULL)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: out must be non-NULL when heads and seq_len are > 0", k);
+    if (out == NULL || (uintptr_t)out % sizeof(float))
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "%s: out must be non-NULL and 4-byte aligned when heads and seq_len are > 0, got %p", k,
+                            (void *)out);
     if (reference) {
         for (int64_t h = 0; h < H; h++) {
             const double slope = tileops_alibi_slope(h, H);

@@ -136,8 +136,10 @@ static tileops_status_t check_args(const tileops_angle_table_args_t *a) {
                             "original_max_position_embeddings > 0, got %g, %g, %g", k, a->low, a->high, a->orig);
     if (a->rows == 0 || a->width == 0)
         return TILEOPS_OK;
-    if (a->out == NULL)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: out must be non-NULL when rows and width are > 0", k);
+    if (a->out == NULL || (uintptr_t)a->out % sizeof(float))
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "%s: out must be non-NULL and 4-byte aligned when rows and width are > 0, got %p", k,
+                            (void *)a->out);
     return TILEOPS_OK;
 }
 
