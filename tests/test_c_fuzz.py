@@ -413,6 +413,26 @@ def table_verdict(base, args, bufs):
     return True, _in_buffers(out, rows * width * 4, bufs)
 
 
+def _contract_call(C, fz, stats, h, name, base, args, valid, fits):
+    """One call of the contract fuzz: a valid call within the buffers must run, an invalid
+    one must be rejected with INVALID_ARGUMENT naming the kernel; a valid call past the
+    buffers is skipped (memory C cannot see: the Python layer's check)."""
+    if valid and not fits:
+        stats["skipped"] += 1
+        return
+    label = f"{name}{tuple(args)}"
+    try:
+        C.cpu_launch(h, *args)
+    except StatusError as e:
+        assert not valid, f"{label}: a valid call was rejected: {e}"
+        assert e.code == 1 and str(e).startswith((name + ":", base + ":")), f"{label}: {type(e).__name__}: {e}"
+        stats["rejected"] += 1
+    else:
+        assert valid, f"{label}: an invalid call ran"
+        stats["ran"] += 1
+    fz.calls += 1
+
+
 def _in_buffers(p, nbytes, bufs):
     return any(base <= p and p + nbytes <= base + BUF for base in bufs)
 
@@ -509,20 +529,7 @@ def group_cpu_launch(C):
                         rng.choice([0, ptr(3)]) if bias_op else opt(3, 0), ptr(4),
                         opt(5, residual_op), rows, n, eps, dt]
                 valid, fits = norm_rows_verdict(op, args, bufs)
-            if valid and not fits:
-                stats["skipped"] += 1  # memory C cannot see: the Python layer's check
-                continue
-            label = f"{name}{tuple(args)}"
-            try:
-                C.cpu_launch(h, *args)
-            except StatusError as e:
-                assert not valid, f"{label}: a valid call was rejected: {e}"
-                assert e.code == 1 and str(e).startswith((name + ":", base + ":")), f"{label}: {type(e).__name__}: {e}"
-                stats["rejected"] += 1
-            else:
-                assert valid, f"{label}: an invalid call ran"
-                stats["ran"] += 1
-            fz.calls += 1
+            _contract_call(C, fz, stats, h, name, base, args, valid, fits)
     assert stats["rejected"] > 2000 and stats["ran"] > 2000, stats
     print("contract fuzz:", stats)
 
@@ -548,20 +555,7 @@ def group_cpu_launch(C):
                     args += [pick([0, 1], [2 ** 31 - 1, -1, INT_MIN]),
                              pick([1.0, 4.0, 0.5], [0.0, -2.0, float("nan"), 1e-300, float("inf")]), 1.0, 4.0, 8192.0]
             valid, fits = table_verdict(base, args, bufs)
-            if valid and not fits:
-                stats["skipped"] += 1
-                continue
-            label = f"{name}{tuple(args)}"
-            try:
-                C.cpu_launch(h, *args)
-            except StatusError as e:
-                assert not valid, f"{label}: a valid call was rejected: {e}"
-                assert e.code == 1 and str(e).startswith((name + ":", base + ":")), f"{label}: {type(e).__name__}: {e}"
-                stats["rejected"] += 1
-            else:
-                assert valid, f"{label}: an invalid call ran"
-                stats["ran"] += 1
-            fz.calls += 1
+            _contract_call(C, fz, stats, h, name, base, args, valid, fits)
     assert stats["rejected"] > 300 and stats["ran"] > 300, stats
     print("table contract fuzz:", stats)
     return fz.calls
