@@ -9,8 +9,8 @@ input and the cache (float32 for half inputs: one rounding, as the kernels do) a
 returned in the input's dtype.
 
 The tables without tensor inputs (RopeCosSinCacheFwdOp, AlibiFwdOp, SinusoidalFwdOp) are
-computed in float64 on the CPU and returned in `dtype` (float32, the ops' output; the
-test driver asks for float64 to compare with unrounded values) on `device`:
+computed in float64 on `device` (default the CPU) and returned in `dtype` (float32, the
+ops' output; the test driver asks for float64 to compare with unrounded values):
 
   rope_cos_sin_cache  vLLM's cache (`RotaryEmbedding._compute_cos_sin_cache`: cos of the
                       angles p * inv_i, then their sin) with Hugging Face's inverse
@@ -55,9 +55,9 @@ def rope(q, k, positions, cos_sin_cache, *, head_size, rotary_dim, is_neox):
 
 
 def inverse_frequencies(base, width, rope_type="default", factor=1.0, low_freq_factor=1.0, high_freq_factor=4.0,
-                        original_max_position_embeddings=8192):
+                        original_max_position_embeddings=8192, device=None):
     """float64 [ceil(width / 2)]: 1 / base^(2i / width), scaled as `rope_type` says."""
-    inv = 1.0 / (base ** (torch.arange(0, width, 2, dtype=torch.float64) / width))
+    inv = 1.0 / (base ** (torch.arange(0, width, 2, dtype=torch.float64, device=device) / width))
     if rope_type == "linear":
         inv = inv / factor
     elif rope_type == "llama3":
@@ -76,38 +76,35 @@ def inverse_frequencies(base, width, rope_type="default", factor=1.0, low_freq_f
     return inv
 
 
-def _finish(t, device, dtype):
-    return t.to(dtype).to("cpu" if device is None else device)
-
-
 def rope_cos_sin_cache(*, base, rotary_dim, max_position, rope_type="default", factor=1.0, low_freq_factor=1.0,
                        high_freq_factor=4.0, original_max_position_embeddings=8192, device=None,
                        dtype=torch.float32):
     inv = inverse_frequencies(base, rotary_dim, rope_type, factor, low_freq_factor, high_freq_factor,
-                              original_max_position_embeddings)
-    freqs = torch.outer(torch.arange(max_position, dtype=torch.float64), inv)
-    return _finish(torch.cat((freqs.cos(), freqs.sin()), dim=-1), device, dtype)
+                              original_max_position_embeddings, device)
+    freqs = torch.outer(torch.arange(max_position, dtype=torch.float64, device=device), inv)
+    return torch.cat((freqs.cos(), freqs.sin()), dim=-1).to(dtype)
 
 
-def alibi_slopes(num_heads):
+def alibi_slopes(num_heads, device=None):
     """float64 [num_heads]: the ALiBi slope of each head."""
     if num_heads == 0:
-        return torch.zeros(0, dtype=torch.float64)
+        return torch.zeros(0, dtype=torch.float64, device=device)
     c = 2 ** math.floor(math.log2(num_heads))
     slopes = [2.0 ** (-8.0 * (h + 1) / c) for h in range(c)]
     slopes += [2.0 ** (-8.0 * (2 * k + 1) / (2 * c)) for k in range(num_heads - c)]
-    return torch.tensor(slopes, dtype=torch.float64)
+    return torch.tensor(slopes, dtype=torch.float64, device=device)
 
 
 def alibi(*, num_heads, seq_len, device=None, dtype=torch.float32):
-    pos = torch.arange(seq_len, dtype=torch.float64)
+    pos = torch.arange(seq_len, dtype=torch.float64, device=device)
     distance = pos[None, :] - pos[:, None]   # [i, j] = j - i
-    return _finish(alibi_slopes(num_heads)[:, None, None] * distance, device, dtype)
+    return (alibi_slopes(num_heads, device)[:, None, None] * distance).to(dtype)
 
 
 def sinusoidal(*, seq_len, dim, base=10000.0, device=None, dtype=torch.float32):
-    angles = torch.outer(torch.arange(seq_len, dtype=torch.float64), inverse_frequencies(base, dim))
-    table = torch.empty(seq_len, dim, dtype=torch.float64)
+    angles = torch.outer(torch.arange(seq_len, dtype=torch.float64, device=device),
+                         inverse_frequencies(base, dim, device=device))
+    table = torch.empty(seq_len, dim, dtype=torch.float64, device=device)
     table[:, 0::2] = angles.sin()
     table[:, 1::2] = angles.cos()[:, :dim // 2]
-    return _finish(table, device, dtype)
+    return table.to(dtype)
