@@ -91,13 +91,24 @@ def targets() -> list:
 
 def data_input(entry):
     """The op's first input that is not an index input: the one whose dtypes the cases run
-    (an embedding's table, not its ids)."""
+    (an embedding's table, not its ids); None for an op without tensor inputs."""
+    if not entry.inputs:
+        return None
     return next((i for i in entry.inputs if i.index is None), entry.inputs[0])
 
 
 def dtypes_of(cls) -> tuple:
-    """The dtypes the op's data input accepts (its dtype rule)."""
-    return tuple(data_input(cls._entry).dtype.allowed)
+    """The dtypes the op's data input accepts (its dtype rule); an op without tensor
+    inputs: its first output's."""
+    spec = data_input(cls._entry) or cls._entry.outputs[0]
+    return tuple(spec.dtype.allowed)
+
+
+def call_device_kwargs(entry, device) -> dict:
+    """The call's device argument of an op without tensor inputs (its `device` call
+    param), else nothing: such an op puts its outputs where the call says."""
+    dev = entry.device_param
+    return {dev.name: torch.device(device)} if dev is not None else {}
 
 
 def base_name(cls) -> str:
@@ -258,9 +269,9 @@ def small_case(cls, dtype=None, device="cpu"):
     entry = cls._entry
     dtype = dtype or dtypes_of(cls)[0]
     cs = test_cases(cls, dtype)
-    good = [c for c in cs if all(d >= 2 for s in c.shapes.values() for d in s)]
-    pool = good or [c for c in cs if case_numel(c) > 0] or cs
-    case = min(pool, key=case_numel)
+    good = [c for c in cs if all(d >= 2 for s in case_shapes(cls, c) for d in s)]
+    pool = good or [c for c in cs if case_numel(c, cls) > 0] or cs
+    case = min(pool, key=lambda c: case_numel(c, cls))
     return case, make_inputs(cls, case, {i.name for i in entry.inputs}, device)
 
 
@@ -281,6 +292,19 @@ class Expected:
     alias_of: str | None
     shape: tuple
     dtype: torch.dtype
+
+
+def output_shapes(cls, params: dict) -> list:
+    """Each output's shape from the manifest's rule, for an op without tensor inputs (its
+    rules read the params alone)."""
+    return [tuple(eval(o.shape, _EVAL_GLOBALS, dict(params))) for o in cls._entry.outputs]
+
+
+def case_shapes(cls, case) -> list:
+    """The shapes a case gives: its inputs'; an op without tensor inputs: its outputs'."""
+    if cls._entry.inputs:
+        return list(case.shapes.values())
+    return output_shapes(cls, case.params)
 
 
 def expected_outputs(cls, branch, op, inputs) -> list:
@@ -318,9 +342,11 @@ def returned(result, n):
     return list(result)
 
 
-def ref_outputs(cls, op, inputs: dict, dtype=None) -> tuple:
+def ref_outputs(cls, op, inputs: dict, dtype=None, device="cpu") -> tuple:
     """The manifest's reference on these inputs (converted to `dtype` when given), in
-    the manifest's output order."""
+    the manifest's output order. An op without tensor inputs: the reference takes the
+    params, `device` and `dtype` (the dtype it returns: float64 gives the values before
+    their rounding to the op's dtype)."""
     entry = cls._entry
     if not entry.ref_api:
         pytest.fail(f"{cls.__name__}: the manifest entry has no ref_api, so the driver has nothing to compare with")
@@ -328,7 +354,10 @@ def ref_outputs(cls, op, inputs: dict, dtype=None) -> tuple:
     args = [None if inputs[i.name] is None else
             (inputs[i.name].to(dtype) if dtype and inputs[i.name].is_floating_point() else inputs[i.name])
             for i in entry.inputs]
-    r = ref(*args, **op.resolved_params())
+    extra = {}
+    if not entry.inputs:
+        extra = dict(call_device_kwargs(entry, device), **({"dtype": dtype} if dtype else {}))
+    r = ref(*args, **op.resolved_params(), **extra)
     r = r if isinstance(r, tuple) else (r,)
     assert len(r) == len(entry.outputs), f"ref_api {entry.ref_api} returned {len(r)} outputs, the entry has {len(entry.outputs)}"
     return r
@@ -405,7 +434,7 @@ class Prepared:
     the current op and dtype: the items run op by op, dtype by dtype)."""
 
     def __init__(self, cls, case, present, device):
-        self.cls, self.case, self.present = cls, case, present
+        self.cls, self.case, self.present, self.device = cls, case, present, torch.device(device)
         self.pristine = make_inputs(cls, case, present, device)
         self.copy = clone_all(self.pristine)  # what the pristine inputs must still hold after a call
         self._ref64 = self._own = None
@@ -414,7 +443,7 @@ class Prepared:
         """The reference in float64, with TOL64's bound for each output."""
         if self._ref64 is None:
             op = self.cls(**self.case.params)
-            r = ref_outputs(self.cls, op, self.pristine, torch.float64)
+            r = ref_outputs(self.cls, op, self.pristine, torch.float64, self.device)
             self._ref64 = [Reference(t, self.case.dtype, **tol64(self.case.dtype)) for t in r]
         return self._ref64
 
@@ -423,7 +452,7 @@ class Prepared:
         the dtype, with TOL_OWN's bound."""
         if self._own is None:
             op = self.cls(**self.case.params)
-            r = ref_outputs(self.cls, op, self.pristine)
+            r = ref_outputs(self.cls, op, self.pristine, device=self.device)
             self._own = [Reference(t.to(self.case.dtype), self.case.dtype, **tol_own(self.case.dtype)) for t in r]
         return self._own
 
@@ -464,9 +493,9 @@ def check_call(cls, op, branch, prep, layout, path, twin):
     else:
         inputs = dict(pristine)  # checked against themselves below, and restored if written
     exp = expected_outputs(cls, branch, op, inputs)
-    device = pristine[entry.inputs[0].name].device
+    device = prep.device
 
-    kwargs = dict(branch.values)
+    kwargs = dict(branch.values, **call_device_kwargs(entry, device))
     out = out_buf = None
     out_exp = next((e for e in exp if e.kind == "out"), None)
     if branch.uses_out:
@@ -521,7 +550,7 @@ def check_call(cls, op, branch, prep, layout, path, twin):
                             f"output '{e.name}' shares storage with input '{k}'"
         assert tuple(t.shape) == e.shape, f"output '{e.name}': shape {tuple(t.shape)}, the manifest says {e.shape}"
         assert t.dtype == e.dtype, f"output '{e.name}': dtype {t.dtype}, the manifest says {e.dtype}"
-        assert t.device == args[0].device, f"output '{e.name}': device {t.device}, the inputs' is {args[0].device}"
+        assert t.device == device, f"output '{e.name}': device {t.device}, the call's is {device}"
 
     # numerics: against the reference in float64, and in the op's own dtype
     ref64 = prep.ref64()
@@ -553,9 +582,10 @@ VARIANTS = (("contiguous", "fast"), ("strided", "fast"), ("contiguous", "operato
 LARGE = 1 << 16
 
 
-def case_numel(case) -> int:
+def case_numel(case, cls=None) -> int:
+    """Elements of the case's inputs (an op without tensor inputs: of its outputs)."""
     n = 0
-    for s in case.shapes.values():
+    for s in (case.shapes.values() if cls is None else case_shapes(cls, case)):
         k = 1
         for d in s:
             k *= d
@@ -569,18 +599,20 @@ def run_item(cls, target, dtype, branch, device):
     require_target(cls, target)
     entry = cls._entry
     cs = test_cases(cls, dtype)
-    first = entry.inputs[0].name
-    assert any(0 in c.shapes[first] for c in cs), \
-        f"{cls.__name__}: no test case has an empty first input; add 0 to a dim's test_dims in {entry.source}"
+    assert any(0 in case_shapes(cls, c)[0] for c in cs), \
+        f"{cls.__name__}: no test case has an empty first input (or, without inputs, first output); add 0 to a " \
+        f"dim's test_dims in {entry.source}"
     fails = Failures()
     total = 0
     all_variants = VARIANTS if cls._boundary is not None else tuple(v for v in VARIANTS if v[1] == "fast")
+    if not entry.inputs:   # no input to lay out: one call per case
+        all_variants = all_variants[:1]
     twin_kwargs = plain_kwargs(entry, branch) if (branch.written or branch.uses_out) else None
     subsets = optional_subsets(entry)
     plain = not branch.written and not branch.uses_out
     always_writes = any(i.mutated and not i.when for i in entry.inputs)
     for case in cs:
-        large = case_numel(case) > LARGE
+        large = case_numel(case, cls) > LARGE
         if large and not plain and not always_writes:
             continue
         op = cls(**case.params, target=target.name)
@@ -667,6 +699,8 @@ def run_compile(cls, target, branch, device):
     holds exactly one node, this branch's operator, whatever the target."""
     require_device(device)
     require_target(cls, target)
+    if cls._boundary is None and not cls._entry.inputs:
+        return run_compile_without_inputs(cls, target, device)
     if cls._boundary is None:
         pytest.skip(f"{cls.__name__} has no compile boundary: dynamo traces its forward")
     entry = cls._entry
@@ -703,6 +737,45 @@ def run_compile(cls, target, branch, device):
     assert names == [f"tileops::{branch.name}"], f"graph nodes {names}, expected exactly [tileops::{branch.name}]"
 
 
+def run_compile_without_inputs(cls, target, device):
+    """The compile contract of an op without tensor inputs (no boundary): a cold
+    torch.compile(fullgraph=True) of a call of it captures one graph holding no tileops
+    node (the outputs are constants of the trace), returns exactly what eager returns,
+    bit for bit, as new tensors on every call (writing into one changes no later call),
+    and a param assigned afterwards gives the new outputs, not the traced ones."""
+    entry = cls._entry
+    case, _ = small_case(cls, device=device)
+    where = call_device_kwargs(entry, device)
+    torch._dynamo.reset()
+    op = cls(**case.params, target=target.name)
+    eager = returned(op(**where), len(entry.outputs))
+    compiled, graphs = compile_keeping_graphs(lambda: op(**where))
+    got = returned(compiled(), len(entry.outputs))
+    again = returned(compiled(), len(entry.outputs))
+    assert len(graphs) == 1, f"{len(graphs)} graphs captured, expected 1"
+    names = [t for g in graphs for t in graph_targets(g)]
+    assert not [n for n in names if n.startswith("tileops::")], f"graph nodes {names}: a tileops node in the graph"
+    for o, e, g, a in zip(entry.outputs, eager, got, again):
+        assert g.dtype == e.dtype and g.shape == e.shape and g.device == e.device, f"output '{o.name}'"
+        assert torch.equal(g, e), f"output '{o.name}': compiled != eager"
+        assert g.is_contiguous(), f"output '{o.name}': compiled output not contiguous"
+        if g.numel():
+            assert g.data_ptr() != a.data_ptr(), f"output '{o.name}': two compiled calls returned one tensor"
+            g.fill_(float("nan"))
+            assert torch.equal(returned(compiled(), len(entry.outputs))[entry.outputs.index(o)], e), \
+                f"output '{o.name}': writing into a returned tensor changed a later compiled call"
+    # the params of another case assigned to the op: the next compiled call traces again
+    # and gives the new outputs
+    other = next((c for c in test_cases(cls, case.dtype) if c.params != case.params and case_numel(c, cls) > 0), None)
+    if other is not None:
+        for k, v in other.params.items():
+            setattr(op, k, v)
+        fresh = returned(op(**where), len(entry.outputs))
+        regot = returned(compiled(), len(entry.outputs))
+        for o, f, r in zip(entry.outputs, fresh, regot):
+            assert torch.equal(r, f), f"output '{o.name}': after the params of {other.name}, compiled != eager"
+
+
 def run_backward(cls, target, branch, device):
     """With the data input requiring grad (a non-leaf, so that an in-place branch may
     write it), the call or a backward through its outputs raises an error naming the op."""
@@ -711,6 +784,11 @@ def run_backward(cls, target, branch, device):
     entry = cls._entry
     case, inputs = small_case(cls, device=device)
     op = cls(**case.params, target=target.name)
+    if not entry.inputs:   # nothing can require grad, and the outputs do not
+        outs = returned(op(**call_device_kwargs(entry, device)), len(entry.outputs))
+        assert not any(t.requires_grad or t.grad_fn is not None for t in outs), \
+            f"{cls.__name__}: an output requires grad, though the op has no tensor input"
+        return
     first = data_input(entry).name   # a floating input: only those can require grad
     leaf = inputs[first].clone().requires_grad_(True)
     inputs[first] = leaf.clone()

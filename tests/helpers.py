@@ -43,6 +43,53 @@ def assert_outputs_match(expected, got, check):
 
 
 
+def half_ulp(t64):
+    """Half a float32 ulp of each value of a float64 tensor (the bound of one rounding)."""
+    import math
+
+    import torch
+    f = t64.float().abs()
+    return (torch.nextafter(f, torch.full_like(f, math.inf)) - f).double() / 2
+
+
+def assert_one_rounding(got, want64, extra, what):
+    """A float32 result within one rounding of float64 values: |got - want64| <= half a
+    float32 ulp + `extra` everywhere (on want64's device); returns the max error."""
+    import torch
+    assert got.dtype == torch.float32 and got.shape == want64.shape, (got.dtype, got.shape, want64.shape)
+    err = (got.to(want64.device).double() - want64).abs()
+    bound = half_ulp(want64) + extra
+    assert bool((err <= bound).all()), f"{what}: max error {err.max().item():.3g}, " \
+                                       f"{int((err > bound).sum())} values past half an ulp + {extra:g}"
+    return err.max().item() if err.numel() else 0.0
+
+
+def float32_ulps(a, b):
+    """Distance in float32 ulps between two float32 tensors of finite values (int64)."""
+    import torch
+
+    def ordered(t):
+        i = t.contiguous().view(torch.int32).to(torch.int64)
+        return torch.where(i < 0, -(2 ** 31) - i, i)
+    return (ordered(a) - ordered(b)).abs()
+
+
+def hf_llama3_inv_freq(inv, factor, low_freq_factor, high_freq_factor, original_max_position_embeddings):
+    """Hugging Face's `_compute_llama3_parameters` (rope_type "llama3"), written here over
+    the default inverse frequencies `inv` (in their dtype): the long wavelengths divided by
+    `factor`, the short kept, the band between blended. Returns (scaled, band mask)."""
+    import math
+
+    import torch
+    old, lo, hi = original_max_position_embeddings, low_freq_factor, high_freq_factor
+    wavelen = 2 * math.pi / inv
+    llama = torch.where(wavelen > old / lo, inv / factor, inv)
+    smooth = (old / wavelen - lo) / (hi - lo)
+    smoothed = (1 - smooth) * llama / factor + smooth * llama
+    medium = ~(wavelen < old / hi) * ~(wavelen > old / lo)
+    return torch.where(medium, smoothed, llama), medium
+
+
 def nvcc():
     """The nvcc on this machine, or None (compile checks of CUDA C skip without it)."""
     import os

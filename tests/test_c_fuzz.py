@@ -133,14 +133,14 @@ def want_for(kind, v):
         if kind == "handle" and x < 0:
             return ValueError
         return None
-    if kind == "f":
+    if kind in ("f", "d"):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return TypeError
         try:
             d = float(v)
         except OverflowError:
             return OverflowError
-        return OverflowError if math.isfinite(d) and abs(d) > 3.4028234663852886e38 else None
+        return OverflowError if kind == "f" and math.isfinite(d) and abs(d) > 3.4028234663852886e38 else None
     if kind in ("str", "str_or_none"):
         if v is None and kind == "str_or_none":
             return None
@@ -371,6 +371,68 @@ def rms_norm_verdict(reference, args, bufs):
     return True, all(_in_buffers(p, nb, bufs) for p, nb in extents if p)
 
 
+# The positional tables (csrc/ops/positional): out, then sizes and doubles.
+TABLE_KERNELS = ("rope_cos_sin_cache", "sinusoidal", "alibi")
+
+
+def table_verdict(base, args, bufs):
+    """(valid by the contract, fits the buffers) for a positional table kernel's arguments
+    (rope_cos_sin_cache: default and linear types only, whose largest inverse frequency
+    is 1 or 1 / factor)."""
+    out = args[0]
+    if base == "alibi":
+        H, S = args[1], args[2]
+        if H < 0 or S < 0:
+            return False, False
+        if H == 0 or S == 0:
+            return True, True
+        if S > I64_MAX // 4 // S or H > I64_MAX // 4 // S // S or not out or out % 4:
+            return False, False
+        return True, _in_buffers(out, H * S * S * 4, bufs)
+    rows, width, b = args[1], args[2], args[3]
+    rope = base == "rope_cos_sin_cache"
+    if rows < 0 or width < 0 or (rope and (width < 2 or width % 2)):
+        return False, False
+    if width > 0 and rows > I64_MAX // 4 // width:
+        return False, False
+    if not (math.isfinite(b) and b >= 1.0):
+        return False, False
+    most = 1.0
+    if rope:
+        rtype, factor = args[4], args[5]
+        if rtype not in (0, 1):
+            return False, False
+        if rtype == 1:
+            if not (math.isfinite(factor) and factor > 0):
+                return False, False
+            most = 1.0 / factor
+    if rows == 0 or width == 0:
+        return True, True
+    if not out or out % 4 or not float(rows - 1) * most < 2.0 ** 50:
+        return False, False
+    return True, _in_buffers(out, rows * width * 4, bufs)
+
+
+def _contract_call(C, fz, stats, h, name, base, args, valid, fits):
+    """One call of the contract fuzz: a valid call within the buffers must run, an invalid
+    one must be rejected with INVALID_ARGUMENT naming the kernel; a valid call past the
+    buffers is skipped (memory C cannot see: the Python layer's check)."""
+    if valid and not fits:
+        stats["skipped"] += 1
+        return
+    label = f"{name}{tuple(args)}"
+    try:
+        C.cpu_launch(h, *args)
+    except StatusError as e:
+        assert not valid, f"{label}: a valid call was rejected: {e}"
+        assert e.code == 1 and str(e).startswith((name + ":", base + ":")), f"{label}: {type(e).__name__}: {e}"
+        stats["rejected"] += 1
+    else:
+        assert valid, f"{label}: an invalid call ran"
+        stats["ran"] += 1
+    fz.calls += 1
+
+
 def _in_buffers(p, nbytes, bufs):
     return any(base <= p and p + nbytes <= base + BUF for base in bufs)
 
@@ -404,7 +466,7 @@ def group_cpu_launch(C):
     for name in names:
         h, fmt = C.cpu_kernel(name)
         assert set(fmt) <= set(C.ARG_FORMAT_CHARS) and len(fmt) <= C.MAX_KERNEL_ARGS, (name, fmt)
-        zero = [{"p": 0, "q": 0, "i": 0, "f": 1e-5}[c] for c in fmt]
+        zero = [{"p": 0, "q": 0, "i": 0, "f": 1e-5, "d": 1e-5}[c] for c in fmt]
         for k in range(0, len(fmt) + 3):
             if k != len(fmt):
                 e = fz.expect("cpu_launch", [h] + (zero + [0, 0])[:k], TypeError)
@@ -426,7 +488,9 @@ def group_cpu_launch(C):
         for _ in range(300):
             args = [0 if c == "p" else _hostile_size(rng, 8) if c == "q"
                     else rng.choice([0, 1, 2, 3, -1, INT_MAX, INT_MIN, rng.randint(INT_MIN, INT_MAX)]) if c == "i"
-                    else rng.choice([1e-5, 0.0, -1.0, float("nan"), float("inf"), 3e38]) for c in fmt]
+                    else rng.choice([1e-5, 0.0, -1.0, float("nan"), float("inf"), 3e38])
+                    if c == "f" else rng.choice([1e-5, 0.0, 1.0, -1.0, 1e4, float("nan"), float("-inf"), 1e308, 5e-324])
+                    for c in fmt]
             fz.expect("cpu_launch", [h] + args, None, status={1})
 
     # the contracts: random arguments, valid or not; an invalid call must be rejected with
@@ -465,22 +529,35 @@ def group_cpu_launch(C):
                         rng.choice([0, ptr(3)]) if bias_op else opt(3, 0), ptr(4),
                         opt(5, residual_op), rows, n, eps, dt]
                 valid, fits = norm_rows_verdict(op, args, bufs)
-            if valid and not fits:
-                stats["skipped"] += 1  # memory C cannot see: the Python layer's check
-                continue
-            label = f"{name}{tuple(args)}"
-            try:
-                C.cpu_launch(h, *args)
-            except StatusError as e:
-                assert not valid, f"{label}: a valid call was rejected: {e}"
-                assert e.code == 1 and str(e).startswith((name + ":", base + ":")), f"{label}: {type(e).__name__}: {e}"
-                stats["rejected"] += 1
-            else:
-                assert valid, f"{label}: an invalid call ran"
-                stats["ran"] += 1
-            fz.calls += 1
+            _contract_call(C, fz, stats, h, name, base, args, valid, fits)
     assert stats["rejected"] > 2000 and stats["ran"] > 2000, stats
     print("contract fuzz:", stats)
+
+    # the positional tables: sizes around the buffers' 4096 bytes, hostile doubles
+    stats = {"rejected": 0, "ran": 0, "skipped": 0}
+    for name in names:
+        base = name[:-len("_reference")] if name.endswith("_reference") else name
+        if base not in TABLE_KERNELS:
+            continue
+        h, fmt = C.cpu_kernel(name)
+        for _ in range(600):
+            def pick(good, bad):
+                return rng.choice(good) if rng.random() < 0.85 else rng.choice(bad)
+            out = pick([bufs[0], bufs[1] + 16], [0, bufs[0] + 1, bufs[0] + 2] + hostile_ptrs)
+            if base == "alibi":
+                args = [out, pick(range(0, 9), [_hostile_size(rng, 8)]), pick(range(0, 33), [_hostile_size(rng, 32)])]
+            else:
+                args = [out, pick(range(0, 40), [_hostile_size(rng, 40)]),
+                        pick([2, 4, 8, 10, 130] if base == "rope_cos_sin_cache" else range(0, 40),
+                             [_hostile_size(rng, 40), 3, 7]),
+                        pick([1.0, 10.0, 10000.0, 5e5], [0.5, 0.0, -1.0, float("nan"), float("inf"), 1e308])]
+                if base == "rope_cos_sin_cache":
+                    args += [pick([0, 1], [2 ** 31 - 1, -1, INT_MIN]),
+                             pick([1.0, 4.0, 0.5], [0.0, -2.0, float("nan"), 1e-300, float("inf")]), 1.0, 4.0, 8192.0]
+            valid, fits = table_verdict(base, args, bufs)
+            _contract_call(C, fz, stats, h, name, base, args, valid, fits)
+    assert stats["rejected"] > 300 and stats["ran"] > 300, stats
+    print("table contract fuzz:", stats)
     return fz.calls
 
 

@@ -113,3 +113,79 @@ def test_bad_dims_layouts_and_index_rules_are_rejected(path, value, needle):
         parse_entry("BadOp", _named(path, value), "<t>")
     assert "BadOp" in str(ei.value) and needle in str(ei.value), str(ei.value)
 
+
+
+# ---- ops without tensor inputs: `device` call params, `str` params with `choices` -------
+
+TABLE = {"family": "toy", "status": "implemented", "signature": {
+    "inputs": {},
+    "outputs": {"t": {"dtype": "float32", "shape": "(n, 2)"}},
+    "params": {"n": {"type": "int"}, "kind": {"type": "str", "default": "a", "choices": ["a", "b"]}},
+    "call_params": {"device": {"type": "device"}},
+    "shape_rules": ["kind != 'b' or n >= 1"]}}
+
+
+def _table(path, value, drop=False):
+    import copy
+    raw = copy.deepcopy(TABLE)
+    d = raw
+    for p in path[:-1]:
+        d = d[p]
+    if drop:
+        del d[path[-1]]
+    else:
+        d[path[-1]] = value
+    return raw
+
+
+def test_an_op_without_inputs_parses_with_its_device_and_choices():
+    e = parse_entry("TableOp", TABLE, "<t>")
+    assert not e.has_boundary and e.device_param.name == "device" and e.device_param.default is None
+    kind = next(p for p in e.params if p.name == "kind")
+    assert kind.choices == ("a", "b") and kind.default == "a"
+    assert e.shape_rules == ("kind != 'b' or n >= 1",)
+
+
+@pytest.mark.parametrize("path,value,drop,needle", [
+    (("signature", "call_params", "device"), None, True, "exactly one call param of type device"),
+    (("signature", "call_params", "device", "default"), "cuda", False, "defaults to None"),
+    (("signature", "call_params", "where"), {"type": "device"}, False, "exactly one call param of type device"),
+    (("signature", "call_params", "out"), {"type": "Tensor", "fills": "t"}, False, "takes no `out`"),
+    (("signature", "outputs"), {}, False, "returns at least one output"),
+    (("signature", "params", "kind", "choices"), "ab", False, "`choices` lists the values"),
+    (("signature", "params", "kind", "choices"), [], False, "`choices` lists the values"),
+    (("signature", "params", "n", "choices"), [1, 2], False, "`choices` lists the values"),
+    (("signature", "params", "kind", "default"), "c", False, "'c' is not one of the choices"),
+    (("signature", "shape_rules"), ["device is None"], False, "names 'device'"),
+])
+def test_bad_ops_without_inputs_are_rejected(path, value, drop, needle):
+    with pytest.raises(ManifestError) as ei:
+        parse_entry("BadOp", _table(path, value, drop), "<t>")
+    assert "BadOp" in str(ei.value) and needle in str(ei.value), str(ei.value)
+
+
+def test_a_device_call_param_is_refused_beside_tensor_inputs():
+    raw = _with(("signature", "call_params"), {"device": {"type": "device"}})
+    with pytest.raises(ManifestError, match="a `device` call param is for an op with no call-time tensor input"):
+        parse_entry("BadOp", raw, "<t>")
+
+
+def test_str_params_and_their_choices_are_enforced_on_assignment():
+    from tileops.errors import InputTypeError, InputValueError
+    from tileops.positional import RopeCosSinCacheFwdOp
+    with pytest.raises(InputValueError, match=r"RopeCosSinCacheFwdOp: param 'rope_type': expected one of "
+                                              r"\['default', 'linear', 'llama3'\], got 'yarn'"):
+        RopeCosSinCacheFwdOp(10000.0, 8, 4, rope_type="yarn")
+    op = RopeCosSinCacheFwdOp(10000.0, 8, 4)
+    with pytest.raises(InputTypeError, match="param 'rope_type': expected one of"):
+        op.rope_type = 3
+    assert op.rope_type == "default"
+
+
+def test_workload_str_params_are_literals_not_dims():
+    """`rope_type: llama3` in a workload is the value itself (a dim of that name is never
+    looked up)."""
+    from tileops.manifest import workloads
+    e = package_entries()["RopeCosSinCacheFwdOp"]
+    got = {c.params.get("rope_type", "default") for c in workloads.cases(e)}
+    assert got == {"default", "llama3", "linear"}

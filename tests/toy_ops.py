@@ -165,8 +165,8 @@ class ToyIotaOp(Op, manifest=MANIFEST):
         super().__init__(target=target)
         self.n = int(n)
 
-    def forward(self):
-        return torch.arange(self.n, dtype=torch.float32)
+    def forward(self, *, device=None):
+        return torch.arange(self.n, dtype=torch.float32, device=device)
 
 
 TOY_CLASSES = {c.__name__: c for c in (ToyScaleOp, ToyAccumulateOp, ToyAddOp, ToyNormStatsOp, ToySwapOp,

@@ -185,6 +185,27 @@ static int as_f32(const char *fn, const argname_t *a, PyObject *o, float *out) {
     return 0;
 }
 
+/* A float64 argument: a Python float as it is, or an int converted to the nearest double
+ * (an int beyond double range is an OverflowError). */
+static int as_f64(const char *fn, const argname_t *a, PyObject *o, double *out) {
+    static const char want[] = "a float (or int)";
+    if (PyFloat_Check(o)) {
+        *out = PyFloat_AS_DOUBLE(o);
+        return 0;
+    }
+    if (!PyLong_Check(o) || PyBool_Check(o))
+        return arg_fail(PyExc_TypeError, fn, a, want, o);
+    const double d = PyLong_AsDouble(o);
+    if (d == -1.0 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear();
+        return arg_fail(PyExc_OverflowError, fn, a, want, o);
+    }
+    *out = d;
+    return 0;
+}
+
 /* A str as UTF-8 without NUL characters, borrowed from `o` (valid while `o` lives, so
  * only with the GIL held). *len may be NULL. */
 static const char *as_str(const char *fn, const char *what, PyObject *o, Py_ssize_t *len) {
@@ -257,6 +278,10 @@ static int pack_args(const char *fn, const char *fmt, PyObject *const *objs, Py_
         }
         case 'f':
             if (as_f32(fn, &a, o, &out[i].f) < 0)
+                return -1;
+            break;
+        case 'd':
+            if (as_f64(fn, &a, o, &out[i].d) < 0)
                 return -1;
             break;
         default: /* formats are validated when a kernel is registered or built */

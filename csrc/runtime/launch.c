@@ -86,6 +86,7 @@ tileops_status_t tileops_cuda_launch(int handle, const unsigned grid[3], const u
         case 'p': params[i] = &a->p; break;
         case 'q': params[i] = &a->q; break;
         case 'i': params[i] = &a->i; break;
+        case 'd': params[i] = &a->d; break;
         default: params[i] = &a->f; break; /* 'f': the format was validated at build */
         }
     }

@@ -97,7 +97,8 @@ def ops(as_json: bool) -> int:
     rows = []
     for name, entry in package_entries().items():
         cls = classes.get(name)
-        x = entry.inputs[0] if entry.inputs else None
+        # the first input's dtypes; an op without inputs: its first output's
+        x = entry.inputs[0] if entry.inputs else entry.outputs[0] if entry.outputs else None
         dtypes = [] if x is None or x.dtype.same_as else [str(d).replace("torch.", "") for d in x.dtype.allowed]
         serving = [t.name for t in targets.all_targets() if cls is not None and t.serves(cls)]
         devices = []

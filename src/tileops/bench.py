@@ -632,13 +632,16 @@ def build_impls(cls, case, cfg, notes):
     op = cls(**case.params)
     params = resolved_params(op)
     ref_fn = reference.resolve(entry.ref_api)
+    # an op without tensor inputs makes its outputs on the device its call names (and its
+    # reference takes the same keyword)
+    where = {entry.device_param.name: torch.device(cfg.device)} if entry.device_param else {}
 
     def ref(*a):
-        return ref_fn(*a, **params)
+        return ref_fn(*a, **params, **where)
 
     fns = {}
     if cfg.wants("tileops"):
-        fns["tileops"] = lambda: op(*inputs)
+        fns["tileops"] = lambda: op(*inputs, **where)
     if cfg.wants("torch"):
         fns["torch"] = lambda: ref(*inputs)
     if cfg.wants("torch.compile"):

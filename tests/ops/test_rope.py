@@ -3,7 +3,6 @@ and layout against the float64 reference): q and k as views into one packed qkv 
 written in place through the views (no copy, v untouched); Hugging Face's rotation;
 int64 positions; an out-of-range position on the CPU (a clear error, nothing written);
 GPT-J pairs and partial rotary against a hand-written rotation."""
-import math
 
 import pytest
 import torch
@@ -12,6 +11,8 @@ from tileops.errors import InputValueError
 from tileops.positional import RopeFwdOp
 from tileops.reference.positional import rope as reference
 from tileops.reference.positional import rope_cos_sin_cache
+
+from helpers import hf_llama3_inv_freq
 
 
 def packed(T, H, Hk, D, dtype, seed=0):
@@ -115,17 +116,12 @@ def test_the_cache_matches_hugging_face_llama3_rope_init():
     """rope_type "llama3" of Llama-3.1's config, as transformers computes it (in float32)."""
     base, D, factor, lo, hi, old = 500000.0, 128, 8.0, 1.0, 4.0, 8192
     inv = 1.0 / (base ** (torch.arange(0, D, 2, dtype=torch.int64).float() / D))
-    wavelen = 2 * math.pi / inv
-    llama = torch.where(wavelen > old / lo, inv / factor, inv)
-    smooth = (old / wavelen - lo) / (hi - lo)
-    smoothed = (1 - smooth) * llama / factor + smooth * llama
-    medium = ~(wavelen < old / hi) * ~(wavelen > old / lo)
-    llama = torch.where(medium, smoothed, llama)
+    llama, _ = hf_llama3_inv_freq(inv, factor, lo, hi, old)
     t = torch.arange(300).float()
     freqs = torch.outer(t, llama)
     want = torch.cat((freqs.cos(), freqs.sin()), dim=-1)
-    got = rope_cos_sin_cache(base=base, rotary_dim=D, max_position=300, scaling="llama3", factor=factor,
-                             low_freq_factor=lo, high_freq_factor=hi, original_max_position=old)
+    got = rope_cos_sin_cache(base=base, rotary_dim=D, max_position=300, rope_type="llama3", factor=factor,
+                             low_freq_factor=lo, high_freq_factor=hi, original_max_position_embeddings=old)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 

@@ -3,7 +3,7 @@
  *
  * A CPU kernel is a C function that takes its arguments as an array of tileops_arg_t,
  * described by a format string fixed when the kernel is registered (one character per
- * argument: 'p' pointer, 'q' int64, 'i' int32, 'f' float32). An op's C file registers its
+ * argument: 'p' pointer, 'q' int64, 'i' int32, 'f' float32, 'd' float64). An op's C file registers its
  * kernels with TILEOPS_CPU_KERNEL at load time; the binding looks a kernel up by name once
  * (at build) and launches it by handle through one generic entry, exactly as CUDA kernels
  * are launched. So neither the binding nor this header grows when an op is added. */
@@ -19,11 +19,12 @@ typedef union tileops_arg {
     int64_t q;
     int32_t i;
     float f;
+    double d; /* a parameter whose value must reach the kernel exactly (a Python float) */
 } tileops_arg_t;
 
 #define TILEOPS_MAX_KERNEL_ARGS 24
 /* The characters an arg format may hold, in tileops_arg_t member order. */
-#define TILEOPS_ARG_FORMAT_CHARS "pqif"
+#define TILEOPS_ARG_FORMAT_CHARS "pqifd"
 
 /* A CPU kernel: validates what keeps memory safe (sizes, dtype codes), never user input
  * the op layer checked, and returns a status with the thread-local message set. */

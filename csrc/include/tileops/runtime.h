@@ -66,7 +66,7 @@ typedef struct tileops_build_info {
  *            ones (-default-device, -std=c++17 is NOT used: sources are C-style) are added
  *            by the runtime, all in one place.
  *   arg_format: the kernel's parameters, one character each, fixed at build so a launch
- *            needs no parsing: 'p' pointer (uintptr_t), 'q' int64, 'i' int32, 'f' float32.
+ *            needs no parsing: 'p' pointer (uintptr_t), 'q' int64, 'i' int32, 'f' float32, 'd' float64.
  *   capture_stream: the stream the caller is about to launch on, or 0. If that stream is
  *            capturing and the kernel is not already loaded on the device, fails with
  *            TILEOPS_ERR_CAPTURING without compiling, loading or synchronising, so the

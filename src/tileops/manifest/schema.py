@@ -27,11 +27,16 @@ INPUT_KEYS = {"dtype", "optional", "mutated", "when", "shape", "contiguous", "in
 # view into a packed tensor is read and written in place; copied otherwise).
 CONTIGUITY = ("copy", "require", "last_dim")
 OUTPUT_KEYS = {"dtype", "shape", "optional", "when", "alias_of"}
-PARAM_KEYS = {"type", "default", "none_means"}
+PARAM_KEYS = {"type", "default", "none_means", "choices"}
+# A param of type `str` may list its `choices` (e.g. rope_type: default | linear | llama3):
+# any other value is refused when assigned, naming the op, the param and the choices.
 # What a param's `none_means` may name: the value None stands for, resolved once (Op.resolved_params).
 NONE_MEANS = {"float32_eps": 1.1920928955078125e-07}
 CALL_PARAM_KEYS = {"type", "default", "fills"}
-CALL_PARAM_TYPES = {"bool", "int", "float", "Tensor"}
+CALL_PARAM_TYPES = {"bool", "int", "float", "Tensor", "device"}
+# `device` (type device, default None: the CPU) is where an op with no call-time tensor input
+# puts its outputs; such an op declares exactly one, and no other op may (an op with tensor
+# inputs takes its device from them).
 STATUSES = {"implemented", "spec-only"}
 
 # What a rule may call and which attributes it may read.
@@ -83,6 +88,7 @@ class ParamSpec:
     type: str
     default: Any = dataclasses.MISSING
     none_means: Any = None      # the value None stands for (NONE_MEANS), resolved once
+    choices: tuple | None = None  # a str param's allowed values
 
     @property
     def required(self) -> bool:
@@ -123,6 +129,11 @@ class Entry:
     def has_boundary(self) -> bool:
         """The seed's two conditions: a call-time tensor input, and not a composite."""
         return self.has_call_time_tensor_input and not self.composition
+
+    @property
+    def device_param(self):
+        """The call param of type device (an op without tensor inputs), or None."""
+        return next((c for c in self.call_params if c.type == "device"), None)
 
     def input(self, name):
         return next(i for i in self.inputs if i.name == name)
@@ -250,6 +261,12 @@ def parse_entry(name, raw, source) -> Entry:
                 raise _err(source, name, field, "the only call-time tensor parameter is `out`, with `fills: <output>`")
         elif fills is not None:
             raise _err(source, name, field + ".fills", "only `out` fills an output")
+        if ptype == "device":
+            if sig.get("inputs"):
+                raise _err(source, name, field, "a `device` call param is for an op with no call-time tensor input "
+                                                "(an op with tensor inputs puts its outputs on their device)")
+            if p.get("default") is not None:
+                raise _err(source, name, field + ".default", "a `device` call param defaults to None (the CPU)")
         call_params.append(CallParamSpec(pname, ptype, p.get("default"), fills))
     bools = {c.name for c in call_params if c.type == "bool"}
 
@@ -317,17 +334,41 @@ def parse_entry(name, raw, source) -> Entry:
         none_means = p.get("none_means")
         if none_means is not None and none_means not in NONE_MEANS:
             raise _err(source, name, field + ".none_means", f"expected one of {sorted(NONE_MEANS)}, got {none_means!r}")
+        choices = p.get("choices")
+        if choices is not None:
+            if p["type"] != "str" or not isinstance(choices, list) or not choices \
+                    or not all(isinstance(c, str) for c in choices):
+                raise _err(source, name, field + ".choices", f"`choices` lists the values of a `type: str` param, got "
+                                                             f"{choices!r} for type {p['type']!r}")
+            if "default" in p and p["default"] not in choices:
+                raise _err(source, name, field + ".default", f"{p['default']!r} is not one of the choices {choices}")
+            choices = tuple(choices)
         params.append(ParamSpec(pname, p["type"], p["default"] if "default" in p else dataclasses.MISSING,
-                                None if none_means is None else NONE_MEANS[none_means]))
+                                None if none_means is None else NONE_MEANS[none_means], choices))
 
     rules = sig.get("shape_rules") or []
     if not isinstance(rules, list):
         raise _err(source, name, "signature.shape_rules", "expected a list of expressions")
     for i, r in enumerate(rules):
-        check_rule(r, source, name, f"signature.shape_rules[{i}]", known)
+        check_rule(r, source, name, f"signature.shape_rules[{i}]", known if inputs else set(raw_params))
+    composition = raw.get("composition") or []
+    if not inputs and not composition:
+        # no call-time tensor input: no boundary; the call takes `device` and returns new
+        # tensors made from the params alone (Op: computed once per trace under torch.compile)
+        devices = [c.name for c in call_params if c.type == "device"]
+        if len(devices) != 1:
+            raise _err(source, name, "signature.call_params", f"an op with no call-time tensor input declares exactly "
+                                                              f"one call param of type device (where its outputs go), "
+                                                              f"got {devices}")
+        other = [c.name for c in call_params if c.type in ("Tensor",)]
+        if other:
+            raise _err(source, name, "signature.call_params", f"an op with no call-time tensor input takes no "
+                                                              f"`out` (its outputs are new tensors), got {other}")
+        if not outputs or any(o.optional for o in outputs):
+            raise _err(source, name, "signature.outputs", "an op with no call-time tensor input returns at least one "
+                                                          "output, none optional")
     rules = list(rules) + dim_rules(inputs, {p for p in raw_params})
 
-    composition = raw.get("composition") or []
     if not isinstance(composition, list) or not all(isinstance(c, str) for c in composition):
         raise _err(source, name, "composition", "expected a list of op class names")
     roofline = raw.get("roofline")

@@ -47,6 +47,8 @@ def cases(entry, test: bool = False, dtypes=None) -> list[Case]:
     if dtypes is None:
         dtypes = [BY_NAME[d] for d in w.dtypes]
     dtypes = [BY_NAME[d] if isinstance(d, str) else d for d in dtypes]
+    # a str param's value (rope_type: llama3) is itself, not the name of a dim
+    literal = {p.name for p in entry.params if p.type == "str"}
     out, seen = [], set()
     for c in w.cases:
         shapes = {**w.shapes, **(c.get("shapes") or {})}
@@ -57,8 +59,8 @@ def cases(entry, test: bool = False, dtypes=None) -> list[Case]:
             # (QK-norm's [T, heads, 128]) keeps the dims it pins, which are its point
             pinned = set(c.get("dims") or {}) if c.get("shapes") else set()
             dims = {**dims, **{k: v for k, v in w.test_dims.items() if k not in pinned}}
-        names = sorted({v for s in list(shapes.values()) + list(params.values())
-                        for v in (s if isinstance(s, list) else [s]) if isinstance(v, str)})
+        named = list(shapes.values()) + [v for k, v in params.items() if k not in literal]
+        names = sorted({v for s in named for v in (s if isinstance(s, list) else [s]) if isinstance(v, str)})
         missing = [n for n in names if n not in dims]
         if missing:
             raise ValueError(f"{entry.name}: workload {c.get('label')!r} gives no value for dims {missing}")
@@ -67,7 +69,7 @@ def cases(entry, test: bool = False, dtypes=None) -> list[Case]:
             d = dict(zip(names, combo))
             for dt in dtypes:
                 case = Case(c.get("label", "default"), {k: _subst(v, d) for k, v in shapes.items()},
-                            {k: _subst(v, d) for k, v in params.items()}, dt, d)
+                            {k: v if k in literal else _subst(v, d) for k, v in params.items()}, dt, d)
                 key = (tuple(sorted(case.shapes.items())), tuple(sorted(case.params.items())), dt)
                 if key not in seen:
                     seen.add(key)

@@ -7,6 +7,17 @@
                      (KernelInterface.tensors, shape_dependent): what selection and the
                      build identity may depend on beyond the params
 
+and, for an op with no call-time tensor input (no boundary):
+
+  _check_params      the entry's rules, which read params only (a clear error naming the
+                     op, the rule and the params' values)
+  _call              the op's call, `op(*, device=None, ...)`: eager, it checks the params
+                     (once per value of them), runs forward on `device` (default the CPU)
+                     and returns its new outputs; under torch.compile it returns a clone of
+                     each output computed once at trace time (op._traced, see
+                     op._traced_functions: a graph constant, guarded on the params), so no
+                     tileops node is in the graph
+
 Both are Python source, exec'd once per class; `python -m tileops boundary OP` prints them
 with the boundary."""
 from __future__ import annotations
@@ -55,7 +66,9 @@ def allocate_source(entry, ns) -> list:
     sel = selectors(entry)
     out_param = next((c for c in entry.call_params if c.fills), None)
     defaults = {c.name: c.default for c in entry.call_params}
-    kw = [f"{s}={defaults.get(s, False)!r}" for s in sel] + (["out=None"] if out_param else [])
+    dev_param = entry.device_param
+    kw = [f"{s}={defaults.get(s, False)!r}" for s in sel] + (["out=None"] if out_param else []) \
+        + ([f"{dev_param.name}=None"] if dev_param else [])
     args = ", ".join(["self"] + inputs + (["*"] + kw if kw else []))
     lines = [f"def _allocate({args}):"]
     w = lambda s: lines.append("    " + s)  # noqa: E731
@@ -63,7 +76,7 @@ def allocate_source(entry, ns) -> list:
     for p in names_in([o.shape for o in entry.outputs], params):
         w(f"{p} = self.{p}")
     first = entry.inputs[0].name if entry.inputs else None
-    device = f"{first}.device" if first else "self.device"
+    device = f"{first}.device" if first else dev_param.name if dev_param else "None"
     names = []
     for o in entry.outputs:
         dt = dtype_expr(o.dtype, ns, f"_DT_{o.name}")
@@ -131,16 +144,54 @@ def memo_source(entry, iface) -> list:
             f"    return ({', '.join(full)},)"]
 
 
+def check_params_source(entry) -> list:
+    """Lines of `_check_params(self)`: each rule of an op without tensor inputs (rules that
+    read params only), raising InputValueError naming the op, the rule and the values."""
+    params = [p.name for p in entry.params]
+    lines = ["def _check_params(self):"]
+    for p in names_in(entry.shape_rules, params):
+        lines.append(f"    {p} = self.{p}")
+    for rule in entry.shape_rules:
+        shown = ", ".join(f"{n}={{{n}!r}}" for n in rule_names(rule, params))
+        lines.append(f"    if not ({rule}):")
+        lines.append(f"        raise InputValueError(f\"{entry.name}: param rule `{rule}` does not hold: {shown}\")")
+    lines.append("    return None")
+    return lines
+
+
+def call_source(entry) -> list:
+    """Lines of `_call(self, *, device=None, <call params>)` for an op without tensor inputs
+    (module docstring). Other call-time scalars reach forward as keywords; under
+    torch.compile their values are constants of the trace, as the params are."""
+    dev = entry.device_param.name
+    others = [c for c in entry.call_params if c is not entry.device_param]
+    kw = ", ".join([f"{dev}=None"] + [f"{c.name}={c.default!r}" for c in others])
+    call_kw = "{" + ", ".join(f"{c.name!r}: {c.name}" for c in others) + "}"
+    n = len(entry.outputs)
+    traced = [f"self._traced[{k}](self, self._params_version, _dev, {call_kw}).clone()" for k in range(n)]
+    lines = [f"def _call(self, *, {kw}):",
+             f"    _dev = _as_device({dev}, {entry.name!r}, {dev!r})",
+             "    if _is_compiling():",
+             f"        return {traced[0] if n == 1 else '(' + ', '.join(traced) + ',)'}",
+             f"    return self._run_no_boundary(_dev, {call_kw})"]
+    return lines
+
+
 def generate(cls, entry) -> dict:
     """Execs the kit of `cls` into a namespace and returns it (with `_source`). An
     interface declaring no tensors takes the entry's inputs then outputs."""
     for iface in cls.interfaces.values():
         if not iface.tensors:
             iface.tensors = tuple(i.name for i in entry.inputs) + tuple(o.name for o in entry.outputs)
-    ns = {"torch": torch}
+    from ..errors import InputValueError
+    from .op import _as_device
+    ns = {"torch": torch, "InputValueError": InputValueError, "_as_device": _as_device,
+          "_is_compiling": torch.compiler.is_compiling}
     lines = allocate_source(entry, ns) + [""]
     for iface in cls.interfaces.values():
         lines += memo_source(entry, iface) + [""]
+    if not entry.inputs and not entry.composition:
+        lines += check_params_source(entry) + [""] + call_source(entry) + [""]
     src = "\n".join(lines) + "\n"
     exec(compile(src, f"<tileops kit of {cls.__module__}.{cls.__name__}>", "exec"), ns)
     ns["_source"] = src

@@ -13,8 +13,10 @@ and devices). Assigning a param makes the next call check and select its kernel 
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
 import operator
+import weakref
 
 import torch
 
@@ -34,6 +36,7 @@ class Op:
     interfaces: dict = {}
     _entry = None
     _param_names: frozenset = frozenset()
+    _check_params = None    # an op without tensor inputs: its generated param rules
 
     def __init_subclass__(cls, manifest: str | None = None, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -61,6 +64,20 @@ class Op:
             cls._call_boundary = ns["_call_boundary"]
             cls.__call__ = ns["_call_boundary"]
             cls.forward = ns["_call_boundary"]
+        elif not entry.inputs and not entry.composition:
+            # No call-time tensor input, so no boundary (the seed): the outputs depend on the
+            # params and the device alone. The public call is the generated `_call`: eager,
+            # it checks the params and runs forward (its kernels, new outputs on every
+            # call); traced by dynamo, it returns clones of outputs computed once at trace
+            # time (`_traced_outputs`), so a compiled graph holds no tileops node.
+            fwd = cls.__dict__["forward"]
+            cls._forward = fwd
+            cls._boundary = None
+            cls.compile_op_names = ()
+            cls._call_boundary = None
+            cls._check_params = cls._kit["_check_params"]
+            cls.__call__ = cls._kit["_call"]
+            cls.forward = cls._kit["_call"]
         else:
             cls._boundary = None
             cls.compile_op_names = ()
@@ -82,6 +99,11 @@ class Op:
             targets.get(target)  # an unknown name fails here, listing the known ones
         self._target_request = target
         self._start_runtime_state()
+        if self._check_params is not None and all(p.name in self.__dict__ for p in self._entry.params):
+            # an op without tensor inputs fails at construction on params its rules refuse
+            # (checked again on a call after a param is assigned)
+            self._check_params()
+            self._checked.add(())
 
     def _start_runtime_state(self):
         """Unresolved, nothing built, selected or checked yet, and a key of its own: a new
@@ -91,6 +113,9 @@ class Op:
         self._memo: dict = {}       # (interface, memo key) -> launchable (skips selection)
         self._checked: set = set()  # inputs' metadata the generated checks passed for
         self._key = registry.new_key(self)
+        self._params_version = _new_version()
+        if self._check_params is not None:   # an op without tensor inputs: see _traced_functions
+            self._traced = _traced_functions(self)
 
     # ---- params -------------------------------------------------------------------
     # Which signatures passed the checks, which launchable the memo holds and what the
@@ -106,6 +131,9 @@ class Op:
         for cache in ("_checked", "_memo", "_kernels"):
             if cache in d:
                 d[cache].clear()
+        # a string a compiled graph guards on (an op without tensor inputs): a new value
+        # of any param makes the next compiled call trace again, with the new outputs
+        object.__setattr__(self, "_params_version", _new_version())
 
     def _note_checked(self, sig):
         """Records that the generated checks passed for inputs with this metadata (the
@@ -118,7 +146,7 @@ class Op:
     # ---- copies -------------------------------------------------------------------
     # A copy (copy.copy, copy.deepcopy, pickle) is a new instance: it takes a new key
     # (keys are never reused) and starts unresolved, with no kernels of its own yet.
-    _RUNTIME_STATE = ("_key", "_target", "_kernels", "_memo", "_checked")
+    _RUNTIME_STATE = ("_key", "_target", "_kernels", "_memo", "_checked", "_params_version", "_traced")
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k not in self._RUNTIME_STATE}
@@ -126,6 +154,27 @@ class Op:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._start_runtime_state()
+
+    # ---- ops without tensor inputs (no boundary) -----------------------------------
+    def _run_no_boundary(self, device: torch.device, kwargs: dict):
+        """The eager call of an op with no call-time tensor input, on `device`: the param
+        rules (once per value of the params), the target (resolved on the first call for
+        `device` and undone if that call fails, as the boundary's body does), then forward,
+        whose outputs are new tensors."""
+        if not self._checked:
+            self._check_params()
+            self._checked.add(())
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        resolved = self._target is None and bool(self.interfaces)   # a forward of torch ops needs none
+        if resolved:
+            self._resolve_target(device)
+        try:
+            return self._forward(device=device, **kwargs)
+        except BaseException:
+            if resolved:
+                self._unresolve_target()
+            raise
 
     # ---- targets (called from inside the node) ----------------------------------
     @property
@@ -242,6 +291,68 @@ class Op:
         return f"{type(self).__name__}({ps})  # {self._key}"
 
 
+_versions = itertools.count()
+
+
+def _new_version() -> str:
+    """A params version never used before (a string: dynamo guards on its value, and never
+    makes a string symbolic as it may an int)."""
+    return f"v{next(_versions)}"
+
+
+_CPU = torch.device("cpu")
+
+
+def _as_device(device, opname: str, arg: str) -> torch.device:
+    """The device a call without tensor inputs puts its outputs on: None is the CPU; a
+    torch.device, a str ("cuda:1") or an int (a CUDA index) as torch takes them."""
+    if device is None:
+        return _CPU
+    if isinstance(device, torch.device):
+        return device
+    if isinstance(device, bool) or not isinstance(device, (str, int)):
+        raise InputTypeError(f"{opname}: argument '{arg}': expected a torch.device, a str or an int (or None: the "
+                             f"CPU), got {type(device).__name__}")
+    try:
+        return torch.device(device)
+    except (RuntimeError, ValueError):
+        raise InputValueError(f"{opname}: argument '{arg}': expected a device, got {device!r}") from None
+
+
+def _traced_functions(op) -> tuple:
+    """One function per output of `op` (an op without tensor inputs), marked as a constant
+    result (torch.compiler.assume_constant_result): when dynamo traces `op(...)` it runs
+    the function once, with the values the trace sees, and puts the tensor it returns in
+    the graph as a constant (a get_attr), not a node; the traced call returns a clone of
+    it, a new tensor on every call. The trace is guarded on `version`
+    (op._params_version, renewed whenever a param is assigned), on the op's identity and
+    on the device and call-time values it read, so a changed param traces again instead
+    of returning a stale constant.
+
+    Dynamo names a constant's source after the function, and two sources of one name in
+    a graph are refused (AOT autograd): so each instance has functions of its own name,
+    and a call repeated within a trace gets the tensor of the first (held weakly here, by
+    the graph itself)."""
+    stem = "tileops_" + "".join(ch if ch.isalnum() else "_" for ch in op._key)
+    made = weakref.WeakValueDictionary()
+
+    def output(k):
+        def traced(op, version, device, kwargs):
+            key = (version, device, tuple(sorted(kwargs.items())), k)
+            t = made.get(key)
+            if t is None:
+                res = op._run_no_boundary(device, dict(kwargs))
+                for j, r in enumerate(res if isinstance(res, tuple) else (res,)):
+                    made[key[:3] + (j,)] = r
+                t = made[key]
+            return t
+        # dynamo takes the name from the code object (UserFunctionVariable.get_name)
+        traced.__code__ = traced.__code__.replace(co_name=f"{stem}_{k}")
+        traced.__name__ = traced.__qualname__ = f"{stem}_{k}"
+        return torch.compiler.assume_constant_result(traced)
+    return tuple(output(k) for k in range(len(op._entry.outputs)))
+
+
 def _coerce_param(opname: str, entry, name: str, value):
     """A constructor param as the manifest types it, in one place for every op: sizes are
     Python ints (an int is a one-dimensional shape; bools, strings and floats are
@@ -291,5 +402,11 @@ def _coerce_param(opname: str, entry, name: str, value):
     if kind == "bool":
         if not isinstance(value, bool):
             raise bad("a bool")
+        return value
+    if kind == "str":
+        if not isinstance(value, str):
+            raise bad("a str" if spec.choices is None else f"one of {list(spec.choices)}")
+        if spec.choices is not None and value not in spec.choices:
+            raise InputValueError(f"{opname}: param '{name}': expected one of {list(spec.choices)}, got {value!r}")
         return value
     return value

@@ -71,8 +71,10 @@ class BuilderTarget(Target):
     """Per-op builders: builders[op class name] (or "<op>.<interface>") is called as
     builder(inputs, params), with each input's TensorSpec (dtype, device, shape) or None
     and the op's params by name (defaults resolved), and returns a callable taking the
-    op's inputs and returning its outputs (a tuple when there are several). A build is
-    kept in the instance's table per interface and input specs."""
+    op's inputs and returning its outputs (a tuple when there are several). For an op
+    with no call-time tensor input, params also hold `device`, where the outputs go (the
+    callable takes no argument). A build is kept in the instance's table per interface
+    and input and output specs."""
 
     def __init__(self, name: str, builders: dict, detect=None):
         if not isinstance(builders, dict):
@@ -98,7 +100,10 @@ class BuilderTarget(Target):
             builder = self.builder_for(op_name, name)
             if builder is None:
                 raise TargetError(f"target {self.name!r} has no builder for {op_name}")
-            built = builder(dict(call.inputs), dict(call.params))
+            params = dict(call.params)
+            if not call.inputs:   # an op without tensor inputs: where its outputs go
+                params["device"] = call.device
+            built = builder(dict(call.inputs), params)
             if not callable(built):
                 raise TargetError(f"target {self.name!r}: builder for {op_name} returned {built!r}, not a callable")
             fn = table.put(key, _fill(self.name, op_name, call, table.interfaces[name], built))
