@@ -45,17 +45,11 @@
 #define KV_TPB (KV_UNITS >= TILEOPS_THREADS ? 1 : TILEOPS_THREADS / KV_UNITS)
 #define KV_SPAN (KV_TPB * KV_UNITS)
 
-TILEOPS_DEV unsigned kv_ntid(void) {
-    unsigned r;
-    asm("mov.u32 %0, %%ntid.x;" : "=r"(r));
-    return r;
-}
-
 extern "C" __global__ void TILEOPS_BOUNDS tileops_kv_cache_write(const void *key, const void *value, void *key_cache,
                                                                  void *value_cache, const void *slot_mapping,
                                                                  long long T, long long num_slots, long long k_st,
                                                                  long long k_sh, long long v_st, long long v_sh) {
-    const unsigned tid = tileops_tid(), step = kv_ntid();
+    const unsigned tid = tileops_tid(), step = tileops_ntid();
     for (long long base = (long long)tileops_ctaid() * KV_TPB; base < T;
          base += (long long)tileops_nctaid() * KV_TPB) {
         for (unsigned w = tid; w < (unsigned)KV_SPAN; w += step) {

@@ -42,40 +42,11 @@
 #define MG_LOG2E 1.4426950408889634f
 #define MG_LN2 0.6931471805599453f
 
-TILEOPS_DEV unsigned mg_ntid(void) {
-    unsigned r;
-    asm("mov.u32 %0, %%ntid.x;" : "=r"(r));
-    return r;
-}
-TILEOPS_DEV float mg_ex2(float v) {
-    float r;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
-    return r;
-}
-TILEOPS_DEV float mg_lg2(float v) {
-    float r;
-    asm("lg2.approx.f32 %0, %1;" : "=f"(r) : "f"(v));
-    return r;
-}
-TILEOPS_DEV float mg_div(float a, float b) {
-    float r;
-    asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-    return r;
-}
-/* G copies of v, packed */
-TILEOPS_DEV struct tileops_v4 mg_fill(float v) {
-    float f[TILEOPS_G];
-#pragma unroll
-    for (int k = 0; k < TILEOPS_G; k++)
-        f[k] = v;
-    return tileops_pack(f);
-}
-
 extern "C" __global__ void TILEOPS_BOUNDS tileops_merge_attn_states(const void *o_a, const float *lse_a,
                                                                     const void *o_b, const float *lse_b, void *o,
                                                                     float *lse, long long rows) {
     const float inf = tileops_as_float(0x7f800000u), nan = tileops_as_float(0x7fc00000u);
-    const unsigned tid = tileops_tid(), step = mg_ntid();
+    const unsigned tid = tileops_tid(), step = tileops_ntid();
     const long long row_bytes = (long long)TILEOPS_N * TILEOPS_E;
     for (long long base = (long long)tileops_ctaid() * MG_RPB; base < rows;
          base += (long long)tileops_nctaid() * MG_RPB) {
@@ -90,7 +61,7 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_merge_attn_states(const void *
             struct tileops_v4 v;
             float out_lse;
             if (la != la || lb != lb) {
-                v = mg_fill(nan);
+                v = tileops_splat(nan);
                 out_lse = nan;
             } else if (ea && eb) {
                 v = tileops_zero4();
@@ -103,8 +74,8 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_merge_attn_states(const void *
                 out_lse = la;
             } else {
                 const float m = la > lb ? la : lb;
-                const float wa = mg_ex2(tileops_mul(la - m, MG_LOG2E)), wb = mg_ex2(tileops_mul(lb - m, MG_LOG2E));
-                const float s = tileops_add(wa, wb), pa = mg_div(wa, s), pb = mg_div(wb, s);
+                const float wa = tileops_ex2(tileops_mul(la - m, MG_LOG2E)), wb = tileops_ex2(tileops_mul(lb - m, MG_LOG2E));
+                const float s = tileops_add(wa, wb), pa = wa / s, pb = wb / s;
                 float fa[TILEOPS_G], fb[TILEOPS_G];
                 tileops_unpack(tileops_ld_group((const char *)o_a + off, g, 0), fa);
                 tileops_unpack(tileops_ld_group((const char *)o_b + off, g, 0), fb);
@@ -112,7 +83,7 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_merge_attn_states(const void *
                 for (int k = 0; k < TILEOPS_G; k++)
                     fa[k] = tileops_fma(pa, fa[k], tileops_mul(pb, fb[k]));
                 v = tileops_pack(fa);
-                out_lse = tileops_fma(mg_lg2(s), MG_LN2, m);
+                out_lse = tileops_fma(tileops_lg2(s), MG_LN2, m);
             }
             tileops_st_group((char *)o + off, g, v, 0);
             if (g == 0)

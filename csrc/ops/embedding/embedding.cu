@@ -38,11 +38,7 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_embedding(const void *ids, con
         if (id >= 0 && id < V) {
             v = tileops_ld_group((const char *)weight + id * (long long)TILEOPS_N * TILEOPS_E, g, 1);
         } else {
-            float f[TILEOPS_G];
-#pragma unroll
-            for (int k = 0; k < TILEOPS_G; k++)
-                f[k] = tileops_as_float(0x7fc00000u);
-            v = tileops_pack(f);
+            v = tileops_splat(tileops_as_float(0x7fc00000u));
         }
         tileops_st_group(dst, g, v, 0);
     }

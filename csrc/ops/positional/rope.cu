@@ -53,12 +53,6 @@
 /* the pass-through groups are 16-byte aligned when R is a multiple of G */
 #define RP_PASS_VEC (TILEOPS_VEC != 1 && TILEOPS_RD % TILEOPS_G == 0)
 
-TILEOPS_DEV unsigned rp_ntid(void) {
-    unsigned r;
-    asm("mov.u32 %0, %%ntid.x;" : "=r"(r));
-    return r;
-}
-
 /* `count` (<= G) elements of the dtype at p, zeros after them */
 TILEOPS_DEV struct tileops_v4 rp_ld(const char *p, int count, int vec) {
     return (vec && count == TILEOPS_G) ? tileops_ld16(p) : tileops_ld_group_scalar(p, 0, count);
@@ -150,7 +144,7 @@ tileops_rope(const void *q, const void *k, const void *positions, const float *c
 #endif
         const int valid = p >= 0 && p < P;
         const float *c = cache + (valid ? p : 0) * (long long)TILEOPS_RD;
-        for (long long w = tileops_tid(); w < total; w += rp_ntid()) {
+        for (long long w = tileops_tid(); w < total; w += tileops_ntid()) {
             if (w < nq) {
                 const long long h = w / uq;
                 rp_unit((const char *)q + (t * q_st + h * q_sh) * TILEOPS_E,
