@@ -57,6 +57,13 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_kv_cache_write(const void *key
             const long long t = base + lt;
             if (t >= T)
                 break; /* w only grows: so does t */
+            const int is_v = u >= (unsigned)KV_HUNITS;
+            const unsigned r = is_v ? u - (unsigned)KV_HUNITS : u;
+            const unsigned h = r / (unsigned)TILEOPS_NG, g = r - h * (unsigned)TILEOPS_NG;
+            const char *src = is_v ? (const char *)value + (t * v_st + (long long)h * v_sh) * TILEOPS_E
+                                   : (const char *)key + (t * k_st + (long long)h * k_sh) * TILEOPS_E;
+            /* the group and the slot loaded together (neither waits for the other) */
+            const struct tileops_v4 x = tileops_ld_group(src, g, 1);
 #if TILEOPS_SLOT64
             const long long s = ((const long long *)slot_mapping)[t];
 #else
@@ -64,14 +71,9 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_kv_cache_write(const void *key
 #endif
             if (s < 0 || s >= num_slots)
                 continue;
-            const int is_v = u >= (unsigned)KV_HUNITS;
-            const unsigned r = is_v ? u - (unsigned)KV_HUNITS : u;
-            const unsigned h = r / (unsigned)TILEOPS_NG, g = r - h * (unsigned)TILEOPS_NG;
-            const char *src = is_v ? (const char *)value + (t * v_st + (long long)h * v_sh) * TILEOPS_E
-                                   : (const char *)key + (t * k_st + (long long)h * k_sh) * TILEOPS_E;
             char *dst = (char *)(is_v ? value_cache : key_cache) +
                         (s * TILEOPS_HK + h) * (long long)(TILEOPS_N * TILEOPS_E);
-            tileops_st_group(dst, g, tileops_ld_group(src, g, 1), 0);
+            tileops_st_group(dst, g, x, 0);
         }
     }
 }

@@ -7,7 +7,7 @@
  *   either lse NaN                 o[r] = NaN, lse[r] = NaN
  *   (+inf counts as -inf: an empty partial, as FlashAttention marks a row with no key)
  *   both -inf                      o[r] = 0, lse[r] = -inf
- *   la = -inf (a empty)            o[r] = b, lse[r] = lb   (a is not read)
+ *   la = -inf (a empty)            o[r] = b, lse[r] = lb   (a's values do not matter)
  *   lb = -inf                      o[r] = a, lse[r] = la
  *   else, m = max(la, lb), wa = e^(la - m), wb = e^(lb - m), s = wa + wb:
  *       o[r] = (wa / s) a + (wb / s) b,   lse[r] = m + ln s

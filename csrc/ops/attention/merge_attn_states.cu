@@ -8,7 +8,7 @@
  *   either lse NaN                 o[r] = NaN, lse[r] = NaN
  *   (+inf counts as -inf: an empty partial, as FlashAttention marks a row with no key)
  *   both -inf                      o[r] = 0, lse[r] = -inf
- *   la = -inf (a empty)            o[r] = b, lse[r] = lb   (a is not read)
+ *   la = -inf (a empty)            o[r] = b, lse[r] = lb   (a's values do not matter)
  *   lb = -inf                      o[r] = a, lse[r] = la
  *   else, m = max(la, lb), wa = 2^((la - m) log2 e), wb likewise, s = wa + wb:
  *       o[r] = fma(wa / s, a, (wb / s) b),   lse[r] = m + log2(s) ln 2
@@ -55,8 +55,12 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_merge_attn_states(const void *
             const long long r = base + lr;
             if (r >= rows)
                 break; /* w only grows: so does r */
-            const float la = lse_a[r], lb = lse_b[r];
             const long long off = r * row_bytes;
+            /* both groups and both lse loaded together (an empty side's group is then
+             * not used: its values do not matter) */
+            const struct tileops_v4 va = tileops_ld_group((const char *)o_a + off, g, 0);
+            const struct tileops_v4 vb = tileops_ld_group((const char *)o_b + off, g, 0);
+            const float la = lse_a[r], lb = lse_b[r];
             const int ea = la == inf || la == -inf, eb = lb == inf || lb == -inf;
             struct tileops_v4 v;
             float out_lse;
@@ -67,18 +71,18 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_merge_attn_states(const void *
                 v = tileops_zero4();
                 out_lse = -inf;
             } else if (ea) {
-                v = tileops_ld_group((const char *)o_b + off, g, 0);
+                v = vb;
                 out_lse = lb;
             } else if (eb) {
-                v = tileops_ld_group((const char *)o_a + off, g, 0);
+                v = va;
                 out_lse = la;
             } else {
                 const float m = la > lb ? la : lb;
                 const float wa = tileops_ex2(tileops_mul(la - m, MG_LOG2E)), wb = tileops_ex2(tileops_mul(lb - m, MG_LOG2E));
                 const float s = tileops_add(wa, wb), pa = wa / s, pb = wb / s;
                 float fa[TILEOPS_G], fb[TILEOPS_G];
-                tileops_unpack(tileops_ld_group((const char *)o_a + off, g, 0), fa);
-                tileops_unpack(tileops_ld_group((const char *)o_b + off, g, 0), fb);
+                tileops_unpack(va, fa);
+                tileops_unpack(vb, fb);
 #pragma unroll
                 for (int k = 0; k < TILEOPS_G; k++)
                     fa[k] = tileops_fma(pa, fa[k], tileops_mul(pb, fb[k]));

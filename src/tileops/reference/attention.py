@@ -16,8 +16,8 @@ computed in float32 for 16-bit o (in the inputs' dtype when wider, float64 in th
 and rounded once to o's dtype. The edges, as vLLM's kernel takes them:
   * lse = +inf is an empty partial, as -inf is (FlashAttention gives +inf for a query row
     that saw no key);
-  * one side empty: o and lse are the other side's, exactly (the empty side's o is not
-    read: it may hold anything);
+  * one side empty: o and lse are the other side's, exactly (the empty side's o does not
+    matter: it may hold anything, NaN included);
   * both sides empty: o = 0 and lse = -inf;
   * a NaN lse: that row's o and lse are NaN."""
 import torch

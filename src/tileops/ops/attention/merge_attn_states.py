@@ -19,7 +19,7 @@ class MergeAttnStatesFwdOp(Op):
     o = (wa o_a + wb o_b) / (wa + wb), lse = m + ln(wa + wb), in float32, o rounded once.
     Edges, as vLLM's kernel: an lse of -inf or +inf marks an empty partial (FlashAttention
     gives +inf to a query row that saw no key); one side empty gives the other side's o
-    and lse exactly (the empty side's o is not read); both empty give o = 0 and
+    and lse exactly (the empty side's o may hold anything); both empty give o = 0 and
     lse = -inf; a NaN lse gives that row's o and lse NaN.
     """
 
