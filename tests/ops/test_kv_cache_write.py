@@ -176,3 +176,30 @@ def test_the_launchable_checks_what_the_kernel_relies_on():
         launch(k, "v", kc, vc, slots)
     with pytest.raises(InputValueError, match="overlaps"):
         launch(kc.view(-1, 2, 8)[:3], v, kc, vc, slots)
+
+
+@pytest.mark.parametrize("halves", [False, True])
+def test_compiled_the_caches_are_not_copied_either(halves):
+    """Inductor's code calls the operator on the caches themselves (or on views of the one
+    [2, ...] tensor), with no clone or copy of a cache around it."""
+    from torch._inductor.utils import run_and_get_code
+    torch._dynamo.reset()
+    op = KVCacheWriteFwdOp()
+    kv_cache = torch.zeros(2, 8, 16, 2, 32)
+    k, v = kv(3, 2, 32, torch.float32)
+    slots = torch.tensor([1, 70, 127])
+    if halves:
+        def f(k, v, kv_cache, slots):
+            op(k, v, kv_cache[0], kv_cache[1], slots)
+        args = (k, v, kv_cache, slots)
+    else:
+        def f(k, v, kc, vc, slots):
+            op(k, v, kc, vc, slots)
+        kc, vc = kv_cache[0].clone(), kv_cache[1].clone()
+        args = (k, v, kc, vc, slots)
+    _, codes = run_and_get_code(torch.compile(f, fullgraph=True), *args)
+    code = "\n".join(codes)
+    assert "attention_kv_cache_write_fwd_writes_key_cache_writes_value_cache" in code
+    assert "clone" not in code and "copy_" not in code, code
+    written = kv_cache if halves else torch.stack(args[2:4])
+    assert torch.equal(written[0].view(-1, 2, 32)[70], k[1]) and torch.equal(written[1].view(-1, 2, 32)[127], v[2])
