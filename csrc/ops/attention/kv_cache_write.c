@@ -1,15 +1,15 @@
 /* kv_cache_write.c: the CPU kernels "kv_cache_write" (rows copied with memcpy, tokens
  * spread over the core's pool) and "kv_cache_write_reference" (element by element, one
  * thread) of KVCacheWriteFwdOp: for each token t with s = slot_mapping[t] >= 0,
- *   key_cache[s, :, :] = key[t, :, :],   value_cache[s, :, :] = value[t, :, :]
+ *   key_cache[s, :, :] = k[t, :, :],   value_cache[s, :, :] = v[t, :, :]
  * the caches seen as [num_slots, H, D] rows (the contiguous [num_blocks, block_size, H, D]
  * layout: slot s = block * block_size + offset is row s). A negative slot writes nothing.
  *
- * Arguments ("pppppqqqqqqqqii"): key, value, key_cache, value_cache, slot_mapping; T, H, D,
- * num_slots (num_blocks * block_size), the token and head strides (elements) of key, then
- * of value; dtype (float32, float16, bfloat16: the four tensors'), the slots' dtype (int32
- * or int64). The channel stride of key and value is 1; the caches are contiguous and
- * overlap neither each other nor key and value. A slot >= num_slots is an error naming the
+ * Arguments ("pppppqqqqqqqqii"): k, v (the tokens' keys and values), key_cache,
+ * value_cache, slot_mapping; T, H, D, num_slots (num_blocks * block_size), the token and
+ * head strides (elements) of k, then of v; dtype (float32, float16, bfloat16: the four
+ * tensors'), the slots' dtype (int32 or int64). The channel stride of k and v is 1; the
+ * caches are contiguous and overlap neither each other nor k and v. A slot >= num_slots is an error naming the
  * token and the value, found before anything is written. Two tokens with one slot: one of
  * the two rows is written, which one is not specified (the tokens run in parallel). */
 #include <stdint.h>
@@ -26,7 +26,7 @@
 
 typedef struct kv_args {
     const char *kernel;
-    const void *key, *value, *slots;
+    const void *k, *v, *slots;
     void *key_cache, *value_cache;
     int64_t T, H, D, num_slots, k_st, k_sh, v_st, v_sh;
     int dtype, slot_dtype;
@@ -72,13 +72,13 @@ static tileops_status_t check_args(const kv_args_t *a) {
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: the caches' bytes must fit int64", k);
     if (a->T == 0)
         return TILEOPS_OK;
-    const char *null_arg = a->key == NULL ? "key" : a->value == NULL ? "value" : a->key_cache == NULL ? "key_cache"
+    const char *null_arg = a->k == NULL ? "k" : a->v == NULL ? "v" : a->key_cache == NULL ? "key_cache"
                            : a->value_cache == NULL ? "value_cache" : a->slots == NULL ? "slot_mapping" : NULL;
     if (null_arg != NULL)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: %s must be non-NULL when T > 0, got NULL", k, null_arg);
     tileops_status_t st;
-    if ((st = check_strides(a, "key", a->k_st, a->k_sh, es)) != TILEOPS_OK ||
-        (st = check_strides(a, "value", a->v_st, a->v_sh, es)) != TILEOPS_OK)
+    if ((st = check_strides(a, "k", a->k_st, a->k_sh, es)) != TILEOPS_OK ||
+        (st = check_strides(a, "v", a->v_st, a->v_sh, es)) != TILEOPS_OK)
         return st;
     /* every slot before anything is written: a bad one leaves the caches untouched */
     for (int64_t t = 0; t < a->T; t++) {
@@ -109,8 +109,8 @@ static void tokens_range(void *ctx, int64_t t0, int64_t t1) {
         const int64_t s = slot_at(a, t);
         if (s < 0)
             continue;
-        copy_token((char *)a->key_cache + s * row, (const char *)a->key + t * a->k_st * es, a->H, a->D, a->k_sh, es);
-        copy_token((char *)a->value_cache + s * row, (const char *)a->value + t * a->v_st * es, a->H, a->D, a->v_sh,
+        copy_token((char *)a->key_cache + s * row, (const char *)a->k + t * a->k_st * es, a->H, a->D, a->k_sh, es);
+        copy_token((char *)a->value_cache + s * row, (const char *)a->v + t * a->v_st * es, a->H, a->D, a->v_sh,
                    es);
     }
 }
@@ -126,11 +126,11 @@ static void reference_rows(const kv_args_t *a) {
                 const int64_t o = (s * H + h) * D + d, ik = t * a->k_st + h * a->k_sh + d,
                               iv = t * a->v_st + h * a->v_sh + d;
                 if (f32) {
-                    ((float *)a->key_cache)[o] = ((const float *)a->key)[ik];
-                    ((float *)a->value_cache)[o] = ((const float *)a->value)[iv];
+                    ((float *)a->key_cache)[o] = ((const float *)a->k)[ik];
+                    ((float *)a->value_cache)[o] = ((const float *)a->v)[iv];
                 } else {
-                    ((uint16_t *)a->key_cache)[o] = ((const uint16_t *)a->key)[ik];
-                    ((uint16_t *)a->value_cache)[o] = ((const uint16_t *)a->value)[iv];
+                    ((uint16_t *)a->key_cache)[o] = ((const uint16_t *)a->k)[ik];
+                    ((uint16_t *)a->value_cache)[o] = ((const uint16_t *)a->v)[iv];
                 }
             }
     }
@@ -139,7 +139,7 @@ static void reference_rows(const kv_args_t *a) {
 static tileops_status_t kv_call(const tileops_arg_t *g, int reference) {
     kv_args_t a = {
         .kernel = reference ? "kv_cache_write_reference" : "kv_cache_write",
-        .key = (const void *)g[0].p, .value = (const void *)g[1].p, .key_cache = (void *)g[2].p,
+        .k = (const void *)g[0].p, .v = (const void *)g[1].p, .key_cache = (void *)g[2].p,
         .value_cache = (void *)g[3].p, .slots = (const void *)g[4].p,
         .T = g[5].q, .H = g[6].q, .D = g[7].q, .num_slots = g[8].q,
         .k_st = g[9].q, .k_sh = g[10].q, .v_st = g[11].q, .v_sh = g[12].q,
