@@ -77,11 +77,11 @@ $(BUILD)/asan/obj/%.o: csrc/%.c $(CORE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(ASAN_FLAGS) -c -o $@ $<
 
-$(BUILD)/release/%: tests/c/%.c $(CORE_OBJ_RELEASE) $(CORE_HDR) tests/c/check.h
+$(BUILD)/release/%: tests/c/%.c $(CORE_OBJ_RELEASE) $(CORE_HDR) tests/c/check.h tests/c/elems.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -O2 -o $@ $< $(CORE_OBJ_RELEASE) $(LDLIBS)
 
-$(BUILD)/asan/%: tests/c/%.c $(CORE_OBJ_ASAN) $(CORE_HDR) tests/c/check.h
+$(BUILD)/asan/%: tests/c/%.c $(CORE_OBJ_ASAN) $(CORE_HDR) tests/c/check.h tests/c/elems.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(ASAN_FLAGS) -o $@ $< $(CORE_OBJ_ASAN) $(LDLIBS)
 

@@ -21,6 +21,7 @@ import torch
 
 import tileops
 import tileops.targets
+from tileops.errors import InputValueError
 from tileops.manifest import workloads
 from tileops.ops import boundary
 
@@ -258,6 +259,30 @@ def strided(t):
     return v
 
 
+def strided_inputs(entry, inputs: dict) -> dict:
+    """Each input in a non-contiguous layout (`strided`), but an input the op requires
+    contiguous (`contiguous: require`: never copied), which stays contiguous (a copy)."""
+    return {i.name: (strided(inputs[i.name]) if i.contiguous != "require"
+                     else None if inputs[i.name] is None else inputs[i.name].clone()) for i in entry.inputs}
+
+
+def refuses_strided(cls, op, branch, inputs: dict):
+    """An input the op requires contiguous, given strided, is refused (InputValueError
+    naming the op and the argument) before anything is written."""
+    entry = cls._entry
+    for spec in entry.inputs:
+        t = inputs[spec.name]
+        if spec.contiguous != "require" or t is None or strided(t).is_contiguous():
+            continue
+        before = clone_all(inputs)
+        args = dict(inputs, **{spec.name: strided(t)})
+        with pytest.raises(InputValueError) as e:
+            op(*[args[i.name] for i in entry.inputs], **dict(branch.values))
+        assert f"{cls.__name__}: argument '{spec.name}'" in str(e.value) and "contiguous" in str(e.value), str(e.value)
+        for k, v in inputs.items():
+            assert v is None or torch.equal(v, before[k]), f"refusing a strided '{spec.name}', the call wrote '{k}'"
+
+
 def clone_all(d: dict) -> dict:
     return {k: (None if v is None else v.clone()) for k, v in d.items()}
 
@@ -342,25 +367,59 @@ def returned(result, n):
     return list(result)
 
 
+def in_place_inputs(entry) -> list:
+    """The inputs every call writes that no output returns (`mutated` without `when`, no
+    output `alias_of` them: a KV cache): their values after the call are part of its
+    result, checked as an output's are, after the outputs."""
+    aliased = {o.alias_of for o in entry.outputs if o.alias_of}
+    return [i.name for i in entry.inputs if i.mutated and i.when is None and i.name not in aliased]
+
+
+def call_results(cls, result, inputs: dict, n: int) -> list:
+    """What a call of the op gives: its n returned outputs (`returned`), then the inputs
+    it wrote in place (in_place_inputs), as they are after the call."""
+    return returned(result, n) + [inputs[name] for name in in_place_inputs(cls._entry)]
+
+
+def operator_results(cls, branch, result, inputs: dict) -> list:
+    """call_results for a call of the branch's operator, which returns only the outputs
+    it allocates: an output that is a written input is that input."""
+    entry = cls._entry
+    alloc = list(result) if isinstance(result, (tuple, list)) else [] if result is None else [result]
+    outs = []
+    for o in entry.outputs:
+        if o.name in branch.omitted:
+            continue
+        outs.append(inputs[o.alias_of] if o.alias_of and o.alias_of in branch.written else alloc.pop(0))
+    return outs + [inputs[name] for name in in_place_inputs(entry)]
+
+
 def ref_outputs(cls, op, inputs: dict, dtype=None, device="cpu") -> tuple:
     """The manifest's reference on these inputs (converted to `dtype` when given), in
-    the manifest's output order. An op without tensor inputs: the reference takes the
-    params, `device` and `dtype` (the dtype it returns: float64 gives the values before
-    their rounding to the op's dtype)."""
+    the manifest's output order, then the inputs it writes in place (in_place_inputs:
+    the reference gets copies of them and writes those). An op without tensor inputs:
+    the reference takes the params, `device` and `dtype` (the dtype it returns: float64
+    gives the values before their rounding to the op's dtype)."""
     entry = cls._entry
     if not entry.ref_api:
         pytest.fail(f"{cls.__name__}: the manifest entry has no ref_api, so the driver has nothing to compare with")
     ref = tileops.reference.resolve(entry.ref_api)
-    args = [None if inputs[i.name] is None else
-            (inputs[i.name].to(dtype) if dtype and inputs[i.name].is_floating_point() else inputs[i.name])
-            for i in entry.inputs]
+    written = in_place_inputs(entry)
+    args = []
+    for i in entry.inputs:
+        t = inputs[i.name]
+        if t is not None and dtype and t.is_floating_point():
+            t = t.to(dtype)
+        if t is not None and i.name in written and t is inputs[i.name]:
+            t = t.clone()
+        args.append(t)
     extra = {}
     if not entry.inputs:
         extra = dict(call_device_kwargs(entry, device), **({"dtype": dtype} if dtype else {}))
     r = ref(*args, **op.resolved_params(), **extra)
     r = r if isinstance(r, tuple) else (r,)
     assert len(r) == len(entry.outputs), f"ref_api {entry.ref_api} returned {len(r)} outputs, the entry has {len(entry.outputs)}"
-    return r
+    return r + tuple(a for i, a in zip(entry.inputs, args) if i.name in written)
 
 
 def write_selectors(entry) -> set:
@@ -416,7 +475,7 @@ class Reference:
         assert tuple(got.shape) == tuple(self.ref.shape), f"{what}: shape {tuple(got.shape)}, expected {tuple(self.ref.shape)}"
         if not got.numel():
             return
-        err = got.to(self.cmp).sub_(self.ref).abs_()
+        err = got.to(self.cmp, copy=True).sub_(self.ref).abs_()   # (a copy: `got` of cmp's dtype is kept)
         if err.le(self.bound).all():
             return
         bad = err.le(self.bound).logical_not_()  # NaN included
@@ -487,7 +546,8 @@ def check_call(cls, op, branch, prep, layout, path, twin):
     entry = cls._entry
     pristine = prep.pristine
     if layout == "strided":
-        inputs = {k: strided(v) for k, v in pristine.items()}
+        inputs = strided_inputs(entry, pristine)
+        refuses_strided(cls, op, branch, inputs)
     elif branch.written:
         inputs = clone_all(pristine)
     else:
@@ -552,14 +612,18 @@ def check_call(cls, op, branch, prep, layout, path, twin):
         assert t.dtype == e.dtype, f"output '{e.name}': dtype {t.dtype}, the manifest says {e.dtype}"
         assert t.device == device, f"output '{e.name}': device {t.device}, the call's is {device}"
 
-    # numerics: against the reference in float64, and in the op's own dtype
+    # numerics: against the reference in float64, and in the op's own dtype (the outputs,
+    # then the inputs written in place, which follow the outputs in the references)
     ref64 = prep.ref64()
-    for e, t in zip(exp, outs):
-        ref64[e.index].check(t, f"output '{e.name}' against the float64 reference")
+    checked = [(e.index, f"output '{e.name}'", t) for e, t in zip(exp, outs)]
+    checked += [(len(entry.outputs) + k, f"input '{n}' written in place", inputs[n])
+                for k, n in enumerate(in_place_inputs(entry))]
+    for i, what, t in checked:
+        ref64[i].check(t, f"{what} against the float64 reference")
     if layout == "contiguous" and path == "fast":
         own = prep.own()
-        for e, t in zip(exp, outs):
-            own[e.index].check(t, f"output '{e.name}' against the reference in {dtype_name(t.dtype)}")
+        for i, what, t in checked:
+            own[i].check(t, f"{what} against the reference in {dtype_name(t.dtype)}")
 
     # an effect branch gives exactly what its out-of-place twin gives
     if twin is not None:
@@ -678,7 +742,7 @@ def run_opcheck(cls, target, branch, device):
     subsets = optional_subsets(cls._entry)  # every optional input, then none
     for present, layout in ((subsets[0], "contiguous"), (subsets[min(1, len(subsets) - 1)], "strided")):
         inputs = {k: (None if k not in present and spec_optional(cls, k) else v) for k, v in base.items()}
-        inputs = {k: strided(v) for k, v in inputs.items()} if layout == "strided" else clone_all(inputs)
+        inputs = strided_inputs(cls._entry, inputs) if layout == "strided" else clone_all(inputs)
         out = out_for(cls, branch, op, inputs, layout) if branch.uses_out else None
         overload, args = operator_args(cls, branch, op, inputs, out)
         res = torch.library.opcheck(overload, args, test_utils=OPCHECK_TESTS, raise_exception=False)
@@ -802,7 +866,7 @@ def run_backward(cls, target, branch, device):
     except Exception as e:  # refusing the call is also a clear answer, if it names the op
         assert re.search(pattern, str(e)), f"the call raised {type(e).__name__} without naming the op: {e}"
         return
-    outs = returned(result, len(expected_outputs(cls, branch, op, inputs)))
+    outs = call_results(cls, result, inputs, len(expected_outputs(cls, branch, op, inputs)))
     total = sum(t.double().sum() for t in outs if t.requires_grad or t.grad_fn is not None) if outs else None
     assert total is not None and isinstance(total, torch.Tensor) and total.requires_grad, \
         f"tileops::{branch.name}: with input '{first}' requiring grad, no output requires grad and the call " \

@@ -91,3 +91,23 @@ def test_a_peer_argument_may_be_an_expression_over_the_inputs():
     spec = {"call": "torch.mul", "args": [{"expr": "x[..., :x.shape[-1] // 2]"}, {"expr": "x[..., x.shape[-1] // 2:]"}]}
     x = torch.arange(8.0).view(2, 4)
     assert torch.equal(bench.peer_callable(cls._entry, spec, [x], {})(), x[:, :2] * x[:, 2:])
+
+
+def test_an_op_that_writes_its_inputs_is_checked_on_what_it_wrote(monkeypatch):
+    """KVCacheWriteFwdOp returns nothing: the bench compares the caches each impl wrote
+    (from the same starting caches) with the reference's, and a wrong write is caught."""
+    cls = tileops.all_op_classes()["KVCacheWriteFwdOp"]
+    case = bench.select_cases(cls, dtypes=["float16"], keep=bench.case_filter("T=8"))[0]
+    cfg = bench.Config("cpu", impls=["tileops", "torch"], quick=True)
+    row = bench.run_case(cls, case, cfg, {}, [])
+    assert row["correct"] is True and "error" not in row, row
+    k_bytes = 8 * case.dims["HK"] * 128 * 2
+    assert row["bytes"] == 4 * k_bytes + 8 * 8          # k and v read, two rows written, the slots
+    real = cls._forward
+
+    def wrong(self, k, v, key_cache, value_cache, slot_mapping):
+        return real(self, v, k, key_cache, value_cache, slot_mapping)   # k and v swapped
+    monkeypatch.setattr(cls, "_forward", wrong)
+    failures = []
+    row = bench.run_case(cls, case, cfg, {}, failures)
+    assert row["correct"] is False and failures, row

@@ -189,3 +189,41 @@ def test_workload_str_params_are_literals_not_dims():
     e = package_entries()["RopeCosSinCacheFwdOp"]
     got = {c.params.get("rope_type", "default") for c in workloads.cases(e)}
     assert got == {"default", "llama3", "linear"}
+
+
+# ---- distinct index inputs and reserved input names (issue 13's additions) ---------------
+
+def test_a_distinct_index_input_is_drawn_without_repeats():
+    import torch
+
+    from tileops.manifest.workloads import index_values
+    raw = _named(("signature", "inputs", "ids", "distinct"), True)
+    e = parse_entry("DistinctOp", raw, "<t>")
+    assert e.input("ids").distinct and not parse_entry("NamedOp", NAMED, "<t>").input("ids").distinct
+    table = torch.zeros(40, 4)
+    for seed in range(5):
+        v = index_values(e.input("ids"), (40,), torch.int32, {"table": table}, {}, seed)
+        assert v.dtype == torch.int32 and sorted(v.tolist()) == list(range(40))   # all 40, each once
+    with pytest.raises(ValueError, match="41 distinct values asked of \\[0, 40\\)"):
+        index_values(e.input("ids"), (41,), torch.int64, {"table": table}, {}, 0)
+
+
+@pytest.mark.parametrize("path,value,needle", [
+    (("signature", "inputs", "ids", "distinct"), "yes", "expected true or false on an index input"),
+    (("signature", "inputs", "q", "distinct"), True, "no `index:` here"),
+])
+def test_bad_distinct_flags_are_rejected(path, value, needle):
+    with pytest.raises(ManifestError) as ei:
+        parse_entry("BadOp", _named(path, value), "<t>")
+    assert "BadOp" in str(ei.value) and needle in str(ei.value), str(ei.value)
+
+
+@pytest.mark.parametrize("name", ["key", "self", "out"])
+def test_reserved_input_names_are_rejected(name):
+    import copy
+    raw = copy.deepcopy(NAMED)
+    raw["signature"]["inputs"] = {name: raw["signature"]["inputs"]["q"], **raw["signature"]["inputs"]}
+    raw["signature"]["inputs"][name] = {"dtype": "float32"}
+    with pytest.raises(ManifestError) as ei:
+        parse_entry("BadOp", raw, "<t>")
+    assert f"'{name}' is reserved" in str(ei.value), str(ei.value)

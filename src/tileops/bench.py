@@ -290,8 +290,15 @@ def check_close(actual, expected, dtype_name):
 
 
 def as_tuple(out):
-    """An op's result as a tuple of tensors."""
-    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    """An op's result as a tuple of tensors (none for None)."""
+    return tuple(out) if isinstance(out, (tuple, list)) else () if out is None else (out,)
+
+
+def in_place_inputs(entry) -> list:
+    """Positions of the inputs every call writes that no output returns (a KV cache):
+    what they hold after a call is part of its result, compared after the outputs."""
+    aliased = {o.alias_of for o in entry.outputs if o.alias_of}
+    return [k for k, i in enumerate(entry.inputs) if i.mutated and i.when is None and i.name not in aliased]
 
 
 # ---------------------------------------------------------------------------------------
@@ -727,9 +734,21 @@ def run_case(cls, case, cfg, notes, failures):
     sync = torch.cuda.synchronize if cfg.cuda else (lambda: None)
     impl_rows = {impl: {} for impl in built["fns"]}
 
+    inputs = built["inputs"]
+    written = in_place_inputs(entry)
+    pristine = {k: inputs[k].clone() for k in written}
+
+    def result(out):
+        """The call's outputs, then (copies of) the inputs it wrote in place, which are
+        then reset for the next impl's call."""
+        res = as_tuple(out) + tuple(inputs[k].clone() for k in written)
+        for k in written:
+            inputs[k].copy_(pristine[k])
+        return res
     try:
-        expected = built["ref"](*built["inputs"])
-        row["bytes"] = call_bytes(entry, built["inputs"], expected)
+        out = built["ref"](*inputs)
+        row["bytes"] = call_bytes(entry, inputs, out)
+        expected = result(out)
     except Exception as e:
         traceback.print_exc()
         row["error"] = f"reference raised {type(e).__name__}: {e}"
@@ -744,6 +763,7 @@ def run_case(cls, case, cfg, notes, failures):
         try:
             got = fn()  # the first call compiles (NVRTC, inductor, triton) outside the timers
             sync()
+            got = result(got)
         except Exception as e:
             traceback.print_exc()
             r["error"] = f"{type(e).__name__}: {e}"

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "elems.h"
 #include "cpu/simd.h"
 #include "tileops/dtype.h"
 #include "tileops/kernel_table.h"
@@ -20,18 +21,6 @@ static uint32_t g_rng = 12345u;
 static float rnd(void) { /* uniform in [-2, 2) */
     g_rng = g_rng * 1664525u + 1013904223u;
     return (float)((g_rng >> 8) & 0xffffff) / (float)(1 << 22) - 2.0f;
-}
-
-static float get(const void *p, int64_t i, int dt) {
-    if (dt == TILEOPS_FLOAT16) return tileops_f16_to_f32(((const uint16_t *)p)[i]);
-    if (dt == TILEOPS_BFLOAT16) return tileops_bf16_to_f32(((const uint16_t *)p)[i]);
-    return ((const float *)p)[i];
-}
-
-static void put(void *p, int64_t i, int dt, float v) {
-    if (dt == TILEOPS_FLOAT16) ((uint16_t *)p)[i] = tileops_f32_to_f16(v);
-    else if (dt == TILEOPS_BFLOAT16) ((uint16_t *)p)[i] = tileops_f32_to_bf16(v);
-    else ((float *)p)[i] = v;
 }
 
 typedef struct layout {
@@ -78,7 +67,7 @@ static bufs_t make(const layout_t *L) {
     b.pos = malloc((size_t)(L->T * 8 + 8));
     b.cache = malloc((size_t)(L->P * L->R) * sizeof(float));
     for (int64_t i = 0; i < L->T * row; i++)
-        put(b.qkv, i, L->dt, rnd());
+        elem_put(b.qkv, i, L->dt, rnd());
     for (int64_t i = 0; i < L->P * L->R; i++)
         b.cache[i] = rnd() * 0.5f;
     for (int64_t t = 0; t < L->T; t++) {
@@ -97,9 +86,9 @@ static void drop(bufs_t *b) {
 static float out_at(const layout_t *L, const bufs_t *b, int which_k, int64_t t, int64_t h, int64_t i) {
     const int64_t row = (L->H + 2 * L->Hk) * L->D + 3;
     if (L->inplace)
-        return get(b->qkv, t * row + (which_k ? L->H * L->D : 0) + h * L->D + i, L->dt);
+        return elem_get(b->qkv, t * row + (which_k ? L->H * L->D : 0) + h * L->D + i, L->dt);
     const int64_t heads = which_k ? L->Hk : L->H;
-    return get(which_k ? b->ko : b->qo, (t * heads + h) * L->D + i, L->dt);
+    return elem_get(which_k ? b->ko : b->qo, (t * heads + h) * L->D + i, L->dt);
 }
 
 static int same_bytes(const bufs_t *a, const bufs_t *b) {

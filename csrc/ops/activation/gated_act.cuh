@@ -70,11 +70,6 @@ TILEOPS_DEV float tileops_maxf(float a, float b) {
     asm("max.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
     return r;
 }
-TILEOPS_DEV float tileops_ex2(float v) {
-    float r;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
-    return r;
-}
 TILEOPS_DEV float tileops_div(float a, float b) {
     float r;
     asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));

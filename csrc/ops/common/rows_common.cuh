@@ -98,6 +98,11 @@ TILEOPS_DEV unsigned tileops_nctaid(void) {
     asm("mov.u32 %0, %%nctaid.x;" : "=r"(r));
     return r;
 }
+TILEOPS_DEV unsigned tileops_ntid(void) {
+    unsigned r;
+    asm("mov.u32 %0, %%ntid.x;" : "=r"(r));
+    return r;
+}
 TILEOPS_DEV void tileops_barrier(void) { asm volatile("bar.sync 0;" ::: "memory"); }
 TILEOPS_DEV float tileops_shfl_xor(float v, int offset) {
     float r;
@@ -108,6 +113,17 @@ TILEOPS_DEV float tileops_shfl_xor(float v, int offset) {
 TILEOPS_DEV float tileops_rsqrt(float v) {
     float r;
     asm("rsqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(v));
+    return r;
+}
+/* 2^v and log2(v): the SFU's approximations (2 ulp; ex2 flushes subnormal results to 0) */
+TILEOPS_DEV float tileops_ex2(float v) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+    return r;
+}
+TILEOPS_DEV float tileops_lg2(float v) {
+    float r;
+    asm("lg2.approx.f32 %0, %1;" : "=f"(r) : "f"(v));
     return r;
 }
 TILEOPS_DEV float tileops_as_float(unsigned u) {
@@ -304,6 +320,15 @@ TILEOPS_DEV struct tileops_v4 tileops_pack(const float *f) {
         v.a[k] = tileops_pack2(f[2 * k], f[2 * k + 1]);
 #endif
     return v;
+}
+
+/* a group of G copies of v */
+TILEOPS_DEV struct tileops_v4 tileops_splat(float v) {
+    float f[TILEOPS_G];
+#pragma unroll
+    for (int k = 0; k < TILEOPS_G; k++)
+        f[k] = v;
+    return tileops_pack(f);
 }
 
 /* ---- fixed-order fp32 arithmetic and row sums ---------------------------------------- */

@@ -59,11 +59,7 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_embedding(const void *ids, con
             if (w < total && id[u] >= 0 && id[u] < V) {
                 v[u] = tileops_ld_group((const char *)weight + id[u] * (long long)TILEOPS_N * TILEOPS_E, g, 1);
             } else {
-                float f[TILEOPS_G];
-#pragma unroll
-                for (int k = 0; k < TILEOPS_G; k++)
-                    f[k] = tileops_as_float(0x7fc00000u);
-                v[u] = tileops_pack(f);
+                v[u] = tileops_splat(tileops_as_float(0x7fc00000u));
             }
         }
 #pragma unroll

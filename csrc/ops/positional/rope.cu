@@ -57,12 +57,6 @@
 /* the pass-through groups are 16-byte aligned when R is a multiple of G */
 #define RP_PASS_VEC (TILEOPS_VEC != 1 && TILEOPS_RD % TILEOPS_G == 0)
 
-TILEOPS_DEV unsigned rp_ntid(void) {
-    unsigned r;
-    asm("mov.u32 %0, %%ntid.x;" : "=r"(r));
-    return r;
-}
-
 /* `count` (<= G) elements of the dtype at p, zeros after them */
 TILEOPS_DEV struct tileops_v4 rp_ld(const char *p, int count, int vec) {
     return (vec && count == TILEOPS_G) ? tileops_ld16(p) : tileops_ld_group_scalar(p, 0, count);
@@ -205,7 +199,7 @@ tileops_rope(const void *q, const void *k, const void *positions, const float *c
     /* grid.y splits a token's slots (decode: few tokens, many heads), ys per block */
     const int ys = (slots + (int)rp_nctaid_y() - 1) / (int)rp_nctaid_y(), s0 = (int)rp_ctaid_y() * ys;
     const int tt = uph * ys < TILEOPS_THREADS ? uph * ys : TILEOPS_THREADS;
-    const int tpb = (int)rp_ntid() / tt;
+    const int tpb = (int)tileops_ntid() / tt;
     const int lt = (int)tileops_tid() / tt, j = (int)tileops_tid() - lt * tt;
     if (lt >= tpb)
         return;

@@ -19,13 +19,17 @@ from ..errors import ManifestError
 ENTRY_KEYS = {"family", "status", "ref_api", "description", "signature", "composition",
               "workloads", "roofline", "peers"}
 SIGNATURE_KEYS = {"inputs", "outputs", "params", "call_params", "shape_rules"}
-INPUT_KEYS = {"dtype", "optional", "mutated", "when", "shape", "contiguous", "index"}
+INPUT_KEYS = {"dtype", "optional", "mutated", "when", "shape", "contiguous", "index", "distinct"}
 # How the boundary treats an input's layout (`contiguous`): "copy" (the default: a
 # non-contiguous input is copied, and a written one copied back), "require" (refused
 # with a clear error: the op never copies it, e.g. a KV cache), "last_dim" (passed as it
 # is when its last dimension has unit stride: the kernel takes the other strides, so a
 # view into a packed tensor is read and written in place; copied otherwise).
 CONTIGUITY = ("copy", "require", "last_dim")
+# Names an input may not take: the generated operators and bodies use them.
+RESERVED_INPUT_NAMES = {"key": "the operators' instance-key argument (name a key tensor `k`)",
+                        "self": "the op instance in the generated bodies",
+                        "out": "the call-time buffer of an output (`call_params.out`)"}
 OUTPUT_KEYS = {"dtype", "shape", "optional", "when", "alias_of"}
 PARAM_KEYS = {"type", "default", "none_means", "choices"}
 # A param of type `str` may list its `choices` (e.g. rope_type: default | linear | llama3):
@@ -70,6 +74,8 @@ class InputSpec:
     shape: tuple | None = None  # named dims ("T", "D", a param's name) or sizes; None: any
     contiguous: str = "copy"    # one of CONTIGUITY
     index: str | None = None    # an index input: the rule giving the exclusive bound of its values
+    distinct: bool = False      # an index input whose valid values are distinct (a KV cache's slot
+                                # mapping): the drivers draw them without repeats; the op checks nothing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -276,6 +282,8 @@ def parse_entry(name, raw, source) -> Entry:
         _check_keys(source, name, field, spec, INPUT_KEYS)
         if not iname.isidentifier():
             raise _err(source, name, field, "input names must be identifiers")
+        if iname in RESERVED_INPUT_NAMES:
+            raise _err(source, name, field, f"{iname!r} is reserved: {RESERVED_INPUT_NAMES[iname]}")
         rule = parse_dtype_rule(spec.get("dtype"), source, name, field + ".dtype", input_names)
         when = spec.get("when")
         mutated = bool(spec.get("mutated", False))
@@ -299,8 +307,12 @@ def parse_entry(name, raw, source) -> Entry:
                                        for d in rule.allowed):
                 raise _err(source, name, field + ".index", f"an index input takes integer dtypes, got {rule.text!r}")
             check_rule(index, source, name, field + ".index", known)
+        distinct = spec.get("distinct", False)
+        if not isinstance(distinct, bool) or (distinct and index is None):
+            raise _err(source, name, field + ".distinct", f"expected true or false on an index input, got {distinct!r}"
+                       + ("" if index is not None else " (no `index:` here)"))
         inputs.append(InputSpec(iname, rule, bool(spec.get("optional", False)), mutated, when, shape, contiguous,
-                                None if index is None else str(index)))
+                                None if index is None else str(index), distinct))
 
     outputs = []
     raw_outputs = sig.get("outputs") or {}

@@ -101,7 +101,8 @@ _RULE_GLOBALS = {"__builtins__": {}, "len": len, "tuple": tuple, "list": list, "
 
 def index_values(spec, shape, dtype, made: dict, params: dict, seed: int):
     """Values of an index input (`index: <bound rule>`): uniform in [0, bound), on the CPU,
-    seeded; the bound is the rule evaluated over the inputs made so far and the params."""
+    seeded, each value at most once where the input is `distinct`; the bound is the rule
+    evaluated over the inputs made so far and the params."""
     bound = int(eval(spec.index, _RULE_GLOBALS, {**params, **made}))  # a rule the schema checked
     n = 1
     for d in shape:
@@ -109,4 +110,8 @@ def index_values(spec, shape, dtype, made: dict, params: dict, seed: int):
     if n and bound < 1:
         raise ValueError(f"index input '{spec.name}': its bound `{spec.index}` is {bound}: no valid value to draw")
     gen = torch.Generator().manual_seed(seed & 0x7fffffff)
+    if spec.distinct:   # no value twice (a slot mapping): a random choice of n of the bound's values
+        if n > bound:
+            raise ValueError(f"index input '{spec.name}': {n} distinct values asked of [0, {bound})")
+        return torch.randperm(bound, generator=gen)[:n].view(tuple(shape)).to(dtype)
     return torch.randint(0, max(bound, 1), tuple(shape), generator=gen, dtype=torch.int64).to(dtype)

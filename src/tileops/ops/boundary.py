@@ -270,13 +270,13 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
                 bw(f"    if {test}:")
                 bw(f"        raise InputValueError(f\"{opname}: argument '{v}': expected a contiguous tensor (the op "
                    f"never copies it), got shape {{tuple({v}.shape)}} with strides {{{v}.stride()}}\")")
-                bw(f"    _c_{v} = {v}")
+                call_tensors.append(v)   # passed as it is: nothing to copy back
+                continue
+            ok = f"{v}.stride(-1) == 1" if i.contiguous == "last_dim" else f"{v}.is_contiguous()"
+            if i.optional:
+                bw(f"    _c_{v} = None if {v} is None else ({v} if {ok} else {v}.contiguous())")
             else:
-                ok = f"{v}.stride(-1) == 1" if i.contiguous == "last_dim" else f"{v}.is_contiguous()"
-                if i.optional:
-                    bw(f"    _c_{v} = None if {v} is None else ({v} if {ok} else {v}.contiguous())")
-                else:
-                    bw(f"    _c_{v} = {v} if {ok} else {v}.contiguous()")
+                bw(f"    _c_{v} = {v} if {ok} else {v}.contiguous()")
             call_tensors.append(f"_c_{v}")
             if i.name in b.written:
                 copies.append(v)
