@@ -227,3 +227,62 @@ def test_reserved_input_names_are_rejected(name):
     with pytest.raises(ManifestError) as ei:
         parse_entry("BadOp", raw, "<t>")
     assert f"'{name}' is reserved" in str(ei.value), str(ei.value)
+
+
+# ---- a derived none_means, dim expressions, index draws (issue 13's additions) ----------
+
+def _workloads(**extra):
+    import copy
+    raw = copy.deepcopy(NAMED)
+    raw["workloads"] = {"shapes": {"q": ["T", "H", "D"], "k": ["T", "H", "D"], "ids": ["T"],
+                                   "table": ["T * V + 1", 4]},
+                        "params": {"head_size": "D"}, "dims": {"T": [2, 3], "H": 2, "D": 8, "V": 5}, **extra}
+    return raw
+
+
+def test_a_derived_none_means_is_resolved_once_from_the_other_params():
+    from tileops.attention import PagedDecodeAttentionFwdOp
+    from tileops.manifest.schema import NONE_MEANS, DerivedDefault
+    assert isinstance(NONE_MEANS["inverse_sqrt_head_size"], DerivedDefault)
+    assert PagedDecodeAttentionFwdOp(64, 16).resolved_params()["scale"] == 0.125
+    assert PagedDecodeAttentionFwdOp(64, 16, scale=0.5).resolved_params()["scale"] == 0.5
+    raw = _named(("signature", "params", "scale"), {"type": "float | None", "default": None,
+                                                      "none_means": "inverse_sqrt_head_size"})
+    assert parse_entry("ScaledOp", raw, "<t>").params[1].none_means is NONE_MEANS["inverse_sqrt_head_size"]
+    del raw["signature"]["params"]["head_size"]
+    raw["signature"]["inputs"]["q"]["shape"] = ["T", "H", "D"]
+    raw["signature"]["inputs"]["k"]["shape"] = ["T", "Hk", "D"]
+    with pytest.raises(ManifestError, match=r"ScaledOp.*none_means.*needs the param\(s\) \['head_size'\]"):
+        parse_entry("ScaledOp", raw, "<t>")
+
+
+def test_dim_expressions_and_index_draws_make_the_cases():
+    import torch
+    from tileops.manifest import workloads
+    e = parse_entry("NamedOp", _workloads(draws={"ids": "distinct"}, test_draws={"ids": "max"}), "<t>")
+    cs = workloads.cases(e, dtypes=["float32"])
+    assert [c.shapes["table"] for c in cs] == [(11, 4), (16, 4)] and all(c.draws == {"ids": "distinct"} for c in cs)
+    assert workloads.cases(e, test=True, dtypes=["float32"])[0].draws == {"ids": "max"}
+    spec = e.input("ids")
+    table = torch.empty(16, 4)
+    d = workloads.index_values(spec, (16,), torch.int32, {"table": table}, {}, 1, "distinct")
+    assert sorted(d.tolist()) == list(range(16))
+    assert workloads.index_values(spec, (3,), torch.int64, {"table": table}, {}, 1, "max").tolist() == [15] * 3
+    u = workloads.index_values(spec, (200,), torch.int64, {"table": table}, {}, 1)
+    assert 0 <= int(u.min()) and int(u.max()) < 16 and len(set(u.tolist())) > 8
+    with pytest.raises(ValueError, match="17 distinct values"):
+        workloads.index_values(spec, (17,), torch.int64, {"table": table}, {}, 1, "distinct")
+
+
+@pytest.mark.parametrize("extra,needle", [
+    ({"draws": {"q": "max"}}, "unknown key(s) ['q']"),          # not an index input
+    ({"draws": {"ids": "sorted"}}, "expected one of ['uniform', 'max', 'distinct']"),
+    ({"shapes": {"q": ["T", "H", "D ** 2"]}}, "uses Pow"),
+    ({"shapes": {"q": ["T", "H", "D +"]}}, "cannot parse dim expression"),
+])
+def test_bad_draws_and_dim_expressions_are_rejected(extra, needle):
+    raw = _workloads()
+    raw["workloads"].update(extra)
+    with pytest.raises(ManifestError) as ei:
+        parse_entry("BadOp", raw, "<t>")
+    assert "BadOp" in str(ei.value) and needle in str(ei.value), str(ei.value)

@@ -20,6 +20,8 @@
  *                                               returns what was stored, in fp32
  *   vkeep_n(v, m)                               lanes m.. set to +0
  *   vfold(o0, o1, o2, o3)                       the sum of 64 partials, folded pairwise
+ *   vpoly(t, c, deg), vexp(x)                   Horner's rule; exp (the activations' and
+ *                                               attention's; see its comment)
  * The including file #undefs VF, ISA, TGT and ISA_NAME after its pass. */
 #ifndef VEC16_ISA
 #ifndef TILEOPS_CPU_VEC16_H
@@ -406,5 +408,40 @@ static AI float ISA(vfold)(VF o0, VF o1, VF o2, VF o3) {
     return s.f[0];
 }
 #endif
+
+/* ---- built on the operations above, the same text for every set ------------------------ */
+
+#if VEC16_ISA == VEC16_SCALAR && VEC16_X86
+/* The cold fallback on x86 (fmaf a library call): one out-of-line copy per function. */
+#define VEC16_STEP __attribute__((noinline, noclone, unused))
+#else
+#define VEC16_STEP AI __attribute__((unused))
+#endif
+
+/* Horner's rule by FMA: c[0] + t (c[1] + t (... c[deg])). */
+static AI TGT __attribute__((unused)) VF ISA(vpoly)(VF t, const float *c, int deg) {
+    VF p = ISA(vset1)(c[deg]);
+    for (int k = deg - 1; k >= 0; k--)
+        p = ISA(vfma)(p, t, ISA(vset1)(c[k]));
+    return p;
+}
+
+/* exp(x): x = k ln2 + r (k = nearest integer to x log2 e, r by two FMAs against a split
+ * ln2), exp(r) = 1 + r + r^2 P(r) with P a degree-5 fit over |r| <= ln2 / 2 (< 1.1 ulp),
+ * times 2^k in two exact steps (a subnormal result rounds once); x clamped to [-110, 89]:
+ * 0 below (-inf included), +inf above 88.73; a NaN lane gives 0 (vmax's rule), so a caller
+ * that must propagate NaN tests for it. */
+static VEC16_STEP TGT VF ISA(vexp)(VF x) {
+    static const float c[6] = {0.5f, 0.16666666f, 0.041666463f, 0.008333569f, 0.0013935078f,
+                               0.00019741055f};
+    x = ISA(vmin)(ISA(vmax)(x, ISA(vset1)(-110.0f)), ISA(vset1)(89.0f));
+    const VF magic = ISA(vset1)(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
+    VF kf = ISA(vsub)(ISA(vfma)(x, ISA(vset1)(1.44269504f), magic), magic);
+    VF r = ISA(vfma)(kf, ISA(vset1)(-0.693145752f), x);  /* ln2 hi: 12 bits, k r exact */
+    r = ISA(vfma)(kf, ISA(vset1)(-1.42860677e-06f), r);  /* ln2 - ln2 hi */
+    VF e = ISA(vfma)(ISA(vmul)(r, r), ISA(vpoly)(r, c, 5), r);
+    return ISA(vldexp)(ISA(vadd)(e, ISA(vset1)(1.0f)), kf);
+}
+#undef VEC16_STEP
 
 #endif /* VEC16_ISA */

@@ -1,4 +1,4 @@
-"""tileops.attention: attention on a paged KV cache (every implemented entry of manifest/attention.yaml)."""
+"""tileops.attention: attention (every implemented entry of manifest/attention.yaml)."""
 from .ops import family_namespace
 
 __getattr__, __dir__, __all__ = family_namespace("attention", __name__)

@@ -511,8 +511,9 @@ def make_inputs(entry, case, device, seed=0):
             made[spec.name] = None
             continue
         dt = input_dtype(spec, case.dtype, made)
-        if spec.index is not None:   # uniform in [0, the bound its rule gives)
-            made[spec.name] = index_values(spec, shape, dt, made, case.params, seed + k).to(device)
+        if spec.index is not None:   # in [0, the bound its rule gives), drawn as the workloads say
+            made[spec.name] = index_values(spec, shape, dt, made, case.params, seed + k,
+                                           case.draws.get(spec.name, "uniform")).to(device)
         else:
             made[spec.name] = torch.randn(tuple(shape), generator=gen).to(device=device, dtype=dt)
     return [made[spec.name] for spec in entry.inputs]

@@ -216,26 +216,6 @@ tileops_status_t tileops_gated_act_call(int act, const char *name, const tileops
 #define STEP AI
 #endif
 
-/* Horner's rule by FMA: c[0] + t (c[1] + t (... c[deg])). */
-static AI TGT VF ISA(vpoly)(VF t, const float *c, int deg) {
-    VF p = ISA(vset1)(c[deg]);
-    for (int k = deg - 1; k >= 0; k--)
-        p = ISA(vfma)(p, t, ISA(vset1)(c[k]));
-    return p;
-}
-
-static STEP TGT VF ISA(vexp)(VF x) {
-    static const float c[6] = {0.5f, 0.16666666f, 0.041666463f, 0.008333569f, 0.0013935078f,
-                               0.00019741055f};
-    x = ISA(vmin)(ISA(vmax)(x, ISA(vset1)(-110.0f)), ISA(vset1)(89.0f));
-    const VF magic = ISA(vset1)(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
-    VF kf = ISA(vsub)(ISA(vfma)(x, ISA(vset1)(1.44269504f), magic), magic);
-    VF r = ISA(vfma)(kf, ISA(vset1)(-0.693145752f), x);  /* ln2 hi: 12 bits, k r exact */
-    r = ISA(vfma)(kf, ISA(vset1)(-1.42860677e-06f), r);  /* ln2 - ln2 hi */
-    VF e = ISA(vfma)(ISA(vmul)(r, r), ISA(vpoly)(r, c, 5), r);
-    return ISA(vldexp)(ISA(vadd)(e, ISA(vset1)(1.0f)), kf);
-}
-
 /* x / (1 + exp(-v)) for v = vh + vl (vl: a correction far below vh's ulp), as x e / (1 + e)
  * with e = exp(-|v|) = exp(-|vh|) (1 -+ vl) where v < 0: exp never overflows, so a result in
  * fp32's range never flushes to 0 (silu(-89.5) is -1.2e-37, not 0). */

@@ -53,23 +53,6 @@
 
 /* ---- fp32 functions -------------------------------------------------------------------- */
 
-/* |v|, min, max (min / max return the other operand for a NaN, as x86's do not: a NaN a
- * still reaches the result through the final product with a) */
-TILEOPS_DEV float tileops_absf(float v) {
-    float r;
-    asm("abs.f32 %0, %1;" : "=f"(r) : "f"(v));
-    return r;
-}
-TILEOPS_DEV float tileops_minf(float a, float b) {
-    float r;
-    asm("min.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-    return r;
-}
-TILEOPS_DEV float tileops_maxf(float a, float b) {
-    float r;
-    asm("max.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-    return r;
-}
 TILEOPS_DEV float tileops_div(float a, float b) {
     float r;
     asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));

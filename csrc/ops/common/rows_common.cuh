@@ -351,6 +351,36 @@ TILEOPS_DEV float tileops_add(float a, float b) {
     return r;
 }
 
+TILEOPS_DEV float tileops_sub(float a, float b) {
+    float r;
+    asm("sub.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+/* IEEE division, correctly rounded (the activations' tileops_div is div.full, 2 ulp) */
+TILEOPS_DEV float tileops_div_rn(float a, float b) {
+    float r;
+    asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+/* |v|, min, max (min / max return the other operand for a NaN, as x86's do not: a NaN a
+ * still reaches the result through the final product with a) */
+TILEOPS_DEV float tileops_absf(float v) {
+    float r;
+    asm("abs.f32 %0, %1;" : "=f"(r) : "f"(v));
+    return r;
+}
+TILEOPS_DEV float tileops_minf(float a, float b) {
+    float r;
+    asm("min.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+TILEOPS_DEV float tileops_maxf(float a, float b) {
+    float r;
+    asm("max.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+
 /* acc + the G / 2 pair sums p, added pairwise (a fixed tree), then into acc in one add */
 TILEOPS_DEV float tileops_add_pairs(const float *p, float acc) {
 #if TILEOPS_G == 8

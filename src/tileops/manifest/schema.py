@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 from typing import Any
 
 import torch
@@ -34,8 +35,28 @@ OUTPUT_KEYS = {"dtype", "shape", "optional", "when", "alias_of"}
 PARAM_KEYS = {"type", "default", "none_means", "choices"}
 # A param of type `str` may list its `choices` (e.g. rope_type: default | linear | llama3):
 # any other value is refused when assigned, naming the op, the param and the choices.
-# What a param's `none_means` may name: the value None stands for, resolved once (Op.resolved_params).
-NONE_MEANS = {"float32_eps": 1.1920928955078125e-07}
+
+
+@dataclasses.dataclass(frozen=True)
+class DerivedDefault:
+    """A `none_means` computed from other params (`needs`), e.g. attention's scale = 1 /
+    sqrt(head_size): resolved once, with the constants, in Op.resolved_params."""
+    needs: tuple
+    fn: Any
+    text: str
+
+    def __call__(self, params: dict):
+        return self.fn(params)
+
+
+# What a param's `none_means` may name: the value None stands for, resolved once
+# (Op.resolved_params): a constant, or a DerivedDefault of other params.
+NONE_MEANS = {
+    "float32_eps": 1.1920928955078125e-07,
+    # 1 / sqrt(D), as torch.nn.functional.scaled_dot_product_attention takes scale=None
+    "inverse_sqrt_head_size": DerivedDefault(("head_size",), lambda p: 1.0 / math.sqrt(p["head_size"]),
+                                             "1 / sqrt(head_size)"),
+}
 CALL_PARAM_KEYS = {"type", "default", "fills"}
 CALL_PARAM_TYPES = {"bool", "int", "float", "Tensor", "device"}
 # `device` (type device, default None: the CPU) is where an op with no call-time tensor input
@@ -93,7 +114,7 @@ class ParamSpec:
     name: str
     type: str
     default: Any = dataclasses.MISSING
-    none_means: Any = None      # the value None stands for (NONE_MEANS), resolved once
+    none_means: Any = None      # the value None stands for (NONE_MEANS: a constant or a DerivedDefault), resolved once
     choices: tuple | None = None  # a str param's allowed values
 
     @property
@@ -355,6 +376,10 @@ def parse_entry(name, raw, source) -> Entry:
             if "default" in p and p["default"] not in choices:
                 raise _err(source, name, field + ".default", f"{p['default']!r} is not one of the choices {choices}")
             choices = tuple(choices)
+        means = NONE_MEANS.get(none_means)
+        if isinstance(means, DerivedDefault) and not set(means.needs) <= set(raw_params) - {pname}:
+            raise _err(source, name, field + ".none_means",
+                       f"{none_means!r} ({means.text}) needs the param(s) {list(means.needs)}")
         params.append(ParamSpec(pname, p["type"], p["default"] if "default" in p else dataclasses.MISSING,
                                 None if none_means is None else NONE_MEANS[none_means], choices))
 
@@ -388,7 +413,8 @@ def parse_entry(name, raw, source) -> Entry:
         _check_keys(source, name, "roofline", roofline, {"bytes", "flops"})
         for k, v in roofline.items():
             check_rule(v, source, name, f"roofline.{k}", known | set(raw_outputs))
-    workloads = parse_workloads(raw.get("workloads"), source, name, input_names, raw_params)
+    workloads = parse_workloads(raw.get("workloads"), source, name, input_names, raw_params,
+                                [i.name for i in inputs if i.index is not None])
     return Entry(name=name, family=family, status=status, source=source, inputs=tuple(inputs),
                  outputs=tuple(outputs), params=tuple(params), call_params=tuple(call_params),
                  shape_rules=tuple(rules), composition=tuple(composition), ref_api=raw.get("ref_api"),
@@ -397,22 +423,63 @@ def parse_entry(name, raw, source) -> Entry:
 
 
 # ---- workloads ---------------------------------------------------------------------------
-WORKLOAD_KEYS = {"shapes", "params", "dims", "dtypes", "cases", "test_dims"}
+WORKLOAD_KEYS = {"shapes", "params", "dims", "dtypes", "cases", "test_dims", "draws", "test_draws"}
 CASE_KEYS = {"label", "shapes", "params", "dims"}
+# How the drivers draw an index input's values in [0, its bound) (`draws` for the
+# benchmark's cases, `test_draws` for the test driver's; default uniform): "uniform"
+# (independent uniform draws), "max" (every value bound - 1: e.g. every sequence at the
+# full length its block table allows), "distinct" (no value twice: the first numel values
+# of a random permutation of [0, bound), e.g. a block table whose sequences share no block).
+DRAWS = ("uniform", "max", "distinct")
+# A dim expression in `shapes` or `params` (`B * NB`): names of dims, integers, + - * //.
+_DIM_EXPR_NODES = (ast.Expression, ast.BinOp, ast.Name, ast.Load, ast.Constant, ast.Add, ast.Sub, ast.Mult,
+                   ast.FloorDiv)
+
+
+def dim_names(value) -> list:
+    """The dim names a workload value reads: a dim's name, an expression over dims
+    (`B * NB`), or a list of those (a shape); [] for a number."""
+    if isinstance(value, list):
+        return [n for v in value for n in dim_names(v)]
+    if not isinstance(value, str):
+        return []
+    if value.isidentifier():
+        return [value]
+    return sorted({n.id for n in ast.walk(ast.parse(value, mode="eval")) if isinstance(n, ast.Name)})
+
+
+def _check_dim_exprs(source, entry, field, values):
+    for k, v in values.items():
+        for x in (v if isinstance(v, list) else [v]):
+            if not isinstance(x, str) or x.isidentifier():
+                continue
+            try:
+                tree = ast.parse(x, mode="eval")
+            except SyntaxError:
+                raise _err(source, entry, f"{field}.{k}", f"cannot parse dim expression {x!r}") from None
+            bad = [type(n).__name__ for n in ast.walk(tree) if not isinstance(n, _DIM_EXPR_NODES)
+                   or (isinstance(n, ast.Constant) and (not isinstance(n.value, int) or isinstance(n.value, bool)))]
+            if bad:
+                raise _err(source, entry, f"{field}.{k}",
+                           f"dim expression {x!r} uses {bad[0]}; allowed: dim names, integers, + - * //")
 
 
 @dataclasses.dataclass(frozen=True)
 class Workloads:
     """What the generic drivers instantiate: each input's shape and the constructor's
-    params over named dims (`shapes`, `params`), the dims' values (`dims`; a list gives one
-    case per value), labelled `cases` overriding any of these, the `dtypes` benchmarks run,
-    and the small `test_dims` the test driver substitutes for every named dim."""
+    params over named dims (`shapes`, `params`; a size may be an expression over dims,
+    `B * NB`), the dims' values (`dims`; a list gives one case per value), labelled
+    `cases` overriding any of these, the `dtypes` benchmarks run, the small `test_dims`
+    the test driver substitutes for every named dim, and how index inputs' values are
+    drawn (`draws` for the benchmark, `test_draws` for the tests; DRAWS)."""
     shapes: dict
     params: dict
     dims: dict
     dtypes: tuple
     cases: tuple            # ({"label", "shapes", "params", "dims"}, ...)
     test_dims: dict
+    draws: dict = dataclasses.field(default_factory=dict)
+    test_draws: dict = dataclasses.field(default_factory=dict)
 
 
 def _check_dims(source, entry, field, dims):
@@ -423,7 +490,7 @@ def _check_dims(source, entry, field, dims):
             raise _err(source, entry, f"{field}.{k}", f"expected a size or a list of sizes, got {v!r}")
 
 
-def parse_workloads(raw, source, entry, input_names, param_names):
+def parse_workloads(raw, source, entry, input_names, param_names, index_inputs=()):
     if raw is None:
         return None
     _check_keys(source, entry, "workloads", raw, WORKLOAD_KEYS)
@@ -436,6 +503,15 @@ def parse_workloads(raw, source, entry, input_names, param_names):
             got = c.get(field) or {}
             allowed = set(input_names) if field == "shapes" else set(param_names)
             _check_keys(source, entry, f"workloads.{field}", got, allowed)
+            _check_dim_exprs(source, entry, f"workloads.{field}", got)
+    draws = {}
+    for field in ("draws", "test_draws"):
+        got = raw.get(field) or {}
+        _check_keys(source, entry, f"workloads.{field}", got, set(index_inputs))
+        for k, v in got.items():
+            if v not in DRAWS:
+                raise _err(source, entry, f"workloads.{field}.{k}", f"expected one of {list(DRAWS)}, got {v!r}")
+        draws[field] = dict(got)
     _check_dims(source, entry, "workloads.dims", raw.get("dims") or {})
     _check_dims(source, entry, "workloads.test_dims", raw.get("test_dims") or {})
     dtypes = tuple(raw.get("dtypes") or ())
@@ -443,7 +519,8 @@ def parse_workloads(raw, source, entry, input_names, param_names):
     if bad:
         raise _err(source, entry, "workloads.dtypes", f"unknown dtype(s) {bad}")
     return Workloads(dict(raw.get("shapes") or {}), dict(raw.get("params") or {}), dict(raw.get("dims") or {}),
-                     dtypes, tuple(dict(c) for c in cases), dict(raw.get("test_dims") or {}))
+                     dtypes, tuple(dict(c) for c in cases), dict(raw.get("test_dims") or {}), draws["draws"],
+                     draws["test_draws"])
 
 
 # ---- peers -------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ Both generic drivers read them: the benchmark (`python -m tileops bench`) takes
 `cases(entry)` at the real sizes; the test driver takes `cases(entry, test=True)`, where
 every named dim takes its `test_dims` values instead (small, odd, and 0 rows), except the
 dims a case with shapes of its own pins. A case is
-each present input's shape, the constructor's params, a dtype and a label."""
+each present input's shape, the constructor's params, a dtype, a label and how its index
+inputs' values are drawn (index_values)."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,6 +14,7 @@ import itertools
 import torch
 
 from .._dtypes import BY_NAME
+from .schema import dim_names
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,6 +24,7 @@ class Case:
     params: dict            # constructor params
     dtype: torch.dtype
     dims: dict              # the named dims' values of this case
+    draws: dict = dataclasses.field(default_factory=dict)   # index input -> DRAWS (default uniform)
 
     @property
     def name(self) -> str:
@@ -29,9 +32,14 @@ class Case:
         return f"{self.label}[{dims}]-{str(self.dtype).replace('torch.', '')}"
 
 
+_DIM_GLOBALS = {"__builtins__": {}}
+
+
 def _subst(value, dims):
     if isinstance(value, str):
-        return dims[value]
+        if value in dims:
+            return dims[value]
+        return int(eval(value, _DIM_GLOBALS, dict(dims)))  # an expression the schema checked: dims, ints, + - * //
     if isinstance(value, list):
         return tuple(_subst(v, dims) for v in value)
     return value
@@ -60,7 +68,7 @@ def cases(entry, test: bool = False, dtypes=None) -> list[Case]:
             pinned = set(c.get("dims") or {}) if c.get("shapes") else set()
             dims = {**dims, **{k: v for k, v in w.test_dims.items() if k not in pinned}}
         named = list(shapes.values()) + [v for k, v in params.items() if k not in literal]
-        names = sorted({v for s in named for v in (s if isinstance(s, list) else [s]) if isinstance(v, str)})
+        names = sorted({n for s in named for n in dim_names(s)})
         missing = [n for n in names if n not in dims]
         if missing:
             raise ValueError(f"{entry.name}: workload {c.get('label')!r} gives no value for dims {missing}")
@@ -69,7 +77,8 @@ def cases(entry, test: bool = False, dtypes=None) -> list[Case]:
             d = dict(zip(names, combo))
             for dt in dtypes:
                 case = Case(c.get("label", "default"), {k: _subst(v, d) for k, v in shapes.items()},
-                            {k: v if k in literal else _subst(v, d) for k, v in params.items()}, dt, d)
+                            {k: v if k in literal else _subst(v, d) for k, v in params.items()}, dt, d,
+                            dict(w.test_draws if test else w.draws))
                 key = (tuple(sorted(case.shapes.items())), tuple(sorted(case.params.items())), dt)
                 if key not in seen:
                     seen.add(key)
@@ -99,10 +108,12 @@ _RULE_GLOBALS = {"__builtins__": {}, "len": len, "tuple": tuple, "list": list, "
                  "any": any, "abs": abs, "int": int, "range": range, "sum": sum}
 
 
-def index_values(spec, shape, dtype, made: dict, params: dict, seed: int):
-    """Values of an index input (`index: <bound rule>`): uniform in [0, bound), on the CPU,
-    seeded, each value at most once where the input is `distinct`; the bound is the rule
-    evaluated over the inputs made so far and the params."""
+def index_values(spec, shape, dtype, made: dict, params: dict, seed: int, draw: str = "uniform"):
+    """Values of an index input (`index: <bound rule>`) in [0, bound), on the CPU, seeded;
+    the bound is the rule evaluated over the inputs made so far and the params. `draw`
+    (schema.DRAWS): "uniform" draws each value independently, "max" gives every value
+    bound - 1, "distinct" draws without repeats (numel <= bound); an input declared
+    `distinct` (a slot mapping) is always drawn so."""
     bound = int(eval(spec.index, _RULE_GLOBALS, {**params, **made}))  # a rule the schema checked
     n = 1
     for d in shape:
@@ -110,8 +121,12 @@ def index_values(spec, shape, dtype, made: dict, params: dict, seed: int):
     if n and bound < 1:
         raise ValueError(f"index input '{spec.name}': its bound `{spec.index}` is {bound}: no valid value to draw")
     gen = torch.Generator().manual_seed(seed & 0x7fffffff)
-    if spec.distinct:   # no value twice (a slot mapping): a random choice of n of the bound's values
+    if spec.distinct:
+        draw = "distinct"
+    if draw == "max":
+        return torch.full(tuple(shape), max(bound - 1, 0), dtype=torch.int64).to(dtype)
+    if draw == "distinct":   # no value twice: a random choice of n of the bound's values
         if n > bound:
             raise ValueError(f"index input '{spec.name}': {n} distinct values asked of [0, {bound})")
-        return torch.randperm(bound, generator=gen)[:n].view(tuple(shape)).to(dtype)
+        return torch.randperm(max(bound, 1), generator=gen)[:n].reshape(tuple(shape)).to(dtype)
     return torch.randint(0, max(bound, 1), tuple(shape), generator=gen, dtype=torch.int64).to(dtype)

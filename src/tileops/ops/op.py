@@ -23,6 +23,7 @@ import torch
 from ..errors import InputTypeError, InputValueError, KernelSelectionError, ManifestError
 from ..kernels.base import KernelCall, KernelTable, TensorSpec
 from ..manifest.loader import find_entry
+from ..manifest.schema import DerivedDefault
 from . import boundary, kit, registry
 
 _MEMO_LIMIT = 4096
@@ -279,11 +280,17 @@ class Op:
     def resolved_params(self) -> dict:
         """The constructor parameters with defaults resolved, in one place: a param the
         manifest gives `none_means` takes that value when it is None (eps=None is
-        torch.finfo(torch.float32).eps, as torch.nn.functional.rms_norm takes it)."""
-        out = {}
+        torch.finfo(torch.float32).eps, as torch.nn.functional.rms_norm takes it); a
+        derived one (attention's scale=None: 1 / sqrt(head_size)) is computed from the
+        other params once they are resolved."""
+        out, derived = {}, []
         for p in self._entry.params:
             v = getattr(self, p.name)
+            if v is None and isinstance(p.none_means, DerivedDefault):
+                derived.append(p)
             out[p.name] = p.none_means if v is None and p.none_means is not None else v
+        for p in derived:
+            out[p.name] = p.none_means(out)
         return out
 
     def __repr__(self):

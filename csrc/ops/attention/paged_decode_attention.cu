@@ -1,0 +1,578 @@
+/* ops/attention/paged_decode_attention.cu: the GPU kernels of PagedDecodeAttentionFwdOp,
+ * C-style CUDA C compiled at run time by NVRTC with no builtin headers
+ * (../common/rows_common.cuh, spliced in by the runtime, gives the CUDA keywords, element
+ * conversions and the rounded fp32 operations).
+ *
+ * One query token per sequence against a paged KV cache [num_blocks, BS, H_kv, D]:
+ *   o[b, h] = sum_t p_t v_t / sum_t p_t,  p_t = exp(s_t - max s),  s_t = q[b, h] . k_t * scale
+ * over the tokens t < seq_lens[b] of sequence b, token t in block block_table[b, t / BS]
+ * at row t % BS, query head h reading KV head h / G; lse[b, h] = max s + log(sum p).
+ *
+ * ==== Batch invariance: chunks, and one fixed fold ========================================
+ * A sequence's tokens fall into chunks of PDA_CH = 256 tokens, whatever the batch. A chunk's
+ * partial state (m: the max of its scores in log2 units, l: the sum of 2^(s - m), a[D]: the
+ * sum of 2^(s - m) v, per query head) is computed by one CTA of 4 warps, each warp taking
+ * 64 consecutive tokens in tiles of 16 (online softmax inside the warp), the 4 warp states
+ * then folded in warp order. The sequence's result is the left fold of its chunks' partials
+ * in chunk order, starting from the empty state (m = -inf, l = 0, a = 0), by one merge rule
+ * (pda_merge) in explicitly rounded fp32, then o = a / l, lse = (m + log2 l) ln 2. Whether
+ * one CTA walks all of a sequence's chunks and folds as it goes (no split), or several CTAs
+ * each write the partials of their chunks to a workspace and the merge kernel folds them
+ * (split: chosen from B x H_kv against the SM count), every operation on a sequence's values
+ * is the same: its output is bitwise the same whatever else is in the batch.
+ *
+ * ==== Compute: tensor cores (PDA_MMA 1: float16, bfloat16) or fp32 FMAs (PDA_MMA 0) ========
+ * A warp's tile: scores S^T = K Q^T (16 tokens x 8 query heads per n-tile, mma m16n8k16, K
+ * from shared memory by ldmatrix, Q^T fragments in registers), f32 accumulation; p = 2^(s*c
+ * - m) in fp32, rounded to the dtype for P V (as flash attention does; l sums the fp32 p);
+ * O^T += V^T P^T (16 dims x 8 heads per m-tile: V by ldmatrix.trans, P^T by movmatrix of the
+ * score fragments). Query heads are the mma's N dimension, so a group of up to 8 heads
+ * wastes nothing for G = 8. PDA_MMA 0 computes the same fragments with fp32 FMAs (any
+ * dtype; the path float32 takes): dot products in index order, P through shared memory.
+ *
+ * ==== Memory ============================================================================
+ * Each warp streams its tiles' K and V rows into its own PDA_STAGES-deep ring of shared
+ * memory with 16-byte cp.async (K and V read once per KV head: all query heads of the group
+ * use them), rows XOR-swizzled per 16-byte segment (conflict-free ldmatrix). A token at or
+ * past seq_lens[b] is never read (its rows are zero-filled); the block table entries past
+ * a sequence's blocks are never read.
+ *
+ * ==== Bad input (no host synchronisation to check it) ====================================
+ * A block id outside [0, num_blocks) for a token the sequence holds is never dereferenced
+ * (that row is zero-filled); the chunk's l becomes NaN, so the whole sequence's o and lse
+ * come out NaN. A seq_lens[b] outside [0, max_blocks * BS) + 1 reads nothing: that
+ * sequence's o and lse are NaN. Other sequences are unaffected.
+ *
+ * ==== CUDA graphs ============================================================================
+ * Nothing reads seq_lens or block_table on the host; the grid depends on shapes only (B,
+ * H_kv, the head slices, the split S from B x H_kv, max_blocks and the SM count).
+ *
+ * ==== Kernels ============================================================================
+ * tileops_paged_decode_attention (arg format "ppppppppqqqqqqqf"):
+ *   (q, key_cache, value_cache, block_table, seq_lens, o, lse, ws, H, H_kv, num_blocks,
+ *    max_blocks, max_chunks, cpc, zs, scale_log2)
+ *   grid (B * H_kv * zs, S), block 128, dynamic shared memory PDA_SMEM bytes (the same
+ *   formula as kernels/attention/paged_decode_attention.py smem_bytes). CTA (x, y): sequence
+ *   b, KV head kvh, head slice z (x = (b * H_kv + kvh) * zs + z: query heads kvh * G + z *
+ *   PDA_GS .. + PDA_GS, those < G), chunks [y * cpc, y * cpc + cpc). lse may be 0 (not
+ *   wanted). ws == 0: no split (S = 1): the CTA folds every chunk and writes o and lse.
+ *   ws != 0: the CTA writes each chunk's partial to ws[((b * H + h) * max_chunks + c) *
+ *   (D + 2) + (d | D: m | D + 1: l)] and tileops_paged_decode_attention_merge writes o, lse.
+ *   scale_log2 = scale * log2(e). max_chunks = ceil(max_blocks * BS / PDA_CH).
+ * tileops_paged_decode_attention_merge ("ppppqqq"): (ws, seq_lens, o, lse, H, max_blocks,
+ *   max_chunks); grid B * H, block >= D threads (one per channel).
+ * All tensors contiguous, 16-byte aligned; o does not overlap the inputs.
+ *
+ * ==== Defines ============================================================================
+ *   TILEOPS_DTYPE 0 float32, 1 float16, 2 bfloat16 (and the common TILEOPS_N = D,
+ *   TILEOPS_VEC = 16 / element size, TILEOPS_THREADS = 128);  PDA_D head size (a multiple
+ *   of 16, <= 256);  PDA_G query heads per KV head;  PDA_GS query heads per CTA (<= 16, <= 8
+ *   for D > 128);  PDA_BS block size;  PDA_MMA 1 tensor cores (16-bit dtypes), 0 fp32 FMAs;
+ *   PDA_STAGES 1 .. 4, the depth of each warp's ring. */
+#include "../common/rows_common.cuh"
+
+#if !defined(PDA_D) || !defined(PDA_G) || !defined(PDA_GS) || !defined(PDA_BS) || !defined(PDA_MMA) || \
+    !defined(PDA_STAGES)
+#error "paged_decode_attention.cu needs -DPDA_D, -DPDA_G, -DPDA_GS, -DPDA_BS, -DPDA_MMA, -DPDA_STAGES"
+#endif
+#if PDA_D % 16 != 0 || PDA_D < 16 || PDA_D > 256 || PDA_D != TILEOPS_N
+#error "PDA_D must be a multiple of 16 in [16, 256], equal to TILEOPS_N"
+#endif
+#if PDA_G < 1 || PDA_GS < 1 || PDA_GS > PDA_G || PDA_GS > 16 || (PDA_D > 128 && PDA_GS > 8)
+#error "PDA_GS must be in [1, min(PDA_G, 16)] (8 for PDA_D > 128)"
+#endif
+#if PDA_BS < 1 || PDA_STAGES < 1 || PDA_STAGES > 4 || TILEOPS_THREADS != 128
+#error "PDA_BS >= 1, PDA_STAGES in [1, 4], TILEOPS_THREADS = 128"
+#endif
+#if PDA_MMA && TILEOPS_E != 2
+#error "the tensor-core path (PDA_MMA 1) takes float16 or bfloat16"
+#endif
+
+#define PDA_NW 4                                    /* warps per CTA */
+#define PDA_TILE 16                                 /* tokens per tile */
+#define PDA_TPW 4                                   /* tiles per warp per chunk */
+#define PDA_CH (PDA_NW * PDA_TPW * PDA_TILE)        /* tokens per chunk: 256 */
+#define PDA_NT ((PDA_GS + 7) / 8)                   /* n-tiles of 8 query heads */
+#define PDA_GS8 (PDA_NT * 8)
+#define PDA_KS (PDA_D / 16)                         /* k-steps of QK^T, m-tiles of O^T */
+#define PDA_RB (PDA_D * TILEOPS_E)                  /* bytes of a K or V row */
+#define PDA_SEG (PDA_RB / 16)                       /* 16-byte segments per row */
+#define PDA_SWM ((PDA_SEG < 8 ? PDA_SEG : 8) - 1)   /* swizzle mask */
+#define PDA_TILE_BYTES (PDA_TILE * PDA_RB)
+#define PDA_WARP_BYTES (PDA_STAGES * 2 * PDA_TILE_BYTES)
+#define PDA_FOLD_OFF (PDA_NW * PDA_WARP_BYTES)
+#define PDA_FOLD_W (PDA_GS8 * (PDA_D + 2))          /* floats of one warp's state */
+#define PDA_RUN_OFF (PDA_FOLD_OFF + 4 * PDA_NW * PDA_FOLD_W)
+#define PDA_Q_OFF (PDA_RUN_OFF + 4 * (PDA_GS8 * PDA_D + 4 * PDA_GS8))
+#if PDA_MMA
+#define PDA_SMEM PDA_Q_OFF
+#else
+#define PDA_P_OFF (PDA_Q_OFF + 4 * PDA_GS8 * PDA_D)
+#define PDA_SMEM (PDA_P_OFF + 4 * PDA_NW * PDA_GS8 * PDA_TILE)
+#endif
+#define PDA_EPT (PDA_GS8 * PDA_D / TILEOPS_THREADS) /* fold elements per thread */
+#define PDA_LN2 0.693147180559945309f
+
+#if TILEOPS_DTYPE == 1
+#define PDA_MMA_T "f16"
+#else
+#define PDA_MMA_T "bf16"
+#endif
+
+/* ---- small PTX helpers ------------------------------------------------------------------ */
+TILEOPS_DEV unsigned pda_ctaid_y(void) {
+    unsigned r;
+    asm("mov.u32 %0, %%ctaid.y;" : "=r"(r));
+    return r;
+}
+TILEOPS_DEV void pda_syncwarp(void) { asm volatile("bar.warp.sync 0xffffffff;" ::: "memory"); }
+TILEOPS_DEV float pda_neg_inf(void) { return tileops_as_float(0xff800000u); }
+TILEOPS_DEV float pda_nan(void) { return tileops_as_float(0x7fc00000u); }
+TILEOPS_DEV int pda_any(int pred) {
+    int r;
+    asm volatile("{ .reg .pred p, q; setp.ne.s32 p, %1, 0; vote.sync.any.pred q, p, 0xffffffff; selp.s32 %0, 1, 0, q; }"
+                 : "=r"(r)
+                 : "r"(pred));
+    return r;
+}
+TILEOPS_DEV unsigned pda_smem_addr(const void *p) {
+    unsigned long long a;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
+    return (unsigned)a;
+}
+/* 16 bytes global -> shared; bytes 0: nothing is read, the 16 bytes are zeroed */
+TILEOPS_DEV void pda_cp16(unsigned dst, const char *src, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+TILEOPS_DEV void pda_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+#define PDA_WAIT(n) asm volatile("cp.async.wait_group %0;" ::"n"(n) : "memory")
+
+/* ---- the merge rule: (m, l, a) <- (m, l, a) (+) (mb, lb, ab) ------------------------------ */
+/* m in log2 units. A state with m = -inf (no token) weighs 0; the result is the same
+ * operations on the same values wherever it is applied (a CTA's fold or the merge kernel). */
+TILEOPS_DEV void pda_merge(float *m, float *l, float *a, float mb, float lb, float ab) {
+    const float ninf = pda_neg_inf();
+    const float mm = tileops_maxf(*m, mb);
+    const float sa = *m == ninf ? 0.0f : tileops_ex2(tileops_sub(*m, mm));
+    const float sb = mb == ninf ? 0.0f : tileops_ex2(tileops_sub(mb, mm));
+    *l = tileops_fma(lb, sb, tileops_mul(*l, sa));
+    *a = tileops_fma(ab, sb, tileops_mul(*a, sa));
+    *m = mm;
+}
+
+/* o and lse of a folded state (l == 0: no token: o = 0, lse = -inf) */
+TILEOPS_DEV float pda_out(float l, float a) { return l == 0.0f ? 0.0f : tileops_div_rn(a, l); }
+TILEOPS_DEV float pda_lse(float m, float l) {
+    return l == 0.0f ? pda_neg_inf() : tileops_mul(tileops_add(m, tileops_lg2(l)), PDA_LN2);
+}
+
+#if PDA_MMA
+TILEOPS_DEV void pda_ldsm4(unsigned addr, unsigned *r) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+TILEOPS_DEV void pda_ldsm4_t(unsigned addr, unsigned *r) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+TILEOPS_DEV unsigned pda_movt(unsigned x) {
+    unsigned r;
+    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(r) : "r"(x));
+    return r;
+}
+/* c += A B: A 16x16 (a[4]), B 16x8 (b0, b1), c 16x8 fp32 */
+TILEOPS_DEV void pda_mma(float *c, const unsigned *a, unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PDA_MMA_T "." PDA_MMA_T ".f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+#endif
+
+/* byte offset of 16-byte segment `seg` of row `row` in a swizzled tile */
+TILEOPS_DEV unsigned pda_swz(int row, int seg) { return (unsigned)(row * PDA_RB + ((seg ^ (row & PDA_SWM)) << 4)); }
+
+/* ---- one warp's work ---------------------------------------------------------------------- */
+struct pda_seq {
+    const char *kc, *vc;     /* the caches */
+    const int *bt;           /* this sequence's block table row */
+    long long len, nblocks, kv_off; /* kv_off: bytes of the KV head inside a cache row */
+    long long row_stride;    /* bytes between cache rows (H_kv * D * E) */
+    int c0;                  /* first chunk of this CTA */
+    int w, lane;
+};
+
+/* first token of tile k of this warp */
+TILEOPS_DEV long long pda_tile_tok(const struct pda_seq *s, int k) {
+    return (long long)(s->c0 + k / PDA_TPW) * PDA_CH + s->w * (PDA_TPW * PDA_TILE) + (k % PDA_TPW) * PDA_TILE;
+}
+
+/* issues the copies of tile k's K and V rows into ring slot `slot` (tokens at or past len
+ * are zero-filled; a bad block id too, and *bad is set) */
+TILEOPS_DEV void pda_issue(const struct pda_seq *s, int k, unsigned ring, int *bad) {
+    const long long tok0 = pda_tile_tok(s, k);
+    if (tok0 >= s->len)
+        return;
+    const unsigned kt = ring + (unsigned)((k % PDA_STAGES) * 2 * PDA_TILE_BYTES), vt = kt + PDA_TILE_BYTES;
+#pragma unroll 2
+    for (int j = 0; j < (PDA_TILE * PDA_SEG + 31) / 32; j++) {
+        const int idx = s->lane + 32 * j;
+        if (PDA_TILE * PDA_SEG % 32 != 0 && idx >= PDA_TILE * PDA_SEG)
+            break;
+        const int row = idx / PDA_SEG, seg = idx % PDA_SEG;
+        const long long tok = tok0 + row;
+        const char *src = s->kc;
+        int bytes = 0;
+        long long off = 0;
+        if (tok < s->len) {
+            const long long blk = s->bt[tok / PDA_BS];
+            if (blk >= 0 && blk < s->nblocks) {
+                off = (blk * PDA_BS + tok % PDA_BS) * s->row_stride + s->kv_off + seg * 16;
+                bytes = 16;
+            } else {
+                *bad = 1;
+            }
+        }
+        pda_cp16(kt + pda_swz(row, seg), bytes ? s->kc + off : src, bytes);
+        pda_cp16(vt + pda_swz(row, seg), bytes ? s->vc + off : src, bytes);
+    }
+}
+
+/* ---- the main kernel ------------------------------------------------------------------------ */
+extern __shared__ __attribute__((aligned(16))) unsigned char pda_smem[];
+
+extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
+    const void *q, const void *key_cache, const void *value_cache, const int *block_table, const int *seq_lens,
+    void *o, float *lse, float *ws, long long H, long long H_kv, long long num_blocks, long long max_blocks,
+    long long max_chunks, long long cpc, long long zs, float scale_log2) {
+    const unsigned tid = tileops_tid();
+    const int w = (int)(tid >> 5), lane = (int)(tid & 31u);
+    const int gq = lane >> 2, t4 = lane & 3;
+    const long long x = tileops_ctaid();
+    const long long z = x % zs, pair = x / zs, kvh = pair % H_kv, b = pair / H_kv;
+    const long long hbase = kvh * PDA_G + z * PDA_GS;  /* the CTA's first query head */
+    const long long len = seq_lens[b];
+    const float ninf = pda_neg_inf();
+    const int split = ws != 0;
+
+    /* query head hl (0 .. PDA_GS8) of this CTA: one of its heads, and one of the group's */
+    #define PDA_HEAD_OK(hl) ((hl) < PDA_GS && z * PDA_GS + (hl) < PDA_G)
+
+    if (len < 0 || len > max_blocks * PDA_BS) {  /* a bad length: NaN, nothing read */
+        if (split)
+            return;  /* the merge kernel writes the NaNs */
+        for (int e = (int)tid; e < PDA_GS8 * PDA_D; e += TILEOPS_THREADS) {
+            const int g = e / PDA_D, d = e % PDA_D;
+            if (PDA_HEAD_OK(g)) {
+                tileops_st_elem((char *)o + ((b * H + hbase + g) * PDA_D) * TILEOPS_E, d, pda_nan());
+                if (d == 0 && lse)
+                    lse[b * H + hbase + g] = pda_nan();
+            }
+        }
+        return;
+    }
+    const long long n_chunks = (len + PDA_CH - 1) / PDA_CH;
+    long long c_begin = 0, c_end = n_chunks;
+    if (split) {
+        c_begin = (long long)pda_ctaid_y() * cpc;
+        c_end = c_begin + cpc < n_chunks ? c_begin + cpc : n_chunks;
+        if (c_begin >= c_end)
+            return;
+    }
+
+    struct pda_seq s;
+    s.kc = (const char *)key_cache;
+    s.vc = (const char *)value_cache;
+    s.bt = block_table + b * max_blocks;
+    s.len = len;
+    s.nblocks = num_blocks;
+    s.row_stride = H_kv * PDA_RB;
+    s.kv_off = kvh * PDA_RB;
+    s.c0 = (int)c_begin;
+    s.w = w;
+    s.lane = lane;
+    const unsigned ring = pda_smem_addr(pda_smem) + (unsigned)(w * PDA_WARP_BYTES);
+    float *fold = (float *)(pda_smem + PDA_FOLD_OFF);
+
+#if PDA_MMA
+    /* Q^T fragments: b0 = q[head gq][16 ks + 2 t4 .. +1], b1 the same 8 channels on */
+    unsigned qf[PDA_NT][PDA_KS][2];
+#pragma unroll
+    for (int nt = 0; nt < PDA_NT; nt++) {
+        const int hl = nt * 8 + gq;
+        const unsigned *qrow = (const unsigned *)((const char *)q + ((b * H + hbase + hl) * PDA_D) * TILEOPS_E);
+#pragma unroll
+        for (int ks = 0; ks < PDA_KS; ks++) {
+            qf[nt][ks][0] = PDA_HEAD_OK(hl) ? qrow[ks * 8 + t4] : 0u;
+            qf[nt][ks][1] = PDA_HEAD_OK(hl) ? qrow[ks * 8 + 4 + t4] : 0u;
+        }
+    }
+#else
+    float *qs = (float *)(pda_smem + PDA_Q_OFF);
+    float *ps = (float *)(pda_smem + PDA_P_OFF) + w * PDA_GS8 * PDA_TILE;
+    for (int e = (int)tid; e < PDA_GS8 * PDA_D; e += TILEOPS_THREADS) {
+        const int g = e / PDA_D, d = e % PDA_D;
+        qs[e] = PDA_HEAD_OK(g) ? tileops_ld_elem((const char *)q + ((b * H + hbase + g) * PDA_D) * TILEOPS_E, d)
+                               : 0.0f;
+    }
+    tileops_barrier();
+#endif
+
+    /* the warp's state over the current chunk: per n-tile, heads 2 t4 and 2 t4 + 1 */
+    float wm[PDA_NT][2], wl[PDA_NT][2], acc[PDA_NT][PDA_KS][4];
+#pragma unroll
+    for (int nt = 0; nt < PDA_NT; nt++) {
+        wm[nt][0] = wm[nt][1] = ninf;
+        wl[nt][0] = wl[nt][1] = 0.0f;
+#pragma unroll
+        for (int md = 0; md < PDA_KS; md++)
+            acc[nt][md][0] = acc[nt][md][1] = acc[nt][md][2] = acc[nt][md][3] = 0.0f;
+    }
+    /* the CTA's running fold (no split), in shared memory: a[e] for the elements e = tid +
+     * 128 k each thread owns; m and l per head in two slots, read from slot (c & 1) and
+     * written to the other at chunk c (a barrier between a slot's writes and its reads) */
+    float *run_a = (float *)(pda_smem + PDA_RUN_OFF), *run_ml = run_a + PDA_GS8 * PDA_D;
+    if (!split) {
+#pragma unroll
+        for (int e8 = 0; e8 < PDA_EPT; e8++)
+            run_a[(int)tid + TILEOPS_THREADS * e8] = 0.0f;
+        if (tid < PDA_GS8) {
+            run_ml[tid] = ninf;          /* slot 0: m */
+            run_ml[PDA_GS8 + tid] = 0.0f; /* slot 0: l */
+        }
+        tileops_barrier();
+    }
+    int bad = 0;
+
+    const int nk = (int)(c_end - c_begin) * PDA_TPW;
+#pragma unroll
+    for (int k = 0; k < PDA_STAGES - 1; k++) {
+        if (k < nk)
+            pda_issue(&s, k, ring, &bad);
+        pda_commit();
+    }
+    for (int k = 0; k < nk; k++) {
+        if (k + PDA_STAGES - 1 < nk)
+            pda_issue(&s, k + PDA_STAGES - 1, ring, &bad);
+        pda_commit();
+        PDA_WAIT(PDA_STAGES - 1);
+        pda_syncwarp();
+        const long long tok0 = pda_tile_tok(&s, k);
+        if (tok0 < len) {
+            const unsigned kt = ring + (unsigned)((k % PDA_STAGES) * 2 * PDA_TILE_BYTES), vt = kt + PDA_TILE_BYTES;
+            /* ---- S^T: rows gq, gq + 8 (tokens), columns 2 t4, 2 t4 + 1 (heads) ---- */
+            float sc[PDA_NT][4];
+#pragma unroll
+            for (int nt = 0; nt < PDA_NT; nt++)
+                sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+#if PDA_MMA
+#pragma unroll
+            for (int ks = 0; ks < PDA_KS; ks++) {
+                unsigned a[4];
+                const int rr = (lane & 7) + (lane & 8), sg = 2 * ks + (lane >> 4);
+                pda_ldsm4(kt + pda_swz(rr, sg), a);
+#pragma unroll
+                for (int nt = 0; nt < PDA_NT; nt++)
+                    pda_mma(sc[nt], a, qf[nt][ks][0], qf[nt][ks][1]);
+            }
+#else
+            {
+                const char *kp = (const char *)pda_smem + (kt - pda_smem_addr(pda_smem));
+#pragma unroll
+                for (int nt = 0; nt < PDA_NT; nt++) {
+#pragma unroll
+                    for (int r = 0; r < 4; r++) {
+                        const int row = gq + (r >> 1) * 8, hl = nt * 8 + 2 * t4 + (r & 1);
+                        float dot = 0.0f;
+                        for (int d = 0; d < PDA_D; d++)
+                            dot = tileops_fma(tileops_ld_elem(kp + pda_swz(row, d / TILEOPS_G), d % TILEOPS_G),
+                                              qs[hl * PDA_D + d], dot);
+                        sc[nt][r] = dot;
+                    }
+                }
+            }
+#endif
+            /* ---- online softmax over the tile ---- */
+            const int ok0 = tok0 + gq < len, ok1 = tok0 + gq + 8 < len;
+            float pv[PDA_NT][4], al[PDA_NT][2];
+#pragma unroll
+            for (int nt = 0; nt < PDA_NT; nt++) {
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    const float s0 = ok0 ? tileops_mul(sc[nt][j], scale_log2) : ninf;
+                    const float s1 = ok1 ? tileops_mul(sc[nt][2 + j], scale_log2) : ninf;
+                    float mx = tileops_maxf(s0, s1);
+                    mx = tileops_maxf(mx, tileops_shfl_xor(mx, 4));
+                    mx = tileops_maxf(mx, tileops_shfl_xor(mx, 8));
+                    mx = tileops_maxf(mx, tileops_shfl_xor(mx, 16));
+                    const float mn = tileops_maxf(wm[nt][j], mx);
+                    al[nt][j] = wm[nt][j] == ninf ? 0.0f : tileops_ex2(tileops_sub(wm[nt][j], mn));
+                    pv[nt][j] = tileops_ex2(tileops_sub(s0, mn));
+                    pv[nt][2 + j] = tileops_ex2(tileops_sub(s1, mn));
+                    wl[nt][j] = tileops_fma(wl[nt][j], al[nt][j], tileops_add(pv[nt][j], pv[nt][2 + j]));
+                    wm[nt][j] = mn;
+                }
+#pragma unroll
+                for (int md = 0; md < PDA_KS; md++) {
+                    acc[nt][md][0] = tileops_mul(acc[nt][md][0], al[nt][0]);
+                    acc[nt][md][1] = tileops_mul(acc[nt][md][1], al[nt][1]);
+                    acc[nt][md][2] = tileops_mul(acc[nt][md][2], al[nt][0]);
+                    acc[nt][md][3] = tileops_mul(acc[nt][md][3], al[nt][1]);
+                }
+            }
+            /* ---- O^T += V^T P^T: rows gq, gq + 8 of each 16 channels, columns 2 t4, 2 t4 + 1 ---- */
+#if PDA_MMA
+            unsigned pb[PDA_NT][2];
+#pragma unroll
+            for (int nt = 0; nt < PDA_NT; nt++) {
+                pb[nt][0] = pda_movt(tileops_pack2(pv[nt][0], pv[nt][1]));
+                pb[nt][1] = pda_movt(tileops_pack2(pv[nt][2], pv[nt][3]));
+            }
+#pragma unroll
+            for (int md = 0; md < PDA_KS; md++) {
+                unsigned a[4];
+                const int rr = (lane & 7) + ((lane >> 4) << 3), sg = 2 * md + ((lane >> 3) & 1);
+                pda_ldsm4_t(vt + pda_swz(rr, sg), a);
+#pragma unroll
+                for (int nt = 0; nt < PDA_NT; nt++)
+                    pda_mma(acc[nt][md], a, pb[nt][0], pb[nt][1]);
+            }
+#else
+#pragma unroll
+            for (int nt = 0; nt < PDA_NT; nt++) {
+                ps[(nt * 8 + 2 * t4) * PDA_TILE + gq] = pv[nt][0];
+                ps[(nt * 8 + 2 * t4 + 1) * PDA_TILE + gq] = pv[nt][1];
+                ps[(nt * 8 + 2 * t4) * PDA_TILE + gq + 8] = pv[nt][2];
+                ps[(nt * 8 + 2 * t4 + 1) * PDA_TILE + gq + 8] = pv[nt][3];
+            }
+            pda_syncwarp();
+            {
+                const char *vp = (const char *)pda_smem + (vt - pda_smem_addr(pda_smem));
+#pragma unroll
+                for (int nt = 0; nt < PDA_NT; nt++) {
+#pragma unroll
+                    for (int md = 0; md < PDA_KS; md++) {
+#pragma unroll
+                        for (int r = 0; r < 4; r++) {
+                            const int d = md * 16 + gq + (r >> 1) * 8, hl = nt * 8 + 2 * t4 + (r & 1);
+                            float v = acc[nt][md][r];
+                            for (int tk = 0; tk < PDA_TILE; tk++)
+                                v = tileops_fma(tileops_ld_elem(vp + pda_swz(tk, d / TILEOPS_G), d % TILEOPS_G),
+                                                ps[hl * PDA_TILE + tk], v);
+                            acc[nt][md][r] = v;
+                        }
+                    }
+                }
+            }
+#endif
+        }
+        pda_syncwarp();  /* slot k % STAGES is refilled by the next iteration */
+
+        if (k % PDA_TPW != PDA_TPW - 1)
+            continue;
+        /* ---- the end of a chunk: the warps' states -> the chunk's partial ---- */
+        const long long c = c_begin + k / PDA_TPW;
+        const int poisoned = pda_any(bad);
+        float *F = fold + w * PDA_FOLD_W;
+#pragma unroll
+        for (int nt = 0; nt < PDA_NT; nt++) {
+            const int h0 = nt * 8 + 2 * t4;
+#pragma unroll
+            for (int md = 0; md < PDA_KS; md++) {
+                const int d0 = md * 16 + gq;
+                F[h0 * PDA_D + d0] = acc[nt][md][0];
+                F[(h0 + 1) * PDA_D + d0] = acc[nt][md][1];
+                F[h0 * PDA_D + d0 + 8] = acc[nt][md][2];
+                F[(h0 + 1) * PDA_D + d0 + 8] = acc[nt][md][3];
+                acc[nt][md][0] = acc[nt][md][1] = acc[nt][md][2] = acc[nt][md][3] = 0.0f;
+            }
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                float l = wl[nt][j];
+                l = tileops_add(l, tileops_shfl_xor(l, 4));
+                l = tileops_add(l, tileops_shfl_xor(l, 8));
+                l = tileops_add(l, tileops_shfl_xor(l, 16));
+                if (gq == 0) {
+                    F[PDA_GS8 * PDA_D + h0 + j] = wm[nt][j];
+                    F[PDA_GS8 * PDA_D + PDA_GS8 + h0 + j] = poisoned ? pda_nan() : l;
+                }
+                wm[nt][j] = ninf;
+                wl[nt][j] = 0.0f;
+            }
+        }
+        tileops_barrier();
+#pragma unroll
+        for (int e8 = 0; e8 < PDA_EPT; e8++) {
+            const int e = (int)tid + TILEOPS_THREADS * e8, g = e / PDA_D, d = e % PDA_D;
+            float cm = fold[PDA_GS8 * PDA_D + g], cl = fold[PDA_GS8 * PDA_D + PDA_GS8 + g], ca = fold[e];
+#pragma unroll
+            for (int ww = 1; ww < PDA_NW; ww++) {
+                const float *G = fold + ww * PDA_FOLD_W;
+                pda_merge(&cm, &cl, &ca, G[PDA_GS8 * PDA_D + g], G[PDA_GS8 * PDA_D + PDA_GS8 + g], G[e]);
+            }
+            if (!split) {
+                const float *in = run_ml + (c & 1) * 2 * PDA_GS8;
+                float *outs = run_ml + ((c + 1) & 1) * 2 * PDA_GS8;
+                float m = in[g], l = in[PDA_GS8 + g], a = run_a[e];
+                pda_merge(&m, &l, &a, cm, cl, ca);
+                run_a[e] = a;
+                if (d == 0) {
+                    outs[g] = m;
+                    outs[PDA_GS8 + g] = l;
+                }
+            } else if (PDA_HEAD_OK(g)) {
+                float *P = ws + ((b * H + hbase + g) * max_chunks + c) * (PDA_D + 2);
+                P[d] = ca;
+                if (d == 0) {
+                    P[PDA_D] = cm;
+                    P[PDA_D + 1] = cl;
+                }
+            }
+        }
+        tileops_barrier();
+    }
+    PDA_WAIT(0);
+    if (split)
+        return;
+    /* ---- no split: o and lse of the folded state (slot n_chunks & 1, past the last barrier) ---- */
+    const float *fin = run_ml + (n_chunks & 1) * 2 * PDA_GS8;
+#pragma unroll
+    for (int e8 = 0; e8 < PDA_EPT; e8++) {
+        const int e = (int)tid + TILEOPS_THREADS * e8, g = e / PDA_D, d = e % PDA_D;
+        if (!PDA_HEAD_OK(g))
+            continue;
+        tileops_st_elem((char *)o + ((b * H + hbase + g) * PDA_D) * TILEOPS_E, d, pda_out(fin[PDA_GS8 + g], run_a[e]));
+        if (d == 0 && lse)
+            lse[b * H + hbase + g] = pda_lse(fin[g], fin[PDA_GS8 + g]);
+    }
+}
+
+/* ---- the merge kernel (split): each chunk's partial, folded in chunk order ---------------- */
+extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws, const int *seq_lens, void *o,
+                                                                float *lse, long long H, long long max_blocks,
+                                                                long long max_chunks) {
+    const int d = (int)tileops_tid();
+    if (d >= PDA_D)
+        return;
+    const long long bh = tileops_ctaid(), b = bh / H;
+    const long long len = seq_lens[b];
+    char *orow = (char *)o + bh * PDA_D * TILEOPS_E;
+    if (len < 0 || len > max_blocks * PDA_BS) {
+        tileops_st_elem(orow, d, pda_nan());
+        if (d == 0 && lse)
+            lse[bh] = pda_nan();
+        return;
+    }
+    const long long n_chunks = (len + PDA_CH - 1) / PDA_CH;
+    float m = pda_neg_inf(), l = 0.0f, a = 0.0f;
+    const float *P = ws + bh * max_chunks * (PDA_D + 2);
+    for (long long c = 0; c < n_chunks; c++, P += PDA_D + 2)
+        pda_merge(&m, &l, &a, P[PDA_D], P[PDA_D + 1], P[d]);
+    tileops_st_elem(orow, d, pda_out(l, a));
+    if (d == 0 && lse)
+        lse[bh] = pda_lse(m, l);
+}

@@ -1,0 +1,262 @@
+"""PagedDecodeAttentionFwdOp's kernels: the C table entry "paged_decode_attention"
+(csrc/ops/attention/paged_decode_attention.c) on the CPU and the CUDA C kernels
+tileops_paged_decode_attention and tileops_paged_decode_attention_merge
+(csrc/ops/attention/paged_decode_attention.cu) on a GPU.
+
+Identities: the CPU build is a C function, so (dtype, head_size, block_size, scale); a
+CUDA build is specialised at compile time on the dtype, head_size, the group size G =
+H / H_kv, the query heads per CTA, the block size, the compute path (tensor cores for the
+16-bit dtypes, fp32 FMAs for float32) and the depth of each warp's copy ring, per device;
+scale is a launch argument. The interface declares q and key_cache shape-dependent (G is
+their head counts' ratio).
+
+Launch rule (CUDA), from shapes only (CUDA-graph safe: nothing reads seq_lens or
+block_table on the host): CTAs of 128 threads, one per (sequence, KV head, head slice of
+<= 16 query heads (8 for head_size 256)); when these fill less than one wave of the GPU
+(SM count x CTAs per SM) and a sequence may hold several 256-token chunks, each is split
+along the sequence into S CTAs of `cpc` chunks (S x CTAs about two waves, at most one
+chunk each), which write each chunk's partial state to a float32 workspace of
+B x H x max_chunks x (head_size + 2) taken per call from torch's caching allocator
+(stream-ordered, so capture-safe: a graph keeps its allocation), and a second kernel folds
+them. The result is bitwise the same whichever way (see the .cu).
+
+A CUDA build needs 16-byte aligned tensors (cp.async): a call with another alignment is
+refused (KernelSelectionError naming it); caches and outputs from torch's allocator are."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ... import _C
+from ..._dtypes import CODE, DTYPE
+from ...errors import InputValueError
+from ..base import Kernel, KernelInterface, checked, identity_type, launch_argument_error, overlaps
+
+CpuBuild = identity_type("CpuPagedDecodeAttentionBuild", "dtype head_size block_size scale")
+CudaBuild = identity_type("CudaPagedDecodeAttentionBuild",
+                          "device dtype head_size group heads_per_cta block_size mma stages scale ctas_per_sm sm_count")
+
+THREADS = 128
+WARPS = 4
+CHUNK = 256                 # tokens per chunk (PDA_CH in the .cu, PDA_CH in the .c)
+TILE = 16
+ARG_FORMAT_CUDA = "ppppppppqqqqqqqf"
+ARG_FORMAT_MERGE = "ppppqqq"
+GRID_MAX = 2**31 - 1
+SPLIT_MAX = 65535           # gridDim.y
+SM_SHARED = 233472          # shared memory per SM on sm_90 (228 KiB); a CTA also takes 1 KiB
+PER_BLOCK_SHARED = 232448   # the opt-in limit per CTA on sm_90 (227 KiB)
+WAVES = 2                   # a split aims at about this many waves of CTAs
+# The dtypes (codes) the tensor-core path serves; the others take the fp32-FMA path, which
+# serves every dtype: empty this set (before an op's first call) to run float16 and
+# bfloat16 on the FMA path too (tests/gpu compare the two).
+MMA_DTYPES = frozenset({1, 2})
+
+
+class PagedDecodeAttentionInterface(KernelInterface):
+    """launch(q, key_cache, value_cache, block_table, seq_lens, o, lse): writes o (and lse,
+    None when not asked for)."""
+    name = "paged_decode_attention"
+    implementations = ("paged_decode_attention",)
+    shape_dependent = ("q", "key_cache")
+    launchable = "launch(q, key_cache, value_cache, block_table, seq_lens, o, lse): writes o and lse"
+
+
+# ---- the CUDA build: pure functions of the identity (tests compile every kind with nvcc) ----
+
+def heads_per_cta(head_size: int, group: int) -> int:
+    """Query heads one CTA serves: the whole group up to 16 (8 for head_size > 128: the
+    registers of the O^T fragments); a larger group is served in slices of that many."""
+    return min(group, 16 if head_size <= 128 else 8)
+
+
+def smem_bytes(dtype_code: int, head_size: int, heads: int, stages: int, mma: bool) -> int:
+    """Dynamic shared memory of the main kernel (PDA_SMEM in the .cu): each warp's ring of
+    `stages` K and V tiles of 16 rows, the warps' states, the running fold, and for the
+    FMA path q and P in fp32."""
+    e = DTYPE[dtype_code].itemsize
+    g8 = -(-heads // 8) * 8
+    rows = WARPS * stages * 2 * TILE * head_size * e
+    fold = 4 * WARPS * g8 * (head_size + 2)
+    run = 4 * (g8 * head_size + 4 * g8)
+    extra = 0 if mma else 4 * g8 * head_size + 4 * WARPS * g8 * TILE
+    return rows + fold + run + extra
+
+
+def choose_stages(dtype_code: int, head_size: int, heads: int, mma: bool,
+                  per_block: int = PER_BLOCK_SHARED, per_sm: int = SM_SHARED) -> tuple:
+    """(stages, CTAs per SM): the deepest ring (<= 3) that still lets two CTAs share an SM,
+    else the deepest one CTA can hold."""
+    def fits(st):
+        return per_sm // (smem_bytes(dtype_code, head_size, heads, st, mma) + 1024)
+    for st in (3, 2):
+        if fits(st) >= 2 and smem_bytes(dtype_code, head_size, heads, st, mma) <= per_block:
+            return st, fits(st)
+    for st in (3, 2, 1):
+        if smem_bytes(dtype_code, head_size, heads, st, mma) <= per_block:
+            return st, max(1, fits(st))
+    raise ValueError(f"paged_decode_attention: no ring fits {per_block} bytes of shared memory "
+                     f"(head_size {head_size}, {heads} heads per CTA)")
+
+
+def cuda_specialisation(dtype_code, head_size, group, heads, block_size, mma, stages):
+    """(source, kernel, merge kernel, options): pure, no GPU."""
+    e = DTYPE[dtype_code].itemsize
+    opts = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={head_size}", f"-DTILEOPS_VEC={16 // e}",
+            f"-DTILEOPS_THREADS={THREADS}", f"-DPDA_D={head_size}", f"-DPDA_G={group}", f"-DPDA_GS={heads}",
+            f"-DPDA_BS={block_size}", f"-DPDA_MMA={int(bool(mma))}", f"-DPDA_STAGES={stages}")
+    return ("attention/paged_decode_attention.cu", "tileops_paged_decode_attention",
+            "tileops_paged_decode_attention_merge", opts)
+
+
+def split_plan(ctas: int, max_chunks: int, slots: int) -> tuple:
+    """(S, cpc): CTAs per (sequence, KV head, slice) along the sequence and chunks per CTA.
+    No split (1, max_chunks) when the CTAs fill a wave of `slots` or a sequence holds one
+    chunk at most; else S x ctas about WAVES waves, every CTA with cpc chunks."""
+    if ctas >= slots or max_chunks < 2:
+        return 1, max_chunks
+    s = min(max_chunks, SPLIT_MAX, -(-WAVES * slots // ctas))
+    cpc = -(-max_chunks // s)
+    return -(-max_chunks // cpc), cpc
+
+
+# ---- what a launchable checks before it hands pointers to C ---------------------------------
+
+def _guard(b, device_index: int):
+    dt = DTYPE[b.dtype]
+    D, BS = b.head_size, b.block_size
+    where = "cpu" if device_index < 0 else f"cuda:{device_index}"
+    head = f"paged_decode_attention (launch of the {dt} build, head_size {D}, block_size {BS}, on {where})"
+    group = getattr(b, "group", None)
+
+    def fail(name, t, expected):
+        raise launch_argument_error(head, name, t, expected)
+
+    def ok(t, dtype, ndim):
+        return (isinstance(t, torch.Tensor) and t.dtype is dtype and t.get_device() == device_index
+                and t.dim() == ndim and t.is_contiguous() and not t.is_neg())
+
+    def check(q, key_cache, value_cache, block_table, seq_lens, o, lse):
+        if not (ok(q, dt, 3) and q.shape[2] == D):
+            fail("q", q, f"a contiguous {dt} tensor [B, H, {D}] on {where}")
+        B, H = q.shape[0], q.shape[1]
+        if not (ok(key_cache, dt, 4) and key_cache.shape[1] == BS and key_cache.shape[3] == D
+                and key_cache.shape[2] >= 1 and H % key_cache.shape[2] == 0
+                and (group is None or H == group * key_cache.shape[2])):
+            fail("key_cache", key_cache, f"a contiguous {dt} tensor [N, {BS}, H_kv, {D}] on {where}, H_kv dividing "
+                                         f"H = {H}" + (f" by {group}" if group else ""))
+        if not (ok(value_cache, dt, 4) and value_cache.shape == key_cache.shape):
+            fail("value_cache", value_cache, f"a contiguous {dt} tensor of key_cache's shape on {where}")
+        if not (ok(block_table, torch.int32, 2) and block_table.shape[0] == B):
+            fail("block_table", block_table, f"a contiguous int32 tensor [{B}, max_blocks] on {where}")
+        if not (ok(seq_lens, torch.int32, 1) and seq_lens.shape[0] == B):
+            fail("seq_lens", seq_lens, f"a contiguous int32 tensor [{B}] on {where}")
+        if not (ok(o, dt, 3) and o.shape == q.shape):
+            fail("o", o, f"a contiguous {dt} tensor of q's shape on {where}")
+        if lse is not None and not (ok(lse, torch.float32, 2) and tuple(lse.shape) == (B, H)):
+            fail("lse", lse, f"None or a contiguous float32 tensor [{B}, {H}] on {where}")
+        ins = (q, key_cache, value_cache, block_table, seq_lens)
+        if overlaps(o, ins + ((lse,) if lse is not None else ())) or (lse is not None and overlaps(lse, ins)):
+            raise InputValueError(f"{head}: argument 'o' or 'lse': it overlaps another tensor in memory")
+        if device_index >= 0 and any(t.data_ptr() % 16 for t in ins + (o,) + ((lse,) if lse is not None else ())):
+            raise InputValueError(f"{head}: the CUDA kernel takes 16-byte aligned tensors")
+    return check
+
+
+def _bad_index(e) -> InputValueError:
+    """The C kernel's index error, naming the op and the argument."""
+    msg = str(e)
+    arg = "block_table" if "block_table[" in msg else "seq_lens"
+    return InputValueError(f"PagedDecodeAttentionFwdOp: argument '{arg}': {msg}")
+
+
+def _build_cpu(b):
+    handle = _C.cpu_kernel("paged_decode_attention")[0]
+    run = _C.cpu_launch
+    D, BS, scale, dtype = b.head_size, b.block_size, b.scale, b.dtype
+
+    def unchecked(q, key_cache, value_cache, block_table, seq_lens, o, lse):
+        B, H, _ = q.shape
+        try:
+            run(handle, q.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), block_table.data_ptr(),
+                seq_lens.data_ptr(), o.data_ptr(), 0 if lse is None else lse.data_ptr(), B, H, key_cache.shape[2],
+                D, key_cache.shape[0], BS, block_table.shape[1], scale, dtype)
+        except InputValueError as e:   # a length or block id out of range (found before any write)
+            raise _bad_index(e) from None
+    return checked(_guard(b, -1), unchecked)
+
+
+def _build_cuda(b):
+    from ... import runtime
+    src, kernel, merge_kernel, opts = cuda_specialisation(b.dtype, b.head_size, b.group, b.heads_per_cta,
+                                                          b.block_size, b.mma, b.stages)
+    handle = runtime.build(b.device, src, kernel, opts, ARG_FORMAT_CUDA)
+    merge = runtime.build(b.device, src, merge_kernel, opts, ARG_FORMAT_MERGE)
+    smem = smem_bytes(b.dtype, b.head_size, b.heads_per_cta, b.stages, b.mma)
+    slots = b.sm_count * b.ctas_per_sm
+    zs = -(-b.group // b.heads_per_cta)
+    D, BS, device = b.head_size, b.block_size, b.device
+    scale_log2 = b.scale * math.log2(math.e)
+    merge_threads = max(32, -(-D // 32) * 32)
+    launch_raw = _C.cuda_launch
+    stream_of = torch._C._cuda_getCurrentRawStream
+    empty = torch.empty
+    f32 = torch.float32
+
+    def unchecked(q, key_cache, value_cache, block_table, seq_lens, o, lse):
+        B, H, _ = q.shape
+        h_kv, mb = key_cache.shape[2], block_table.shape[1]
+        if B == 0 or H == 0:
+            return
+        max_chunks = -(-mb * BS // CHUNK)
+        ctas = B * h_kv * zs
+        s, cpc = split_plan(ctas, max_chunks, slots)
+        if ctas > GRID_MAX or B * H > GRID_MAX:
+            raise InputValueError(f"PagedDecodeAttentionFwdOp: {B} sequences x {H} heads exceed the CUDA grid")
+        ws = empty(B * H * max_chunks * (D + 2), dtype=f32, device=q.device) if s > 1 else None
+        stream = stream_of(device)
+        lse_p = 0 if lse is None else lse.data_ptr()
+        launch_raw(handle, ctas, s, 1, THREADS, 1, 1, smem, stream, q.data_ptr(), key_cache.data_ptr(),
+                   value_cache.data_ptr(), block_table.data_ptr(), seq_lens.data_ptr(), o.data_ptr(), lse_p,
+                   0 if ws is None else ws.data_ptr(), H, h_kv, key_cache.shape[0], mb, max_chunks, cpc, zs, scale_log2)
+        if ws is not None:
+            launch_raw(merge, B * H, 1, 1, merge_threads, 1, 1, 0, stream, ws.data_ptr(), seq_lens.data_ptr(),
+                       o.data_ptr(), lse_p, H, mb, max_chunks)
+    return checked(_guard(b, b.device), unchecked)
+
+
+class PagedDecodeAttentionKernel(Kernel):
+    """The one implementation (C on the CPU, CUDA C on a GPU)."""
+    interface = "paged_decode_attention"
+
+    @classmethod
+    def refusal(cls, call):
+        why = super().refusal(call)
+        if why is None and call.device.type == "cuda" and not call.aligned16:
+            why = ("the CUDA kernel copies 16-byte groups (cp.async) and takes 16-byte aligned tensors; a tensor of "
+                   "this call is not (a view at an offset?)")
+        return why
+
+    @classmethod
+    def entry_for(cls, call):
+        p = call.params
+        dtype = CODE[call.dtype("q")]
+        D, BS, scale = int(p["head_size"]), int(p["block_size"]), float(p["scale"])
+        if call.device.type == "cpu":
+            return CpuBuild(dtype=dtype, head_size=D, block_size=BS, scale=scale)
+        from ... import runtime
+        device = call.device.index or 0
+        h, h_kv = call.inputs["q"].shape[1], call.inputs["key_cache"].shape[2]
+        group = max(1, h // max(h_kv, 1))
+        heads = heads_per_cta(D, group)
+        mma = dtype in MMA_DTYPES and DTYPE[dtype].itemsize == 2
+        stages, per_sm = choose_stages(dtype, D, heads, mma,
+                                       per_block=runtime.device_attributes(device)["max_shared_per_block"])
+        return CudaBuild(device=device, dtype=dtype, head_size=D, group=group, heads_per_cta=heads, block_size=BS,
+                         mma=mma, stages=stages, scale=scale, ctas_per_sm=per_sm,
+                         sm_count=runtime.device_attributes(device)["sm_count"])
+
+    @classmethod
+    def build(cls, identity):
+        return _build_cpu(identity) if isinstance(identity, CpuBuild) else _build_cuda(identity)

@@ -1,0 +1,179 @@
+"""PagedDecodeAttentionFwdOp on a GPU beyond the generic driver (tests/gpu/test_gpu_ops.py).
+
+  * numerics against the float64 reference (o and lse) for the manifest's models (group
+    sizes 4, 7, 8), MHA, head sizes 64, 128, 256, a 20-head group (served in slices),
+    block sizes 16, 64 and 5, lengths 0, 1, mid-block, a chunk's edge and many chunks,
+    both launch plans (split along the sequence with the merge kernel, and not), float16
+    and bfloat16 on tensor cores, float32 (and float16) on the FMA path; against torch's
+    scaled_dot_product_attention on the gathered keys and values, and the CPU kernel;
+  * batch invariance: a sequence's o and lse bitwise the same alone, among others, in a
+    batch large enough not to split, with a wider block table;
+  * a CUDA graph captured once and replayed with new seq_lens (0 and 1 to the table's
+    full length) and new block tables, against eager calls and the reference;
+  * the documented outcome of bad input: a block id outside [0, num_blocks) among a
+    sequence's blocks, or a length outside [0, max_blocks * block_size], gives that
+    sequence NaN (o and lse), nothing read out of bounds (unused and bad entries are
+    2^31 - 1 or negative: dereferenced, they would fault), the others bitwise unchanged;
+  * a misaligned tensor is refused naming the alignment.
+Skipped without CUDA (tests/gpu/conftest.py)."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import paged_decode_inputs as inputs
+from paged_decode_inputs import make, ref64
+from tileops.attention import PagedDecodeAttentionFwdOp
+from tileops.errors import KernelSelectionError
+from tileops.kernels.attention import paged_decode_attention as K
+from tileops.reference.attention import gather_paged
+
+DEV = "cuda"
+# o against float64: the output's rounding, and (tensor cores) p rounded to the dtype for P V
+TOL = {torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+LENS = [0, 1, 37, 256, 257, 1000, 4100]
+
+
+def run(op, q, kc, vc, bt, sl):
+    o, lse = op(q, kc, vc, bt, sl, return_lse=True)
+    torch.cuda.synchronize()
+    return o, lse
+
+
+def check_close(op, args, o, lse, dtype):
+    want_o, want_lse = ref64(op, *args)
+    tol = TOL[dtype]
+    torch.testing.assert_close(o.cpu().double(), want_o, rtol=tol, atol=tol)
+    torch.testing.assert_close(lse.cpu().double(), want_lse, rtol=1e-4, atol=1e-4)
+
+
+@pytest.fixture
+def fma_path(monkeypatch):
+    """Every dtype on the fp32-FMA path (the tensor-core path's fallback)."""
+    monkeypatch.setattr(K, "MMA_DTYPES", frozenset())
+
+
+MODELS = [(32, 8, 128, 16), (28, 4, 128, 64), (16, 2, 128, 16), (8, 8, 128, 16), (8, 1, 64, 5), (16, 2, 256, 16),
+          (40, 2, 128, 16)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("H,Hkv,D,BS", MODELS)
+def test_matches_the_float64_reference(dtype, H, Hkv, D, BS):
+    op = PagedDecodeAttentionFwdOp(D, BS)
+    args = make(len(LENS), H, Hkv, D, BS, LENS, dtype, device=DEV)        # few CTAs: split + merge kernel
+    o, lse = run(op, *args)
+    check_close(op, args, o, lse, dtype)
+    assert torch.isneginf(lse[0]).all() and torch.equal(o[0], torch.zeros_like(o[0]))
+    many = [LENS[i % 6] for i in range(300 // Hkv + 1)]                   # >= 300 CTAs: no split
+    args = make(len(many), H, Hkv, D, BS, many, dtype, seed=1, device=DEV)
+    o, lse = run(op, *args)
+    check_close(op, args, o, lse, dtype)
+    cpu_o = PagedDecodeAttentionFwdOp(D, BS)(*(t.cpu() for t in args))
+    torch.testing.assert_close(o.cpu(), cpu_o, rtol=TOL[dtype], atol=TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_the_fma_path_matches_the_reference_for_16_bit_dtypes(fma_path, dtype):
+    op = PagedDecodeAttentionFwdOp(128, 16)
+    args = make(len(LENS), 32, 8, 128, 16, LENS, dtype, device=DEV)
+    o, lse = run(op, *args)
+    check_close(op, args, o, lse, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_matches_sdpa_on_the_gathered_keys_and_values(dtype):
+    H, Hkv, D, BS = 32, 8, 128, 16
+    lens = [4096, 4096]
+    op = PagedDecodeAttentionFwdOp(D, BS)
+    q, kc, vc, bt, sl = make(2, H, Hkv, D, BS, lens, dtype, device=DEV)
+    o = op(q, kc, vc, bt, sl)
+    k = gather_paged(kc, bt, sl, BS).transpose(1, 2)
+    v = gather_paged(vc, bt, sl, BS).transpose(1, 2)
+    want = F.scaled_dot_product_attention(q.unsqueeze(2), k, v, enable_gqa=True).squeeze(2)
+    torch.testing.assert_close(o, want, rtol=TOL[dtype], atol=TOL[dtype])
+
+
+def _invariance(dtype, H=32, Hkv=8, D=128, BS=16):
+    lens = [5000, 37, 0, 256, 1, 700]
+    op = PagedDecodeAttentionFwdOp(D, BS)
+    q, kc, vc, bt, sl = make(len(lens), H, Hkv, D, BS, lens, dtype, seed=7, device=DEV)
+    full = run(op, q, kc, vc, bt, sl)                                          # split
+    alone = [run(op, q[i:i + 1], kc, vc, bt[i:i + 1], sl[i:i + 1]) for i in range(len(lens))]
+    wide = run(op, q, kc, vc, torch.cat([bt, bt], dim=1), sl)                  # a wider table, more chunks
+    reps = 300 // Hkv + 1
+    big = run(op, q.repeat(reps, 1, 1), kc, vc, bt.repeat(reps, 1), sl.repeat(reps))   # no split
+    assert K.split_plan(len(lens) * Hkv, -(-bt.shape[1] * BS // K.CHUNK), 132)[0] > 1   # the first two split
+    for i in range(len(lens)):
+        for o, lse in (full, wide):
+            assert torch.equal(o[i], alone[i][0][0]) and torch.equal(lse[i], alone[i][1][0]), i
+        for r in range(reps):
+            j = r * len(lens) + i
+            assert torch.equal(big[0][j], alone[i][0][0]) and torch.equal(big[1][j], alone[i][1][0]), (i, r)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_a_sequence_gives_the_same_bits_whatever_else_is_in_the_batch(dtype):
+    _invariance(dtype)
+
+
+def test_the_same_bits_on_the_fma_path_too(fma_path):
+    _invariance(torch.float16, H=28, Hkv=4)
+
+
+@pytest.mark.parametrize("B,Hkv", [(4, 8), (48, 8)])     # split + merge kernel; one CTA per (sequence, KV head)
+def test_a_cuda_graph_replays_with_new_lengths_and_block_tables(B, Hkv):
+    H, D, BS, dtype = 4 * Hkv, 128, 16, torch.float16
+    mb = 80                                                # up to 1280 tokens: 5 chunks
+    lens = [mb * BS] * B
+    op = PagedDecodeAttentionFwdOp(D, BS)
+    q, kc, vc, bt, sl = make(B, H, Hkv, D, BS, lens, dtype, spare=40, device=DEV)
+    N = kc.shape[0]
+    o, lse = op(q, kc, vc, bt, sl, return_lse=True)        # warm up: builds outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        o, lse = op(q, kc, vc, bt, sl, return_lse=True)
+    g = torch.Generator().manual_seed(5)
+    for step in range(6):
+        new_lens = torch.randint(1, mb * BS + 1, (B,), generator=g, dtype=torch.int32)
+        new_lens[0] = [0, 1, mb * BS, 17, 256, 1000][step]
+        table = torch.randperm(N, generator=g)[:B * mb].view(B, mb).to(torch.int32)
+        sl.copy_(new_lens)
+        bt.copy_(table)
+        graph.replay()
+        torch.cuda.synchronize()
+        eager_o, eager_lse = op(q, kc, vc, bt, sl, return_lse=True)
+        assert torch.equal(o, eager_o) and torch.equal(lse, eager_lse), step
+        check_close(op, (q, kc, vc, bt, sl), o, lse, dtype)
+
+
+@pytest.mark.parametrize("B", [6, 60])                      # split (merge kernel writes the NaNs) and not
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_bad_block_ids_and_lengths_give_that_sequence_nan_and_read_nothing_outside(B, dtype):
+    H, Hkv, D, BS = 16, 4, 64, 16
+    lens = [(300 + 97 * i) % 900 + 1 for i in range(B)]
+    op = PagedDecodeAttentionFwdOp(D, BS)
+    q, kc, vc, bt, sl = make(B, H, Hkv, D, BS, lens, dtype, device=DEV)
+    good = run(op, q, kc, vc, bt, sl)
+    N, mb = kc.shape[0], bt.shape[1]
+    bad_bt, bad_sl = bt.clone(), sl.clone()
+    bad_bt[1, (lens[1] - 1) // BS] = N                      # the last block of sequence 1
+    bad_bt[2, 0] = -1
+    bad_bt[3, 0] = inputs.GARBAGE
+    bad_sl[4] = mb * BS + 1                                 # past the table
+    bad_sl[5] = -2**31
+    o, lse = run(op, q, kc, vc, bad_bt, bad_sl)             # a fault here would fail the sync
+    for b in range(B):
+        if 1 <= b <= 5:
+            assert o[b].isnan().all() and lse[b].isnan().all(), b
+        else:
+            assert torch.equal(o[b], good[0][b]) and torch.equal(lse[b], good[1][b]), b
+
+
+def test_a_misaligned_tensor_is_refused_naming_the_alignment():
+    q, kc, vc, bt, sl = make(2, 8, 2, 64, 16, [20, 3], torch.float16, device=DEV)
+    buf = torch.empty(q.numel() + 1, dtype=q.dtype, device=DEV)
+    shifted = buf[1:].view(q.shape)
+    shifted.copy_(q)
+    with pytest.raises(KernelSelectionError, match="16-byte aligned"):
+        PagedDecodeAttentionFwdOp(64, 16)(shifted, kc, vc, bt, sl)

@@ -1,0 +1,73 @@
+"""PagedDecodeAttentionFwdOp's CUDA builds (src/tileops/kernels/attention/
+paged_decode_attention.py over csrc/ops/attention/paged_decode_attention.cu): the launch
+plan (shared memory, ring depth, the split along the sequence) as pure functions, and
+every kind of specialisation compiled with nvcc (sm_90a, no GPU needed) without
+local-memory spills, from the text the runtime hands NVRTC (includes spliced in): both
+compute paths (tensor cores for float16 / bfloat16, fp32 FMAs), head sizes 64, 128, 256
+and odd ones, group sizes 1, 4, 7, 8 (Qwen2.5-7B's 28 / 4 is 7) and a 20-head group in
+slices, block sizes 16, 64 and ones that do not divide a tile. Skipped where nvcc is not
+installed."""
+
+import pytest
+from helpers import nvcc, nvcc_build
+
+from tileops.kernels.attention import paged_decode_attention as K
+
+NVCC = nvcc()
+
+
+def test_heads_per_cta_and_shared_memory():
+    assert K.heads_per_cta(128, 4) == 4 and K.heads_per_cta(128, 7) == 7 and K.heads_per_cta(128, 20) == 16
+    assert K.heads_per_cta(256, 8) == 8 and K.heads_per_cta(256, 16) == 8
+    # fp16, D 128, 8 heads: 4 warps x stages x (K + V) x 16 rows x 256 bytes, the warps' states, the fold
+    assert K.smem_bytes(1, 128, 8, 2, True) == 4 * 2 * 2 * 16 * 256 + 4 * 4 * 8 * 130 + 4 * (8 * 128 + 32)
+    assert K.smem_bytes(0, 128, 8, 1, False) > K.smem_bytes(1, 128, 8, 1, True)   # fp32 rows, q and P
+    for dt in (0, 1, 2):
+        for D in (16, 64, 128, 256):
+            for G in (1, 4, 7, 8, 16):
+                heads = K.heads_per_cta(D, G)
+                st, per_sm = K.choose_stages(dt, D, heads, dt != 0)
+                assert 1 <= st <= 3 and per_sm >= 1
+                assert K.smem_bytes(dt, D, heads, st, dt != 0) <= K.PER_BLOCK_SHARED
+    assert K.choose_stages(1, 128, 8, True) == (2, 2)       # Llama-3-8B: two CTAs of a 2-deep ring per SM
+    assert K.choose_stages(1, 64, 8, True)[0] == 3
+
+
+def test_the_split_depends_on_shapes_only_and_covers_every_chunk():
+    slots = 132 * 2
+    assert K.split_plan(1024, 128, slots) == (1, 128)       # B = 128, 8 KV heads: a full wave, no split
+    assert K.split_plan(8, 4, slots) == (4, 1)              # B = 1, 1K tokens: one chunk per CTA
+    assert K.split_plan(8, 1, slots) == (1, 1)              # one chunk: nothing to split
+    for ctas in (1, 2, 7, 8, 64, 200, 263):
+        for chunks in (2, 3, 16, 128, 1000):
+            s, cpc = K.split_plan(ctas, chunks, slots)
+            assert s >= 1 and (s - 1) * cpc < chunks <= s * cpc       # every chunk, no empty CTA column
+            assert s <= K.SPLIT_MAX
+
+
+# (dtype, D, G, block_size): the manifest's models (G 4, 7, 8 at D 128, block sizes 16 and 64),
+# MHA (G 1), D 64 and 256, a 20-head group (slices of 16), a 5-token block, the fp32 path
+CASES = [(1, 128, 4, 16), (2, 128, 4, 64), (1, 128, 7, 16), (2, 128, 7, 64), (1, 128, 8, 16), (2, 128, 8, 64),
+         (1, 128, 1, 16), (1, 64, 8, 16), (2, 256, 8, 16), (1, 256, 4, 64), (1, 128, 20, 16), (2, 16, 7, 5),
+         (1, 80, 6, 32), (0, 128, 4, 16), (0, 256, 8, 64), (0, 64, 7, 5)]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("dt,D,G,BS", CASES)
+def test_every_kind_of_build_compiles_without_spills(tmp_path, dt, D, G, BS):
+    heads = K.heads_per_cta(D, G)
+    mma = dt != 0
+    stages, _ = K.choose_stages(dt, D, heads, mma)
+    source, kernel, merge, opts = K.cuda_specialisation(dt, D, G, heads, BS, mma, stages)
+    log = nvcc_build(tmp_path, source, kernel, opts)
+    assert f"Compiling entry function '{merge}'" in log
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("dt,D,G", [(1, 128, 8), (2, 64, 4)])
+def test_the_fma_path_compiles_for_16_bit_dtypes_too(tmp_path, dt, D, G):
+    """The fp32-FMA path serves every dtype (a fallback for the tensor-core one)."""
+    heads = K.heads_per_cta(D, G)
+    stages, _ = K.choose_stages(dt, D, heads, False)
+    source, kernel, merge, opts = K.cuda_specialisation(dt, D, G, heads, 16, False, stages)
+    nvcc_build(tmp_path, source, kernel, opts)
