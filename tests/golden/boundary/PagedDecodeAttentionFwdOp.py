@@ -104,13 +104,11 @@ def _impl_0(q, key_cache, value_cache, block_table, seq_lens, key):
         _c_q = q if q.is_contiguous() else q.contiguous()
         if not key_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'key_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(key_cache.shape)} with strides {key_cache.stride()}")
-        _c_key_cache = key_cache
         if not value_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'value_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(value_cache.shape)} with strides {value_cache.stride()}")
-        _c_value_cache = value_cache
         _c_block_table = block_table if block_table.is_contiguous() else block_table.contiguous()
         _c_seq_lens = seq_lens if seq_lens.is_contiguous() else seq_lens.contiguous()
-        _r = self._forward(_c_q, _c_key_cache, _c_value_cache, _c_block_table, _c_seq_lens, return_lse=False, out=None)
+        _r = self._forward(_c_q, key_cache, value_cache, _c_block_table, _c_seq_lens, return_lse=False, out=None)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("PagedDecodeAttentionFwdOp.forward must return a tuple of 2 outputs (None for an omitted one)")
     except BaseException:
@@ -135,13 +133,11 @@ def _body_0(self, q, key_cache, value_cache, block_table, seq_lens):
         _c_q = q if q.is_contiguous() else q.contiguous()
         if not key_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'key_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(key_cache.shape)} with strides {key_cache.stride()}")
-        _c_key_cache = key_cache
         if not value_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'value_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(value_cache.shape)} with strides {value_cache.stride()}")
-        _c_value_cache = value_cache
         _c_block_table = block_table if block_table.is_contiguous() else block_table.contiguous()
         _c_seq_lens = seq_lens if seq_lens.is_contiguous() else seq_lens.contiguous()
-        _r = self._forward(_c_q, _c_key_cache, _c_value_cache, _c_block_table, _c_seq_lens, return_lse=False, out=None)
+        _r = self._forward(_c_q, key_cache, value_cache, _c_block_table, _c_seq_lens, return_lse=False, out=None)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("PagedDecodeAttentionFwdOp.forward must return a tuple of 2 outputs (None for an omitted one)")
     except BaseException:
@@ -178,14 +174,12 @@ def _impl_1(q, key_cache, value_cache, block_table, seq_lens, out, key):
         _c_q = q if q.is_contiguous() else q.contiguous()
         if not key_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'key_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(key_cache.shape)} with strides {key_cache.stride()}")
-        _c_key_cache = key_cache
         if not value_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'value_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(value_cache.shape)} with strides {value_cache.stride()}")
-        _c_value_cache = value_cache
         _c_block_table = block_table if block_table.is_contiguous() else block_table.contiguous()
         _c_seq_lens = seq_lens if seq_lens.is_contiguous() else seq_lens.contiguous()
         _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        self._forward(_c_q, _c_key_cache, _c_value_cache, _c_block_table, _c_seq_lens, return_lse=False, out=_c_out)
+        self._forward(_c_q, key_cache, value_cache, _c_block_table, _c_seq_lens, return_lse=False, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
     except BaseException:
@@ -210,14 +204,12 @@ def _body_1(self, q, key_cache, value_cache, block_table, seq_lens, out):
         _c_q = q if q.is_contiguous() else q.contiguous()
         if not key_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'key_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(key_cache.shape)} with strides {key_cache.stride()}")
-        _c_key_cache = key_cache
         if not value_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'value_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(value_cache.shape)} with strides {value_cache.stride()}")
-        _c_value_cache = value_cache
         _c_block_table = block_table if block_table.is_contiguous() else block_table.contiguous()
         _c_seq_lens = seq_lens if seq_lens.is_contiguous() else seq_lens.contiguous()
         _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        self._forward(_c_q, _c_key_cache, _c_value_cache, _c_block_table, _c_seq_lens, return_lse=False, out=_c_out)
+        self._forward(_c_q, key_cache, value_cache, _c_block_table, _c_seq_lens, return_lse=False, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
     except BaseException:
@@ -253,13 +245,11 @@ def _impl_2(q, key_cache, value_cache, block_table, seq_lens, key):
         _c_q = q if q.is_contiguous() else q.contiguous()
         if not key_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'key_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(key_cache.shape)} with strides {key_cache.stride()}")
-        _c_key_cache = key_cache
         if not value_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'value_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(value_cache.shape)} with strides {value_cache.stride()}")
-        _c_value_cache = value_cache
         _c_block_table = block_table if block_table.is_contiguous() else block_table.contiguous()
         _c_seq_lens = seq_lens if seq_lens.is_contiguous() else seq_lens.contiguous()
-        _r = self._forward(_c_q, _c_key_cache, _c_value_cache, _c_block_table, _c_seq_lens, return_lse=True, out=None)
+        _r = self._forward(_c_q, key_cache, value_cache, _c_block_table, _c_seq_lens, return_lse=True, out=None)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("PagedDecodeAttentionFwdOp.forward must return a tuple of 2 outputs (None for an omitted one)")
     except BaseException:
@@ -284,13 +274,11 @@ def _body_2(self, q, key_cache, value_cache, block_table, seq_lens):
         _c_q = q if q.is_contiguous() else q.contiguous()
         if not key_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'key_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(key_cache.shape)} with strides {key_cache.stride()}")
-        _c_key_cache = key_cache
         if not value_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'value_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(value_cache.shape)} with strides {value_cache.stride()}")
-        _c_value_cache = value_cache
         _c_block_table = block_table if block_table.is_contiguous() else block_table.contiguous()
         _c_seq_lens = seq_lens if seq_lens.is_contiguous() else seq_lens.contiguous()
-        _r = self._forward(_c_q, _c_key_cache, _c_value_cache, _c_block_table, _c_seq_lens, return_lse=True, out=None)
+        _r = self._forward(_c_q, key_cache, value_cache, _c_block_table, _c_seq_lens, return_lse=True, out=None)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("PagedDecodeAttentionFwdOp.forward must return a tuple of 2 outputs (None for an omitted one)")
     except BaseException:
@@ -328,14 +316,12 @@ def _impl_3(q, key_cache, value_cache, block_table, seq_lens, out, key):
         _c_q = q if q.is_contiguous() else q.contiguous()
         if not key_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'key_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(key_cache.shape)} with strides {key_cache.stride()}")
-        _c_key_cache = key_cache
         if not value_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'value_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(value_cache.shape)} with strides {value_cache.stride()}")
-        _c_value_cache = value_cache
         _c_block_table = block_table if block_table.is_contiguous() else block_table.contiguous()
         _c_seq_lens = seq_lens if seq_lens.is_contiguous() else seq_lens.contiguous()
         _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        _r = self._forward(_c_q, _c_key_cache, _c_value_cache, _c_block_table, _c_seq_lens, return_lse=True, out=_c_out)
+        _r = self._forward(_c_q, key_cache, value_cache, _c_block_table, _c_seq_lens, return_lse=True, out=_c_out)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("PagedDecodeAttentionFwdOp.forward must return a tuple of 2 outputs (None for an omitted one)")
         if _c_out is not out:
@@ -362,14 +348,12 @@ def _body_3(self, q, key_cache, value_cache, block_table, seq_lens, out):
         _c_q = q if q.is_contiguous() else q.contiguous()
         if not key_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'key_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(key_cache.shape)} with strides {key_cache.stride()}")
-        _c_key_cache = key_cache
         if not value_cache.is_contiguous():
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'value_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(value_cache.shape)} with strides {value_cache.stride()}")
-        _c_value_cache = value_cache
         _c_block_table = block_table if block_table.is_contiguous() else block_table.contiguous()
         _c_seq_lens = seq_lens if seq_lens.is_contiguous() else seq_lens.contiguous()
         _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-        _r = self._forward(_c_q, _c_key_cache, _c_value_cache, _c_block_table, _c_seq_lens, return_lse=True, out=_c_out)
+        _r = self._forward(_c_q, key_cache, value_cache, _c_block_table, _c_seq_lens, return_lse=True, out=_c_out)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("PagedDecodeAttentionFwdOp.forward must return a tuple of 2 outputs (None for an omitted one)")
         if _c_out is not out:
