@@ -344,11 +344,10 @@ def returned(result, n):
 
 
 def in_place_inputs(entry) -> list:
-    """The inputs every call writes that no output returns (`mutated` without `when`, no
-    output `alias_of` them: a KV cache): their values after the call are part of its
-    result, checked as an output's are, after the outputs."""
-    aliased = {o.alias_of for o in entry.outputs if o.alias_of}
-    return [i.name for i in entry.inputs if i.mutated and i.when is None and i.name not in aliased]
+    """The inputs every call writes that no output returns (Entry.in_place: a KV cache):
+    their values after the call are part of its result, checked as an output's are, after
+    the outputs."""
+    return list(entry.in_place)
 
 
 def call_results(cls, result, inputs: dict, n: int) -> list:
