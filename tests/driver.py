@@ -2,8 +2,8 @@
 run for every implemented op, read from the manifest and the op class alone. Nothing here
 names an op: the cases come from the entry's `workloads` (workloads.cases(test=True)), the
 dtypes from its first input's dtype rule, the effect branches from the generated boundary,
-the expected outputs from its `ref_api`, and each output's shape, dtype and aliasing from
-its signature.
+the expected outputs (and the inputs it writes in place, where no output returns them)
+from its `ref_api`, and each output's shape, dtype and aliasing from its signature.
 
 One test item is an op x target x dtype x effect branch; inside it every case of the
 manifest runs, with each optional input present and absent, contiguous and strided, through
