@@ -2,8 +2,8 @@
 run for every implemented op, read from the manifest and the op class alone. Nothing here
 names an op: the cases come from the entry's `workloads` (workloads.cases(test=True)), the
 dtypes from its first input's dtype rule, the effect branches from the generated boundary,
-the expected outputs from its `ref_api`, and each output's shape, dtype and aliasing from
-its signature.
+the expected outputs (and the inputs it writes in place, where no output returns them)
+from its `ref_api`, and each output's shape, dtype and aliasing from its signature.
 
 One test item is an op x target x dtype x effect branch; inside it every case of the
 manifest runs, with each optional input present and absent, contiguous and strided, through
@@ -369,11 +369,10 @@ def returned(result, n):
 
 
 def in_place_inputs(entry) -> list:
-    """The inputs every call writes that no output returns (`mutated` without `when`, no
-    output `alias_of` them: a KV cache): their values after the call are part of its
-    result, checked as an output's are, after the outputs."""
-    aliased = {o.alias_of for o in entry.outputs if o.alias_of}
-    return [i.name for i in entry.inputs if i.mutated and i.when is None and i.name not in aliased]
+    """The inputs every call writes that no output returns (Entry.in_place: a KV cache):
+    their values after the call are part of its result, checked as an output's are, after
+    the outputs."""
+    return list(entry.in_place)
 
 
 def call_results(cls, result, inputs: dict, n: int) -> list:

@@ -294,13 +294,6 @@ def as_tuple(out):
     return tuple(out) if isinstance(out, (tuple, list)) else () if out is None else (out,)
 
 
-def in_place_inputs(entry) -> list:
-    """Positions of the inputs every call writes that no output returns (a KV cache):
-    what they hold after a call is part of its result, compared after the outputs."""
-    aliased = {o.alias_of for o in entry.outputs if o.alias_of}
-    return [k for k, i in enumerate(entry.inputs) if i.mutated and i.when is None and i.name not in aliased]
-
-
 # ---------------------------------------------------------------------------------------
 # metadata and output
 # ---------------------------------------------------------------------------------------
@@ -736,7 +729,7 @@ def run_case(cls, case, cfg, notes, failures):
     impl_rows = {impl: {} for impl in built["fns"]}
 
     inputs = built["inputs"]
-    written = in_place_inputs(entry)
+    written = [k for k, i in enumerate(entry.inputs) if i.name in entry.in_place]
     pristine = {k: inputs[k].clone() for k in written}
 
     def result(out):

@@ -162,6 +162,14 @@ class Entry:
         """The call param of type device (an op without tensor inputs), or None."""
         return next((c for c in self.call_params if c.type == "device"), None)
 
+    @property
+    def in_place(self) -> tuple:
+        """The inputs every call writes that no output returns (`mutated` without `when`,
+        no output `alias_of` them: a KV cache): what they hold after a call is part of its
+        result, which the drivers and the bench compare, after the outputs."""
+        aliased = {o.alias_of for o in self.outputs if o.alias_of}
+        return tuple(i.name for i in self.inputs if i.mutated and i.when is None and i.name not in aliased)
+
     def input(self, name):
         return next(i for i in self.inputs if i.name == name)
 
