@@ -74,7 +74,10 @@ static int64_t pda_chunks_of(int64_t len) { return (len + PDA_CH - 1) / PDA_CH; 
 
 static tileops_status_t pda_reference(const pda_args_t *a) {
     const int64_t D = a->D;
-    double *sc = malloc(sizeof(double) * (size_t)(a->MB * a->BS > 0 ? a->MB * a->BS : 1));
+    int64_t longest = 1;
+    for (int64_t b = 0; b < a->B; b++)
+        longest = a->sl[b] > longest ? a->sl[b] : longest;
+    double *sc = malloc(sizeof(double) * (size_t)longest);
     if (sc == NULL)
         return tileops_fail(TILEOPS_ERR_OUT_OF_MEMORY, "%s: no memory for the scores", a->kernel);
     for (int64_t b = 0; b < a->B; b++) {
@@ -255,8 +258,6 @@ static void pda_fold_units(void *ctx, int64_t p0, int64_t p1) {
 
 /* ---- argument checks ------------------------------------------------------------------------ */
 
-static int pda_fits(int64_t x, int64_t y, int64_t lim) { return x == 0 || y <= lim / x; }
-
 static tileops_status_t pda_check(pda_args_t *a) {
     const char *k = a->kernel;
     if (!tileops_dtype_is_float(a->dtype))
@@ -275,9 +276,13 @@ static tileops_status_t pda_check(pda_args_t *a) {
                             PDA_DMAX, (long long)a->D);
     a->es = (int64_t)tileops_dtype_size(a->dtype);
     a->G = a->H / a->Hkv;
-    const int64_t lim = INT64_MAX / 4;
-    if (!pda_fits(a->B, a->H * a->D * a->es, lim) || !pda_fits(a->N * a->BS, a->Hkv * a->D * a->es, lim) ||
-        !pda_fits(a->N, a->BS, lim) || !pda_fits(a->B, a->MB, lim / 4) || !pda_fits(a->MB, a->BS, lim))
+    /* every size in bytes (and the tokens a table holds) fits int64 / 4 */
+    const int64_t lim = INT64_MAX / 4, row = a->D * a->es; /* row <= 1 KiB */
+    int64_t q_row, kv_row, rows, cells, ctx, total;
+    if (__builtin_mul_overflow(a->H, row, &q_row) || __builtin_mul_overflow(a->B, q_row, &total) || total > lim ||
+        __builtin_mul_overflow(a->Hkv, row, &kv_row) || __builtin_mul_overflow(a->N, a->BS, &rows) ||
+        __builtin_mul_overflow(rows, kv_row, &total) || total > lim || __builtin_mul_overflow(a->B, a->MB, &cells) ||
+        cells > lim / 4 || __builtin_mul_overflow(a->MB, a->BS, &ctx) || ctx > lim)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: the tensors' bytes must fit int64", k);
     a->max_chunks = pda_chunks_of(a->MB * a->BS);
     if (a->B == 0 || a->H == 0)
@@ -325,15 +330,20 @@ static tileops_status_t pda_call(const tileops_arg_t *g, int reference) {
         return pda_reference(&a);
     pda_job_t job = {.a = &a, .chunk = pda_chunk_for(tileops_cpu_simd_active(), a.dtype), .ws = NULL};
     const int64_t pairs = a.B * a.Hkv;
-    if (pairs >= tileops_cpu_num_threads() || a.max_chunks < 2) {
+    int64_t units = 0, ws_floats = 0;
+    const int split = pairs < tileops_cpu_num_threads() && a.max_chunks >= 2 &&
+                      !__builtin_mul_overflow(pairs, a.max_chunks, &units) &&
+                      !__builtin_mul_overflow(units, a.G * (a.D + 2), &ws_floats) &&
+                      ws_floats <= ((int64_t)1 << 28); /* a workspace of 1 GiB at most */
+    if (!split) {
         tileops_cpu_parallel_for(pairs, 1, pda_pairs, &job);
         return TILEOPS_OK;
     }
     /* fewer pairs than threads: (pair, chunk) units, then the fold (the same bits) */
-    job.ws = malloc(sizeof(float) * (size_t)(pairs * a.max_chunks * a.G * (a.D + 2)));
+    job.ws = malloc(sizeof(float) * (size_t)ws_floats);
     if (job.ws == NULL)
         return tileops_fail(TILEOPS_ERR_OUT_OF_MEMORY, "%s: no memory for the chunks' partials", a.kernel);
-    tileops_cpu_parallel_for(pairs * a.max_chunks, 1, pda_chunk_units, &job);
+    tileops_cpu_parallel_for(units, 1, pda_chunk_units, &job);
     tileops_cpu_parallel_for(pairs, 1, pda_fold_units, &job);
     free(job.ws);
     return TILEOPS_OK;
