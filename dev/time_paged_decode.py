@@ -3,7 +3,7 @@
   * B = 1, 32 / 8 heads, head_size 128, 1K context, float16: <= 8 us;
   * context >= 4K: >= 85 % of copy bandwidth (the bytes: the K and V rows read, q, o).
 
-    PYTHONPATH=src python3 dev/time_paged_decode.py [--quick] [--out paged_decode_timing.json]
+    PYTHONPATH=src python3 dev/time_paged_decode.py [--quick] [--stages N] [--out paged_decode_timing.json]
 
 For each case: hot (20 calls captured in a CUDA graph, replayed; microseconds per call)
 and cold (L2 flushed by a 256 MiB write before each call, CUDA events around it) times of
@@ -101,7 +101,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="the latency case and Llama-3-8B at 4K and 32K only")
     ap.add_argument("--out", default="paged_decode_timing.json")
+    ap.add_argument("--stages", type=int, default=None, help="each warp's ring depth (1 .. 4; default: the kernel's "
+                                                              "choice, kernels/attention/paged_decode_attention.py)")
     args = ap.parse_args()
+    if args.stages is not None:
+        from tileops.kernels.attention import paged_decode_attention as K
+        K.STAGES = args.stages
     rows = [case("Llama-3-8B", 32, 8, 1, 1024)]
     for label, (H, Hkv) in MODELS.items():
         if args.quick and label != "Llama-3-8B":
