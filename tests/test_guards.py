@@ -59,15 +59,20 @@ def _ref(cls, op, inputs):
 def _assert_ref(cls, op, result, inputs, operator_branch=None):
     """The call's result (its outputs, then the inputs it writes in place, which `inputs`
     holds after the call) equals the reference's. operator_branch: the result is that
-    branch's operator's (the outputs it allocates), not the op's. A write in place is
-    compared with the reference run on the inputs as they are after the call: the same
-    for a write of the same values again (a cache write)."""
+    branch's operator's (the outputs it allocates), not the op's; else the call was made
+    with the call-time defaults (an optional output whose bool defaults to False is not
+    returned). A write in place is compared with the reference run on the inputs as they
+    are after the call: the same for a write of the same values again (a cache write)."""
+    outs = cls._entry.outputs
     if operator_branch is not None:
         got = driver.operator_results(cls, operator_branch, result, inputs)
+        keep = [o.name not in operator_branch.omitted for o in outs]
     else:
-        n = len([o for o in cls._entry.outputs if not o.optional])
-        got = driver.call_results(cls, result, inputs, n)
-    want = _ref(cls, op, inputs)
+        defaults = {c.name: c.default for c in cls._entry.call_params}
+        keep = [not (o.optional and not defaults.get(o.when)) for o in outs]
+        got = driver.call_results(cls, result, inputs, sum(keep))
+    ref = _ref(cls, op, inputs)
+    want = tuple(r for k, r in zip(keep, ref[:len(outs)]) if k) + tuple(ref[len(outs):])
     assert len(got) == len(want)
     for g, r in zip(got, want):
         torch.testing.assert_close(g.double(), r, **driver.tol64(torch.float32))

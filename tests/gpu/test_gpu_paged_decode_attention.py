@@ -52,8 +52,10 @@ def fma_path(monkeypatch):
     monkeypatch.setattr(K, "MMA_DTYPES", frozenset())
 
 
+# (H, H_kv, head_size, block_size): Llama-3-8B, Qwen2.5-7B, Llama-3-70B TP4, MHA, D 64 with 5-token
+# blocks, D 256, a 20-head group (two slices), D 80 (rows of 10 segments: the last 2 unswizzled)
 MODELS = [(32, 8, 128, 16), (28, 4, 128, 64), (16, 2, 128, 16), (8, 8, 128, 16), (8, 1, 64, 5), (16, 2, 256, 16),
-          (40, 2, 128, 16)]
+          (40, 2, 128, 16), (12, 2, 80, 16)]
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])

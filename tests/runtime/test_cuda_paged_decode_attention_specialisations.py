@@ -71,3 +71,12 @@ def test_the_fma_path_compiles_for_16_bit_dtypes_too(tmp_path, dt, D, G):
     stages, _ = K.choose_stages(dt, D, heads, False)
     source, kernel, merge, opts = K.cuda_specialisation(dt, D, G, heads, 16, False, stages)
     nvcc_build(tmp_path, source, kernel, opts)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("stages", [1, 4])
+def test_every_ring_depth_compiles(tmp_path, stages):
+    """K.STAGES (dev/time_paged_decode.py --stages) may set any depth 1 .. 4 that fits."""
+    assert K.smem_bytes(1, 128, 8, stages, True) <= K.PER_BLOCK_SHARED
+    source, kernel, merge, opts = K.cuda_specialisation(1, 128, 8, 8, 16, True, stages)
+    nvcc_build(tmp_path, source, kernel, opts)

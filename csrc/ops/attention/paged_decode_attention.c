@@ -12,9 +12,9 @@
  *
  * The fast kernel, in fp32: a sequence's tokens fall into chunks of PDA_CH = 256 tokens;
  * a chunk's partial state per query head (m: its max score, l, acc[D]) is computed by
- * pda_chunk (vec16's 16-lane vectors: the K row dotted with each head's q in a fixed lane
- * order then folded, scores scaled, e^(s - m) by vec16's vexp, acc by FMAs in token
- * order); the result is the left fold of the chunks' partials in chunk order from the
+ * pda_chunk (vec16's 16-lane vectors: the K row dotted with each head's q, 16 channels at
+ * a time in channel order, then folded; scores scaled, e^(s - m) by vec16's vexp, acc by
+ * FMAs in token order); the result is the left fold of the chunks' partials in chunk order from the
  * empty state (m = -inf, l = 0, acc = 0) by pda_merge, then o = acc / l rounded once to
  * the dtype, lse = m + log l. Work units are (sequence, KV head) pairs, each folding its
  * chunks as it goes; when there are fewer pairs than threads (a short batch of long
@@ -74,7 +74,10 @@ static int64_t pda_chunks_of(int64_t len) { return (len + PDA_CH - 1) / PDA_CH; 
 
 static tileops_status_t pda_reference(const pda_args_t *a) {
     const int64_t D = a->D;
-    double *sc = malloc(sizeof(double) * (size_t)(a->MB * a->BS > 0 ? a->MB * a->BS : 1));
+    int64_t longest = 1;
+    for (int64_t b = 0; b < a->B; b++)
+        longest = a->sl[b] > longest ? a->sl[b] : longest;
+    double *sc = malloc(sizeof(double) * (size_t)longest);
     if (sc == NULL)
         return tileops_fail(TILEOPS_ERR_OUT_OF_MEMORY, "%s: no memory for the scores", a->kernel);
     for (int64_t b = 0; b < a->B; b++) {
@@ -255,8 +258,6 @@ static void pda_fold_units(void *ctx, int64_t p0, int64_t p1) {
 
 /* ---- argument checks ------------------------------------------------------------------------ */
 
-static int pda_fits(int64_t x, int64_t y, int64_t lim) { return x == 0 || y <= lim / x; }
-
 static tileops_status_t pda_check(pda_args_t *a) {
     const char *k = a->kernel;
     if (!tileops_dtype_is_float(a->dtype))
@@ -275,9 +276,13 @@ static tileops_status_t pda_check(pda_args_t *a) {
                             PDA_DMAX, (long long)a->D);
     a->es = (int64_t)tileops_dtype_size(a->dtype);
     a->G = a->H / a->Hkv;
-    const int64_t lim = INT64_MAX / 4;
-    if (!pda_fits(a->B, a->H * a->D * a->es, lim) || !pda_fits(a->N * a->BS, a->Hkv * a->D * a->es, lim) ||
-        !pda_fits(a->N, a->BS, lim) || !pda_fits(a->B, a->MB, lim / 4) || !pda_fits(a->MB, a->BS, lim))
+    /* every size in bytes (and the tokens a table holds) fits int64 / 4 */
+    const int64_t lim = INT64_MAX / 4, row = a->D * a->es; /* row <= 1 KiB */
+    int64_t q_row, kv_row, rows, cells, ctx, total;
+    if (__builtin_mul_overflow(a->H, row, &q_row) || __builtin_mul_overflow(a->B, q_row, &total) || total > lim ||
+        __builtin_mul_overflow(a->Hkv, row, &kv_row) || __builtin_mul_overflow(a->N, a->BS, &rows) ||
+        __builtin_mul_overflow(rows, kv_row, &total) || total > lim || __builtin_mul_overflow(a->B, a->MB, &cells) ||
+        cells > lim / 4 || __builtin_mul_overflow(a->MB, a->BS, &ctx) || ctx > lim)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: the tensors' bytes must fit int64", k);
     a->max_chunks = pda_chunks_of(a->MB * a->BS);
     if (a->B == 0 || a->H == 0)
@@ -325,15 +330,20 @@ static tileops_status_t pda_call(const tileops_arg_t *g, int reference) {
         return pda_reference(&a);
     pda_job_t job = {.a = &a, .chunk = pda_chunk_for(tileops_cpu_simd_active(), a.dtype), .ws = NULL};
     const int64_t pairs = a.B * a.Hkv;
-    if (pairs >= tileops_cpu_num_threads() || a.max_chunks < 2) {
+    int64_t units = 0, ws_floats = 0;
+    const int split = pairs < tileops_cpu_num_threads() && a.max_chunks >= 2 &&
+                      !__builtin_mul_overflow(pairs, a.max_chunks, &units) &&
+                      !__builtin_mul_overflow(units, a.G * (a.D + 2), &ws_floats) &&
+                      ws_floats <= ((int64_t)1 << 28); /* a workspace of 1 GiB at most */
+    if (!split) {
         tileops_cpu_parallel_for(pairs, 1, pda_pairs, &job);
         return TILEOPS_OK;
     }
     /* fewer pairs than threads: (pair, chunk) units, then the fold (the same bits) */
-    job.ws = malloc(sizeof(float) * (size_t)(pairs * a.max_chunks * a.G * (a.D + 2)));
+    job.ws = malloc(sizeof(float) * (size_t)ws_floats);
     if (job.ws == NULL)
         return tileops_fail(TILEOPS_ERR_OUT_OF_MEMORY, "%s: no memory for the chunks' partials", a.kernel);
-    tileops_cpu_parallel_for(pairs * a.max_chunks, 1, pda_chunk_units, &job);
+    tileops_cpu_parallel_for(units, 1, pda_chunk_units, &job);
     tileops_cpu_parallel_for(pairs, 1, pda_fold_units, &job);
     free(job.ws);
     return TILEOPS_OK;
@@ -356,17 +366,55 @@ static AI TGT void ISA(chunk_impl)(const pda_args_t *a, int64_t b, int64_t kvh, 
     const int64_t D = a->D, n = t1 - t0;
     const VF zero = ISA(vzero)();
     const VF scale = ISA(vset1)(a->scale);
+    const char *kp[PDA_CH], *vp[PDA_CH];
     float row[PDA_DMAX];
-    /* scores: the K row in fp32, dotted with each head's q lane by lane, folded */
+    /* the chunk's rows: block j, row r of it, walked without a division per token */
+    {
+        int64_t j = t0 / a->BS, r = t0 % a->BS;
+        const int64_t base = kvh * D * a->es, step = a->Hkv * D * a->es;
+        int64_t off = (((int64_t)a->bt[b * a->MB + j] * a->BS + r) * a->Hkv) * D * a->es + base;
+        for (int64_t t = 0; t < n; t++) {
+            kp[t] = a->kc + off;
+            vp[t] = a->vc + off;
+            if (++r == a->BS && t + 1 < n) {
+                r = 0;
+                off = (int64_t)a->bt[b * a->MB + ++j] * a->BS * step + base;
+            } else {
+                off += step;
+            }
+        }
+    }
+    /* scores: the K row in fp32 (converted once), each 16 channels dotted with up to 4
+     * heads' q at a time (a running sum per head, in channel order), folded */
     for (int64_t t = 0; t < n; t++) {
-        const char *kr = pda_row(a, a->kc, b, kvh, t0 + t);
-        for (int64_t i = 0; i < D; i += 16)
-            (void)ISA(vstore_n)(row, i, F32, ISA(vload)(kr, i, dt), 16);
-        for (int h = 0; h < nh; h++) {
-            VF s = zero;
+        const float *k32 = (const float *)kp[t];
+        if (dt != F32) {
             for (int64_t i = 0; i < D; i += 16)
-                s = ISA(vfma)(ISA(vload)(row, i, F32), ISA(vload)(qf + h * D, i, F32), s);
-            sc[h * PDA_CH + t] = ISA(vfold)(s, zero, zero, zero);
+                (void)ISA(vstore_n)(row, i, F32, ISA(vload)(kp[t], i, dt), 16);
+            k32 = row;
+        }
+        for (int h0 = 0; h0 < nh; h0 += 4) {
+            const int hn = nh - h0 < 4 ? nh - h0 : 4;
+            const float *q0 = qf + h0 * D;
+            VF s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+            for (int64_t i = 0; i < D; i += 16) {
+                const VF kv = ISA(vload)(k32, i, F32);
+                s0 = ISA(vfma)(kv, ISA(vload)(q0, i, F32), s0);
+                if (hn > 1)
+                    s1 = ISA(vfma)(kv, ISA(vload)(q0 + D, i, F32), s1);
+                if (hn > 2)
+                    s2 = ISA(vfma)(kv, ISA(vload)(q0 + 2 * D, i, F32), s2);
+                if (hn > 3)
+                    s3 = ISA(vfma)(kv, ISA(vload)(q0 + 3 * D, i, F32), s3);
+            }
+            float *st = sc + h0 * PDA_CH + t;
+            st[0] = ISA(vfold)(s0, zero, zero, zero);
+            if (hn > 1)
+                st[PDA_CH] = ISA(vfold)(s1, zero, zero, zero);
+            if (hn > 2)
+                st[2 * PDA_CH] = ISA(vfold)(s2, zero, zero, zero);
+            if (hn > 3)
+                st[3 * PDA_CH] = ISA(vfold)(s3, zero, zero, zero);
         }
     }
     /* per head: m, p = e^(s scale - m) in place, l = sum p (a NaN or +inf score: l = NaN) */
@@ -398,18 +446,31 @@ static AI TGT void ISA(chunk_impl)(const pda_args_t *a, int64_t b, int64_t kvh, 
         m[h] = mx;
         l[h] = poison ? NAN : ISA(vfold)(sum, zero, zero, zero);
     }
-    /* acc[h] = sum_t p[h][t] v_t, in token order */
-    for (int64_t i = 0; i < nh * D; i += 16)
-        (void)ISA(vstore_n)(acc, i, F32, zero, 16);
-    for (int64_t t = 0; t < n; t++) {
-        const char *vr = pda_row(a, a->vc, b, kvh, t0 + t);
-        for (int64_t i = 0; i < D; i += 16)
-            (void)ISA(vstore_n)(row, i, F32, ISA(vload)(vr, i, dt), 16);
-        for (int h = 0; h < nh; h++) {
-            const VF p = ISA(vset1)(sc[h * PDA_CH + t]);
-            float *ah = acc + h * D;
-            for (int64_t i = 0; i < D; i += 16)
-                (void)ISA(vstore_n)(ah, i, F32, ISA(vfma)(p, ISA(vload)(row, i, F32), ISA(vload)(ah, i, F32)), 16);
+    /* acc[h] = sum_t p[h][t] v_t in token order: 16 channels of up to 4 heads held in
+     * registers over the chunk's tokens */
+    for (int h0 = 0; h0 < nh; h0 += 4) {
+        const int hn = nh - h0 < 4 ? nh - h0 : 4;
+        const float *p0 = sc + h0 * PDA_CH;
+        for (int64_t i = 0; i < D; i += 16) {
+            VF a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+            for (int64_t t = 0; t < n; t++) {
+                const VF v = ISA(vload)(vp[t], i, dt);
+                a0 = ISA(vfma)(ISA(vset1)(p0[t]), v, a0);
+                if (hn > 1)
+                    a1 = ISA(vfma)(ISA(vset1)(p0[PDA_CH + t]), v, a1);
+                if (hn > 2)
+                    a2 = ISA(vfma)(ISA(vset1)(p0[2 * PDA_CH + t]), v, a2);
+                if (hn > 3)
+                    a3 = ISA(vfma)(ISA(vset1)(p0[3 * PDA_CH + t]), v, a3);
+            }
+            float *ah = acc + h0 * D + i;
+            (void)ISA(vstore_n)(ah, 0, F32, a0, 16);
+            if (hn > 1)
+                (void)ISA(vstore_n)(ah, D, F32, a1, 16);
+            if (hn > 2)
+                (void)ISA(vstore_n)(ah, 2 * D, F32, a2, 16);
+            if (hn > 3)
+                (void)ISA(vstore_n)(ah, 3 * D, F32, a3, 16);
         }
     }
 }

@@ -33,7 +33,7 @@
  * ==== Memory ============================================================================
  * Each warp streams its tiles' K and V rows into its own PDA_STAGES-deep ring of shared
  * memory with 16-byte cp.async (K and V read once per KV head: all query heads of the group
- * use them), rows XOR-swizzled per 16-byte segment (conflict-free ldmatrix). A token at or
+ * use them), rows XOR-swizzled per 16-byte segment (conflict-free ldmatrix; pda_swz). A token at or
  * past seq_lens[b] is never read (its rows are zero-filled); the block table entries past
  * a sequence's blocks are never read.
  *
@@ -97,7 +97,6 @@
 #define PDA_KS (PDA_D / 16)                         /* k-steps of QK^T, m-tiles of O^T */
 #define PDA_RB (PDA_D * TILEOPS_E)                  /* bytes of a K or V row */
 #define PDA_SEG (PDA_RB / 16)                       /* 16-byte segments per row */
-#define PDA_SWM ((PDA_SEG < 8 ? PDA_SEG : 8) - 1)   /* swizzle mask */
 #define PDA_TILE_BYTES (PDA_TILE * PDA_RB)
 #define PDA_WARP_BYTES (PDA_STAGES * 2 * PDA_TILE_BYTES)
 #define PDA_FOLD_OFF (PDA_NW * PDA_WARP_BYTES)
@@ -193,8 +192,21 @@ TILEOPS_DEV void pda_mma(float *c, const unsigned *a, unsigned b0, unsigned b1) 
 }
 #endif
 
-/* byte offset of 16-byte segment `seg` of row `row` in a swizzled tile */
-TILEOPS_DEV unsigned pda_swz(int row, int seg) { return (unsigned)(row * PDA_RB + ((seg ^ (row & PDA_SWM)) << 4)); }
+/* byte offset of 16-byte segment `seg` of row `row` in a swizzled tile: in each full group
+ * of 8 segments, segment s of row r is stored at s ^ (r & 7) (8 rows of one ldmatrix then
+ * hit 8 different bank groups); a row of 2 or 4 segments XORs with r & 1 or r & 3; the
+ * segments past the last full group of 8 (rows of 80, 96, ... channels), or a row of 6,
+ * stay in place. A permutation inside each row. */
+TILEOPS_DEV unsigned pda_swz(int row, int seg) {
+#if PDA_SEG >= 8
+    const int s = seg < (PDA_SEG & ~7) ? (seg ^ (row & 7)) : seg;
+#elif (PDA_SEG & (PDA_SEG - 1)) == 0
+    const int s = seg ^ (row & (PDA_SEG - 1));
+#else
+    const int s = seg;
+#endif
+    return (unsigned)(row * PDA_RB + (s << 4));
+}
 
 /* ---- one warp's work ---------------------------------------------------------------------- */
 struct pda_seq {

@@ -52,6 +52,9 @@ WAVES = 2                   # a split aims at about this many waves of CTAs
 # serves every dtype: empty this set (before an op's first call) to run float16 and
 # bfloat16 on the FMA path too (tests/gpu compare the two).
 MMA_DTYPES = frozenset({1, 2})
+# A ring depth for every build (1 .. 4), instead of choose_stages's: a tuning knob for
+# dev/time_paged_decode.py --stages (set before an op's first call); None: choose_stages.
+STAGES = None
 
 
 class PagedDecodeAttentionInterface(KernelInterface):
@@ -90,6 +93,8 @@ def choose_stages(dtype_code: int, head_size: int, heads: int, mma: bool,
     else the deepest one CTA can hold."""
     def fits(st):
         return per_sm // (smem_bytes(dtype_code, head_size, heads, st, mma) + 1024)
+    if STAGES is not None and smem_bytes(dtype_code, head_size, heads, STAGES, mma) <= per_block:
+        return STAGES, max(1, fits(STAGES))
     for st in (3, 2):
         if fits(st) >= 2 and smem_bytes(dtype_code, head_size, heads, st, mma) <= per_block:
             return st, fits(st)

@@ -1,0 +1,132 @@
+"""Times PagedDecodeAttentionFwdOp on a GPU against issue 13's goals (run on the H200):
+
+  * B = 1, 32 / 8 heads, head_size 128, 1K context, float16: <= 8 us;
+  * context >= 4K: >= 85 % of copy bandwidth (the bytes: the K and V rows read, q, o).
+
+    PYTHONPATH=src python3 dev/time_paged_decode.py [--quick] [--stages N] [--out paged_decode_timing.json]
+
+For each case: hot (20 calls captured in a CUDA graph, replayed; microseconds per call)
+and cold (L2 flushed by a 256 MiB write before each call, CUDA events around it) times of
+tileops, of the copy floor (dst.copy_(src) of the same bytes, timed the same way) and, where
+the gathered keys and values fit in memory, of torch's scaled_dot_product_attention
+(enable_gqa) on K and V gathered contiguous beforehand (the gather not timed); GB/s and
+the fraction of the copy floor. Inputs are drawn on the GPU; each sequence's blocks are a
+random permutation of the cache's, every sequence at full length. Prints a table, writes
+JSON."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import torch
+import torch.nn.functional as F
+
+from tileops.attention import PagedDecodeAttentionFwdOp
+
+MODELS = {"Llama-3-8B": (32, 8), "Qwen2.5-7B": (28, 4), "Llama-3-70B TP4": (16, 2)}
+
+
+def hot_us(fn, calls=20, replays=10):
+    fn()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    best = math.inf
+    for _ in range(replays):
+        start.record()
+        g.replay()
+        end.record()
+        torch.cuda.synchronize()
+        best = min(best, start.elapsed_time(end) * 1e3 / calls)
+    return best
+
+
+_FLUSH = None
+
+
+def cold_us(fn, reps=10):
+    global _FLUSH
+    if _FLUSH is None:
+        _FLUSH = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    fn()
+    times = []
+    for _ in range(reps):
+        _FLUSH.fill_(1)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def case(label, H, Hkv, B, ctx, BS=16, D=128, dtype=torch.float16, sdpa=True):
+    nb = ctx // BS
+    N = B * nb
+    kc = torch.randn(N, BS, Hkv, D, device="cuda", dtype=dtype)
+    vc = torch.randn(N, BS, Hkv, D, device="cuda", dtype=dtype)
+    q = torch.randn(B, H, D, device="cuda", dtype=dtype)
+    bt = torch.randperm(N, device="cuda").view(B, nb).to(torch.int32)
+    sl = torch.full((B,), ctx, dtype=torch.int32, device="cuda")
+    op = PagedDecodeAttentionFwdOp(D, BS)
+    nbytes = 2 * B * ctx * Hkv * D * kc.element_size() + 2 * q.nbytes
+    src = torch.ones(nbytes // 2 // kc.element_size(), dtype=dtype, device="cuda")
+    dst = torch.empty_like(src)
+    fns = {"tileops": lambda: op(q, kc, vc, bt, sl), "copy": lambda: dst.copy_(src)}
+    if sdpa and 2 * nbytes < torch.cuda.mem_get_info()[0] * 0.8:
+        k = kc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()
+        v = vc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()
+        q4 = q.unsqueeze(2)
+        fns["sdpa_gathered"] = lambda: F.scaled_dot_product_attention(q4, k, v, enable_gqa=True)
+    row = {"case": f"{label} B={B} ctx={ctx} bs={BS} {str(dtype)[6:]}", "bytes": nbytes}
+    for name, fn in fns.items():
+        row[name + "_hot_us"] = hot_us(fn)
+        row[name + "_cold_us"] = cold_us(fn)
+    for m in ("hot", "cold"):
+        row[f"tileops_{m}_gbps"] = nbytes / row[f"tileops_{m}_us"] / 1e3
+        row[f"of_copy_{m}"] = row[f"copy_{m}_us"] / row[f"tileops_{m}_us"]
+    del kc, vc, fns
+    torch.cuda.empty_cache()
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="the latency case and Llama-3-8B at 4K and 32K only")
+    ap.add_argument("--out", default="paged_decode_timing.json")
+    ap.add_argument("--stages", type=int, default=None, help="each warp's ring depth (1 .. 4; default: the kernel's "
+                                                              "choice, kernels/attention/paged_decode_attention.py)")
+    args = ap.parse_args()
+    if args.stages is not None:
+        from tileops.kernels.attention import paged_decode_attention as K
+        K.STAGES = args.stages
+    rows = [case("Llama-3-8B", 32, 8, 1, 1024)]
+    for label, (H, Hkv) in MODELS.items():
+        if args.quick and label != "Llama-3-8B":
+            continue
+        for ctx in (4096, 32768):
+            for B in (1, 8, 32, 128):
+                if args.quick and B not in (1, 32):
+                    continue
+                rows.append(case(label, H, Hkv, B, ctx))
+                print(rows[-1]["case"], flush=True)
+    rows.append(case("Llama-3-8B", 32, 8, 8, 4096, BS=64))
+    rows.append(case("Llama-3-8B", 32, 8, 8, 4096, dtype=torch.bfloat16))
+    hdr = f"{'case':44s} {'hot us':>9s} {'cold us':>9s} {'GB/s':>7s} {'of copy':>8s} {'sdpa hot':>9s}"
+    print(hdr)
+    for r in rows:
+        print(f"{r['case']:44s} {r['tileops_hot_us']:9.2f} {r['tileops_cold_us']:9.2f} {r['tileops_cold_gbps']:7.0f} "
+              f"{r['of_copy_cold']:8.2f} {r.get('sdpa_gathered_hot_us', float('nan')):9.2f}")
+    with open(args.out, "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
