@@ -111,3 +111,15 @@ def test_an_op_that_writes_its_inputs_is_checked_on_what_it_wrote(monkeypatch):
     failures = []
     row = bench.run_case(cls, case, cfg, {}, failures)
     assert row["correct"] is False and failures, row
+
+
+def test_case_filter_terms_and_their_parts():
+    """--workloads: terms are alternatives; the parts of a term joined by '&' must all match."""
+    from tileops.attention import PagedDecodeAttentionFwdOp
+    names = lambda f: {c.name for c in bench.select_cases(PagedDecodeAttentionFwdOp, dtypes=["float16"],  # noqa: E731
+                                                          keep=bench.case_filter(f))}
+    one = names("llama-3-8b&b=1&bs=16&ctx=4096")
+    assert one == {"Llama-3-8B[B=1,BS=16,CTX=4096,D=128,H=32,HK=8]-float16"}, one
+    two = names("llama-3-8b&b=1&bs=16&ctx=4096,qwen2.5-7b&b=8&bs=64&ctx=1024")
+    assert two == one | {"Qwen2.5-7B[B=8,BS=64,CTX=1024,D=128,H=28,HK=4]-float16"}, two
+    assert not names("llama-3-8b&no-such-part")

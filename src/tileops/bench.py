@@ -571,7 +571,9 @@ def peer_callable(entry, spec, inputs, params):
 def case_filter(terms):
     """A predicate on cases from ``--workloads``: comma-separated terms, each matched
     case-insensitively as a substring of the case's name (``Llama-3-8B[H=4096,T=1]-float16``)
-    or equal to its first input's shape written ``4096x4096``; None keeps every case."""
+    or equal to its first input's shape written ``4096x4096``; a term of parts joined by
+    ``&`` matches where every part does, a part ``dim=value`` matching the case's dim
+    exactly (``llama-3-8b&b=1&ctx=4096``: B = 1, not 128); None keeps every case."""
     if not terms:
         return None
     terms = [t.strip().lower() for t in terms.split(",") if t.strip()]
@@ -580,7 +582,14 @@ def case_filter(terms):
         name = case.name.lower()
         first = next(iter(case.shapes.values()), ())
         shape = "x".join(str(int(d)) for d in first)
-        return any(t in name or t == shape for t in terms)
+        dims = {str(k).lower(): str(v) for k, v in (case.dims or {}).items()}
+
+        def part(p, alone):
+            k, eq, v = p.partition("=")
+            if eq and k in dims and not alone:
+                return dims[k] == v
+            return p in name or p == shape
+        return any(all(part(p, "&" not in t) for p in t.split("&")) for t in terms)
     return keep
 
 
