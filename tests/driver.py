@@ -544,6 +544,14 @@ def _poisoned(shape, dtype, device, layout):
     return buf, buf
 
 
+def _same_device(got, want) -> bool:
+    """`got` (a tensor's device) is `want` ("cuda" means the current card)."""
+    want = torch.device(want)
+    if want.type == "cuda" and want.index is None:
+        want = torch.device("cuda", torch.cuda.current_device())
+    return got == want
+
+
 def check_call(cls, op, branch, prep, layout, path, twin):
     """One call of one branch on one prepared case: effects, outputs, numerics. `twin`:
     the outputs of the branch's out-of-place twin on the same inputs (or None)."""
@@ -614,7 +622,7 @@ def check_call(cls, op, branch, prep, layout, path, twin):
                             f"output '{e.name}' shares storage with input '{k}'"
         assert tuple(t.shape) == e.shape, f"output '{e.name}': shape {tuple(t.shape)}, the manifest says {e.shape}"
         assert t.dtype == e.dtype, f"output '{e.name}': dtype {t.dtype}, the manifest says {e.dtype}"
-        assert t.device == device, f"output '{e.name}': device {t.device}, the call's is {device}"
+        assert _same_device(t.device, device), f"output '{e.name}': device {t.device}, the call's is {device}"
 
     # numerics: against the reference in float64, and in the op's own dtype (the outputs,
     # then the inputs written in place, which follow the outputs in the references)

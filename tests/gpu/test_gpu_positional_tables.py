@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from tileops.positional import AlibiFwdOp, RopeCosSinCacheFwdOp, SinusoidalFwdOp
-from tileops.reference import positional as ref
+from tileops.reference import resolve
 
 from helpers import assert_one_rounding, float32_ulps
 
@@ -36,7 +36,7 @@ CASES = [
 
 
 def reference64(op):
-    return ref.resolve(op._entry.ref_api)(**op.resolved_params(), dtype=torch.float64)
+    return resolve(op._entry.ref_api)(**op.resolved_params(), dtype=torch.float64)
 
 
 @pytest.mark.parametrize("make", CASES)

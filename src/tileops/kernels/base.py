@@ -45,6 +45,7 @@ class KernelCall:
     params: dict            # constructor params by name, defaults resolved
     aligned16: bool         # every tensor's data pointer is 16-byte aligned
     written: tuple          # names of inputs this call writes (an output is that input)
+    unaligned16: frozenset = frozenset()   # names of the tensors whose data pointer is not 16-byte aligned
 
     def shapes(self) -> dict:
         """Each input's shape as far as the call knows it, for messages."""

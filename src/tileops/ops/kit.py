@@ -168,7 +168,7 @@ def call_source(entry) -> list:
     kw = ", ".join([f"{dev}=None"] + [f"{c.name}={c.default!r}" for c in others])
     call_kw = "{" + ", ".join(f"{c.name!r}: {c.name}" for c in others) + "}"
     n = len(entry.outputs)
-    traced = [f"self._traced[{k}](self, self._params_version, _dev, {call_kw}).clone()" for k in range(n)]
+    traced = [f"self._traced[{k}](self._params_version, _dev, {call_kw}).clone()" for k in range(n)]
     lines = [f"def _call(self, *, {kw}):",
              f"    _dev = _as_device({dev}, {entry.name!r}, {dev!r})",
              "    if _is_compiling():",

@@ -271,7 +271,8 @@ class Op:
         present = [t for t in tensors if t is not None]
         return KernelCall(op_name=type(self).__name__, device=present[0].device, inputs=inputs, outputs=outputs,
                           params=self.resolved_params(), aligned16=all(t.data_ptr() % 16 == 0 for t in present),
-                          written=written)
+                          written=written,
+                          unaligned16=frozenset(n for n, t in by_name.items() if t is not None and t.data_ptr() % 16))
 
     def params(self) -> dict:
         """The constructor parameters by name, as the op stored them."""
@@ -331,9 +332,11 @@ def _traced_functions(op) -> tuple:
     result (torch.compiler.assume_constant_result): when dynamo traces `op(...)` it runs
     the function once, with the values the trace sees, and puts the tensor it returns in
     the graph as a constant (a get_attr), not a node; the traced call returns a clone of
-    it, a new tensor on every call. The trace is guarded on `version`
-    (op._params_version, renewed whenever a param is assigned), on the op's identity and
-    on the device and call-time values it read, so a changed param traces again instead
+    it, a new tensor on every call. Its arguments are constants only (the version, the
+    device, the call-time values: dynamo refuses an object there), the op is the
+    function's own. The trace is guarded on `version` (op._params_version, renewed
+    whenever a param is assigned), on the op's identity and on the device and call-time
+    values it read, so a changed param traces again instead
     of returning a stale constant.
 
     Dynamo names a constant's source after the function, and two sources of one name in
@@ -342,13 +345,14 @@ def _traced_functions(op) -> tuple:
     the graph itself)."""
     stem = "tileops_" + "".join(ch if ch.isalnum() else "_" for ch in op._key)
     made = weakref.WeakValueDictionary()
+    op_ref = weakref.ref(op)   # not an argument: dynamo takes only constants there (torch 2.11)
 
     def output(k):
-        def traced(op, version, device, kwargs):
+        def traced(version, device, kwargs):
             key = (version, device, tuple(sorted(kwargs.items())), k)
             t = made.get(key)
             if t is None:
-                res = op._run_no_boundary(device, dict(kwargs))
+                res = op_ref()._run_no_boundary(device, dict(kwargs))
                 for j, r in enumerate(res if isinstance(res, tuple) else (res,)):
                     made[key[:3] + (j,)] = r
                 t = made[key]

@@ -20,6 +20,6 @@ def _check_params(self):
 def _call(self, *, device=None):
     _dev = _as_device(device, 'AlibiFwdOp', 'device')
     if _is_compiling():
-        return self._traced[0](self, self._params_version, _dev, {}).clone()
+        return self._traced[0](self._params_version, _dev, {}).clone()
     return self._run_no_boundary(_dev, {})
 

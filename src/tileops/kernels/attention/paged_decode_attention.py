@@ -20,8 +20,10 @@ B x H x max_chunks x (head_size + 2) taken per call from torch's caching allocat
 (stream-ordered, so capture-safe: a graph keeps its allocation), and a second kernel folds
 them. The result is bitwise the same whichever way (see the .cu).
 
-A CUDA build needs 16-byte aligned tensors (cp.async): a call with another alignment is
-refused (KernelSelectionError naming it); caches and outputs from torch's allocator are."""
+A CUDA build needs q, the caches and o 16-byte aligned (cp.async, 16-byte stores): a call
+with another alignment is refused (KernelSelectionError naming the tensor); tensors from
+torch's allocator are. block_table and seq_lens are read a value at a time: any view of
+them (one sequence's row of a batch's table) is taken."""
 from __future__ import annotations
 
 import math
@@ -164,8 +166,8 @@ def _guard(b, device_index: int):
         ins = (q, key_cache, value_cache, block_table, seq_lens)
         if overlaps(o, ins + ((lse,) if lse is not None else ())) or (lse is not None and overlaps(lse, ins)):
             raise InputValueError(f"{head}: argument 'o' or 'lse': it overlaps another tensor in memory")
-        if device_index >= 0 and any(t.data_ptr() % 16 for t in ins + (o,) + ((lse,) if lse is not None else ())):
-            raise InputValueError(f"{head}: the CUDA kernel takes 16-byte aligned tensors")
+        if device_index >= 0 and any(t.data_ptr() % 16 for t in (q, key_cache, value_cache, o)):
+            raise InputValueError(f"{head}: the CUDA kernel takes 16-byte aligned q, key_cache, value_cache and o")
     return check
 
 
@@ -231,6 +233,9 @@ def _build_cuda(b):
     return checked(_guard(b, b.device), unchecked)
 
 
+VECTOR_TENSORS = frozenset(("q", "key_cache", "value_cache", "o"))   # read / written in 16-byte groups
+
+
 class PagedDecodeAttentionKernel(Kernel):
     """The one implementation (C on the CPU, CUDA C on a GPU)."""
     interface = "paged_decode_attention"
@@ -238,9 +243,10 @@ class PagedDecodeAttentionKernel(Kernel):
     @classmethod
     def refusal(cls, call):
         why = super().refusal(call)
-        if why is None and call.device.type == "cuda" and not call.aligned16:
-            why = ("the CUDA kernel copies 16-byte groups (cp.async) and takes 16-byte aligned tensors; a tensor of "
-                   "this call is not (a view at an offset?)")
+        bad = sorted(call.unaligned16 & VECTOR_TENSORS)
+        if why is None and call.device.type == "cuda" and bad:
+            why = (f"the CUDA kernel copies 16-byte groups (cp.async) of q, the caches and o, which must be 16-byte "
+                   f"aligned; {', '.join(bad)} is not (a view at an offset?)")
         return why
 
     @classmethod
