@@ -30,6 +30,12 @@ def all_op_classes():
     return {name: load(name) for name in sorted(implemented())}
 
 
+# Every implemented op's operators are registered by `import tileops`: a program saved with
+# torch.export or packaged by AOTInductor names them, and is loaded where perhaps nothing
+# else imports the op's family.
+all_op_classes()
+
+
 __all__ = ["Op", "TileOpsError", "InputError", "ManifestError", "TargetError", "BuildError",
            "NotReadyDuringCaptureError", "set_default_target", "load_failures", "all_op_classes",
            "__version__"]

@@ -12,6 +12,7 @@ generated checks run on the first call at a new call signature (the inputs' shap
 and devices). Assigning a param makes the next call check and select its kernel again."""
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import operator
@@ -41,6 +42,7 @@ class Op:
         cls._entry = entry
         cls.family = entry.family
         cls._param_names = frozenset(p.name for p in entry.params)
+        _issue_key_after_init(cls)
         if "forward" not in cls.__dict__:
             raise ManifestError(f"{cls.__name__}: an op defines forward")
         cls._kit = kit.generate(cls, entry)
@@ -84,19 +86,22 @@ class Op:
         self._start_runtime_state()
 
     def _start_runtime_state(self):
-        """Unresolved, nothing built, selected or checked yet, and a key of its own: a new
-        instance, or a copy."""
+        """Unresolved, nothing built, selected or checked yet, no key yet: a new instance
+        takes its key once its constructor has stored the params (the key names them,
+        registry.py), a copy in __setstate__."""
         self._target = None
         self._kernels = KernelTable(type(self).__name__, self.kernel_types, self.interfaces)
         self._memo: dict = {}       # (interface, memo key) -> launchable (skips selection)
         self._checked: set = set()  # inputs' metadata the generated checks passed for
-        self._key = registry.new_key(self)
+        self._key = None
 
     # ---- params -------------------------------------------------------------------
     # Which signatures passed the checks, which launchable the memo holds and what the
     # table has built were decided under the params' values (an external builder's build
     # is not keyed by them); assigning a param after construction drops all three, so the
-    # next call checks, selects and builds again under the new value.
+    # next call checks, selects and builds again under the new value. The key names the
+    # params, so the instance takes a new one (code compiled for the old key recompiles:
+    # dynamo guards it; a saved program keeps the params it was saved with).
     def __setattr__(self, name, value):
         if name not in self._param_names:
             object.__setattr__(self, name, value)
@@ -106,6 +111,8 @@ class Op:
         for cache in ("_checked", "_memo", "_kernels"):
             if cache in d:
                 d[cache].clear()
+        if d.get("_key") is not None:
+            registry.issue_key(self)
 
     def _note_checked(self, sig):
         """Records that the generated checks passed for inputs with this metadata (the
@@ -126,6 +133,7 @@ class Op:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._start_runtime_state()
+        registry.issue_key(self)
 
     # ---- targets (called from inside the node) ----------------------------------
     @property
@@ -240,6 +248,19 @@ class Op:
     def __repr__(self):
         ps = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({ps})  # {self._key}"
+
+
+def _issue_key_after_init(cls):
+    """Wraps cls's constructor (its own, or the one it inherits) so that the instance takes
+    its key once the outermost constructor has returned, its params stored."""
+    init = cls.__dict__.get("__init__") or super(cls, cls).__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        if type(self).__init__ is __init__:
+            registry.issue_key(self)
+    cls.__init__ = __init__
 
 
 def _coerce_param(opname: str, entry, name: str, value):
