@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import math
 import operator
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
@@ -24,17 +26,30 @@ from ..kernels.base import KernelCall, KernelTable, TensorSpec
 from ..manifest.loader import find_entry
 from . import boundary, kit, registry
 
+if TYPE_CHECKING:
+    from ..targets.base import Target
+
 _MEMO_LIMIT = 4096
+_log = logging.getLogger("tileops.ops")
 
 
 class Op:
     """Base class. Subclass per manifest entry; the class name is the entry's key."""
 
-    compile_op_names: tuple = ()
-    kernel_types: dict = {}
-    interfaces: dict = {}
+    compile_op_names: tuple[str, ...] = ()
+    kernel_types: dict[str, type] = {}
+    interfaces: dict[str, type] = {}
+    family: str
     _entry = None
     _param_names: frozenset = frozenset()
+
+    if TYPE_CHECKING:
+        # What a type checker sees of any op: the constructor takes the op's params (the
+        # concrete class's __init__ names them), a call runs its boundary (the concrete
+        # class's forward gives the types).
+        def __init__(self, *args: Any, target: str | None = None, **params: Any) -> None: ...
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
     def __init_subclass__(cls, manifest: str | None = None, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -78,12 +93,13 @@ class Op:
         parts.append(cls._kit["_source"])
         return "\n".join(parts)
 
-    def __init__(self, *, target: str | None = None):
-        from .. import targets
-        if target is not None:
-            targets.get(target)  # an unknown name fails here, listing the known ones
-        self._target_request = target
-        self._start_runtime_state()
+    if not TYPE_CHECKING:
+        def __init__(self, *, target: str | None = None) -> None:
+            from .. import targets
+            if target is not None:
+                targets.get(target)  # an unknown name fails here, listing the known ones
+            self._target_request = target
+            self._start_runtime_state()
 
     def _start_runtime_state(self):
         """Unresolved, nothing built, selected or checked yet, no key yet: a new instance
@@ -137,7 +153,7 @@ class Op:
 
     # ---- targets (called from inside the node) ----------------------------------
     @property
-    def target(self):
+    def target(self) -> Target | None:
         """The resolved target, or None before the first call."""
         return self._target
 
@@ -152,7 +168,7 @@ class Op:
         self._memo.clear()
 
     # ---- kernels ---------------------------------------------------------------
-    def kernel_for(self, name: str, *tensors):
+    def kernel_for(self, name: str, *tensors: torch.Tensor | None) -> Callable[..., Any]:
         """The launchable serving interface `name` for these tensors: the interface's
         `tensors`, inputs then the outputs `allocate` returned, contiguous. It checks, on
         every call, what its kernel relies on (the in-tree kernels: each tensor's extent,
@@ -206,6 +222,12 @@ class Op:
         sig = (name, memo(*tensors) if honours else full(*tensors))
         call = self._make_call(iface, tensors, whole_shapes=not honours)
         fn = target.kernel_for(self._kernels, name, call)
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("%s: target %s serves '%s' for %s on %s (a memo miss; %d launchables memoised)",
+                       self._key, target.name, name,
+                       ", ".join(f"{k} {str(v.dtype).replace('torch.', '')}{list(v.shape) if v.shape else ''}"
+                                 for k, v in call.inputs.items() if v is not None),
+                       call.device, len(self._memo) + 1)
         pair = (getattr(fn, "unchecked", fn), fn)
         if len(self._memo) >= _MEMO_LIMIT:
             self._memo.clear()
@@ -231,11 +253,11 @@ class Op:
                           params=self.resolved_params(), aligned16=all(t.data_ptr() % 16 == 0 for t in present),
                           written=written)
 
-    def params(self) -> dict:
+    def params(self) -> dict[str, Any]:
         """The constructor parameters by name, as the op stored them."""
         return {p.name: getattr(self, p.name) for p in self._entry.params}
 
-    def resolved_params(self) -> dict:
+    def resolved_params(self) -> dict[str, Any]:
         """The constructor parameters with defaults resolved, in one place: a param the
         manifest gives `none_means` takes that value when it is None (eps=None is
         torch.finfo(torch.float32).eps, as torch.nn.functional.rms_norm takes it)."""
@@ -245,7 +267,7 @@ class Op:
             out[p.name] = p.none_means if v is None and p.none_means is not None else v
         return out
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         ps = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({ps})  # {self._key}"
 
