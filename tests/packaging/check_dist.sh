@@ -25,7 +25,9 @@ echo "== sdist, then a wheel built from it (isolated build)"
 grep -E "^Successfully built" "$OUT/build.log"
 
 echo "== manylinux tag (auditwheel repair; the tag is the oldest glibc whose symbols the build uses)"
-"$(dirname "$PY")/auditwheel" repair -w "$OUT/wheelhouse" "$OUT"/*.whl 2>&1 | grep -E "Fixed-up wheel|platform tag" || true
+PATH="$(dirname "$PY"):$PATH" auditwheel repair -w "$OUT/wheelhouse" "$OUT"/*.whl > "$OUT/auditwheel.log" 2>&1 \
+    || { tail -20 "$OUT/auditwheel.log"; exit 1; }
+grep -E "Fixed-up wheel" "$OUT/auditwheel.log"
 "$PY" tests/packaging/check_artifacts.py "$OUT"/*.tar.gz "$OUT"/wheelhouse/*.whl
 
 echo "== a fresh venv without a compiler: install the wheel (binaries only), run the README example"
@@ -34,7 +36,7 @@ echo "== a fresh venv without a compiler: install the wheel (binaries only), run
 "$PY" -c "import torch; print('torch==' + torch.__version__)" > "$OUT/constraints.txt"
 NOCC=(env PATH="$OUT/venv/bin" CC=/bin/false CXX=/bin/false TORCHINDUCTOR_CACHE_DIR="$OUT/inductor")
 "${NOCC[@]}" "$OUT/venv/bin/python" -m pip install -q --no-compile --only-binary :all: \
-    -c "$OUT/constraints.txt" "$OUT"/wheelhouse/*.whl
+    -c "$OUT/constraints.txt" "$OUT"/wheelhouse/*.whl > "$OUT/pip.log" 2>&1 || { tail -30 "$OUT/pip.log"; exit 1; }
 (cd "$OUT" && "${NOCC[@]}" "$OUT/venv/bin/python" "$ROOT/tests/packaging/smoke.py" "$ROOT/README.md")
 "${NOCC[@]}" "$OUT/venv/bin/python" -m tileops --version
 echo "check-dist: done in $((SECONDS - t0)) s"
