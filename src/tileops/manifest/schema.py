@@ -32,6 +32,9 @@ PARAM_KEYS = {"type", "default", "none_means"}
 NONE_MEANS = {"float32_eps": 1.1920928955078125e-07}
 CALL_PARAM_KEYS = {"type", "default", "fills"}
 CALL_PARAM_TYPES = {"bool", "int", "float", "Tensor"}
+# A constructor param's type: a literal, so that the instance key, which names the params,
+# can rebuild the op in another process (ops/registry.py); "| None" may follow.
+PARAM_TYPES = {"bool", "int", "float", "str", "tuple[int, ...]"}
 STATUSES = {"implemented", "spec-only"}
 
 # What a rule may call and which attributes it may read.
@@ -314,6 +317,10 @@ def parse_entry(name, raw, source) -> Entry:
         _check_keys(source, name, field, p, PARAM_KEYS)
         if "type" not in p:
             raise _err(source, name, field + ".type", "required field missing")
+        base = str(p["type"]).replace(" ", "").removesuffix("|None")
+        if base not in {t.replace(" ", "") for t in PARAM_TYPES}:
+            raise _err(source, name, field + ".type", f"expected one of {sorted(PARAM_TYPES)} (optionally "
+                       f"'| None'): a literal, which the instance key can carry; got {p['type']!r}")
         none_means = p.get("none_means")
         if none_means is not None and none_means not in NONE_MEANS:
             raise _err(source, name, field + ".none_means", f"expected one of {sorted(NONE_MEANS)}, got {none_means!r}")
