@@ -30,9 +30,10 @@ MAKE = textwrap.dedent("""
         def forward(self, x):
             return self.act(torch.cat([self.norm(x, self.w), x], dim=-1))
 
+    device = sys.argv[3]
     torch.manual_seed(0)
-    m = Block().eval()
-    x = torch.randn(8, 64)
+    m = Block().eval().to(device)
+    x = torch.randn(8, 64, device=device)
     with torch.no_grad():
         y = m(x)
     ep = torch.export.export(m, (x,))
@@ -47,12 +48,12 @@ MAKE = textwrap.dedent("""
 LOAD = textwrap.dedent("""
     import sys, torch
     import tileops                                   # and nothing else of tileops
-    path, kind, first = sys.argv[1:4]
+    path, kind, first, device = sys.argv[1:5]
     if first == "other":
         from tileops.norm import RMSNormFwdOp
         other = RMSNormFwdOp((64,), eps=1e-6)        # takes the same '#0' as the saved op
         print("other", other._key)
-    io = torch.load(path + ".io")
+    io = torch.load(path + ".io", map_location=device)
     if kind == "export":
         run = torch.export.load(path).module()
     else:
@@ -77,21 +78,33 @@ def _run(script, *args, timeout=600):
     return r.stdout
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    path = tmp_path_factory.mktemp("export") / "block.pt2"
-    out = _run(MAKE, path, "export")
+def save_and_load_exported(tmp_path, first, device):
+    """Saves the program in one process, loads it in another (`first`: "other" constructs
+    another RMSNormFwdOp with another eps there first, "none" nothing) and checks it gives
+    exactly the saving process's result."""
+    path = tmp_path / "block.pt2"
+    out = _run(MAKE, path, "export", device)
     assert "saved RMSNormFwdOp#0(normalized_shape=(64,), eps=0.25)" in out, out
-    return path
-
-
-@pytest.mark.parametrize("first", ["other", "none"])
-def test_an_exported_program_loaded_in_a_new_process_runs_with_its_own_params(exported, first):
-    out = _run(LOAD, exported, "export", first)
+    out = _run(LOAD, path, "export", first, device)
     assert "max_err 0.0" in out, out
     if first == "other":
         # the new process's own instance took the '#0' the saved one had, with another eps
         assert "other RMSNormFwdOp#0(normalized_shape=(64,), eps=1e-06)" in out, out
+
+
+def save_and_load_aoti(tmp_path, device):
+    why = _aoti_unavailable()
+    if why:
+        pytest.skip(why)
+    path = tmp_path / "block_aoti.pt2"
+    _run(MAKE, path, "aoti", device)
+    out = _run(LOAD, path, "aoti", "other", device)
+    assert "max_err 0.0" in out, out
+
+
+@pytest.mark.parametrize("first", ["other", "none"])
+def test_an_exported_program_loaded_in_a_new_process_runs_with_its_own_params(tmp_path, first):
+    save_and_load_exported(tmp_path, first, "cpu")
 
 
 def _aoti_unavailable():
@@ -107,13 +120,7 @@ def _aoti_unavailable():
 
 
 def test_an_aotinductor_package_loaded_in_a_new_process_runs_with_its_own_params(tmp_path):
-    why = _aoti_unavailable()
-    if why:
-        pytest.skip(why)
-    path = tmp_path / "block_aoti.pt2"
-    _run(MAKE, path, "aoti")
-    out = _run(LOAD, path, "aoti", "other")
-    assert "max_err 0.0" in out, out
+    save_and_load_aoti(tmp_path, "cpu")
 
 
 def test_import_tileops_registers_every_implemented_operator():
