@@ -4,7 +4,9 @@ program whose instance is gone or changed runs with the params it was exported w
 names them: the op is rebuilt from it), and a key that cannot be rebuilt fails naming why.
 Across processes: tests/test_saved_programs.py."""
 import gc
+import types
 
+import driver
 import pytest
 import torch
 
@@ -116,3 +118,26 @@ def test_a_key_that_cannot_be_rebuilt_fails_naming_the_key_and_why(key, why):
         torch.ops.tileops.norm_rms_norm_fwd(torch.randn(2, 64), None, key)
     assert key in str(e.value) and why in str(e.value), str(e.value)
     assert key not in registry.INSTANCES
+
+
+@pytest.mark.parametrize("name", sorted(driver.op_classes()))
+@pytest.mark.parametrize("target", [None, "aten"])
+def test_every_op_rebuilds_from_its_key_with_the_same_params_and_results(name, target):
+    """For each op (its test params from the manifest's workloads): an instance dropped, its
+    key alone rebuilds one that holds the same params and target and computes the same."""
+    cls = driver.op_classes()[name]
+    case, inputs = driver.small_case(cls)
+    op = cls(**case.params, target=target)
+    key, params = op._key, op.params()
+    branch = driver.branches_of(cls)[0]
+    overload, args = driver.operator_args(cls, branch, op, driver.clone_all(inputs))
+    expected = overload(*args)
+    del op
+    gc.collect()
+    assert key not in registry.INSTANCES
+    _, args = driver.operator_args(cls, branch, types.SimpleNamespace(_key=key), driver.clone_all(inputs))
+    got = overload(*args)
+    rebuilt = registry.INSTANCES[key]()
+    assert type(rebuilt) is cls and rebuilt.params() == params and rebuilt._target_request == target
+    for e, g in zip(expected if isinstance(expected, tuple) else (expected,), got if isinstance(got, tuple) else (got,)):
+        torch.testing.assert_close(g, e, rtol=0, atol=0)
