@@ -345,7 +345,7 @@ static PyObject *py_cpu_kernels(PyObject *self, PyObject *unused) {
 
 /* The thread count the CPU kernels follow: a callable returning it (tileops passes
  * torch.get_num_threads unless TILEOPS_NUM_THREADS is set), asked before each CPU launch
- * (a call of a C function, some tens of ns) so torch.set_num_threads takes effect on the
+ * (a call of a C function, about 0.1 us) so torch.set_num_threads takes effect on the
  * next call; NULL when the count is fixed (TILEOPS_NUM_THREADS, or cpu_set_num_threads).
  * Read and written with the GIL held. */
 static PyObject *g_thread_source;

@@ -39,4 +39,5 @@ NOCC=(env PATH="$OUT/venv/bin" CC=/bin/false CXX=/bin/false TORCHINDUCTOR_CACHE_
     -c "$OUT/constraints.txt" "$OUT"/wheelhouse/*.whl > "$OUT/pip.log" 2>&1 || { tail -30 "$OUT/pip.log"; exit 1; }
 (cd "$OUT" && "${NOCC[@]}" "$OUT/venv/bin/python" "$ROOT/tests/packaging/smoke.py" "$ROOT/README.md")
 "${NOCC[@]}" "$OUT/venv/bin/python" -m tileops --version
+rm -rf "$OUT/venv" "$OUT/inductor"   # ~1 GB; the wheel stays in $OUT/wheelhouse
 echo "check-dist: done in $((SECONDS - t0)) s"
