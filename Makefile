@@ -3,6 +3,9 @@
 #   make test     same set-up, then the C tests, the manifest validator and the whole pytest suite
 #   make check-c  the C core and its C tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make check-fuzz  the binding (tileops._C) built with both sanitizers, fuzzed by tests/test_c_fuzz.py
+#   make check-dist  sdist -> wheel built from it -> manylinux tag -> installed in a fresh venv with no
+#                    compiler -> the README example (tests/packaging/check_dist.sh)
+#   make check-clang the C tests and the extension built by clang (on PATH, else zig's from PyPI)
 
 PYTHON_BOOT ?= python3
 VENV        := .venv
@@ -20,7 +23,7 @@ BUILD     ?= build
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Icsrc/include -Icsrc -pthread
 LDLIBS    := -ldl -lpthread -lm
 
-.PHONY: all demo test test-c check-c check-fuzz venv install clean validate
+.PHONY: all demo test test-c check-c check-fuzz check-dist check-clang venv install clean validate
 
 all: install
 
@@ -36,13 +39,16 @@ $(VENV)/.stamp-deps:
 	    echo "… installing $(TORCH_PIN) into $(VENV)"; \
 	    $(PY) -m pip install -q "$(TORCH_PIN)"; \
 	fi
-	@$(PY) -m pip install -q "setuptools>=64" wheel pyyaml pytest numpy
+	@$(PY) -m pip install -q "setuptools>=77" wheel pyyaml pytest numpy mypy
 	@touch $@
 
 venv: $(VENV)/.stamp-deps
 
 $(VENV)/.stamp-install: $(VENV)/.stamp-deps pyproject.toml setup.py $(CORE_SRC) $(CORE_HDR) $(wildcard csrc/python/*.c) $(CUDA_SRC)
-	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
+	@# the distribution was called tileops before it became tileops-c (the name tileops on
+	@# PyPI is the upstream TileOPs project): an old editable install of it goes first
+	@if $(PY) -m pip show -q tileops >/dev/null 2>&1; then $(PY) -m pip uninstall -y -q tileops; fi
+	TILEOPS_WERROR=1 $(PY) -m pip install -q --no-build-isolation --no-deps -e .
 	@touch $@
 
 install: $(VENV)/.stamp-install
@@ -115,6 +121,13 @@ check-fuzz: $(BUILD)/asan-ext/_C.so
 	TILEOPS_C_EXT_PATH=$(abspath $<) LD_PRELOAD="$$($(CC) -print-file-name=libasan.so)" PYTHONMALLOC=malloc \
 	    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    $(PY) -m pytest -q tests/test_c_fuzz.py
+
+# ---- packaging: what a user installs, and another compiler --------------------------------
+check-dist: install
+	PY=$(PY) PYTHON_BOOT=$(PYTHON_BOOT) OUT=$(BUILD)/dist bash tests/packaging/check_dist.sh
+
+check-clang: install
+	PY=$(PY) OUT=$(BUILD)/clang bash tests/packaging/check_clang.sh
 
 clean:
 	rm -rf build $(BUILD) src/tileops/_C*.so src/*.egg-info $(VENV)/.stamp-install

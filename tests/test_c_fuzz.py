@@ -155,6 +155,8 @@ def want_for(kind, v):
         return None
     if kind == "bytes":
         return None if isinstance(v, bytes) else TypeError
+    if kind == "callable_or_none":
+        return None if v is None or callable(v) else TypeError
     if kind == "str_seq":
         if not isinstance(v, (list, tuple)):
             return TypeError
@@ -236,6 +238,8 @@ def signatures(C, tmp):
         "cpu_launch": None,  # variadic: group cpu_launch
         "cpu_num_threads": ([], []),
         "cpu_set_num_threads": (["int"], [1]),
+        "cpu_follow_threads": (["callable_or_none"], [None]),
+        "cpu_threads_followed": ([], []),
         "cpu_simd_level": ([], []),
         "cuda_load": (["str_or_none"], [None]),
         "cuda_device_count": ([], []),
@@ -301,6 +305,13 @@ def group_surface(C):
         fz.expect("cpu_set_num_threads", [-1], None, status={1})
         fz.expect("cpu_set_num_threads", [2], None, returns=lambda r: r is None)
         assert C.cpu_num_threads() == 2
+        # a thread count source: kept (a reference) until replaced; a count set by hand drops it
+        source = (lambda: 3)
+        fz.expect("cpu_follow_threads", [source], None, returns=lambda r: r is None)
+        fz.expect("cpu_threads_followed", [], None, returns=lambda r: r is source)
+        fz.expect("cpu_set_num_threads", [2], None)
+        fz.expect("cpu_threads_followed", [], None, returns=lambda r: r is None)
+        fz.expect("cpu_follow_threads", [None], None)
         fz.expect("cpu_kernel", ["no_such_kernel"], None, status={1})
         fz.expect("cpu_kernel", ["rms_norm\0"], ValueError)
         fz.expect("cpu_kernel", ["rms_norm"], None, returns=lambda r: r[1] == "pppqqqqfii")
@@ -716,7 +727,7 @@ def group_threads(C):
     """What runs with the GIL released reads nothing the caller owns: cuda_build's options
     list is emptied and refilled with fresh strings by another thread while builds run (under
     AddressSanitizer a kept pointer into a freed string is a report), and CPU kernels run
-    while other threads change the thread count."""
+    while other threads change the thread count or its source."""
     C.set_error_classes(tuple(STATUS[:C.STATUS_COUNT]))
     calls = [0]
     opts = ["-DA=%d" % i for i in range(64)]
@@ -746,6 +757,12 @@ def group_threads(C):
         for i in range(200):
             C.cpu_set_num_threads(1 + i % 4)
 
+    def follow():
+        # thread count sources replaced (and freed) while launches call them
+        for i in range(200):
+            C.cpu_follow_threads((lambda k=i: 1 + k % 3) if i % 2 == 0 else None)
+        C.cpu_follow_threads(None)
+
     def launch():
         try:
             addr = _malloc_buffer(64 * 64 * 4)
@@ -758,7 +775,7 @@ def group_threads(C):
 
     m = threading.Thread(target=mutate)
     m.start()
-    workers = [threading.Thread(target=f) for f in (build, build, set_threads, launch, launch)]
+    workers = [threading.Thread(target=f) for f in (build, build, set_threads, follow, launch, launch)]
     for t in workers:
         t.start()
     for t in workers:

@@ -37,6 +37,8 @@ def test_good_entry_parses():
     (("signature", "shape_rules"), ["unknown_name > 1"], "names 'unknown_name'"),
     (("status",), "maybe", "field 'status'"),
     (("signature", "inputs", "x", "sparkle"), True, "unknown key(s) ['sparkle']"),
+    (("signature", "params", "k", "type"), "Tensor", "a literal, which the instance key can carry"),
+    (("signature", "params", "k", "type"), "dict", "got 'dict'"),
 ])
 def test_bad_entries_are_rejected_naming_entry_and_field(path, value, needle):
     with pytest.raises(ManifestError) as ei:

@@ -125,15 +125,29 @@ def test_out_is_part_of_the_signature():
     assert len(op._checked) == 2
 
 
-def test_a_dropped_op_leaves_the_registry_and_its_key_fails_clearly():
-    op = RMSNormFwdOp((N,))
+def test_a_dropped_op_leaves_the_registry_and_its_key_rebuilds_an_equal_op():
+    op = RMSNormFwdOp((N,), eps=1e-3)
     key = op._key
     assert registry.INSTANCES[key]() is op
+    x = torch.randn(2, N)
+    y = op(x)
     del op
     gc.collect()
     assert key not in registry.INSTANCES
-    with pytest.raises(TileOpsError, match=f"no live instance with key '{key}'"):
-        torch.ops.tileops.norm_rms_norm_fwd(torch.randn(2, N), None, key)
+    # the key names the params: the operator rebuilds the op from them (and keeps it)
+    torch.testing.assert_close(torch.ops.tileops.norm_rms_norm_fwd(x, None, key), y, rtol=0, atol=0)
+    again = registry.INSTANCES[key]()
+    assert again.eps == 1e-3 and again.normalized_shape == (N,)
+
+
+def test_a_key_adopted_from_a_program_is_never_issued_to_a_new_instance():
+    n = int(RMSNormFwdOp((N,))._key.split("#")[1].split("(")[0])
+    # the key the next construction would take, adopted first (as from another process)
+    adopted = f"RMSNormFwdOp#{n + 1}(normalized_shape=({N},), eps=0.001)"
+    torch.ops.tileops.norm_rms_norm_fwd(torch.randn(2, N), None, adopted)
+    op = RMSNormFwdOp((N,), eps=1e-3)
+    assert op._key != adopted and registry.INSTANCES[adopted]() is not op
+    assert op._key == f"RMSNormFwdOp#{n + 2}(normalized_shape=({N},), eps=0.001)"
 
 
 def test_a_required_input_given_none_fails_alike_on_both_paths():

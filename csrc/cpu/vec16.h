@@ -50,6 +50,14 @@
 
 /* Forced inline so each caller's constant dtype and flags fold away. */
 #define AI __attribute__((always_inline)) inline
+/* The opposite: one out-of-line copy, its dtype and flags tested at run time. GCC would
+ * still clone it per constant argument unless told noclone, which clang does not know
+ * (and does not need). */
+#if defined(__clang__)
+#define OUTLINE __attribute__((noinline))
+#else
+#define OUTLINE __attribute__((noinline, noclone))
+#endif
 
 #define VEC16_CAT2(a, b) a##_##b
 #define VEC16_CAT(a, b) VEC16_CAT2(a, b)

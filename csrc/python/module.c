@@ -368,6 +368,38 @@ static PyObject *py_cpu_kernels(PyObject *self, PyObject *unused) {
     return t;
 }
 
+/* The thread count the CPU kernels follow: a callable returning it (tileops passes
+ * torch.get_num_threads unless TILEOPS_NUM_THREADS is set), asked before each CPU launch
+ * (a call of a C function, about 0.1 us) so torch.set_num_threads takes effect on the
+ * next call; NULL when the count is fixed (TILEOPS_NUM_THREADS, or cpu_set_num_threads).
+ * Read and written with the GIL held. */
+static PyObject *g_thread_source;
+static long g_thread_followed = -1;
+
+static int follow_threads(void) {
+    /* held across the call: the callable may let another thread run and replace it */
+    PyObject *fn = Py_NewRef(g_thread_source);
+    PyObject *r = PyObject_CallNoArgs(fn);
+    Py_DECREF(fn);
+    if (!r) return -1;
+    long n = PyLong_Check(r) ? PyLong_AsLong(r) : -1;
+    Py_DECREF(r);
+    if (n < 1) {
+        if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "tileops._C.cpu_launch: the thread count source "
+                            "(cpu_follow_threads) did not return an int >= 1");
+        }
+        return -1;
+    }
+    if (n != g_thread_followed) {
+        tileops_status_t st = tileops_cpu_set_num_threads(n > INT_MAX ? INT_MAX : (int)n);
+        if (st != TILEOPS_OK) { raise_status(st); return -1; }
+        g_thread_followed = n;
+    }
+    return 0;
+}
+
 /* (handle, *kernel_args): the CPU hot path, the twin of cuda_launch without the grid. */
 static PyObject *py_cpu_launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -391,6 +423,7 @@ static PyObject *py_cpu_launch(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     tileops_arg_t kargs[TILEOPS_MAX_KERNEL_ARGS];
     if (pack_args("cpu_launch", k->arg_format, args + 1, nk, kargs)) return NULL;
+    if (g_thread_source && follow_threads()) return NULL;
     tileops_status_t st;
     Py_BEGIN_ALLOW_THREADS
     st = tileops_cpu_kernel_launch(handle, kargs, (int)nk);
@@ -411,7 +444,30 @@ static PyObject *py_cpu_set_num_threads(PyObject *self, PyObject *const *args, P
     if (as_int("cpu_set_num_threads", "the thread count", args[0], &n)) return NULL;
     tileops_status_t st = tileops_cpu_set_num_threads(n);
     if (st != TILEOPS_OK) return raise_status(st);
+    Py_CLEAR(g_thread_source); /* a count set by hand is kept: no longer followed */
+    g_thread_followed = -1;
     Py_RETURN_NONE;
+}
+
+static PyObject *py_cpu_follow_threads(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (check_nargs("cpu_follow_threads", nargs, 1)) return NULL;
+    PyObject *fn = args[0];
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "tileops._C.cpu_follow_threads: expected a callable or None, got %s",
+                     Py_TYPE(fn)->tp_name);
+        return NULL;
+    }
+    PyObject *old = g_thread_source;
+    g_thread_source = fn == Py_None ? NULL : Py_NewRef(fn);
+    g_thread_followed = -1;
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_cpu_threads_followed(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    return Py_NewRef(g_thread_source ? g_thread_source : Py_None);
 }
 
 static PyObject *py_cpu_simd_level(PyObject *self, PyObject *unused) {
@@ -708,7 +764,12 @@ static PyMethodDef methods[] = {
     {"cpu_launch", (PyCFunction)(void (*)(void))py_cpu_launch, METH_FASTCALL,
      "cpu_launch(handle, *args): runs a CPU kernel (GIL released); args follow its arg_format"},
     {"cpu_num_threads", py_cpu_num_threads, METH_NOARGS, "Threads the CPU kernels use."},
-    {"cpu_set_num_threads", (PyCFunction)(void (*)(void))py_cpu_set_num_threads, METH_FASTCALL, "Set the CPU kernels' thread count."},
+    {"cpu_set_num_threads", (PyCFunction)(void (*)(void))py_cpu_set_num_threads, METH_FASTCALL,
+     "Set the CPU kernels' thread count (and stop following a source)."},
+    {"cpu_follow_threads", (PyCFunction)(void (*)(void))py_cpu_follow_threads, METH_FASTCALL,
+     "cpu_follow_threads(fn or None): each CPU launch first sets the thread count to fn()"},
+    {"cpu_threads_followed", py_cpu_threads_followed, METH_NOARGS,
+     "The callable the thread count follows, or None."},
     {"cpu_simd_level", py_cpu_simd_level, METH_NOARGS, "SIMD path of the CPU kernels."},
     {"cuda_load", (PyCFunction)(void (*)(void))py_cuda_load, METH_FASTCALL, "cuda_load(nvrtc_dir or None)"},
     {"cuda_device_count", py_cuda_device_count, METH_NOARGS, "Number of CUDA devices."},

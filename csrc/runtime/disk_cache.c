@@ -3,7 +3,8 @@
  *
  *  - The folder is private: made 0700 (with every component made here), opened without
  *    following a symbolic link (the last component, every component made here, and for
- *    the default folder ~/.cache/tileops/<version> the two of tileops), and used only
+ *    the default folder $XDG_CACHE_HOME/tileops/<version> (~/.cache/tileops/<version>
+ *    without it) the two of tileops), and used only
  *    when it is a folder owned by this user that group and others cannot write. Else the
  *    cache is off for the process and one note (tileops/notes.h) says which folder and
  *    why. The arch subfolder is opened from the folder's descriptor the same way.
@@ -667,8 +668,18 @@ static int base_cache_dir(char *buf, size_t size, int *strict_last, char *why, s
                 snprintf(why, why_size, "disabled (TILEOPS_CACHE_DIR is %s)",
                          env[0] ? "too long" : "empty");
         } else {
+            /* $XDG_CACHE_HOME/tileops/<version>, or ~/.cache/tileops/<version>; the XDG
+             * base directory rules ignore a relative $XDG_CACHE_HOME */
+            const char *xdg = getenv("XDG_CACHE_HOME");
             const char *home = getenv("HOME");
-            if (home && home[0]) {
+            const char *base = NULL, *sub = "";
+            if (xdg && xdg[0] == '/') {
+                base = xdg;
+            } else if (home && home[0]) {
+                base = home;
+                sub = "/.cache";
+            }
+            if (base) {
                 /* the version becomes a folder name: keep it to a safe alphabet */
                 char v[128];
                 snprintf(v, sizeof v, "%s", g_version ? g_version : "unknown");
@@ -681,12 +692,14 @@ static int base_cache_dir(char *buf, size_t size, int *strict_last, char *why, s
                 }
                 if (v[0] == '.')
                     v[0] = '_';
-                ok = (size_t)snprintf(buf, size, "%s/.cache/tileops/%s", home, v) < size;
+                ok = (size_t)snprintf(buf, size, "%s%s/tileops/%s", base, sub, v) < size;
                 *strict_last = 2; /* tileops/<version> are ours */
                 if (!ok)
-                    snprintf(why, why_size, "off ($HOME is too long)");
+                    snprintf(why, why_size, "off (%s is too long)",
+                             base == xdg ? "$XDG_CACHE_HOME" : "$HOME");
             } else {
-                snprintf(why, why_size, "off (no TILEOPS_CACHE_DIR and no $HOME)");
+                snprintf(why, why_size,
+                         "off (no TILEOPS_CACHE_DIR, no absolute XDG_CACHE_HOME and no $HOME)");
             }
         }
     }

@@ -19,15 +19,24 @@ _C.set_error_classes(_STATUS_CLASSES)
 _C.cpu_num_threads()  # reads TILEOPS_NUM_THREADS now: a value it cannot honour is said at import
 from .errors import warn_core_notes as _warn_core_notes  # noqa: E402
 _warn_core_notes()
+from . import _settings  # noqa: E402
+_settings.configure_logging()   # TILEOPS_LOG_LEVEL
+_settings.configure_threads()   # the CPU pool follows torch.get_num_threads() unless TILEOPS_NUM_THREADS
 
 from .targets import set_default_target, load_failures  # noqa: E402
 from .ops import Op  # noqa: E402
 
 
-def all_op_classes():
+def all_op_classes() -> "dict[str, type[Op]]":
     """Every implemented op class of the package manifest, by name (imports them)."""
     from .ops import implemented, load
     return {name: load(name) for name in sorted(implemented())}
+
+
+# Every implemented op's operators are registered by `import tileops`: a program saved with
+# torch.export or packaged by AOTInductor names them, and is loaded where perhaps nothing
+# else imports the op's family.
+all_op_classes()
 
 
 __all__ = ["Op", "TileOpsError", "InputError", "ManifestError", "TargetError", "BuildError",

@@ -1,4 +1,11 @@
 """tileops.norm: normalisation ops (every implemented entry of manifest/norm.yaml)."""
+from typing import TYPE_CHECKING
+
 from .ops import family_namespace
 
-__getattr__, __dir__, __all__ = family_namespace("norm", __name__)
+if TYPE_CHECKING:  # the ops are found from the manifest: a type checker sees op classes
+    from .ops import Op
+
+    def __getattr__(name: str) -> type[Op]: ...
+else:
+    __getattr__, __dir__, __all__ = family_namespace("norm", __name__)

@@ -536,8 +536,10 @@ static void test_build_cache(void) {
     chmod(home, 0755);
     char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
     char *old_env = getenv("TILEOPS_CACHE_DIR") ? strdup(getenv("TILEOPS_CACHE_DIR")) : NULL;
+    char *old_xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
     setenv("HOME", home, 1);
     unsetenv("TILEOPS_CACHE_DIR");
+    unsetenv("XDG_CACHE_HOME");
     tileops_cuda_set_version("9.9.9");
     tileops_cuda_set_cache_dir(NULL);
     CHECK(cache_on(reason, sizeof reason) == 1, "the default folder: %s", reason);
@@ -547,6 +549,22 @@ static void test_build_cache(void) {
         CHECK(lstat(q, &sb) == 0 && S_ISDIR(sb.st_mode) && (sb.st_mode & 0777) == 0700,
               "%s made 0700 (%o)", made[i], (unsigned)(sb.st_mode & 0777));
     }
+    /* $XDG_CACHE_HOME, when absolute, takes the place of ~/.cache */
+    char xdg[512], got[4096];
+    make_dir(xdg, sizeof xdg, "xdg-cache");
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    CHECK(tileops_cuda_cache_state(got, sizeof got, reason, sizeof reason) == 1,
+          "the XDG folder: %s", reason);
+    snprintf(q, sizeof q, "%s/tileops/9.9.9", xdg);
+    CHECK(strcmp(got, q) == 0, "XDG_CACHE_HOME=%s gives %s", xdg, got);
+    CHECK(lstat(q, &sb) == 0 && S_ISDIR(sb.st_mode) && (sb.st_mode & 0777) == 0700,
+          "%s made 0700", q);
+    /* a relative one is ignored, as the XDG base directory rules say */
+    setenv("XDG_CACHE_HOME", "relative/cache", 1);
+    CHECK(tileops_cuda_cache_state(got, sizeof got, reason, sizeof reason) == 1, "%s", reason);
+    snprintf(q, sizeof q, "%s/.cache/tileops/9.9.9", home);
+    CHECK(strcmp(got, q) == 0, "a relative XDG_CACHE_HOME is ignored: %s", got);
+    unsetenv("XDG_CACHE_HOME");
     /* a second home where tileops/ is a symlink (made by someone else): refused */
     make_dir(home, sizeof home, "home2");
     snprintf(q, sizeof q, "%s/.cache", home);
@@ -563,8 +581,11 @@ static void test_build_cache(void) {
         unsetenv("HOME");
     if (old_env)
         setenv("TILEOPS_CACHE_DIR", old_env, 1);
+    if (old_xdg)
+        setenv("XDG_CACHE_HOME", old_xdg, 1);
     free(old_home);
     free(old_env);
+    free(old_xdg);
     tileops_cuda_set_cache_dir("");
 }
 

@@ -39,7 +39,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 
 step "build (python3 setup.py build_ext --inplace)"
-if ! python3 setup.py -q build_ext --inplace >"$LOGS/build.log" 2>&1; then
+if ! TILEOPS_WERROR=1 python3 setup.py -q build_ext --inplace >"$LOGS/build.log" 2>&1; then
     tail -40 "$LOGS/build.log"; echo "BUILD FAILED"; exit 1
 fi
 python3 -m pip install -q --no-deps --no-build-isolation --no-compile --target /tmp/tileops-plugin \

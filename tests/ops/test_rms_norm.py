@@ -88,14 +88,17 @@ def test_batch_invariance_bit_for_bit():
 def test_thread_count_does_not_change_results():
     x = torch.randn(64, 4096)
     op = RMSNormFwdOp(4096)
-    n0 = _C.cpu_num_threads()
+    n0, follows = _C.cpu_num_threads(), _C.cpu_threads_followed()
     try:
-        _C.cpu_set_num_threads(1)
+        _C.cpu_set_num_threads(1)      # a count set by hand: the pool stops following torch's
         a = op(x)
+        assert _C.cpu_num_threads() == 1
         _C.cpu_set_num_threads(3)
         b = op(x)
+        assert _C.cpu_num_threads() == 3
     finally:
         _C.cpu_set_num_threads(n0)
+        _C.cpu_follow_threads(follows)
     assert torch.equal(a, b)
 
 

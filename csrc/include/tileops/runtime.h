@@ -39,6 +39,7 @@ tileops_status_t tileops_cuda_device_arch(int device, int *major, int *minor);
 tileops_status_t tileops_nvrtc_version(int *major, int *minor);
 
 /* Where binaries are cached on disk: $TILEOPS_CACHE_DIR if set, else
+ * $XDG_CACHE_HOME/tileops/<version>/ where XDG_CACHE_HOME is an absolute path, else
  * ~/.cache/tileops/<version>/ (the arch folder is added per build). Setting NULL restores
  * the default; the empty string disables the disk cache. The string is copied. */
 tileops_status_t tileops_cuda_set_cache_dir(const char *dir);

@@ -211,7 +211,7 @@ tileops_status_t tileops_gated_act_call(int act, const char *name, const tileops
 
 #if VEC16_ISA == VEC16_SCALAR && VEC16_X86
 /* The cold fallback on x86 (fmaf a library call): one out-of-line copy per function. */
-#define STEP __attribute__((noinline, noclone))
+#define STEP OUTLINE
 #else
 #define STEP AI
 #endif

@@ -340,7 +340,7 @@ tileops_status_t tileops_norm_rows_call(const tileops_norm_rows_op_t *op, const 
  * so the passes stay out of line: one copy each, dtype and flags tested at run time, instead
  * of ~30 specialised ones (190 -> 26 KB of code). Elsewhere (aarch64) it is the path and
  * fmaf one instruction: specialised and inlined like the vector code. */
-#define STEP __attribute__((noinline, noclone))
+#define STEP OUTLINE
 #endif
 
 /* ---- the passes, written once over VF -------------------------------------------------- */

@@ -62,6 +62,9 @@ CALL_PARAM_TYPES = {"bool", "int", "float", "Tensor", "device"}
 # `device` (type device, default None: the CPU) is where an op with no call-time tensor input
 # puts its outputs; such an op declares exactly one, and no other op may (an op with tensor
 # inputs takes its device from them).
+# A constructor param's type: a literal, so that the instance key, which names the params,
+# can rebuild the op in another process (ops/registry.py); "| None" may follow.
+PARAM_TYPES = {"bool", "int", "float", "str", "tuple[int, ...]"}
 STATUSES = {"implemented", "spec-only"}
 
 # What a rule may call and which attributes it may read.
@@ -372,6 +375,10 @@ def parse_entry(name, raw, source) -> Entry:
         _check_keys(source, name, field, p, PARAM_KEYS)
         if "type" not in p:
             raise _err(source, name, field + ".type", "required field missing")
+        base = str(p["type"]).replace(" ", "").removesuffix("|None")
+        if base not in {t.replace(" ", "") for t in PARAM_TYPES}:
+            raise _err(source, name, field + ".type", f"expected one of {sorted(PARAM_TYPES)} (optionally "
+                       f"'| None'): a literal, which the instance key can carry; got {p['type']!r}")
         none_means = p.get("none_means")
         if none_means is not None and none_means not in NONE_MEANS:
             raise _err(source, name, field + ".none_means", f"expected one of {sorted(NONE_MEANS)}, got {none_means!r}")

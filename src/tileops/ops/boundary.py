@@ -141,7 +141,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
           "_jit_tracing": torch._C._get_tracing_state, "_as_scalar": _as_scalar,
           "_bump": torch.autograd.graph.increment_version,
           "_below_inplace_view": torch._C._AutoDispatchBelowADInplaceOrView, "_PLAIN": (torch.Tensor, torch.nn.Parameter),
-          "_CLS": cls, "_admit": _admit, "_wrong_instance": _wrong_instance}
+          "_CLS": cls, "_admit": _admit, "_recover": _recover}
     lines = []
     w = lines.append
     scalar_args = [c.name for c in scalars]
@@ -310,7 +310,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         w(f"def _impl_{bi}({sig}):")
         w(f"    self = _ref_of(key, _NO_REF)()")
         w(f"    if type(self) is not _CLS:")
-        w(f"        _wrong_instance(\"{opname}\", key, self)")
+        w(f"        self = _recover(_CLS, key, self)")
         w(f"    _guard({guard_call})")
         lines.extend("    " + ln for ln in body)
         w("")
@@ -323,7 +323,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         w(f"def _fake_{bi}({sig}):")
         w(f"    self = _ref_of(key, _NO_REF)()")
         w(f"    if type(self) is not _CLS:")
-        w(f"        _wrong_instance(\"{opname}\", key, self)")
+        w(f"        self = _recover(_CLS, key, self)")
         w(f"    _check(self, {chk})")
         for p in names_in([entry.output(n).shape for n in b.allocated], param_names):
             w(f"    {p} = self.{p}")
@@ -564,11 +564,14 @@ def _admit(t, opname: str, arg: str, optional: bool, written: bool):
             f"and copy the result back")
 
 
-def _wrong_instance(opname: str, key, obj):
-    """Raises for an operator of `opname` called with a key that is no live instance of it."""
+def _recover(cls, key, obj):
+    """The instance for an operator of `cls` called with a key no live instance of `cls`
+    has: none has it (a program saved in another process, or compiled for an instance since
+    dropped or changed): rebuilt from the key's params (registry.rebuild), or an error
+    saying why not; the key of an instance of another class: an error."""
+    opname = cls.__name__
     if obj is None:
-        raise TileOpsError(f"{opname}: no live instance with key {key!r}; construct the op once and keep it alive "
-                           f"while it is called")
+        return registry.rebuild(cls, key)
     raise TileOpsError(f"{opname}: argument 'key': {key!r} is the key of a {type(obj).__name__}, not of a {opname}; "
                        f"call an op through its own operators (op(...) picks them)")
 

@@ -12,11 +12,14 @@ generated checks run on the first call at a new call signature (the inputs' shap
 and devices). Assigning a param makes the next call check and select its kernel again."""
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
+import logging
 import math
 import operator
 import weakref
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
@@ -26,18 +29,31 @@ from ..manifest.loader import find_entry
 from ..manifest.schema import DerivedDefault
 from . import boundary, kit, registry
 
+if TYPE_CHECKING:
+    from ..targets.base import Target
+
 _MEMO_LIMIT = 4096
+_log = logging.getLogger("tileops.ops")
 
 
 class Op:
     """Base class. Subclass per manifest entry; the class name is the entry's key."""
 
-    compile_op_names: tuple = ()
-    kernel_types: dict = {}
-    interfaces: dict = {}
+    compile_op_names: tuple[str, ...] = ()
+    kernel_types: dict[str, type] = {}
+    interfaces: dict[str, type] = {}
+    family: str
     _entry = None
     _param_names: frozenset = frozenset()
     _check_params = None    # an op without tensor inputs: its generated param rules
+
+    if TYPE_CHECKING:
+        # What a type checker sees of any op: the constructor takes the op's params (the
+        # concrete class's __init__ names them), a call runs its boundary (the concrete
+        # class's forward gives the types).
+        def __init__(self, *args: Any, target: str | None = None, **params: Any) -> None: ...
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
     def __init_subclass__(cls, manifest: str | None = None, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -45,6 +61,7 @@ class Op:
         cls._entry = entry
         cls.family = entry.family
         cls._param_names = frozenset(p.name for p in entry.params)
+        _issue_key_after_init(cls)
         if "forward" not in cls.__dict__:
             raise ManifestError(f"{cls.__name__}: an op defines forward")
         cls._kit = kit.generate(cls, entry)
@@ -94,26 +111,28 @@ class Op:
         parts.append(cls._kit["_source"])
         return "\n".join(parts)
 
-    def __init__(self, *, target: str | None = None):
-        from .. import targets
-        if target is not None:
-            targets.get(target)  # an unknown name fails here, listing the known ones
-        self._target_request = target
-        self._start_runtime_state()
-        if self._check_params is not None and all(p.name in self.__dict__ for p in self._entry.params):
-            # an op without tensor inputs fails at construction on params its rules refuse
-            # (checked again on a call after a param is assigned)
-            self._check_params()
-            self._checked.add(())
+    if not TYPE_CHECKING:
+        def __init__(self, *, target: str | None = None) -> None:
+            from .. import targets
+            if target is not None:
+                targets.get(target)  # an unknown name fails here, listing the known ones
+            self._target_request = target
+            self._start_runtime_state()
+            if self._check_params is not None and all(p.name in self.__dict__ for p in self._entry.params):
+                # an op without tensor inputs fails at construction on params its rules refuse
+                # (checked again on a call after a param is assigned)
+                self._check_params()
+                self._checked.add(())
 
     def _start_runtime_state(self):
-        """Unresolved, nothing built, selected or checked yet, and a key of its own: a new
-        instance, or a copy."""
+        """Unresolved, nothing built, selected or checked yet, no key yet: a new instance
+        takes its key once its constructor has stored the params (the key names them,
+        registry.py), a copy in __setstate__."""
         self._target = None
         self._kernels = KernelTable(type(self).__name__, self.kernel_types, self.interfaces)
         self._memo: dict = {}       # (interface, memo key) -> launchable (skips selection)
         self._checked: set = set()  # inputs' metadata the generated checks passed for
-        self._key = registry.new_key(self)
+        self._key = None
         self._params_version = _new_version()
         if self._check_params is not None:   # an op without tensor inputs: see _traced_functions
             self._traced = _traced_functions(self)
@@ -122,7 +141,9 @@ class Op:
     # Which signatures passed the checks, which launchable the memo holds and what the
     # table has built were decided under the params' values (an external builder's build
     # is not keyed by them); assigning a param after construction drops all three, so the
-    # next call checks, selects and builds again under the new value.
+    # next call checks, selects and builds again under the new value. The key names the
+    # params, so the instance takes a new one (code compiled for the old key recompiles:
+    # dynamo guards it; a saved program keeps the params it was saved with).
     def __setattr__(self, name, value):
         if name not in self._param_names:
             object.__setattr__(self, name, value)
@@ -135,6 +156,8 @@ class Op:
         # a string a compiled graph guards on (an op without tensor inputs): a new value
         # of any param makes the next compiled call trace again, with the new outputs
         object.__setattr__(self, "_params_version", _new_version())
+        if d.get("_key") is not None:
+            registry.issue_key(self)
 
     def _note_checked(self, sig):
         """Records that the generated checks passed for inputs with this metadata (the
@@ -155,6 +178,7 @@ class Op:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._start_runtime_state()
+        registry.issue_key(self)
 
     # ---- ops without tensor inputs (no boundary) -----------------------------------
     def _run_no_boundary(self, device: torch.device, kwargs: dict):
@@ -179,7 +203,7 @@ class Op:
 
     # ---- targets (called from inside the node) ----------------------------------
     @property
-    def target(self):
+    def target(self) -> Target | None:
         """The resolved target, or None before the first call."""
         return self._target
 
@@ -194,7 +218,7 @@ class Op:
         self._memo.clear()
 
     # ---- kernels ---------------------------------------------------------------
-    def kernel_for(self, name: str, *tensors):
+    def kernel_for(self, name: str, *tensors: torch.Tensor | None) -> Callable[..., Any]:
         """The launchable serving interface `name` for these tensors: the interface's
         `tensors`, inputs then the outputs `allocate` returned, contiguous. It checks, on
         every call, what its kernel relies on (the in-tree kernels: each tensor's extent,
@@ -248,6 +272,12 @@ class Op:
         sig = (name, memo(*tensors) if honours else full(*tensors))
         call = self._make_call(iface, tensors, whole_shapes=not honours)
         fn = target.kernel_for(self._kernels, name, call)
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("%s: target %s serves '%s' for %s on %s (a memo miss; %d launchables memoised)",
+                       self._key, target.name, name,
+                       ", ".join(f"{k} {str(v.dtype).replace('torch.', '')}{list(v.shape) if v.shape else ''}"
+                                 for k, v in call.inputs.items() if v is not None),
+                       call.device, len(self._memo) + 1)
         pair = (getattr(fn, "unchecked", fn), fn)
         if len(self._memo) >= _MEMO_LIMIT:
             self._memo.clear()
@@ -274,11 +304,11 @@ class Op:
                           written=written,
                           unaligned16=frozenset(n for n, t in by_name.items() if t is not None and t.data_ptr() % 16))
 
-    def params(self) -> dict:
+    def params(self) -> dict[str, Any]:
         """The constructor parameters by name, as the op stored them."""
         return {p.name: getattr(self, p.name) for p in self._entry.params}
 
-    def resolved_params(self) -> dict:
+    def resolved_params(self) -> dict[str, Any]:
         """The constructor parameters with defaults resolved, in one place: a param the
         manifest gives `none_means` takes that value when it is None (eps=None is
         torch.finfo(torch.float32).eps, as torch.nn.functional.rms_norm takes it); a
@@ -294,12 +324,13 @@ class Op:
             out[p.name] = p.none_means(out)
         return out
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         ps = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({ps})  # {self._key}"
 
 
 _versions = itertools.count()
+_stems = itertools.count()
 
 
 def _new_version() -> str:
@@ -343,7 +374,7 @@ def _traced_functions(op) -> tuple:
     a graph are refused (AOT autograd): so each instance has functions of its own name,
     and a call repeated within a trace gets the tensor of the first (held weakly here, by
     the graph itself)."""
-    stem = "tileops_" + "".join(ch if ch.isalnum() else "_" for ch in op._key)
+    stem = f"tileops_{type(op).__name__}_{next(_stems)}"   # the key comes later (registry.issue_key)
     made = weakref.WeakValueDictionary()
     op_ref = weakref.ref(op)   # not an argument: dynamo takes only constants there (torch 2.11)
 
@@ -362,6 +393,19 @@ def _traced_functions(op) -> tuple:
         traced.__name__ = traced.__qualname__ = f"{stem}_{k}"
         return torch.compiler.assume_constant_result(traced)
     return tuple(output(k) for k in range(len(op._entry.outputs)))
+
+
+def _issue_key_after_init(cls):
+    """Wraps cls's constructor (its own, or the one it inherits) so that the instance takes
+    its key once the outermost constructor has returned, its params stored."""
+    init = cls.__dict__.get("__init__") or super(cls, cls).__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        if type(self).__init__ is __init__:
+            registry.issue_key(self)
+    cls.__init__ = __init__
 
 
 def _coerce_param(opname: str, entry, name: str, value):

@@ -101,7 +101,7 @@ def get(name: str) -> Target:
     return t
 
 
-def set_default_target(name: str | None):
+def set_default_target(name: str | None) -> None:
     """Target for instances constructed without `target=` (None: detect from the device).
     Takes effect for instances not yet resolved."""
     global _default

@@ -32,7 +32,7 @@ def _guard(ids, weight, out):
 def _impl_0(ids, weight, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("EmbeddingFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(ids, weight, None)
     try:
         _s = (ids.shape, ids.dtype, ids.device, weight.shape, weight.dtype, weight.device, None,)
@@ -80,7 +80,7 @@ def _body_0(self, ids, weight):
 def _fake_0(ids, weight, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("EmbeddingFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, ids, weight, None)
     _f_y = torch.empty(tuple(tuple(ids.shape) + (weight.shape[1],)), dtype=weight.dtype, device=ids.device)
     return _f_y
@@ -88,7 +88,7 @@ def _fake_0(ids, weight, key):
 def _impl_1(ids, weight, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("EmbeddingFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(ids, weight, out)
     try:
         _s = (ids.shape, ids.dtype, ids.device, weight.shape, weight.dtype, weight.device, (out.shape, out.dtype, out.device),)
@@ -142,7 +142,7 @@ def _body_1(self, ids, weight, out):
 def _fake_1(ids, weight, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("EmbeddingFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, ids, weight, out)
     return None
 

@@ -47,7 +47,7 @@ def _guard(x, residual, weight, bias, inplace):
 def _impl_0(x, residual, weight, bias, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("FusedAddLayerNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x, residual, weight, bias, False)
     try:
         _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device),)
@@ -103,7 +103,7 @@ def _body_0(self, x, residual, weight, bias):
 def _fake_0(x, residual, weight, bias, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("FusedAddLayerNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x, residual, weight, bias)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     _f_residual_out = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
@@ -112,7 +112,7 @@ def _fake_0(x, residual, weight, bias, key):
 def _impl_1(x, residual, weight, bias, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("FusedAddLayerNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x, residual, weight, bias, True)
     try:
         _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device),)
@@ -172,7 +172,7 @@ def _body_1(self, x, residual, weight, bias):
 def _fake_1(x, residual, weight, bias, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("FusedAddLayerNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x, residual, weight, bias)
     return None
 

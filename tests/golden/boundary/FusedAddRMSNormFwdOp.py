@@ -36,7 +36,7 @@ def _guard(x, residual, weight, inplace):
 def _impl_0(x, residual, weight, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("FusedAddRMSNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x, residual, weight, False)
     try:
         _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device),)
@@ -90,7 +90,7 @@ def _body_0(self, x, residual, weight):
 def _fake_0(x, residual, weight, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("FusedAddRMSNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x, residual, weight)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     _f_residual_out = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
@@ -99,7 +99,7 @@ def _fake_0(x, residual, weight, key):
 def _impl_1(x, residual, weight, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("FusedAddRMSNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x, residual, weight, True)
     try:
         _s = (x.shape, x.dtype, x.device, residual.shape, residual.dtype, residual.device, None if weight is None else (weight.shape, weight.dtype, weight.device),)
@@ -157,7 +157,7 @@ def _body_1(self, x, residual, weight):
 def _fake_1(x, residual, weight, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("FusedAddRMSNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x, residual, weight)
     return None
 

@@ -27,7 +27,7 @@ def _guard(x, out):
 def _impl_0(x, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("GeluAndMulFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x, None)
     try:
         _s = (x.shape, x.dtype, x.device, None,)
@@ -73,7 +73,7 @@ def _body_0(self, x):
 def _fake_0(x, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("GeluAndMulFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x, None)
     _f_y = torch.empty(tuple(x.shape[:-1] + (x.shape[-1] // 2,)), dtype=x.dtype, device=x.device)
     return _f_y
@@ -81,7 +81,7 @@ def _fake_0(x, key):
 def _impl_1(x, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("GeluAndMulFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x, out)
     try:
         _s = (x.shape, x.dtype, x.device, (out.shape, out.dtype, out.device),)
@@ -133,7 +133,7 @@ def _body_1(self, x, out):
 def _fake_1(x, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("GeluAndMulFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x, out)
     return None
 

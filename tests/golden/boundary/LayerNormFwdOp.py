@@ -50,7 +50,7 @@ def _guard(x, weight, bias, out):
 def _impl_0(x, weight, bias, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("LayerNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x, weight, bias, None)
     try:
         _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device), None,)
@@ -100,7 +100,7 @@ def _body_0(self, x, weight, bias):
 def _fake_0(x, weight, bias, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("LayerNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x, weight, bias, None)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     return _f_y
@@ -108,7 +108,7 @@ def _fake_0(x, weight, bias, key):
 def _impl_1(x, weight, bias, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("LayerNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x, weight, bias, out)
     try:
         _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None if bias is None else (bias.shape, bias.dtype, bias.device), (out.shape, out.dtype, out.device),)
@@ -164,7 +164,7 @@ def _body_1(self, x, weight, bias, out):
 def _fake_1(x, weight, bias, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("LayerNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x, weight, bias, out)
     return None
 

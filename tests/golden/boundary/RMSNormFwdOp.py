@@ -39,7 +39,7 @@ def _guard(x, weight, out):
 def _impl_0(x, weight, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("RMSNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x, weight, None)
     try:
         _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), None,)
@@ -87,7 +87,7 @@ def _body_0(self, x, weight):
 def _fake_0(x, weight, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("RMSNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x, weight, None)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     return _f_y
@@ -95,7 +95,7 @@ def _fake_0(x, weight, key):
 def _impl_1(x, weight, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("RMSNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x, weight, out)
     try:
         _s = (x.shape, x.dtype, x.device, None if weight is None else (weight.shape, weight.dtype, weight.device), (out.shape, out.dtype, out.device),)
@@ -149,7 +149,7 @@ def _body_1(self, x, weight, out):
 def _fake_1(x, weight, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("RMSNormFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x, weight, out)
     return None
 

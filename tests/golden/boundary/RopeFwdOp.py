@@ -54,7 +54,7 @@ def _guard(q, k, positions, cos_sin_cache, inplace):
 def _impl_0(q, k, positions, cos_sin_cache, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("RopeFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(q, k, positions, cos_sin_cache, False)
     try:
         _s = (q.shape, q.dtype, q.device, k.shape, k.dtype, k.device, positions.shape, positions.dtype, positions.device, cos_sin_cache.shape, cos_sin_cache.dtype, cos_sin_cache.device,)
@@ -110,7 +110,7 @@ def _body_0(self, q, k, positions, cos_sin_cache):
 def _fake_0(q, k, positions, cos_sin_cache, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("RopeFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, q, k, positions, cos_sin_cache)
     _f_q_out = torch.empty(tuple(q.shape), dtype=q.dtype, device=q.device)
     _f_k_out = torch.empty(tuple(k.shape), dtype=q.dtype, device=q.device)
@@ -119,7 +119,7 @@ def _fake_0(q, k, positions, cos_sin_cache, key):
 def _impl_1(q, k, positions, cos_sin_cache, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("RopeFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(q, k, positions, cos_sin_cache, True)
     try:
         _s = (q.shape, q.dtype, q.device, k.shape, k.dtype, k.device, positions.shape, positions.dtype, positions.device, cos_sin_cache.shape, cos_sin_cache.dtype, cos_sin_cache.device,)
@@ -179,7 +179,7 @@ def _body_1(self, q, k, positions, cos_sin_cache):
 def _fake_1(q, k, positions, cos_sin_cache, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("RopeFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, q, k, positions, cos_sin_cache)
     return None
 

@@ -10,7 +10,7 @@ def _guard(x):
 def _impl_0(x, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("ScaleRowsOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x)
     try:
         _s = (x.shape, x.dtype, x.device,)
@@ -56,7 +56,7 @@ def _body_0(self, x):
 def _fake_0(x, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("ScaleRowsOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     return _f_y

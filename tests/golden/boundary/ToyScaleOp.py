@@ -10,7 +10,7 @@ def _guard(x, inplace):
 def _impl_0(x, alpha, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("ToyScaleOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x, False)
     try:
         _s = (x.shape, x.dtype, x.device,)
@@ -56,7 +56,7 @@ def _body_0(self, x, alpha):
 def _fake_0(x, alpha, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("ToyScaleOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x, alpha)
     _f_y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     return _f_y
@@ -64,7 +64,7 @@ def _fake_0(x, alpha, key):
 def _impl_1(x, alpha, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("ToyScaleOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x, True)
     try:
         _s = (x.shape, x.dtype, x.device,)
@@ -114,7 +114,7 @@ def _body_1(self, x, alpha):
 def _fake_1(x, alpha, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("ToyScaleOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x, alpha)
     return None
 

@@ -20,7 +20,7 @@ def _guard(a, b):
 def _impl_0(a, b, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("ToySwapOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(a, b)
     try:
         _s = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device,)
@@ -76,7 +76,7 @@ def _body_0(self, a, b):
 def _fake_0(a, b, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("ToySwapOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, a, b)
     return None
 

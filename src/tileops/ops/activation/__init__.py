@@ -6,6 +6,8 @@ activation: each class takes its docstring from `gated_doc` and its kernel table
 only) is theirs."""
 from __future__ import annotations
 
+from torch import Tensor
+
 from ...kernels.activation.gated import gated_kernel
 
 _CALL = """,
@@ -33,7 +35,7 @@ def gated_members(op: str, doc: str):
     forward(x, *, out=None) allocates y and launches."""
     interface, kernel = gated_kernel(op, doc)
 
-    def forward(self, x, *, out=None):
+    def forward(self, x: Tensor, *, out: Tensor | None = None) -> Tensor:
         y = self.allocate(x, out=out)
         self._kernel_for(op, x, y)(x, y)
         return y

@@ -1,6 +1,8 @@
 """EmbeddingFwdOp: y[i] = weight[ids[i]]."""
 from __future__ import annotations
 
+from torch import Tensor
+
 from ...kernels.embedding.embedding import EmbeddingInterface, EmbeddingKernel
 from ..op import Op
 
@@ -18,7 +20,7 @@ class EmbeddingFwdOp(Op):
     kernel_types = {"embedding": EmbeddingKernel}
     interfaces = {"embedding": EmbeddingInterface}
 
-    def forward(self, ids, weight, *, out=None):
+    def forward(self, ids: Tensor, weight: Tensor, *, out: Tensor | None = None) -> Tensor:
         y = self.allocate(ids, weight, out=out)
         self._kernel_for("embedding", ids, weight, y)(ids, weight, y)
         return y

@@ -3,6 +3,10 @@ layer_norm(residual_out) * weight + bias. Returns (y, residual_out); inplace=Tru
 into x and residual."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from torch import Tensor
+
 from ...kernels.norm.rows import family_kernel
 from ..op import Op
 
@@ -30,12 +34,14 @@ class FusedAddLayerNormFwdOp(Op):
     kernel_types = {"fused_add_layer_norm": _Kernel}
     interfaces = {"fused_add_layer_norm": _Interface}
 
-    def __init__(self, normalized_shape, eps=1e-5, *, target=None):
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, *,
+                 target: str | None = None) -> None:
         super().__init__(target=target)
         self.normalized_shape = normalized_shape
         self.eps = eps
 
-    def forward(self, x, residual, weight=None, bias=None, *, inplace=False):
+    def forward(self, x: Tensor, residual: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, *,
+                inplace: bool = False) -> tuple[Tensor, Tensor]:
         outs = self.allocate(x, residual, weight, bias, inplace=inplace)
         tensors = (x, residual, weight, bias, *outs)
         self._kernel_for("fused_add_layer_norm", *tensors)(*tensors)

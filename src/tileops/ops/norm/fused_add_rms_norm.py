@@ -3,6 +3,10 @@
 convention)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from torch import Tensor
+
 from ...kernels.norm.rows import family_kernel
 from ..op import Op
 
@@ -31,12 +35,14 @@ class FusedAddRMSNormFwdOp(Op):
     kernel_types = {"fused_add_rms_norm": _Kernel}
     interfaces = {"fused_add_rms_norm": _Interface}
 
-    def __init__(self, normalized_shape, eps=None, *, target=None):
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None, *,
+                 target: str | None = None) -> None:
         super().__init__(target=target)
         self.normalized_shape = normalized_shape
         self.eps = eps
 
-    def forward(self, x, residual, weight=None, *, inplace=False):
+    def forward(self, x: Tensor, residual: Tensor, weight: Tensor | None = None, *,
+                inplace: bool = False) -> tuple[Tensor, Tensor]:
         outs = self.allocate(x, residual, weight, inplace=inplace)
         tensors = (x, residual, weight, *outs)
         self._kernel_for("fused_add_rms_norm", *tensors)(*tensors)

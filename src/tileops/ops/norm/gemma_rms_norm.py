@@ -2,6 +2,10 @@
 (Gemma's RMSNorm)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from torch import Tensor
+
 from ...kernels.norm.rows import family_kernel
 from ..op import Op
 
@@ -28,12 +32,13 @@ class GemmaRMSNormFwdOp(Op):
     kernel_types = {"gemma_rms_norm": _Kernel}
     interfaces = {"gemma_rms_norm": _Interface}
 
-    def __init__(self, normalized_shape, eps=1e-6, *, target=None):
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-6, *,
+                 target: str | None = None) -> None:
         super().__init__(target=target)
         self.normalized_shape = normalized_shape
         self.eps = eps
 
-    def forward(self, x, weight, *, out=None):
+    def forward(self, x: Tensor, weight: Tensor, *, out: Tensor | None = None) -> Tensor:
         outs = self.allocate(x, weight, out=out)
         self._kernel_for("gemma_rms_norm", x, weight, outs)(x, weight, outs)
         return outs

@@ -2,6 +2,10 @@
 (torch.nn.functional.layer_norm)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from torch import Tensor
+
 from ...kernels.norm.rows import family_kernel
 from ..op import Op
 
@@ -29,12 +33,14 @@ class LayerNormFwdOp(Op):
     kernel_types = {"layer_norm": _Kernel}
     interfaces = {"layer_norm": _Interface}
 
-    def __init__(self, normalized_shape, eps=1e-5, *, target=None):
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, *,
+                 target: str | None = None) -> None:
         super().__init__(target=target)
         self.normalized_shape = normalized_shape
         self.eps = eps
 
-    def forward(self, x, weight=None, bias=None, *, out=None):
+    def forward(self, x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, *,
+                out: Tensor | None = None) -> Tensor:
         outs = self.allocate(x, weight, bias, out=out)
         self._kernel_for("layer_norm", x, weight, bias, outs)(x, weight, bias, outs)
         return outs

@@ -1,6 +1,10 @@
 """RMSNormFwdOp: y = x * rsqrt(mean(x^2 over normalized_shape) + eps) * weight."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from torch import Tensor
+
 from ...kernels.norm.rms_norm import (RMSNormFwdInterface, RMSNormKernel, RMSNormOnChipKernel,
                                      RMSNormStreamingKernel)
 from ..op import Op
@@ -31,12 +35,13 @@ class RMSNormFwdOp(Op):
     }
     interfaces = {"rms_norm": RMSNormFwdInterface}
 
-    def __init__(self, normalized_shape, eps=None, *, target=None):
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None, *,
+                 target: str | None = None) -> None:
         super().__init__(target=target)
         self.normalized_shape = normalized_shape
         self.eps = eps
 
-    def forward(self, x, weight=None, *, out=None):
+    def forward(self, x: Tensor, weight: Tensor | None = None, *, out: Tensor | None = None) -> Tensor:
         y = self.allocate(x, weight, out=out)
         self._kernel_for("rms_norm", x, weight, y)(x, weight, y)
         return y

@@ -1,6 +1,8 @@
 """RopeFwdOp: rotary position embeddings of q and k, vLLM's layout."""
 from __future__ import annotations
 
+from torch import Tensor
+
 from ...kernels.positional.rope import RopeInterface, RopeKernel
 from ..op import Op
 
@@ -34,13 +36,15 @@ class RopeFwdOp(Op):
     kernel_types = {"rope": RopeKernel}
     interfaces = {"rope": RopeInterface}
 
-    def __init__(self, head_size, rotary_dim, is_neox=True, *, target=None):
+    def __init__(self, head_size: int, rotary_dim: int, is_neox: bool = True, *,
+                 target: str | None = None) -> None:
         super().__init__(target=target)
         self.head_size = head_size
         self.rotary_dim = rotary_dim
         self.is_neox = is_neox
 
-    def forward(self, q, k, positions, cos_sin_cache, *, inplace=False):
+    def forward(self, q: Tensor, k: Tensor, positions: Tensor, cos_sin_cache: Tensor, *,
+                inplace: bool = False) -> tuple[Tensor, Tensor]:
         q_out, k_out = self.allocate(q, k, positions, cos_sin_cache, inplace=inplace)
         self._kernel_for("rope", q, k, positions, cos_sin_cache, q_out, k_out)(q, k, positions, cos_sin_cache,
                                                                              q_out, k_out)

@@ -1,0 +1,200 @@
+"""The command line and the process settings: `python -m tileops --version`, `info
+--json`, `cache info|clear`, TILEOPS_LOG_LEVEL, XDG_CACHE_HOME, and the CPU kernels'
+thread count following torch.set_num_threads unless TILEOPS_NUM_THREADS is set."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import tileops
+from tileops import _C, _settings
+from tileops import __main__ as tileops_main
+from tileops.norm import RMSNormFwdOp
+
+
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    """`python -m tileops ARGS` in this process, under the environment given (the core reads
+    the cache settings on every call): (exit code, stdout, stderr)."""
+    def run(*args, **env):
+        for k in ("TILEOPS_CACHE_DIR", "XDG_CACHE_HOME"):
+            monkeypatch.delenv(k, raising=False)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        capsys.readouterr()
+        code = tileops_main.main(list(args))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    return run
+
+
+def _run(*args, code=None, **env):
+    e = {k: v for k, v in os.environ.items() if k not in ("TILEOPS_CACHE_DIR", "XDG_CACHE_HOME",
+                                                          "TILEOPS_LOG_LEVEL", "TILEOPS_NUM_THREADS")}
+    e.update(env)
+    cmd = [sys.executable, "-W", "always"] + (["-c", code] if code else ["-m", "tileops", *args])
+    return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=300)
+
+
+def test_version_names_tileops_its_distribution_and_torch():
+    r = _run("--version")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"tileops {tileops.__version__} (distribution tileops-c), torch {torch.__version__}")
+
+
+def test_info_json_says_what_this_process_runs_on(tmp_path):
+    r = _run("info", "--json", XDG_CACHE_HOME=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["tileops"] == tileops.__version__ and d["torch"] == torch.__version__
+    assert d["cpu"]["simd"] == _C.cpu_simd_level()
+    assert d["cpu"]["threads"] == torch.get_num_threads() and d["cpu"]["threads_from"] == "torch.get_num_threads()"
+    assert isinstance(d["cuda"]["available"], bool) and (d["cuda"]["available"] or d["cuda"]["reason"])
+    assert d["kernel_cache"] == {"folder": str(tmp_path / "tileops" / tileops.__version__), "on": True, "reason": ""}
+    assert set(d["targets"]["names"]) >= {"builtin", "aten"}
+    assert d["environment"]["XDG_CACHE_HOME"] == str(tmp_path)
+
+
+def test_the_default_cache_folder_honours_xdg_cache_home_and_ignores_a_relative_one(tmp_path, cli):
+    home = tmp_path / "home"
+    home.mkdir()
+    for xdg, want in ((str(tmp_path / "xdg"), tmp_path / "xdg" / "tileops" / tileops.__version__),
+                      ("relative/cache", home / ".cache" / "tileops" / tileops.__version__)):
+        code, out, err = cli("cache", "info", "--json", XDG_CACHE_HOME=xdg, HOME=str(home))
+        assert code == 0, err
+        d = json.loads(out)
+        assert d["folder"] == str(want) and d["on"], d
+        assert oct(os.stat(want).st_mode & 0o777) == "0o700"
+    code, out, err = cli("cache", "info", "--json", XDG_CACHE_HOME=str(tmp_path / "xdg"),
+                         TILEOPS_CACHE_DIR=str(tmp_path / "own"))
+    assert json.loads(out)["folder"] == str(tmp_path / "own"), "TILEOPS_CACHE_DIR comes first"
+
+
+def _entry(folder, arch, name, size):
+    d = folder / arch
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (d / name).write_bytes(b"\0" * size)
+    return d / name
+
+
+def test_cache_info_and_clear_remove_only_what_tileops_wrote(tmp_path, cli):
+    xdg = str(tmp_path / "xdg")
+    code, out, err = cli("cache", "info", "--json", XDG_CACHE_HOME=xdg)
+    folder = tmp_path / "xdg" / "tileops" / tileops.__version__
+    assert code == 0 and json.loads(out)["entries"] == 0, err
+    a = _entry(folder, "sm_90a", "tileops_rms_norm-0123456789abcdef.cubin", 100)
+    b = _entry(folder, "sm_80", "tileops_layer_norm-fedcba9876543210.cubin", 50)
+    tmp = _entry(folder, "sm_80", "tileops_layer_norm-fedcba9876543210.cubin.tmp.123.4", 7)
+    keep = [_entry(folder, "sm_90a", "notes.txt", 3),                 # not an entry's name
+            _entry(folder, "not_an_arch", "k-0123456789abcdef.cubin", 3)]
+    outside = tmp_path / "precious.cubin"
+    outside.write_bytes(b"keep me")
+    (folder / "sm_90a" / "link-0123456789abcdef.cubin").symlink_to(outside)   # never followed
+    old = tmp_path / "xdg" / "tileops" / "0.0.9"                        # another version's folder
+    old_entry = _entry(old, "sm_90a", "tileops_rms_norm-1111111111111111.cubin", 30)
+    os.chmod(old, 0o700)
+
+    code, out, err = cli("cache", "info", "--json", XDG_CACHE_HOME=xdg)
+    d = json.loads(out)
+    assert d["entries"] == 3 and d["bytes"] == 157, d
+    assert d["by_arch"] == {"sm_90a": {"entries": 1, "bytes": 100}, "sm_80": {"entries": 2, "bytes": 57}}
+    assert d["other_versions"] == {"0.0.9": 30}
+    code, out, err = cli("cache", "info", XDG_CACHE_HOME=xdg)
+    assert "3 entries" in out and "other version 0.0.9" in out, out
+
+    code, out, err = cli("cache", "clear", XDG_CACHE_HOME=xdg)
+    assert code == 0 and "removed 3 entries" in out, out + err
+    assert not a.exists() and not b.exists() and not tmp.exists()
+    assert all(k.exists() for k in keep) and outside.read_bytes() == b"keep me"
+    assert (folder / ".tileops-secret").exists(), "the folder's secret stays"
+    assert old_entry.exists(), "another version's entries stay without --all-versions"
+    code, out, err = cli("cache", "clear", "--all-versions", XDG_CACHE_HOME=xdg)
+    assert code == 0 and "removed 1 entries" in out and not old_entry.exists(), out
+
+
+def test_cache_clear_of_a_refused_or_disabled_cache_touches_nothing(tmp_path, cli):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    victim = _entry(shared, "sm_90a", "k-0123456789abcdef.cubin", 10)
+    code, out, err = cli("cache", "clear", TILEOPS_CACHE_DIR=str(shared))
+    assert code == 1 and "off" in err and "nothing cleared" in err, err
+    assert victim.exists()
+    code, out, err = cli("cache", "clear", TILEOPS_CACHE_DIR="")
+    assert code == 1 and "disabled" in err, err
+
+
+def test_log_level_from_the_environment():
+    # a rebuild (INFO) and a kernel selection (DEBUG)
+    code = textwrap.dedent("""
+        import tileops, torch
+        from tileops.norm import RMSNormFwdOp
+        torch.ops.tileops.norm_rms_norm_fwd(torch.randn(2, 8), None, 'RMSNormFwdOp#77(normalized_shape=(8,), eps=None)')
+        RMSNormFwdOp(8)(torch.randn(2, 8))
+    """)
+    r = _run(code=code, TILEOPS_LOG_LEVEL="info")
+    assert r.returncode == 0, r.stderr
+    assert "tileops.registry INFO" in r.stderr and "rebuilt RMSNormFwdOp" in r.stderr, r.stderr
+    assert "DEBUG" not in r.stderr
+    r = _run(code=code, TILEOPS_LOG_LEVEL="DEBUG")
+    assert "tileops.ops DEBUG" in r.stderr and "target builtin serves 'rms_norm'" in r.stderr, r.stderr
+    r = _run(code=code)
+    assert "rebuilt" not in r.stderr and "serves" not in r.stderr, r.stderr
+    r = _run(code=code, TILEOPS_LOG_LEVEL="loud")
+    assert r.returncode == 0 and "TileOpsWarning" in r.stderr and "TILEOPS_LOG_LEVEL='loud' is not a level" in r.stderr
+
+
+@pytest.mark.parametrize("value, level", [("", None), (" warning ", 30), ("DEBUG", 10), ("15", 15)])
+def test_log_levels_read(value, level):
+    assert _settings.log_level_from(value) == level
+
+
+def test_cpu_kernels_follow_torch_set_num_threads():
+    n0 = torch.get_num_threads()
+    _settings.configure_threads()
+    op = RMSNormFwdOp((256,))
+    x = torch.randn(512, 256)
+    ref = op(x)
+    try:
+        for n in (1, 2, 1):
+            torch.set_num_threads(n)
+            assert torch.equal(op(x), ref)
+            assert _C.cpu_num_threads() == n, "the next CPU call takes torch's thread count"
+    finally:
+        torch.set_num_threads(n0)
+    op(x)
+    assert _C.cpu_num_threads() == n0
+
+
+def test_tileops_num_threads_fixes_the_count():
+    code = textwrap.dedent("""
+        import torch, tileops
+        from tileops.__main__ import info_dict
+        from tileops.norm import RMSNormFwdOp
+        torch.set_num_threads(2)          # ignored: TILEOPS_NUM_THREADS fixes the count
+        RMSNormFwdOp(64)(torch.randn(256, 64))
+        print(tileops._C.cpu_num_threads(), info_dict()['cpu']['threads_from'])
+    """)
+    r = _run(code=code, TILEOPS_NUM_THREADS="1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["1", "TILEOPS_NUM_THREADS"], r.stdout
+
+
+def test_a_thread_source_that_misbehaves_is_an_error_not_a_silent_count():
+    follows = _C.cpu_threads_followed()
+    op = RMSNormFwdOp(64)
+    x = torch.randn(4, 64)
+    try:
+        for bad, err in ((lambda: 0, ValueError), (lambda: "2", ValueError), (lambda: 1 / 0, ZeroDivisionError)):
+            _C.cpu_follow_threads(bad)
+            with pytest.raises(err):
+                op(x)
+        with pytest.raises(TypeError, match="cpu_follow_threads"):
+            _C.cpu_follow_threads(3)
+    finally:
+        _C.cpu_follow_threads(follows)
+    op(x)
