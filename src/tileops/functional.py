@@ -6,7 +6,7 @@
     fused_add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5, inplace=False, *, normalized_shape=None)
     gemma_rms_norm(x, weight, eps=1e-6, out=None)
     silu_and_mul(x, out=None, *, cast_before_mul=False)        (gelu_and_mul, gelu_tanh_and_mul alike)
-    rope(q, k, positions, cos_sin_cache, head_size, rotary_dim, is_neox=True, inplace=False)
+    rope(q, k, positions, cos_sin_cache, head_size, rotary_dim, is_neox=True, inplace=False, *, cast_cos_sin=False)
     embedding(ids, weight, out=None)
 
 Each call goes through the op instance interned for its params (tileops.nn._intern): the
@@ -91,11 +91,13 @@ def gelu_tanh_and_mul(x, out=None, *, cast_before_mul=False, target=None):
     return lookup(GeluTanhAndMulFwdOp, target, cast_before_mul)(x, out=out)
 
 
-def rope(q, k, positions, cos_sin_cache, head_size, rotary_dim, is_neox=True, inplace=False, *, target=None):
+def rope(q, k, positions, cos_sin_cache, head_size, rotary_dim, is_neox=True, inplace=False, *, cast_cos_sin=False,
+         target=None):
     """(q_out, k_out): q [T, H, head_size] and k [T, H_kv, head_size] rotated by
     cos_sin_cache[positions] (float32 [max_position, rotary_dim], cos half then sin half),
-    vLLM's layout; inplace=True writes q and k."""
-    op = lookup(RopeFwdOp, target, head_size, rotary_dim, is_neox)
+    vLLM's layout; inplace=True writes q and k. cast_cos_sin: Hugging Face's arithmetic
+    in q's dtype (RopeFwdOp)."""
+    op = lookup(RopeFwdOp, target, head_size, rotary_dim, is_neox, cast_cos_sin)
     return op(q, k, positions, cos_sin_cache, inplace=inplace)
 
 

@@ -163,21 +163,24 @@ def _eager(model, x):
         return model(x)
 
 
-def test_32_layers_compiled_region_by_region_compile_once():
+def compile_regions(model, x):
+    """Compiles each layer of `model` (layer.compile, a counting backend), runs it twice
+    and checks the result equals eager; returns the counter."""
     torch._dynamo.reset()
-    model = _model()
-    x = torch.randn(3, 32)
     want = _eager(model, x)
     cnt = GraphCounter()
     for layer in model:
         layer.compile(backend=cnt, fullgraph=True)
     torch._dynamo.utils.counters.clear()
     with torch.no_grad():
-        got = model(x)
-        again = model(x)
-    assert cnt.frame_count == 1, f"{cnt.frame_count} compiles for 32 equal layers"
+        assert torch.equal(model(x), want) and torch.equal(model(x), want)
     assert not torch._dynamo.utils.counters["recompiles"] and not torch._dynamo.utils.counters["recompile_limit"]
-    assert torch.equal(got, want) and torch.equal(again, want)
+    return cnt
+
+
+def test_32_layers_compiled_region_by_region_compile_once():
+    cnt = compile_regions(_model(), torch.randn(3, 32))
+    assert cnt.frame_count == 1, f"{cnt.frame_count} compiles for 32 equal layers"
     # the one graph: each tileops call one node
     assert cnt.tileops_nodes == [["tileops.norm_rms_norm_fwd.default", "tileops.activation_silu_and_mul_fwd.default",
                                   "tileops.norm_fused_add_rms_norm_fwd.default"]], cnt.tileops_nodes
@@ -198,15 +201,7 @@ def test_the_whole_model_compiles_once_with_one_node_per_call():
 
 def test_layers_with_other_params_compile_once_per_distinct_set():
     """Two norm eps values among 32 layers: two compiles, the rest hit the cache."""
-    torch._dynamo.reset()
     model = _model()
     for layer in model[::2]:
         layer.norm.eps = 1e-5
-    x = torch.randn(3, 32)
-    want = _eager(model, x)
-    cnt = GraphCounter()
-    for layer in model:
-        layer.compile(backend=cnt, fullgraph=True)
-    with torch.no_grad():
-        assert torch.equal(model(x), want)
-    assert cnt.frame_count == 2
+    assert compile_regions(model, torch.randn(3, 32)).frame_count == 2

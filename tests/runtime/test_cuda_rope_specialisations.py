@@ -33,3 +33,13 @@ def test_every_kind_of_build_compiles_without_spills(tmp_path, dt, pdt, D, R, ne
     nvcc_build(tmp_path, source, kernel, opts)
     g = vec if vec != 1 else 16 // (4 if dt == 0 else 2)
     assert rot == (-(-(R // 2) // g) if neox else -(-R // g)) and passing == -(-(D - R) // g)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("dt,neox,vec", [(0, True, 4), (1, True, 8), (2, True, 8), (2, True, 1), (1, False, 8)])
+def test_cast_cos_sin_builds_compile_without_spills(tmp_path, dt, neox, vec):
+    """cast_cos_sin adds one define to the same build (Hugging Face's arithmetic in the dtype)."""
+    plain = K.cuda_specialisation(dt, 4, 128, 128, neox, vec)
+    source, kernel, opts, rot, passing = K.cuda_specialisation(dt, 4, 128, 128, neox, vec, cast=True)
+    assert opts == plain[2] + ("-DTILEOPS_CAST_COS_SIN=1",) and (rot, passing) == plain[3:]
+    nvcc_build(tmp_path, source, kernel, opts)

@@ -25,7 +25,9 @@ class RotaryEmbedding(OpModule):
     Parameters: head_size, rotary_dim (None: head_size), max_position (the cache's rows),
     base (rope_theta), is_neox, rope_scaling (None, or {"rope_type": "linear", "factor": f}
     or {"rope_type": "llama3", "factor", "low_freq_factor", "high_freq_factor",
-    "original_max_position_embeddings"}, Hugging Face's keys), device, target.
+    "original_max_position_embeddings"}, Hugging Face's keys), cast_cos_sin (Hugging Face's
+    arithmetic: cos/sin cast to q's dtype, the rotation in that dtype; RopeFwdOp's param),
+    device, target.
 
     forward(positions, query, key, *, inplace=False) -> (query, key): positions int32/int64
     [T]; query [T, H, head_size] or [T, H * head_size] (key likewise, its own head count),
@@ -33,15 +35,17 @@ class RotaryEmbedding(OpModule):
     (inplace=True writes query and key and returns them)."""
 
     op_class = RopeFwdOp
-    op_params = (("head_size", "head_size"), ("rotary_dim", "rotary_dim"), ("is_neox", "is_neox"))
+    op_params = (("head_size", "head_size"), ("rotary_dim", "rotary_dim"), ("is_neox", "is_neox"),
+                 ("cast_cos_sin", "cast_cos_sin"))
 
     def __init__(self, head_size, rotary_dim=None, max_position=8192, base=10000.0, is_neox=True,
-                 rope_scaling=None, *, device=None, target=None, cos_sin_cache=None):
+                 rope_scaling=None, *, cast_cos_sin=False, device=None, target=None, cos_sin_cache=None):
         super().__init__()
         self.target = target
         self.head_size = int(head_size)
         self.rotary_dim = int(head_size if rotary_dim is None else rotary_dim)
         self.is_neox = bool(is_neox)
+        self.cast_cos_sin = bool(cast_cos_sin)
         self.max_position = int(max_position)
         self.base = float(base)
         self.rope_scaling = dict(rope_scaling) if rope_scaling else None
@@ -50,11 +54,11 @@ class RotaryEmbedding(OpModule):
         self.register_buffer("cos_sin_cache", cos_sin_cache.to(device=device, dtype=torch.float32), persistent=False)
 
     @classmethod
-    def from_cos_sin_cache(cls, cos_sin_cache, head_size, is_neox=True, *, target=None):
+    def from_cos_sin_cache(cls, cos_sin_cache, head_size, is_neox=True, *, cast_cos_sin=False, target=None):
         """A module over a cache someone else computed (float32 [max_position, rotary_dim]),
         e.g. Hugging Face's own cos/sin values (tileops.nn.hf)."""
         return cls(head_size, cos_sin_cache.shape[1], cos_sin_cache.shape[0], is_neox=is_neox, target=target,
-                   cos_sin_cache=cos_sin_cache, device=cos_sin_cache.device)
+                   cast_cos_sin=cast_cos_sin, cos_sin_cache=cos_sin_cache, device=cos_sin_cache.device)
 
     def _compute_cache(self, device):
         kw = {}
@@ -92,5 +96,6 @@ class RotaryEmbedding(OpModule):
 
     def extra_repr(self):
         return (f"head_size={self.head_size}, rotary_dim={self.rotary_dim}, max_position={self.max_position}, "
-                f"base={self.base}, is_neox={self.is_neox}" + (f", rope_scaling={self.rope_scaling}"
-                                                                if self.rope_scaling else ""))
+                f"base={self.base}, is_neox={self.is_neox}"
+                + (f", rope_scaling={self.rope_scaling}" if self.rope_scaling else "")
+                + (", cast_cos_sin=True" if self.cast_cos_sin else ""))
