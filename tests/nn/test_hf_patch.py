@@ -212,3 +212,26 @@ def test_a_patched_layer_compiles_with_one_node_per_tileops_call():
         got = torch.compile(mlp, backend=cnt, fullgraph=True)(x)
     assert torch.equal(got, want)
     assert cnt.tileops_nodes == [["tileops.activation_silu_and_mul_fwd.default"]]
+
+
+def test_patched_layers_compiled_region_by_region_compile_once():
+    """8 patched decoder layers, each `.compile()`d: one compile, the eager result. (Without
+    a KV cache: Hugging Face's DynamicCache keeps per-layer Python state that dynamo guards
+    on, which recompiles per layer patched or not.)"""
+    from test_modules import GraphCounter
+    model = _model("llama", torch.bfloat16, num_hidden_layers=8)
+    tileops.patch(model)
+    ids, mask = _inputs()
+    with torch.no_grad():
+        want = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+        torch._dynamo.reset()
+        cnt = GraphCounter()
+        for layer in model.model.layers:
+            layer.compile(backend=cnt, fullgraph=True)
+        for _ in range(2):
+            assert torch.equal(model(input_ids=ids, attention_mask=mask, use_cache=False).logits, want)
+    assert cnt.frame_count == 1
+    assert sorted(set(cnt.tileops_nodes[0])) == ["tileops.activation_silu_and_mul_fwd.default",
+                                                 "tileops.norm_fused_add_rms_norm_fwd.default",
+                                                 "tileops.norm_rms_norm_fwd.default",
+                                                 "tileops.positional_rope_fwd_writes_q_writes_k.default"]
