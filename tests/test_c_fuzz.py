@@ -330,7 +330,8 @@ def group_surface(C):
 # The contracts of the kernels the fuzz knows (csrc/ops/norm): which calls must be rejected.
 # (residual, bias, weight_required) per op of the norm_rows family ("ppppppqqfi").
 NORM_ROWS_OPS = {"layer_norm": (0, 1, 0), "fused_add_rms_norm": (1, 0, 0),
-                 "fused_add_layer_norm": (1, 1, 0), "gemma_rms_norm": (0, 0, 1)}
+                 "fused_add_layer_norm": (1, 1, 0), "gemma_rms_norm": (0, 0, 1),
+                 "fused_add_rms_norm_cast": (1, 0, 0), "rms_norm_rows_cast": (0, 0, 0)}
 ES = {0: 4, 1: 2, 2: 2}
 BUF = 4096
 

@@ -27,6 +27,32 @@ from .targets import set_default_target, load_failures  # noqa: E402
 from .ops import Op  # noqa: E402
 
 
+def patch(model, **kw):
+    """Swaps tileops into a transformers Llama or Qwen2 model in place (tileops.nn.hf.patch:
+    norms, the post-attention residual add, the gated MLP activation, RoPE); unpatch(model)
+    undoes it. The checkpoint format (state_dict) is unchanged."""
+    from .nn import hf
+    return hf.patch(model, **kw)
+
+
+def patch_llama(model, **kw):
+    """patch() for a transformers Llama model."""
+    from .nn import hf
+    return hf.patch_llama(model, **kw)
+
+
+def patch_qwen2(model, **kw):
+    """patch() for a transformers Qwen2 model."""
+    from .nn import hf
+    return hf.patch_qwen2(model, **kw)
+
+
+def unpatch(model):
+    """Undoes patch(model)."""
+    from .nn import hf
+    return hf.unpatch(model)
+
+
 def all_op_classes() -> "dict[str, type[Op]]":
     """Every implemented op class of the package manifest, by name (imports them)."""
     from .ops import implemented, load
@@ -41,4 +67,4 @@ all_op_classes()
 
 __all__ = ["Op", "TileOpsError", "InputError", "ManifestError", "TargetError", "BuildError",
            "NotReadyDuringCaptureError", "set_default_target", "load_failures", "all_op_classes",
-           "__version__"]
+           "patch", "patch_llama", "patch_qwen2", "unpatch", "__version__"]

@@ -307,12 +307,17 @@ def main(argv=None) -> int:
                    help="clear: every tileops version's folder beside this one's (default folder only)")
     b = sub.add_parser("boundary", help="print the Python source generated for an op from its manifest entry")
     b.add_argument("op")
+    from . import warmup
+    warmup.add_arguments(sub.add_parser("warmup", help="compile every CUDA kernel a model patched by tileops.patch "
+                                                       "needs into the disk cache (a Hugging Face config.json)"))
     from . import bench
     bench.add_arguments(sub.add_parser("bench", help="time every op's manifest workloads against torch, "
                                                      "torch.compile, peers and the copy floor"))
     a = p.parse_args(argv)
     if a.cmd == "bench":
         return bench.run(a)
+    if a.cmd == "warmup":
+        return warmup.warmup(a.config, a.dtype, a.max_batch, a.device)
     if a.cmd == "info":
         return info(a.json)
     if a.cmd == "cache":

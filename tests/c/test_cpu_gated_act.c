@@ -295,6 +295,62 @@ static void bad_arguments(void) {
           tileops_last_error());
 }
 
+/* ---- 6. cast_before_mul ("<op>_cast"): act(a) rounded to the dtype, then the product ------ */
+
+/* Against its reference (act in double rounded once to the dtype, times b rounded once): the
+ * fast act is within a few fp32 ulps, so its rounding lands on the reference's or (at a tie's
+ * edge) its neighbour; each way the product stays within that ulp times |b| plus one ulp of
+ * y. And the two entries differ from the plain ones where the intermediate rounding shows
+ * (the plain result rounds once), and every SIMD level gives the same bits. */
+static void cast_entries(void) {
+    const int top = tileops_cpu_simd_detect();
+    for (int op = 0; op < 3; op++) {
+        char name[64], ref_name[80];
+        snprintf(name, sizeof name, "%s_cast", k_ops[op]);
+        snprintf(ref_name, sizeof ref_name, "%s_cast_reference", k_ops[op]);
+        int hf, hr;
+        CHECK(tileops_cpu_kernel_lookup(name, &hf) == TILEOPS_OK && tileops_cpu_kernel_lookup(ref_name, &hr) == TILEOPS_OK,
+              "lookup %s", name);
+        for (int dt = 0; dt < 3; dt++) {
+            const int64_t n = 1001, rows = 3, es = dt == F32 ? 4 : 2;
+            const size_t xb = (size_t)(rows * 2 * n * es), yb = (size_t)(rows * n * es);
+            void *x = xcalloc(xb), *y = xcalloc(yb), *yr = xcalloc(yb), *yp = xcalloc(yb), *y2 = xcalloc(yb);
+            for (int64_t k = 0; k < rows * 2 * n; k++)
+                vec16_store1(x, k, dt, (float)urand(-6.0, 6.0));
+            CHECK(launch(hf, x, y, rows, n, 2 * n, n, dt) == TILEOPS_OK, "%s: %s", name, tileops_last_error());
+            CHECK(launch(hr, x, yr, rows, n, 2 * n, n, dt) == TILEOPS_OK, "%s_reference", name);
+            CHECK(launch(g_fast[op], x, yp, rows, n, 2 * n, n, dt) == TILEOPS_OK, "%s", k_ops[op]);
+            int bad = 0, differ = 0;
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t i = 0; i < n; i++) {
+                    const int64_t k = r * n + i;
+                    const double b = vec16_load1(x, r * 2 * n + n + i, dt);
+                    const double f = vec16_load1(y, k, dt), ref = vec16_load1(yr, k, dt);
+                    const double act = ref / (b != 0.0 ? b : 1.0);
+                    const double bound = dt == F32 ? 8.0 * ulp_at(ref, F32) + 1e-30
+                                                   : ulp_at(act, dt) * fabs(b) + ulp_at(ref, dt);
+                    bad += !(fabs(f - ref) <= bound);
+                    differ += memcmp((char *)y + k * es, (char *)yp + k * es, (size_t)es) != 0;
+                }
+            CHECK(bad == 0, "%s dtype %d: %d elements off the reference", name, dt, bad);
+            if (dt == F32)
+                CHECK(differ == 0 && same_bits(y, yp, yb), "%s float32: the cast is a no-op, got %d differences",
+                      name, differ);
+            else
+                CHECK(differ > 0, "%s dtype %d: no element shows the intermediate rounding", name, dt);
+            for (int level = 0; level <= top; level++) {
+                if (tileops_cpu_simd_override(level) != TILEOPS_OK)
+                    continue;
+                memset(y2, 0x5a, yb);
+                (void)launch(hf, x, y2, rows, n, 2 * n, n, dt);
+                CHECK(same_bits(y, y2, yb), "%s dtype %d: level %d differs", name, dt, level);
+            }
+            tileops_cpu_simd_override(-1);
+            free(x), free(y), free(yr), free(yp), free(y2);
+        }
+    }
+}
+
 int main(void) {
     for (int op = 0; op < 3; op++) {
         char name[64];
@@ -313,5 +369,6 @@ int main(void) {
     specials();
     tanh_form();
     bad_arguments();
+    cast_entries();
     return check_summary();
 }

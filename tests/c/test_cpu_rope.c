@@ -3,7 +3,10 @@
  * rotary, odd head counts and dims, the three dtypes, int32 and int64 positions, in place
  * and out of place, q and k as views into one packed qkv buffer (token stride > heads x D),
  * no key; every level gives the same bits; a bad position is an error that writes nothing;
- * bad sizes and strides are refused. */
+ * bad sizes and strides are refused. "rope_cast" (Hugging Face's arithmetic in the dtype)
+ * gives its reference's bits exactly at every level: each product of two values of the
+ * dtype is exact in fp32, so rounding it to the dtype from fp32 or from double is one
+ * rounding of the same number, and so is the sum's. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,7 +18,7 @@
 #include "tileops/dtype.h"
 #include "tileops/kernel_table.h"
 
-static int g_fast, g_ref;
+static int g_fast, g_ref, g_cast, g_cast_ref;
 static uint32_t g_rng = 12345u;
 
 static float rnd(void) { /* uniform in [-2, 2) */
@@ -146,6 +149,34 @@ static void one_case(const layout_t *L) {
     drop(&ref);
 }
 
+/* rope_cast: the fast kernel's bits are the reference's, at every level, and differ from
+ * the plain kernel's somewhere in the 16-bit dtypes (the intermediate roundings) */
+static void cast_case(const layout_t *L) {
+    g_rng = 777u;
+    bufs_t ref = make(L);
+    CHECK(run(g_cast_ref, L, ref.qkv, ref.qo, ref.ko, ref.pos, ref.cache) == TILEOPS_OK, "rope_cast_reference ran");
+    for (int level = 0; level <= tileops_cpu_simd_detect(); level++) {
+        if (tileops_cpu_simd_override(level) != TILEOPS_OK)
+            continue;
+        g_rng = 777u;
+        bufs_t f = make(L);
+        CHECK(run(g_cast, L, f.qkv, f.qo, f.ko, f.pos, f.cache) == TILEOPS_OK, "rope_cast ran");
+        CHECK(same_bytes(&f, &ref), "rope_cast %s neox=%d T=%lld D=%lld R=%lld inplace=%d level %d: not the reference's bits",
+              tileops_dtype_name(L->dt), L->neox, (long long)L->T, (long long)L->D, (long long)L->R, L->inplace, level);
+        drop(&f);
+    }
+    tileops_cpu_simd_override(-1);
+    if (L->dt != TILEOPS_FLOAT32 && L->T * L->H * L->R >= 256) {
+        g_rng = 777u;
+        bufs_t plain = make(L);
+        (void)run(g_fast, L, plain.qkv, plain.qo, plain.ko, plain.pos, plain.cache);
+        CHECK(!same_bytes(&plain, &ref), "rope_cast %s T=%lld D=%lld: no element shows the dtype's roundings",
+              tileops_dtype_name(L->dt), (long long)L->T, (long long)L->D);
+        drop(&plain);
+    }
+    drop(&ref);
+}
+
 static void bad_position(void) {
     layout_t L = {.T = 5, .H = 2, .Hk = 1, .D = 8, .R = 8, .P = 4, .neox = 1, .dt = TILEOPS_FLOAT16,
                   .pdt = TILEOPS_INT64, .with_k = 1, .inplace = 1};
@@ -193,6 +224,9 @@ static void bad_sizes(void) {
 int main(void) {
     CHECK(tileops_cpu_kernel_lookup("rope", &g_fast) == TILEOPS_OK, "rope registered");
     CHECK(tileops_cpu_kernel_lookup("rope_reference", &g_ref) == TILEOPS_OK, "rope_reference registered");
+    CHECK(tileops_cpu_kernel_lookup("rope_cast", &g_cast) == TILEOPS_OK, "rope_cast registered");
+    CHECK(tileops_cpu_kernel_lookup("rope_cast_reference", &g_cast_ref) == TILEOPS_OK,
+          "rope_cast_reference registered");
     const int dts[] = {TILEOPS_FLOAT32, TILEOPS_FLOAT16, TILEOPS_BFLOAT16};
     const int64_t shapes[][4] = {{1, 1, 1, 2}, {3, 4, 2, 8}, {5, 3, 1, 64}, {2, 2, 2, 128}, {33, 4, 2, 40}};
     for (int d = 0; d < 3; d++)
@@ -207,6 +241,7 @@ int main(void) {
                                       .pdt = (s % 2) ? TILEOPS_INT32 : TILEOPS_INT64, .with_k = s != 2,
                                       .inplace = inplace};
                         one_case(&L);
+                        cast_case(&L);
                     }
     bad_position();
     bad_sizes();

@@ -154,3 +154,31 @@ def test_the_launchable_kernel_for_returns_checks_what_the_kernel_relies_on():
     buf = torch.empty(T * H * D + T * Hk * D)
     with pytest.raises(InputValueError, match="overlaps"):
         launch(q, k, p, cs, buf[:T * H * D].view(T, H, D), buf[T * H * D - 1:-1].view(T, Hk, D))
+
+
+# ---- cast_cos_sin: Hugging Face's arithmetic in the dtype ------------------------------------
+# (not a manifest workload: against float64 its error is the dtype's, by design, larger than
+# the generic driver's bound where a rotation cancels)
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("is_neox", [True, False])
+@pytest.mark.parametrize("target", ["builtin", "aten"])
+def test_cast_cos_sin_is_the_rotation_in_the_dtype_bit_for_bit(dtype, is_neox, target):
+    g = torch.Generator().manual_seed(5)
+    T, H, Hk, D, R = 33, 3, 2, 64, 48
+    cache = rope_cos_sin_cache(base=10000.0, rotary_dim=R, max_position=40)
+    q, k = (torch.randn(T, H, D, generator=g) * 3).to(dtype), (torch.randn(T, Hk, D, generator=g) * 3).to(dtype)
+    pos = torch.randint(0, 40, (T,), generator=g)
+    op = RopeFwdOp(D, R, is_neox, cast_cos_sin=True, target=target)
+    got = op(q, k, pos, cache)
+    want = reference(q, k, pos, cache, head_size=D, rotary_dim=R, is_neox=is_neox, cast_cos_sin=True)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    if is_neox:   # Hugging Face's own expression, with cos/sin repeated over both halves
+        c, s = cache[pos, :R // 2].to(dtype), cache[pos, R // 2:].to(dtype)
+        cos, sin = torch.cat((c, c), -1)[:, None], torch.cat((s, s), -1)[:, None]
+        x = q[..., :R]
+        hf = x * cos + torch.cat((-x[..., R // 2:], x[..., :R // 2]), -1) * sin
+        assert torch.equal(got[0][..., :R], hf) and torch.equal(got[0][..., R:], q[..., R:])
+    plain = RopeFwdOp(D, R, is_neox)(q, k, pos, cache)
+    if dtype != torch.float32:
+        assert not torch.equal(plain[0], got[0])      # the single rounding differs somewhere

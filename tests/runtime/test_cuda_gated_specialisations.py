@@ -95,3 +95,17 @@ def test_a_source_without_its_act_is_a_compile_error(tmp_path):
     shutil.copy(os.path.join(ROOT, "csrc", "ops", "common", "rows_common.cuh"), tmp_path.parent / "common")
     r = _nvcc(tmp_path, ["-DTILEOPS_DTYPE=1", "-DTILEOPS_N=8", "-DTILEOPS_VEC=8", "-DTILEOPS_THREADS=256"], str(src))
     assert r.returncode != 0 and "TILEOPS_ACT must be" in r.stderr, r.stderr[-2000:]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dt,n,vec", [(1, 14336, 8), (2, 14336, 8), (2, 7, 1), (0, 14336, 4)])
+def test_cast_before_mul_builds_compile_without_spills(tmp_path, op, dt, n, vec):
+    """cast_before_mul adds one define to the same build (act(a) rounded to the dtype)."""
+    plain = G.specialisation(op, dt, n, vec)
+    source, kernel, opts, threads, unroll = G.specialisation(op, dt, n, vec, cast=True)
+    assert opts == plain[2] + ("-DTILEOPS_CAST_BEFORE_MUL=1",) and (threads, unroll) == plain[3:]
+    r = _nvcc(tmp_path, opts, os.path.join(ROOT, "csrc", "ops", source))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"Compiling entry function '{kernel}'" in r.stderr, r.stderr[-2000:]
+    assert not any(int(v) for v in re.findall(r"(\d+) bytes (?:spill|stack)", r.stderr)), r.stderr[-2000:]

@@ -57,3 +57,13 @@ def test_launch_shape_covers_every_token_and_head_within_the_block_bound():
     assert K.cuda_launch_shape(1, 32, 8, 8, 8, 2, 132) == (1, 3, 64)     # decode: 20 slots over 3 blocks of 7
     assert K.cuda_launch_shape(4096, 32, 8, 8, 8, 2, 132) == (4096, 1, 160)
     assert K.heads_per_thread(8) == K.HEADS_PER_THREAD and K.heads_per_thread(1) == 1
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("dt,neox,vec", [(0, True, 4), (1, True, 8), (2, True, 8), (2, True, 1), (1, False, 8)])
+def test_cast_cos_sin_builds_compile_without_spills(tmp_path, dt, neox, vec):
+    """cast_cos_sin adds one define to the same build (Hugging Face's arithmetic in the dtype)."""
+    plain = K.cuda_specialisation(dt, 4, 128, 128, neox, vec)
+    source, kernel, opts, rot, passing = K.cuda_specialisation(dt, 4, 128, 128, neox, vec, cast=True)
+    assert opts == plain[2] + ("-DTILEOPS_CAST_COS_SIN=1",) and (rot, passing) == plain[3:]
+    nvcc_build(tmp_path, source, kernel, opts)

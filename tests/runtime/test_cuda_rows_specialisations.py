@@ -186,3 +186,34 @@ def test_a_build_the_source_cannot_serve_is_a_compile_error_naming_why(tmp_path,
     base.update(defines)
     r = _nvcc(tmp_path, [f"-D{k}={v}" for k, v in base.items()], os.path.join(ROOT, "csrc", "ops", "norm", f"{op}.cu"))
     assert r.returncode != 0 and match in r.stderr, r.stderr[-2000:]
+
+
+# Hugging Face's rounding (cast_before_weight): the ops whose manifest entry has the param
+CAST_OPS = [op for op in R.ops() if True in R.cast_choices(op)]
+
+
+def test_the_cast_builds_are_the_rms_ops_and_add_only_their_define():
+    assert sorted(CAST_OPS) == ["fused_add_rms_norm", "rms_norm_rows"]
+    for op in CAST_OPS:
+        plain = R.specialisation(op, 1, 4096, True, False, 8, SM_COUNT)
+        cast = R.specialisation(op, 1, 4096, True, False, 8, SM_COUNT, cast=True)
+        assert cast[2] == plain[2] + ("-DTILEOPS_CAST_BEFORE_WEIGHT=1",) and cast[3:] == plain[3:]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("op", CAST_OPS)
+@pytest.mark.parametrize("dt,n,vec", [(1, 4096, 8), (2, 4096, 8), (2, 7, 1), (0, 4096, 4), (1, 40000, 8)])
+def test_cast_builds_compile_without_spills(tmp_path, op, dt, n, vec):
+    source, kernel, opts, *_ = R.specialisation(op, dt, n, True, False, vec, SM_COUNT, cast=True)
+    r = _nvcc(tmp_path, opts, os.path.join(ROOT, "csrc", "ops", source))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"Compiling entry function '{kernel}'" in r.stderr, r.stderr[-2000:]
+    assert not any(int(v) for v in re.findall(r"(\d+) bytes (?:spill|stack)", r.stderr)), r.stderr[-2000:]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+def test_a_cast_build_of_a_norm_with_a_mean_is_a_compile_error(tmp_path):
+    _, _, opts, *_ = R.specialisation("layer_norm", 1, 4096, True, False, 8, SM_COUNT)
+    r = _nvcc(tmp_path, list(opts) + ["-DTILEOPS_CAST_BEFORE_WEIGHT=1"],
+              os.path.join(ROOT, "csrc", "ops", "norm", "layer_norm.cu"))
+    assert r.returncode != 0 and "TILEOPS_CAST_BEFORE_WEIGHT is RMSNorm's" in r.stderr, r.stderr[-2000:]

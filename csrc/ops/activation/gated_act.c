@@ -76,7 +76,12 @@ tileops_status_t tileops_gated_act_reference(const tileops_gated_act_args_t *a) 
         const int64_t xo = r * a->x_stride, yo = r * a->y_stride;
         for (int64_t i = 0; i < a->n; i++) {
             double g = vec16_load1(a->x, xo + i, dt), u = vec16_load1(a->x, xo + a->n + i, dt);
-            vec16_store_rounded(a->y, yo + i, dt, act_reference(a->act, g) * u);
+            double v = act_reference(a->act, g);
+            if (a->cast_before_mul) { /* act(a) rounded to the dtype once (through y[i]), then the product */
+                vec16_store_rounded(a->y, yo + i, dt, v);
+                v = vec16_load1(a->y, yo + i, dt);
+            }
+            vec16_store_rounded(a->y, yo + i, dt, v * u);
         }
     }
     return TILEOPS_OK;
@@ -88,7 +93,7 @@ tileops_status_t tileops_gated_act_reference(const tileops_gated_act_args_t *a) 
 typedef void (*span_fn)(const void *x, void *y, int64_t n, int64_t m);
 
 typedef struct gated_spans {
-    span_fn span[3][3]; /* [act][dtype] */
+    span_fn span[3][3][2]; /* [act][dtype][cast_before_mul] */
 } gated_spans_t;
 
 #define VEC16_ISA VEC16_SCALAR
@@ -138,7 +143,7 @@ tileops_status_t tileops_gated_act(const tileops_gated_act_args_t *a) {
     const int64_t elem = (int64_t)tileops_dtype_size(a->dtype);
     gated_job_t job = {
         .a = a,
-        .span = spans_for(tileops_cpu_simd_active())->span[a->act][a->dtype],
+        .span = spans_for(tileops_cpu_simd_active())->span[a->act][a->dtype][a->cast_before_mul != 0],
         .chunks = (a->n + GATED_CHUNK - 1) / GATED_CHUNK,
         .elem = elem,
     };
@@ -190,7 +195,8 @@ static tileops_status_t check_args(const tileops_gated_act_args_t *a) {
     return TILEOPS_OK;
 }
 
-tileops_status_t tileops_gated_act_call(int act, const char *name, const tileops_arg_t *args, int reference) {
+tileops_status_t tileops_gated_act_call(int act, int cast_before_mul, const char *name, const tileops_arg_t *args,
+                                        int reference) {
     tileops_gated_act_args_t a = {
         .kernel = name,
         .x = (const void *)args[0].p,
@@ -201,6 +207,7 @@ tileops_status_t tileops_gated_act_call(int act, const char *name, const tileops
         .y_stride = args[5].q,
         .dtype = args[6].i,
         .act = act,
+        .cast_before_mul = cast_before_mul,
     };
     return reference ? tileops_gated_act_reference(&a) : tileops_gated_act(&a);
 }
@@ -273,35 +280,50 @@ static AI TGT VF ISA(vact)(VF a, int act) {
     return ISA(vsigmul)(a, vh, vl);
 }
 
-static AI TGT void ISA(span_impl)(const void *x, void *y, int64_t n, int64_t m, int act, int dt) {
+/* act(a), rounded to dt where cast (through a scratch: vstore_n returns what it stored) */
+static AI TGT VF ISA(vact_cast)(VF g, int act, int dt, int cast) {
+    VF v = ISA(vact)(g, act);
+    if (cast && dt != F32) {
+        float tmp[16];
+        v = ISA(vstore_n)(tmp, 0, dt, v, 16);
+    }
+    return v;
+}
+
+static AI TGT void ISA(span_impl)(const void *x, void *y, int64_t n, int64_t m, int act, int dt, int cast) {
     int64_t i = 0;
     for (; i + 16 <= m; i += 16) {
         VF g = ISA(vload)(x, i, dt), u = ISA(vload)(x, n + i, dt);
-        (void)ISA(vstore_n)(y, i, dt, ISA(vmul)(ISA(vact)(g, act), u), 16);
+        (void)ISA(vstore_n)(y, i, dt, ISA(vmul)(ISA(vact_cast)(g, act, dt, cast), u), 16);
     }
     if (i < m) {
         const int t = (int)(m - i);
         VF g = ISA(vload_n)(x, i, dt, t), u = ISA(vload_n)(x, n + i, dt, t);
-        (void)ISA(vstore_n)(y, i, dt, ISA(vmul)(ISA(vact)(g, act), u), t);
+        (void)ISA(vstore_n)(y, i, dt, ISA(vmul)(ISA(vact_cast)(g, act, dt, cast), u), t);
     }
 }
 
-/* One copy per (activation, dtype), so the loop carries no tests. */
-#define GATED_SPAN(ACT, DT, DTN)                                                               \
-    static TGT void ISA(span_##ACT##_##DTN)(const void *x, void *y, int64_t n, int64_t m) {    \
-        ISA(span_impl)(x, y, n, m, ACT, DT);                                                   \
+/* One copy per (activation, dtype, cast), so the loop carries no tests. */
+#define GATED_SPAN(ACT, DT, DTN, C)                                                            \
+    static TGT void ISA(span_##ACT##_##DTN##_##C)(const void *x, void *y, int64_t n, int64_t m) { \
+        ISA(span_impl)(x, y, n, m, ACT, DT, C);                                                \
     }
-#define GATED_SPANS(ACT) GATED_SPAN(ACT, F32, f32) GATED_SPAN(ACT, F16, f16) GATED_SPAN(ACT, BF16, bf16)
+#define GATED_SPANS2(ACT, DT, DTN) GATED_SPAN(ACT, DT, DTN, 0) GATED_SPAN(ACT, DT, DTN, 1)
+/* float32 has no cast copy: rounding act(a) to float32 changes nothing */
+#define GATED_SPANS(ACT) GATED_SPAN(ACT, F32, f32, 0) GATED_SPANS2(ACT, F16, f16) GATED_SPANS2(ACT, BF16, bf16)
 GATED_SPANS(TILEOPS_ACT_SILU)
 GATED_SPANS(TILEOPS_ACT_GELU)
 GATED_SPANS(TILEOPS_ACT_GELU_TANH)
 
-#define GATED_ROW(ACT) {ISA(span_##ACT##_f32), ISA(span_##ACT##_f16), ISA(span_##ACT##_bf16)}
+#define GATED_PAIR(ACT, DTN) {ISA(span_##ACT##_##DTN##_0), ISA(span_##ACT##_##DTN##_1)}
+#define GATED_ROW(ACT) {{ISA(span_##ACT##_f32_0), ISA(span_##ACT##_f32_0)}, GATED_PAIR(ACT, f16), GATED_PAIR(ACT, bf16)}
 static const gated_spans_t ISA(spans) = {
     .span = {GATED_ROW(TILEOPS_ACT_SILU), GATED_ROW(TILEOPS_ACT_GELU), GATED_ROW(TILEOPS_ACT_GELU_TANH)},
 };
 
 #undef GATED_ROW
+#undef GATED_PAIR
+#undef GATED_SPANS2
 #undef GATED_SPANS
 #undef GATED_SPAN
 #undef STEP

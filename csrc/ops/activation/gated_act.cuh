@@ -29,6 +29,9 @@
  *                    aligned and N * E a multiple of 16, so b's rows are aligned too) or 1.
  *   TILEOPS_THREADS  threads per block (a multiple of 32, <= 1024).
  *   TILEOPS_UNROLL   U, 16-byte groups of y per thread per step (1..8, default 1).
+ *   TILEOPS_CAST_BEFORE_MUL  (default 0) 1: act(a) rounded to the dtype before the product
+ *                    (torch eager's arithmetic in the dtype, as Hugging Face's MLP computes
+ *                    act_fn(gate) * up), the product rounded again.
  *   From the op's file: TILEOPS_ACT (above), TILEOPS_GATED_KERNEL (the extern "C" name).
  *
  * ==== Launch =============================================================================
@@ -40,6 +43,10 @@
 #endif
 #if TILEOPS_ACT < 0 || TILEOPS_ACT > 2
 #error "TILEOPS_ACT must be 0 (silu), 1 (gelu) or 2 (gelu_tanh)"
+#endif
+
+#ifndef TILEOPS_CAST_BEFORE_MUL
+#define TILEOPS_CAST_BEFORE_MUL 0
 #endif
 
 #include "../common/rows_common.cuh"
@@ -130,9 +137,19 @@ TILEOPS_GATED_KERNEL(const void *x, void *y, long long rows) {
                 float fa[TILEOPS_G], fb[TILEOPS_G], fy[TILEOPS_G];
                 tileops_unpack(va[u], fa);
                 tileops_unpack(vb[u], fb);
+#if TILEOPS_CAST_BEFORE_MUL
+#pragma unroll
+                for (int k = 0; k < TILEOPS_G; k++)
+                    fa[k] = tileops_act(fa[k]);
+                tileops_unpack(tileops_pack(fa), fa); /* act(a) rounded to the dtype */
+#pragma unroll
+                for (int k = 0; k < TILEOPS_G; k++)
+                    fy[k] = tileops_mul(fa[k], fb[k]);
+#else
 #pragma unroll
                 for (int k = 0; k < TILEOPS_G; k++)
                     fy[k] = tileops_mul(tileops_act(fa[k]), fb[k]);
+#endif
                 tileops_st_group((char *)y + r * ((long long)TILEOPS_N * TILEOPS_E), g, tileops_pack(fy), 0);
             }
         }

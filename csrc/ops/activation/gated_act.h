@@ -11,6 +11,9 @@
  *              u = sqrt(2 / pi) (a + 0.044715 a^3)
  * computed in fp32 from the dtype (the reference: double), y rounded once to the dtype
  * (vLLM's and FlashInfer's convention: the first half activated, times the second).
+ * cast_before_mul (the "<op>_cast" entries) is torch eager's arithmetic in the dtype, as
+ * Hugging Face's MLP computes act_fn(gate) * up: act(a) rounded to the dtype, then the
+ * product rounded again.
  * Row r of x starts at element r * x_stride, of y at r * y_stride (x_stride >= 2n,
  * y_stride >= n: contiguous rows are 2n and n). y must not overlap x. */
 #ifndef TILEOPS_OPS_GATED_ACT_H
@@ -37,6 +40,7 @@ typedef struct tileops_gated_act_args {
     int64_t y_stride; /* elements between rows of y, >= n */
     int dtype;        /* tileops_dtype_t: float32, float16, bfloat16 */
     int act;          /* tileops_act_t */
+    int cast_before_mul; /* 1: act(a) rounded to the dtype before the product (above) */
 } tileops_gated_act_args_t;
 
 /* The fast kernel: AVX-512, AVX2 or scalar (chosen at run time; every level gives the same
@@ -50,15 +54,16 @@ tileops_status_t tileops_gated_act_reference(const tileops_gated_act_args_t *a);
 /* Every entry of the family takes (x, y, rows, n, x_stride, y_stride, dtype). */
 #define TILEOPS_GATED_ACT_ARG_FORMAT "ppqqqqi"
 
-tileops_status_t tileops_gated_act_call(int act, const char *name, const tileops_arg_t *args, int reference);
+tileops_status_t tileops_gated_act_call(int act, int cast_before_mul, const char *name, const tileops_arg_t *args,
+                                        int reference);
 
-/* Registers the kernels "NAME" and "NAME_reference" of activation ACT. */
-#define TILEOPS_GATED_ACT_OP(NAME, ACT)                                                        \
+/* Registers the kernels "NAME" and "NAME_reference" of activation ACT (CAST: cast_before_mul). */
+#define TILEOPS_GATED_ACT_OP(NAME, ACT, CAST)                                                  \
     static tileops_status_t NAME##_fast(const tileops_arg_t *args) {                          \
-        return tileops_gated_act_call(ACT, #NAME, args, 0);                                    \
+        return tileops_gated_act_call(ACT, CAST, #NAME, args, 0);                              \
     }                                                                                          \
     static tileops_status_t NAME##_ref(const tileops_arg_t *args) {                           \
-        return tileops_gated_act_call(ACT, #NAME "_reference", args, 1);                       \
+        return tileops_gated_act_call(ACT, CAST, #NAME "_reference", args, 1);                 \
     }                                                                                          \
     static const tileops_cpu_kernel_t NAME##_kernel = {#NAME, TILEOPS_GATED_ACT_ARG_FORMAT,    \
                                                        NAME##_fast};                           \

@@ -4,4 +4,5 @@
  * x, y, rows, n (the half width), x_stride, y_stride, dtype. */
 #include "ops/activation/gated_act.h"
 
-TILEOPS_GATED_ACT_OP(gelu_and_mul, TILEOPS_ACT_GELU)
+TILEOPS_GATED_ACT_OP(gelu_and_mul, TILEOPS_ACT_GELU, 0)
+TILEOPS_GATED_ACT_OP(gelu_and_mul_cast, TILEOPS_ACT_GELU, 1) /* act(a) rounded to the dtype, then times b */

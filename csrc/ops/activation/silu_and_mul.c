@@ -4,4 +4,5 @@
  * x, y, rows, n (the half width), x_stride, y_stride, dtype. */
 #include "ops/activation/gated_act.h"
 
-TILEOPS_GATED_ACT_OP(silu_and_mul, TILEOPS_ACT_SILU)
+TILEOPS_GATED_ACT_OP(silu_and_mul, TILEOPS_ACT_SILU, 0)
+TILEOPS_GATED_ACT_OP(silu_and_mul_cast, TILEOPS_ACT_SILU, 1) /* act(a) rounded to the dtype, then times b */

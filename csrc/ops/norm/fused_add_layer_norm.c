@@ -5,5 +5,5 @@
  * n, eps, dtype. The in-place form passes y = x and residual_out = residual. */
 #include "ops/norm/norm_rows.h"
 
-/*                  name                  residual bias weight_required mean_subtract weight_offset */
-TILEOPS_NORM_ROWS_OP(fused_add_layer_norm, 1,       1,   0,              1,            0.0f)
+/*                  name                  residual bias weight_required mean_subtract weight_offset cast */
+TILEOPS_NORM_ROWS_OP(fused_add_layer_norm, 1,       1,   0,              1,            0.0f,         0)

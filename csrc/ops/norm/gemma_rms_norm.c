@@ -5,5 +5,5 @@
  * y may be x. */
 #include "ops/norm/norm_rows.h"
 
-/*                  name            residual bias weight_required mean_subtract weight_offset */
-TILEOPS_NORM_ROWS_OP(gemma_rms_norm, 0,       0,   1,              0,            1.0f)
+/*                  name            residual bias weight_required mean_subtract weight_offset cast */
+TILEOPS_NORM_ROWS_OP(gemma_rms_norm, 0,       0,   1,              0,            1.0f,         0)

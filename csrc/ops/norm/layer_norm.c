@@ -5,5 +5,5 @@
  * weight, bias, y, residual_out = 0, rows, n, eps, dtype. y may be x. */
 #include "ops/norm/norm_rows.h"
 
-/*                  name        residual bias weight_required mean_subtract weight_offset */
-TILEOPS_NORM_ROWS_OP(layer_norm, 0,       1,   0,              1,            0.0f)
+/*                  name        residual bias weight_required mean_subtract weight_offset cast */
+TILEOPS_NORM_ROWS_OP(layer_norm, 0,       1,   0,              1,            0.0f,         0)

@@ -52,8 +52,9 @@
 /* Below this many bytes per tensor, fp16 may take the AVX2 code (see tileops_norm_rows). */
 #define NORM_F16_AVX2_MAX_BYTES ((int64_t)8 << 20)
 
-/* How y is scaled: no weight, weight, weight_offset + weight. */
-enum { W_NONE = 0, W_PLAIN = 1, W_OFFSET = 2 };
+/* How y is scaled: no weight, weight, weight_offset + weight, weight after rounding the
+ * normalised value to the dtype (cast_before_weight). */
+enum { W_NONE = 0, W_PLAIN = 1, W_OFFSET = 2, W_CAST = 3 };
 
 /* ---- reference ------------------------------------------------------------------------ */
 
@@ -93,6 +94,11 @@ tileops_status_t tileops_norm_rows_reference(const tileops_norm_rows_args_t *a) 
         double rstd = 1.0 / sqrt(ss / (double)n + (double)a->eps);
         for (int64_t i = 0; i < n; i++) {
             double v = ((double)vec16_load1(h, i, dt) - mean) * rstd;
+            if (a->cast_before_weight && a->weight != NULL) {
+                /* the normalised value rounded to the dtype (once, from double), then weighted */
+                vec16_store_rounded(y, i, dt, v);
+                v = vec16_load1(y, i, dt);
+            }
             if (a->weight != NULL) {
                 float w = vec16_load1(a->weight, i, dt);
                 v *= a->weight_offset != 0.0f ? (double)(a->weight_offset + w) : (double)w;
@@ -118,7 +124,7 @@ typedef void (*write_fn)(const float *v, const void *w, const void *b, void *y, 
 typedef struct norm_passes {
     read_fn read[3][2][2]; /* [dtype][has residual][square] */
     var_fn var;
-    write_fn write[3][3][2]; /* [dtype][W_*][has bias] */
+    write_fn write[3][4][2]; /* [dtype][W_*][has bias] */
 } norm_passes_t;
 
 #define VEC16_ISA VEC16_SCALAR
@@ -155,8 +161,14 @@ typedef struct norm_job {
 } norm_job_t;
 
 /* 1 / sqrt(sum / n + eps), formed in double from the fp32 sum: it costs nothing per row and
- * keeps the division and the square root from adding fp32 error of their own. */
-static inline float inv_root(float sum, int64_t n, float eps) {
+ * keeps the division and the square root from adding fp32 error of their own. Hugging
+ * Face's arithmetic (cast_before_weight) takes torch eager's fp32 steps instead: the mean
+ * as sum / n, plus eps, then 1 / sqrt, each rounded to fp32. */
+static inline float inv_root(float sum, int64_t n, float eps, int fp32_steps) {
+    if (fp32_steps) {
+        const float ms = sum / (float)n;
+        return 1.0f / sqrtf(ms + eps);
+    }
     return (float)(1.0 / sqrt((double)sum / (double)n + (double)eps));
 }
 
@@ -191,9 +203,9 @@ static void norm_range(void *ctx, int64_t r0, int64_t r1) {
         float mean = 0.0f, s;
         if (j->var != NULL) {
             mean = (float)((double)acc / (double)n);
-            s = inv_root(j->var(h, n, mean), n, a->eps);
+            s = inv_root(j->var(h, n, mean), n, a->eps, 0);
         } else {
-            s = inv_root(acc, n, a->eps);
+            s = inv_root(acc, n, a->eps, a->cast_before_weight);
         }
         j->write(h, a->weight, a->bias, (char *)a->y + off, n, mean, s, a->weight_offset);
     }
@@ -220,7 +232,10 @@ tileops_status_t tileops_norm_rows(const tileops_norm_rows_args_t *a) {
         !tileops_cpu_simd_overridden() && tileops_cpu_simd_f16_prefers_avx2())
         level = TILEOPS_SIMD_AVX2;
     const norm_passes_t *p = passes_for(level);
-    const int wmode = a->weight == NULL ? W_NONE : a->weight_offset != 0.0f ? W_OFFSET : W_PLAIN;
+    const int wmode = a->weight == NULL          ? W_NONE
+                      : a->cast_before_weight    ? W_CAST
+                      : a->weight_offset != 0.0f ? W_OFFSET
+                                                 : W_PLAIN;
     norm_job_t job = {
         .a = a,
         .read = p->read[dt][a->residual != NULL][!a->mean_subtract],
@@ -308,6 +323,7 @@ tileops_status_t tileops_norm_rows_call(const tileops_norm_rows_op_t *op, const 
         .dtype = args[9].i,
         .mean_subtract = op->mean_subtract,
         .weight_offset = op->weight_offset,
+        .cast_before_weight = op->cast_before_weight,
     };
     /* What the op does not take must be 0: a pointer there means the caller packed the
      * arguments for another op. */
@@ -446,6 +462,10 @@ static STEP TGT void ISA(write16)(const float *v, const void *w, const void *b, 
         if (wmode == W_OFFSET)
             wv = ISA(vadd)(w_offset, wv);
         VF t = ISA(vmul)(d, s);
+        if (wmode == W_CAST) { /* t rounded to dt (through a scratch: vstore_n returns it) */
+            float tmp[16];
+            t = dt == F32 ? t : ISA(vstore_n)(tmp, 0, dt, t, 16);
+        }
         out = has_b ? ISA(vfma)(t, wv, m == 16 ? ISA(vload)(b, i, dt) : ISA(vload_n)(b, i, dt, m))
                     : ISA(vmul)(t, wv);
     }
@@ -489,7 +509,8 @@ NORM_READS(bf16)
     }
 #define NORM_WRITES(DT)                                                                        \
     NORM_WRITE(DT, W_NONE, 0) NORM_WRITE(DT, W_NONE, 1) NORM_WRITE(DT, W_PLAIN, 0)             \
-    NORM_WRITE(DT, W_PLAIN, 1) NORM_WRITE(DT, W_OFFSET, 0) NORM_WRITE(DT, W_OFFSET, 1)
+    NORM_WRITE(DT, W_PLAIN, 1) NORM_WRITE(DT, W_OFFSET, 0) NORM_WRITE(DT, W_OFFSET, 1)             \
+    NORM_WRITE(DT, W_CAST, 0) NORM_WRITE(DT, W_CAST, 1)
 NORM_WRITES(f32)
 NORM_WRITES(f16)
 NORM_WRITES(bf16)
@@ -498,7 +519,8 @@ NORM_WRITES(bf16)
                            {ISA(read_##DT##_1_0), ISA(read_##DT##_1_1)}}
 #define NORM_WRITE_ROW(DT) {{ISA(write_##DT##_W_NONE_0), ISA(write_##DT##_W_NONE_1)},    \
                             {ISA(write_##DT##_W_PLAIN_0), ISA(write_##DT##_W_PLAIN_1)},  \
-                            {ISA(write_##DT##_W_OFFSET_0), ISA(write_##DT##_W_OFFSET_1)}}
+                            {ISA(write_##DT##_W_OFFSET_0), ISA(write_##DT##_W_OFFSET_1)},  \
+                            {ISA(write_##DT##_W_CAST_0), ISA(write_##DT##_W_CAST_1)}}
 
 static const norm_passes_t ISA(passes) = {
     .read = {NORM_READ_ROW(f32), NORM_READ_ROW(f16), NORM_READ_ROW(bf16)},

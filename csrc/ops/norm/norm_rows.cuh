@@ -54,6 +54,11 @@
  *   TILEOPS_HAS_RESIDUAL   0 or 1: h = round(x + residual), written to residual_out.
  *   TILEOPS_MEAN           1: subtract the row's mean (LayerNorm); 0: RMSNorm.
  *   TILEOPS_WEIGHT_OFFSET  0 or 1: the weight scales as (w + offset) (Gemma: 1).
+ *   TILEOPS_CAST_BEFORE_WEIGHT (-D, default 0; RMSNorm without bias or offset only) 1:
+ *                          Hugging Face's arithmetic (LlamaRMSNorm, as torch computes it on
+ *                          a GPU): rstd = rsqrt(s * (1 / N) + eps) (torch's CUDA mean
+ *                          multiplies by 1 / N), t = h * rstd rounded to the dtype, y = t * w
+ *                          rounded again.
  *   TILEOPS_ROWS_KERNEL, TILEOPS_ROWS_KERNEL_LONG   the two kernels' extern "C" names.
  *
  * ==== Derived quantities ==================================================================
@@ -109,6 +114,12 @@
 #endif
 #if TILEOPS_WEIGHT_OFFSET != 0 && TILEOPS_WEIGHT_OFFSET != 1
 #error "TILEOPS_WEIGHT_OFFSET must be 0 or 1"
+#endif
+#ifndef TILEOPS_CAST_BEFORE_WEIGHT
+#define TILEOPS_CAST_BEFORE_WEIGHT 0
+#endif
+#if TILEOPS_CAST_BEFORE_WEIGHT && (TILEOPS_MEAN || TILEOPS_HAS_BIAS || TILEOPS_WEIGHT_OFFSET)
+#error "TILEOPS_CAST_BEFORE_WEIGHT is RMSNorm's (no mean, bias or weight offset)"
 #endif
 #ifndef TILEOPS_ROW_THREADS
 #define TILEOPS_ROW_THREADS TILEOPS_THREADS
@@ -223,7 +234,11 @@ TILEOPS_DEV float nr_sumsq_centered(struct tileops_v4 v, float mean, int count, 
 
 /* 1 / sqrt(s / N + eps): s the row's sum of squares (RMSNorm) or of squared deviations */
 TILEOPS_DEV float nr_rstd(float s, float eps) {
+#if TILEOPS_CAST_BEFORE_WEIGHT
+    return tileops_rsqrt(tileops_add(tileops_mul(s, 1.0f / (float)TILEOPS_N), eps));
+#else
     return tileops_rsqrt(s / (float)TILEOPS_N + eps);
+#endif
 }
 
 /* Group g of the weight and of the bias (zeros when the op has none; not read then). */
@@ -252,6 +267,17 @@ TILEOPS_DEV struct tileops_v4 nr_output(struct tileops_v4 hv, struct tileops_v4 
 #endif
 #if !TILEOPS_MEAN
     (void)mean;
+#endif
+#if TILEOPS_CAST_BEFORE_WEIGHT && TILEOPS_HAS_WEIGHT
+    /* t = h * rstd rounded to the dtype (packed and unpacked), then t * w rounded again */
+#pragma unroll
+    for (int k = 0; k < TILEOPS_G; k++)
+        f[k] = tileops_mul(f[k], rstd);
+    tileops_unpack(tileops_pack(f), f);
+#pragma unroll
+    for (int k = 0; k < TILEOPS_G; k++)
+        f[k] = tileops_mul(f[k], wf[k]);
+    return tileops_pack(f);
 #endif
 #pragma unroll
     for (int k = 0; k < TILEOPS_G; k++) {

@@ -11,6 +11,9 @@
  *   r    = rsqrt(mean((h - mean)^2) + eps)                    (biased variance / mean square)
  *   y    = (h - mean) * r * (weight_offset + weight) + bias   (weight NULL: 1, bias NULL: 0)
  * accumulated in fp32 (the reference: double), y rounded once to the dtype.
+ * cast_before_weight (RMSNorm only: the "_cast" entries) is Hugging Face's arithmetic
+ * (LlamaRMSNorm): r = 1 / sqrtf(sum / n + eps) in fp32 steps (torch eager's mean, add and
+ * rsqrt), t = h * r rounded to the dtype, y = t * weight rounded again.
  *
  * Aliasing: y may be x and residual_out may be residual (the in-place form of the fused
  * ops); any other overlap between an output and an input is unsupported. */
@@ -36,6 +39,7 @@ typedef struct tileops_norm_rows_args {
     int dtype;            /* tileops_dtype_t */
     int mean_subtract;    /* 1: LayerNorm, 0: RMSNorm */
     float weight_offset;  /* added to weight in fp32: 0 (plain), 1 (Gemma) */
+    int cast_before_weight; /* 1: Hugging Face's rounding (above); RMSNorm without bias only */
 } tileops_norm_rows_args_t;
 
 /* The fast kernel: AVX-512, AVX2 or scalar (chosen at run time; every level gives the same
@@ -63,6 +67,7 @@ typedef struct tileops_norm_rows_op {
     int weight_required;
     int mean_subtract;
     float weight_offset;
+    int cast_before_weight;
 } tileops_norm_rows_op_t;
 
 /* Checks the packed arguments against the op, unpacks them and runs the fast kernel
@@ -71,10 +76,11 @@ tileops_status_t tileops_norm_rows_call(const tileops_norm_rows_op_t *op, const 
                                         int reference);
 
 /* Defines op `NAME` and registers its kernels "NAME" and "NAME_reference". */
-#define TILEOPS_NORM_ROWS_OP(NAME, RESIDUAL, BIAS, WEIGHT_REQUIRED, MEAN_SUBTRACT, WEIGHT_OFFSET) \
+#define TILEOPS_NORM_ROWS_OP(NAME, RESIDUAL, BIAS, WEIGHT_REQUIRED, MEAN_SUBTRACT, WEIGHT_OFFSET, \
+                             CAST_BEFORE_WEIGHT)                                                 \
     static const tileops_norm_rows_op_t NAME##_op = {#NAME, #NAME "_reference", RESIDUAL, BIAS,  \
                                                      WEIGHT_REQUIRED, MEAN_SUBTRACT,             \
-                                                     WEIGHT_OFFSET};                             \
+                                                     WEIGHT_OFFSET, CAST_BEFORE_WEIGHT};         \
     static tileops_status_t NAME##_fast(const tileops_arg_t *args) {                            \
         return tileops_norm_rows_call(&NAME##_op, args, 0);                                      \
     }                                                                                            \

@@ -11,6 +11,9 @@
  *   out[R .. D) = x[R .. D)   (not touched in place)
  * in fp32 (one multiply, one fused multiply-add: the same bits at every instruction set),
  * rounded once to the dtype; the reference in double, rounded once.
+ * "rope_cast" (and "rope_cast_reference"; RopeFwdOp's cast_cos_sin) computes in the dtype as
+ * torch eager computes Hugging Face's `q * cos + rotate_half(q) * sin`: c and s rounded to
+ * the dtype, each product rounded, then the sum (the reference: each step from double).
  *
  * Arguments ("ppppppqqqqqqqqqqqqqqiii"): q, k, positions, cache, q_out, k_out; T, H, H_kv, D,
  * R, P; the token and head strides (elements) of q, k, q_out, k_out; is_neox, dtype, the
@@ -42,6 +45,7 @@ typedef struct rope_args {
     int64_t T, H, Hk, D, R, P;
     int64_t q_st, q_sh, k_st, k_sh, qo_st, qo_sh, ko_st, ko_sh;
     int neox, dtype, pos_dtype;
+    int cast; /* rope_cast: the rotation in the dtype's arithmetic (above) */
 } rope_args_t;
 
 static int64_t position(const rope_args_t *a, int64_t t) {
@@ -50,14 +54,28 @@ static int64_t position(const rope_args_t *a, int64_t t) {
 
 /* ---- the reference -------------------------------------------------------------------- */
 
+/* v rounded once to dt, as a double */
+static double round_to(double v, int dt) {
+    char tmp[4];
+    vec16_store_rounded(tmp, 0, dt, v);
+    return vec16_load1(tmp, 0, dt);
+}
+
 static void rotate_reference(const rope_args_t *a, const char *x, char *out, const float *c) {
     const int64_t half = a->R / 2, es = (int64_t)tileops_dtype_size(a->dtype);
     const float *s = c + half;
+    const int dt = a->dtype;
     for (int64_t i = 0; i < half; i++) {
         const int64_t ia = a->neox ? i : 2 * i, ib = a->neox ? i + half : 2 * i + 1;
-        const double xa = vec16_load1(x, ia, a->dtype), xb = vec16_load1(x, ib, a->dtype);
-        vec16_store_rounded(out, ia, a->dtype, xa * c[i] - xb * s[i]);
-        vec16_store_rounded(out, ib, a->dtype, xb * c[i] + xa * s[i]);
+        const double xa = vec16_load1(x, ia, dt), xb = vec16_load1(x, ib, dt);
+        if (a->cast) {
+            const double ci = round_to(c[i], dt), si = round_to(s[i], dt);
+            vec16_store_rounded(out, ia, dt, round_to(xa * ci, dt) - round_to(xb * si, dt));
+            vec16_store_rounded(out, ib, dt, round_to(xb * ci, dt) + round_to(xa * si, dt));
+            continue;
+        }
+        vec16_store_rounded(out, ia, dt, xa * c[i] - xb * s[i]);
+        vec16_store_rounded(out, ib, dt, xb * c[i] + xa * s[i]);
     }
     if (out != x)
         memcpy(out + a->R * es, x + a->R * es, (size_t)((a->D - a->R) * es));
@@ -69,7 +87,7 @@ static void rotate_reference(const rope_args_t *a, const char *x, char *out, con
 typedef void (*rope_rotate_fn)(const void *x, void *out, const float *c, int64_t half, int dt);
 
 typedef struct rope_rotates {
-    rope_rotate_fn neox, gptj;
+    rope_rotate_fn neox, gptj, neox_cast, gptj_cast;
 } rope_rotates_t;
 
 #define VEC16_ISA VEC16_SCALAR
@@ -213,21 +231,24 @@ static tileops_status_t check_args(const rope_args_t *a) {
 
 /* ---- the table entries -------------------------------------------------------------------- */
 
-static tileops_status_t rope_call(const tileops_arg_t *g, int reference) {
+static tileops_status_t rope_call(const tileops_arg_t *g, int reference, int cast) {
+    static const char *const names[2][2] = {{"rope", "rope_reference"}, {"rope_cast", "rope_cast_reference"}};
     rope_args_t a = {
-        .kernel = reference ? "rope_reference" : "rope",
+        .kernel = names[cast][reference],
         .q = (const void *)g[0].p, .k = (const void *)g[1].p, .pos = (const void *)g[2].p,
         .cache = (const float *)g[3].p, .q_out = (void *)g[4].p, .k_out = (void *)g[5].p,
         .T = g[6].q, .H = g[7].q, .Hk = g[8].q, .D = g[9].q, .R = g[10].q, .P = g[11].q,
         .q_st = g[12].q, .q_sh = g[13].q, .k_st = g[14].q, .k_sh = g[15].q,
         .qo_st = g[16].q, .qo_sh = g[17].q, .ko_st = g[18].q, .ko_sh = g[19].q,
-        .neox = g[20].i, .dtype = g[21].i, .pos_dtype = g[22].i,
+        .neox = g[20].i, .dtype = g[21].i, .pos_dtype = g[22].i, .cast = cast,
     };
     tileops_status_t st = check_args(&a);
     if (st != TILEOPS_OK || a.T == 0)
         return st;
     const rope_rotates_t *r = rotates_for(tileops_cpu_simd_active());
-    rope_job_t job = {.a = &a, .rotate = reference ? NULL : a.neox ? r->neox : r->gptj};
+    rope_job_t job = {.a = &a, .rotate = reference ? NULL
+                                         : a.neox   ? (cast ? r->neox_cast : r->neox)
+                                                    : (cast ? r->gptj_cast : r->gptj)};
     if (reference) {
         rope_range(&job, 0, a.T);
         return TILEOPS_OK;
@@ -238,27 +259,54 @@ static tileops_status_t rope_call(const tileops_arg_t *g, int reference) {
     return TILEOPS_OK;
 }
 
-static tileops_status_t rope_fast(const tileops_arg_t *g) { return rope_call(g, 0); }
-static tileops_status_t rope_ref(const tileops_arg_t *g) { return rope_call(g, 1); }
+static tileops_status_t rope_fast(const tileops_arg_t *g) { return rope_call(g, 0, 0); }
+static tileops_status_t rope_ref(const tileops_arg_t *g) { return rope_call(g, 1, 0); }
+static tileops_status_t rope_cast_fast(const tileops_arg_t *g) { return rope_call(g, 0, 1); }
+static tileops_status_t rope_cast_ref(const tileops_arg_t *g) { return rope_call(g, 1, 1); }
 
 static const tileops_cpu_kernel_t rope_kernel = {"rope", ROPE_ARG_FORMAT, rope_fast};
 static const tileops_cpu_kernel_t rope_reference_kernel = {"rope_reference", ROPE_ARG_FORMAT, rope_ref};
+static const tileops_cpu_kernel_t rope_cast_kernel = {"rope_cast", ROPE_ARG_FORMAT, rope_cast_fast};
+static const tileops_cpu_kernel_t rope_cast_reference_kernel = {"rope_cast_reference", ROPE_ARG_FORMAT,
+                                                                rope_cast_ref};
 TILEOPS_CPU_KERNEL(rope_kernel)
 TILEOPS_CPU_KERNEL(rope_reference_kernel)
+TILEOPS_CPU_KERNEL(rope_cast_kernel)
+TILEOPS_CPU_KERNEL(rope_cast_reference_kernel)
 
 #else /* ---- VEC16_ISA: the rotations of one instruction set (this file includes itself) ---- */
 
 #include "cpu/vec16.h"
 
+/* v rounded to dt (through a scratch: vstore_n returns what it stored) */
+static AI TGT VF ISA(vround)(VF v, int dt) {
+    float tmp[16];
+    return dt == F32 ? v : ISA(vstore_n)(tmp, 0, dt, v, 16);
+}
+
+/* (o1, o2) = (a c - b s, b c + a s): one multiply and one FMA each in fp32, or (cast) in
+ * the dtype's arithmetic, c and s and each product rounded to dt (the stores round the sums) */
+static AI TGT void ISA(rot)(VF a, VF b, VF cv, VF sv, int dt, int cast, VF *o1, VF *o2) {
+    if (!cast) {
+        *o1 = ISA(vfma)(a, cv, ISA(vmul)(ISA(vsub)(ISA(vzero)(), b), sv));
+        *o2 = ISA(vfma)(b, cv, ISA(vmul)(a, sv));
+        return;
+    }
+    cv = ISA(vround)(cv, dt);
+    sv = ISA(vround)(sv, dt);
+    *o1 = ISA(vsub)(ISA(vround)(ISA(vmul)(a, cv), dt), ISA(vround)(ISA(vmul)(b, sv), dt));
+    *o2 = ISA(vadd)(ISA(vround)(ISA(vmul)(b, cv), dt), ISA(vround)(ISA(vmul)(a, sv), dt));
+}
+
 /* NeoX: the two halves of the rotated channels, 16 pairs at a time */
-static AI TGT void ISA(neox_impl)(const void *x, void *out, const float *c, int64_t half, int dt) {
+static AI TGT void ISA(neox_impl)(const void *x, void *out, const float *c, int64_t half, int dt, int cast) {
     const float *s = c + half;
     for (int64_t i = 0; i < half; i += 16) {
         const int m = half - i < 16 ? (int)(half - i) : 16;
         const VF a = ISA(vload_n)(x, i, dt, m), b = ISA(vload_n)(x, half + i, dt, m);
         const VF cv = ISA(vload_n)(c, i, F32, m), sv = ISA(vload_n)(s, i, F32, m);
-        const VF o1 = ISA(vfma)(a, cv, ISA(vmul)(ISA(vsub)(ISA(vzero)(), b), sv));
-        const VF o2 = ISA(vfma)(b, cv, ISA(vmul)(a, sv));
+        VF o1, o2;
+        ISA(rot)(a, b, cv, sv, dt, cast, &o1, &o2);
         (void)ISA(vstore_n)(out, i, dt, o1, m);
         (void)ISA(vstore_n)(out, half + i, dt, o2, m);
     }
@@ -266,7 +314,7 @@ static AI TGT void ISA(neox_impl)(const void *x, void *out, const float *c, int6
 
 /* GPT-J: interleaved pairs, split into fp32 halves 16 pairs at a time, rotated as NeoX's,
  * and interleaved back (the same operations on the same values: the same bits) */
-static AI TGT void ISA(gptj_impl)(const void *x, void *out, const float *c, int64_t half, int dt) {
+static AI TGT void ISA(gptj_impl)(const void *x, void *out, const float *c, int64_t half, int dt, int cast) {
     const float *s = c + half;
     for (int64_t i = 0; i < half; i += 16) {
         const int m = half - i < 16 ? (int)(half - i) : 16;
@@ -277,8 +325,10 @@ static AI TGT void ISA(gptj_impl)(const void *x, void *out, const float *c, int6
         }
         const VF a = ISA(vload_n)(ea, 0, F32, 16), b = ISA(vload_n)(eb, 0, F32, 16);
         const VF cv = ISA(vload_n)(c, i, F32, m), sv = ISA(vload_n)(s, i, F32, m);
-        (void)ISA(vstore_n)(r1, 0, F32, ISA(vfma)(a, cv, ISA(vmul)(ISA(vsub)(ISA(vzero)(), b), sv)), 16);
-        (void)ISA(vstore_n)(r2, 0, F32, ISA(vfma)(b, cv, ISA(vmul)(a, sv)), 16);
+        VF o1, o2;
+        ISA(rot)(a, b, cv, sv, dt, cast, &o1, &o2);
+        (void)ISA(vstore_n)(r1, 0, F32, o1, 16);
+        (void)ISA(vstore_n)(r2, 0, F32, o2, 16);
         for (int l = 0; l < m; l++) {
             vec16_store1(out, 2 * (i + l), dt, r1[l]);
             vec16_store1(out, 2 * (i + l) + 1, dt, r2[l]);
@@ -286,27 +336,34 @@ static AI TGT void ISA(gptj_impl)(const void *x, void *out, const float *c, int6
     }
 }
 
-#define ROPE_ROTATE(STYLE, DT, DTN)                                                            \
-    static TGT void ISA(STYLE##_##DTN)(const void *x, void *out, const float *c, int64_t half, int dt) { \
+#define ROPE_ROTATE(STYLE, DT, DTN, C)                                                         \
+    static TGT void ISA(STYLE##_##DTN##_##C)(const void *x, void *out, const float *c, int64_t half, int dt) { \
         (void)dt;                                                                              \
-        ISA(STYLE##_impl)(x, out, c, half, DT);                                                \
+        ISA(STYLE##_impl)(x, out, c, half, DT, C);                                             \
     }
-ROPE_ROTATE(neox, F32, f32)
-ROPE_ROTATE(neox, F16, f16)
-ROPE_ROTATE(neox, BF16, bf16)
-ROPE_ROTATE(gptj, F32, f32)
-ROPE_ROTATE(gptj, F16, f16)
-ROPE_ROTATE(gptj, BF16, bf16)
+#define ROPE_ROTATES(STYLE, C) \
+    ROPE_ROTATE(STYLE, F32, f32, C) ROPE_ROTATE(STYLE, F16, f16, C) ROPE_ROTATE(STYLE, BF16, bf16, C)
+ROPE_ROTATES(neox, 0)
+ROPE_ROTATES(gptj, 0)
+ROPE_ROTATES(neox, 1)
+ROPE_ROTATES(gptj, 1)
 
 /* the dtype's copy of each style (the loops then carry no dtype test) */
-static TGT void ISA(neox)(const void *x, void *out, const float *c, int64_t half, int dt) {
-    (dt == F16 ? ISA(neox_f16) : dt == BF16 ? ISA(neox_bf16) : ISA(neox_f32))(x, out, c, half, dt);
-}
-static TGT void ISA(gptj)(const void *x, void *out, const float *c, int64_t half, int dt) {
-    (dt == F16 ? ISA(gptj_f16) : dt == BF16 ? ISA(gptj_bf16) : ISA(gptj_f32))(x, out, c, half, dt);
-}
+#define ROPE_BY_DTYPE(NAME, STYLE, C)                                                          \
+    static TGT void ISA(NAME)(const void *x, void *out, const float *c, int64_t half, int dt) { \
+        (dt == F16 ? ISA(STYLE##_f16_##C) : dt == BF16 ? ISA(STYLE##_bf16_##C) : ISA(STYLE##_f32_##C))( \
+            x, out, c, half, dt);                                                              \
+    }
+ROPE_BY_DTYPE(neox, neox, 0)
+ROPE_BY_DTYPE(gptj, gptj, 0)
+ROPE_BY_DTYPE(neox_cast, neox, 1)
+ROPE_BY_DTYPE(gptj_cast, gptj, 1)
 
-static const rope_rotates_t ISA(rotates) = {.neox = ISA(neox), .gptj = ISA(gptj)};
+static const rope_rotates_t ISA(rotates) = {
+    .neox = ISA(neox), .gptj = ISA(gptj), .neox_cast = ISA(neox_cast), .gptj_cast = ISA(gptj_cast)};
+
+#undef ROPE_BY_DTYPE
+#undef ROPE_ROTATES
 
 #undef ROPE_ROTATE
 #undef VF

@@ -9,7 +9,9 @@
  *   GPT-J (TILEOPS_NEOX 0), i < R/2: a = x[2i], b = x[2i + 1], the same two formulas
  *   out[R .. D) = x[R .. D)   (only when out is not x)
  * in fp32 (one multiply and one fma per output, as the CPU kernel: the same values), one
- * rounding to the dtype. A position outside [0, P) reads no cache row: that token's rotated
+ * rounding to the dtype. With -DTILEOPS_CAST_COS_SIN=1, in the dtype's arithmetic as torch
+ * eager computes Hugging Face's q * cos + rotate_half(q) * sin: c and s rounded to the
+ * dtype, each product rounded, then the sum (the CPU's "rope_cast": the same values). A position outside [0, P) reads no cache row: that token's rotated
  * channels are NaN (in place too); its other channels are as above. Checking positions
  * costs the host a synchronisation, so the GPU path documents this outcome instead.
  *
@@ -90,10 +92,36 @@ TILEOPS_DEV void rp_ldf(const float *c, int count, int valid, float *f) {
         f[k] = (valid && k < count) ? c[k] : nan;
 }
 
+#ifndef TILEOPS_CAST_COS_SIN
+#define TILEOPS_CAST_COS_SIN 0
+#endif
+
+#if TILEOPS_CAST_COS_SIN
+/* v rounded to the dtype and back (float32: v) */
+TILEOPS_DEV float rp_round(float v) {
+#if TILEOPS_DTYPE == 0
+    return v;
+#elif TILEOPS_DTYPE == 1
+    float r;
+    asm("{ .reg .b16 h; cvt.rn.f16.f32 h, %1; cvt.f32.f16 %0, h; }" : "=f"(r) : "f"(v));
+    return r;
+#else
+    return tileops_as_float(tileops_pack2(v, 0.0f) << 16);
+#endif
+}
+#endif
+
 /* out = (a c - b s, b c + a s), per lane, as the CPU kernel forms them */
 TILEOPS_DEV void rp_rotate(float a, float b, float cv, float sv, float *o1, float *o2) {
+#if TILEOPS_CAST_COS_SIN
+    cv = rp_round(cv);
+    sv = rp_round(sv);
+    *o1 = tileops_add(rp_round(tileops_mul(a, cv)), -rp_round(tileops_mul(b, sv)));
+    *o2 = tileops_add(rp_round(tileops_mul(b, cv)), rp_round(tileops_mul(a, sv)));
+#else
     *o1 = tileops_fma(a, cv, tileops_mul(-b, sv));
     *o2 = tileops_fma(b, cv, tileops_mul(a, sv));
+#endif
 }
 
 /* ---- one unit of a head: its loads, then its rotation and stores ---------------------- *

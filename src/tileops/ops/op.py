@@ -148,6 +148,11 @@ class Op:
         if name not in self._param_names:
             object.__setattr__(self, name, value)
             return
+        if self.__dict__.get("_interned"):
+            # shared by every module and functional call with these params (tileops.nn)
+            raise InputValueError(f"{type(self).__name__}: param '{name}' of an interned instance cannot be "
+                                  f"assigned (it is shared); take tileops.nn.instance({type(self).__name__}, "
+                                  f"...) with the new value instead")
         object.__setattr__(self, name, _coerce_param(type(self).__name__, self._entry, name, value))
         d = self.__dict__
         for cache in ("_checked", "_memo", "_kernels"):
@@ -170,7 +175,7 @@ class Op:
     # ---- copies -------------------------------------------------------------------
     # A copy (copy.copy, copy.deepcopy, pickle) is a new instance: it takes a new key
     # (keys are never reused) and starts unresolved, with no kernels of its own yet.
-    _RUNTIME_STATE = ("_key", "_target", "_kernels", "_memo", "_checked", "_params_version", "_traced")
+    _RUNTIME_STATE = ("_key", "_target", "_kernels", "_memo", "_checked", "_params_version", "_traced", "_interned")
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k not in self._RUNTIME_STATE}

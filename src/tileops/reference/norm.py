@@ -4,13 +4,20 @@ Arithmetic follows the modules people use: torch's own functions where one exist
 (F.rms_norm, F.layer_norm); the fused residual add rounds `x + residual` to the inputs'
 dtype before normalising it, as Hugging Face decoder layers and vLLM's fused kernel do;
 Gemma's RMSNorm multiplies by (1 + weight) in the accumulation dtype, as Hugging Face's
-GemmaRMSNorm does."""
+GemmaRMSNorm does; cast_before_weight=True is Hugging Face's LlamaRMSNorm written as it is
+(float32 mean square, + eps, rsqrt, the normalised value cast to the input dtype, then
+times the weight in that dtype)."""
 import torch
 import torch.nn.functional as F
 
 
-def rms_norm(x, weight=None, *, normalized_shape, eps):
-    return F.rms_norm(x, tuple(normalized_shape), weight, eps)
+def rms_norm(x, weight=None, *, normalized_shape, eps, cast_before_weight=False):
+    if not cast_before_weight:
+        return F.rms_norm(x, tuple(normalized_shape), weight, eps)
+    h = x.to(torch.promote_types(x.dtype, torch.float32))
+    variance = h.pow(2).mean(tuple(range(-len(normalized_shape), 0)), keepdim=True)
+    h = (h * torch.rsqrt(variance + eps)).to(x.dtype)
+    return h if weight is None else weight * h
 
 
 def layer_norm(x, weight=None, bias=None, *, normalized_shape, eps):
@@ -23,9 +30,9 @@ def gemma_rms_norm(x, weight, *, normalized_shape, eps):
     return y.to(x.dtype)
 
 
-def fused_add_rms_norm(x, residual, weight=None, *, normalized_shape, eps):
+def fused_add_rms_norm(x, residual, weight=None, *, normalized_shape, eps, cast_before_weight=False):
     h = x + residual
-    return F.rms_norm(h, tuple(normalized_shape), weight, eps), h
+    return rms_norm(h, weight, normalized_shape=normalized_shape, eps=eps, cast_before_weight=cast_before_weight), h
 
 
 def fused_add_layer_norm(x, residual, weight=None, bias=None, *, normalized_shape, eps):

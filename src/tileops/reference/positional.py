@@ -6,7 +6,9 @@ each row; the first `rotary_dim` channels of every head rotate, the rest pass th
 NeoX style rotates the two halves of those channels against each other, GPT-J style the
 interleaved pairs (2i, 2i + 1). The rotation is computed in the promoted dtype of the
 input and the cache (float32 for half inputs: one rounding, as the kernels do) and
-returned in the input's dtype.
+returned in the input's dtype. cast_cos_sin=True is Hugging Face's arithmetic instead: cos
+and sin cast to the input's dtype and the rotation computed in that dtype
+(`q * cos + rotate_half(q) * sin`, each product and the sum rounded).
 
 The tables without tensor inputs (RopeCosSinCacheFwdOp, AlibiFwdOp, SinusoidalFwdOp) are
 computed in float64 on `device` (default the CPU) and returned in `dtype` (float32, the
@@ -49,8 +51,10 @@ def _rotate(x, cos, sin, rotary_dim, is_neox):
     return torch.cat((rotated.to(x.dtype), x[..., rotary_dim:]), dim=-1)
 
 
-def rope(q, k, positions, cos_sin_cache, *, head_size, rotary_dim, is_neox):
+def rope(q, k, positions, cos_sin_cache, *, head_size, rotary_dim, is_neox, cast_cos_sin=False):
     cos, sin = cos_sin_cache.index_select(0, positions.long()).chunk(2, dim=-1)
+    if cast_cos_sin:
+        cos, sin = cos.to(q.dtype), sin.to(q.dtype)
     return _rotate(q, cos, sin, rotary_dim, is_neox), _rotate(k, cos, sin, rotary_dim, is_neox)
 
 

@@ -2,9 +2,10 @@
 csrc/ops/activation/<op>.cu (over gated_act.cuh) a build compiles, with which defines and
 launch shape, and the launch.
 
-    specialisation(op, dtype_code, n, vec[, unroll, threads])   pure: no GPU
+    specialisation(op, dtype_code, n, vec[, unroll, threads, cast=False])   pure: no GPU
     vec_for(dtype_code, n, aligned16)                  vector width
-    build(device_index, op, dtype_code, n, vec) -> launch
+    build(device_index, op, dtype_code, n, vec, cast=False) -> launch
+(cast: the op's cast_before_mul, -DTILEOPS_CAST_BEFORE_MUL=1)
     launch(x, y)   contiguous, y allocated: rows = y.numel() // n
 
 Launch rule: one thread per 16-byte group of y (G = 16 / element size outputs), THREADS =
@@ -50,28 +51,29 @@ def groups(dtype_code: int, n: int) -> int:
     return -(-n // (16 // _elem(dtype_code)))
 
 
-def specialisation(op: str, dtype_code: int, n: int, vec: int, unroll: int = UNROLL, threads: int = THREADS):
+def specialisation(op: str, dtype_code: int, n: int, vec: int, unroll: int = UNROLL, threads: int = THREADS, *,
+                   cast: bool = False):
     """(source_name, kernel_name, options, threads, unroll) of one build. Pure: tests
     compile every kind with nvcc, without a GPU. grid.x = min(ceil(rows * NG / (threads *
-    unroll)), GRID_MAX)."""
+    unroll)), GRID_MAX). cast: TILEOPS_CAST_BEFORE_MUL (Hugging Face's arithmetic)."""
     if n < 1:
         raise ValueError(f"half width {n}: the kernels need n >= 1 (an empty row needs no launch)")
     elem = _elem(dtype_code)
     if vec not in (1, 16 // elem):
         raise ValueError(f"vec {vec}: 1 or {16 // elem} for this dtype")
     options = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={n}", f"-DTILEOPS_VEC={vec}",
-               f"-DTILEOPS_THREADS={threads}", f"-DTILEOPS_UNROLL={unroll}")
+               f"-DTILEOPS_THREADS={threads}", f"-DTILEOPS_UNROLL={unroll}") + (("-DTILEOPS_CAST_BEFORE_MUL=1",) if cast else ())
     return f"activation/{op}.cu", f"tileops_{op}", options, threads, unroll
 
 
-def build(device_index: int, op: str, dtype_code: int, n: int, vec: int):
+def build(device_index: int, op: str, dtype_code: int, n: int, vec: int, cast: bool = False):
     """Compiles (or finds) the op's kernel for device `device_index` and returns
     launch(x, y): contiguous tensors, y allocated; it launches on torch's current stream of
     that device, allocates nothing, does nothing for 0 rows."""
     import torch
 
     from ... import _C, runtime
-    source, kernel, options, threads, unroll = specialisation(op, dtype_code, n, vec)
+    source, kernel, options, threads, unroll = specialisation(op, dtype_code, n, vec, cast=cast)
     handle = runtime.build(device_index, source, kernel, options, ARG_FORMAT)
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls

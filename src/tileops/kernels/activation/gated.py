@@ -10,7 +10,9 @@ Identities: on the CPU the build is a C function, so (op, dtype, n); on CUDA an 
 build per device, specialised on n and the vector width the pointers' alignment allows.
 n is the half width x.shape[-1] // 2: the interface declares x shape-dependent. The op
 layer hands the launchable contiguous tensors (the boundary makes x contiguous), so the
-rows' strides are 2n and n."""
+rows' strides are 2n and n. `cast` (the op's cast_before_mul: act(a) rounded to the dtype
+before the product) joins both identities: the C entry "<op>_cast", the CUDA define
+TILEOPS_CAST_BEFORE_MUL."""
 from __future__ import annotations
 
 import torch
@@ -20,8 +22,8 @@ from ..._dtypes import CODE, DTYPE
 from ...errors import InputTypeError, InputValueError
 from ..base import Kernel, KernelInterface, checked, identity_type, launch_argument_error, overlaps
 
-CpuBuild = identity_type("CpuGatedBuild", "op dtype n")
-CudaBuild = identity_type("CudaGatedBuild", "device op dtype n vec")
+CpuBuild = identity_type("CpuGatedBuild", "op dtype n cast")
+CudaBuild = identity_type("CudaGatedBuild", "device op dtype n vec cast")
 
 
 # ---- what a launchable checks before it hands pointers to C ----------------------------
@@ -57,7 +59,7 @@ def guarded(raw, op: str, n: int, dtype_code: int, device_index: int):
 
 
 def _build_cpu(b):
-    handle = _C.cpu_kernel(b.op)[0]
+    handle = _C.cpu_kernel(b.op + "_cast" if b.cast else b.op)[0]
     run = _C.cpu_launch
     n, dtype = b.n, b.dtype
 
@@ -79,11 +81,12 @@ class GatedActKernel(Kernel):
     def entry_for(cls, call):
         n = call.inputs["x"].shape[-1] // 2
         dtype = CODE[call.dtype("x")]
+        cast = bool(call.params.get("cast_before_mul", False))
         if call.device.type == "cpu":
-            return CpuBuild(op=cls.op, dtype=dtype, n=n)
+            return CpuBuild(op=cls.op, dtype=dtype, n=n, cast=cast)
         from . import cuda_gated
         return CudaBuild(device=call.device.index or 0, op=cls.op, dtype=dtype, n=n,
-                         vec=cuda_gated.vec_for(dtype, n, call.aligned16))
+                         vec=cuda_gated.vec_for(dtype, n, call.aligned16), cast=cast)
 
     @classmethod
     def build(cls, identity):
@@ -92,7 +95,8 @@ class GatedActKernel(Kernel):
         if isinstance(identity, CpuBuild):
             return _build_cpu(identity)
         from . import cuda_gated
-        return guarded(cuda_gated.build(identity.device, identity.op, identity.dtype, identity.n, identity.vec),
+        return guarded(cuda_gated.build(identity.device, identity.op, identity.dtype, identity.n, identity.vec,
+                                        identity.cast),
                        identity.op, identity.n, identity.dtype, identity.device)
 
 

@@ -1,9 +1,9 @@
 """The CUDA side of the norm family's row ops: which kernel of csrc/ops/norm/<op>.cu (over
 norm_rows.cuh) a build compiles, with which defines and launch shape, and the launch.
 
-    specialisation(op, dtype_code, n, has_weight, has_bias, vec, sm_count)  pure: no GPU
+    specialisation(op, dtype_code, n, has_weight, has_bias, vec, sm_count, cast=False)  pure: no GPU
     vec_for(dtype_code, n, aligned16)                                        vector width
-    build(device_index, op, dtype_code, n, has_weight, has_bias, vec, eps) -> launch
+    build(device_index, op, dtype_code, n, has_weight, has_bias, vec, eps, cast=False) -> launch
     launch(x, residual, weight, bias, y, residual_out)   tensors or None, contiguous, allocated
 
 Launch rules (norm_rows.cuh's top comment says why): rows whose 16-byte groups fit 4 per
@@ -65,6 +65,12 @@ def weight_bias_choices(op: str):
     return [(hw, hb) for hw in w for hb in b]
 
 
+def cast_choices(op: str):
+    """The cast_before_weight values an op's build takes: [False, True] where its manifest
+    entry has that param (Hugging Face's rounding, norm_rows.cuh), else [False]."""
+    return [False, True] if any(p.name == "cast_before_weight" for p in _entry_of(op).params) else [False]
+
+
 def _elem(dtype_code: int) -> int:
     if dtype_code not in (0, 1, 2):
         raise ValueError(f"dtype code {dtype_code}: the row kernels take 0 (float32), 1 (float16), 2 (bfloat16)")
@@ -82,10 +88,12 @@ def vec_for(dtype_code: int, n: int, aligned16: bool) -> int:
     return 16 // elem if aligned16 and (n * elem) % 16 == 0 else 1
 
 
-def specialisation(op: str, dtype_code: int, n: int, has_weight: bool, has_bias: bool, vec: int, sm_count: int):
+def specialisation(op: str, dtype_code: int, n: int, has_weight: bool, has_bias: bool, vec: int, sm_count: int,
+                   cast: bool = False):
     """(source_name, kernel_name, options, threads, rows_per_block, shared_bytes, grid_cap or
     None) of one build. Pure: tests compile every specialisation the rules produce with
-    nvcc, without a GPU. grid.x = min(ceil(rows / rows_per_block), grid_cap or 2^31 - 1)."""
+    nvcc, without a GPU. grid.x = min(ceil(rows / rows_per_block), grid_cap or 2^31 - 1).
+    cast: Hugging Face's rounding (-DTILEOPS_CAST_BEFORE_WEIGHT=1; the same launch shape)."""
     # (an op's own source rejects a weight/bias combination it does not take: #error)
     if n < 1:
         raise ValueError(f"row length {n}: the kernels need n >= 1 (an empty row needs no launch)")
@@ -95,15 +103,16 @@ def specialisation(op: str, dtype_code: int, n: int, has_weight: bool, has_bias:
     groups = -(-n // (16 // elem))
     options = [f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={n}", f"-DTILEOPS_HAS_WEIGHT={int(has_weight)}",
                f"-DTILEOPS_HAS_BIAS={int(has_bias)}", f"-DTILEOPS_VEC={vec}"]
+    cast_option = ("-DTILEOPS_CAST_BEFORE_WEIGHT=1",) if cast else ()
     if groups <= MAX_THREADS * REGISTER_MAX_VPT:
         vpt = RESIDUAL_VPT if has_residual(op) else REGISTER_MAX_VPT
         rt = min(MAX_THREADS, _pow2ceil(-(-groups // vpt)))
         threads = max(rt, 128)
         options += [f"-DTILEOPS_KERNEL={KERNEL_REGISTER}", f"-DTILEOPS_THREADS={threads}",
                     f"-DTILEOPS_ROW_THREADS={rt}", f"-DTILEOPS_MIN_BLOCKS={max(1, 1024 // threads)}"]
-        return f"norm/{op}.cu", f"tileops_{op}", tuple(options), threads, threads // rt, 0, None
+        return f"norm/{op}.cu", f"tileops_{op}", tuple(options) + cast_option, threads, threads // rt, 0, None
     options += [f"-DTILEOPS_KERNEL={KERNEL_LONG}", f"-DTILEOPS_THREADS={LONG_THREADS}"]
-    return f"norm/{op}.cu", f"tileops_{op}_long", tuple(options), LONG_THREADS, 1, 0, sm_count
+    return f"norm/{op}.cu", f"tileops_{op}_long", tuple(options) + cast_option, LONG_THREADS, 1, 0, sm_count
 
 
 def decode_options(options, has_weight: bool, has_bias: bool, vec: int, rows_per_block: int):
@@ -124,7 +133,7 @@ def decode_options(options, has_weight: bool, has_bias: bool, vec: int, rows_per
 
 
 def build(device_index: int, op: str, dtype_code: int, n: int, has_weight: bool, has_bias: bool, vec: int,
-          eps: float):
+          eps: float, cast: bool = False):
     """Compiles (or finds) the op's kernel for device `device_index` and returns
     launch(x, residual, weight, bias, y, residual_out): tensors (None for what the op or
     call lacks) already allocated and contiguous, rows = y.numel() // n; it launches on
@@ -138,7 +147,7 @@ def build(device_index: int, op: str, dtype_code: int, n: int, has_weight: bool,
     from ... import _C, runtime
     sm_count = runtime.device_attributes(device_index)["sm_count"]
     source, kernel, options, threads, rows_per_block, shared, grid_cap = specialisation(
-        op, dtype_code, n, has_weight, has_bias, vec, sm_count)
+        op, dtype_code, n, has_weight, has_bias, vec, sm_count, cast)
     handle = runtime.build(device_index, source, kernel, options, ARG_FORMAT)
     decode = decode_options(options, has_weight, has_bias, vec, rows_per_block)
     # grids up to this many blocks take the decode build (the same handle when there is none)

@@ -3,9 +3,13 @@
   RMSNormKernel           rows short enough to live in registers (CUDA) / in L1-L2 (CPU)
   RMSNormOnChipKernel     longer rows staged in shared memory (CUDA) / an fp32 scratch (CPU)
   RMSNormStreamingKernel  any row: two passes over memory; the general implementation
+  RMSNormCastKernel       cast_before_weight=True only (Hugging Face's rounding, any row):
+                          the norm family's row driver (CPU "rms_norm_rows_cast", CUDA
+                          rms_norm_rows.cu with -DTILEOPS_CAST_BEFORE_WEIGHT=1)
 
 The two specialised ones split the row lengths between them with no overlap, so exactly
-one implementation serves any call (Kernel selection: specialised over general). CPU
+one implementation serves any call (Kernel selection: specialised over general); a call
+with cast_before_weight=True is refused by all three and served by the fourth. CPU
 builds are C functions of the core (identity: dtype, row length, weight, eps); CUDA builds
 are NVRTC compiles of csrc/ops/norm/rms_norm.cu specialised by -D defines (identity adds the device,
 the vector width the pointers' alignment allows, and the block size)."""
@@ -16,7 +20,7 @@ import torch
 from ... import _C, runtime
 from ..._dtypes import CODE, DTYPE
 from ..base import Kernel, KernelCall, KernelInterface, identity_type
-from .rows import pointer_guard, row_length
+from .rows import NormRowsKernel, pointer_guard, row_length
 
 # CPU: rows whose bytes fit comfortably in L2 take the two-pass ROW kernel; longer rows
 # convert once into an fp32 scratch (ON_CHIP) while the scratch fits in L2; beyond that,
@@ -156,7 +160,7 @@ class RMSNormFwdInterface(KernelInterface):
     """rms_norm: y = x * rsqrt(mean(x^2 over the row) + eps) * weight, rows of
     prod(normalized_shape) elements, x and weight contiguous."""
     name = "rms_norm"
-    implementations = ("rms_norm", "rms_norm_on_chip", "rms_norm_streaming")
+    implementations = ("rms_norm", "rms_norm_on_chip", "rms_norm_streaming", "rms_norm_cast")
     tensors = ("x", "weight", "y")
     launchable = "launch(x, weight or None, y): writes y"
 
@@ -173,6 +177,8 @@ class _RMSNormImplementation(Kernel):
         why = super().refusal(call)
         if why:
             return why
+        if call.params.get("cast_before_weight"):
+            return "cast_before_weight=True is served by RMSNormCastKernel"
         return cls._cpu_refusal(call) if call.device.type == "cpu" else cls._cuda_refusal(call)
 
     @classmethod
@@ -245,3 +251,21 @@ class RMSNormOnChipKernel(_RMSNormImplementation):
 class RMSNormStreamingKernel(_RMSNormImplementation):
     """Any row length: sum of squares, then the scaled write, each a pass over memory."""
     specialised = False
+
+
+class RMSNormCastKernel(NormRowsKernel):
+    """cast_before_weight=True (Hugging Face's LlamaRMSNorm arithmetic: the normalised value
+    rounded to the dtype, then times the weight), any row length: the norm family's row
+    driver, built as the row op "rms_norm_rows" with its cast flag."""
+    interface = "rms_norm"
+    op = "rms_norm_rows"
+    specialised = True
+
+    @classmethod
+    def refusal(cls, call):
+        why = super().refusal(call)
+        if why:
+            return why
+        if not call.params.get("cast_before_weight"):
+            return "served by the plain RMSNorm kernels (cast_before_weight=False)"
+        return None

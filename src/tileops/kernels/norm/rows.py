@@ -7,9 +7,11 @@ pointers (x, residual, weight, bias, y, residual_out; 0 for one the op does not 
 an op's file only names its op: `family_kernel("layer_norm", doc)` gives its interface
 and kernel class.
 
-Identities: on the CPU the build is a C function, so (op, dtype, n, eps); on CUDA an
+Identities: on the CPU the build is a C function, so (op, dtype, n, eps, cast); on CUDA an
 NVRTC build per device, so the device, the weight/bias presence the source is specialised
-on and the vector width the pointers' alignment allows join it."""
+on and the vector width the pointers' alignment allows join it. `cast` is the op's
+cast_before_weight param (Hugging Face's rounding; False for the ops without it): the C
+table entry "<op>_cast", the CUDA define TILEOPS_CAST_BEFORE_WEIGHT."""
 from __future__ import annotations
 
 from ... import _C
@@ -18,8 +20,8 @@ from ..base import Kernel, KernelCall, KernelInterface, identity_type
 
 SLOTS = ("x", "residual", "weight", "bias", "y", "residual_out")
 
-CpuBuild = identity_type("CpuNormRowsBuild", "op tensors dtype n eps")
-CudaBuild = identity_type("CudaNormRowsBuild", "device op tensors dtype n has_weight has_bias vec eps")
+CpuBuild = identity_type("CpuNormRowsBuild", "op tensors dtype n eps cast")
+CudaBuild = identity_type("CudaNormRowsBuild", "device op tensors dtype n has_weight has_bias vec eps cast")
 
 
 def row_length(call: KernelCall) -> int:
@@ -173,7 +175,7 @@ def _launch_error(label, names, tensors, dtype, device_index, n, presence, overl
 
 
 def _build_cpu(b):
-    handle = _C.cpu_kernel(b.op)[0]
+    handle = _C.cpu_kernel(b.op + "_cast" if b.cast else b.op)[0]
     # the C family driver takes NULL for an absent weight or bias
     prep = pointer_guard(b.op, b.tensors, b.dtype, b.n, -1, {"weight": None, "bias": None})
     launch = _reordering_launch(b.tensors, prep, _C.cpu_launch, (handle,), (b.n, b.eps, b.dtype))
@@ -204,7 +206,7 @@ def _reordering_launch(names, prep, fn, lead=(), trail=()):
 
 def _build_cuda(b):
     from . import cuda_rows
-    run = cuda_rows.build(b.device, b.op, b.dtype, b.n, b.has_weight, b.has_bias, b.vec, b.eps)
+    run = cuda_rows.build(b.device, b.op, b.dtype, b.n, b.has_weight, b.has_bias, b.vec, b.eps, b.cast)
     # the build is specialised on the weight's and bias's presence
     prep = pointer_guard(b.op, b.tensors, b.dtype, b.n, b.device,
                          {"weight": b.has_weight, "bias": b.has_bias})
@@ -233,12 +235,13 @@ class NormRowsKernel(Kernel):
         n = row_length(call)
         dtype = call.dtype("x")
         eps = float(call.params["eps"])
+        cast = bool(call.params.get("cast_before_weight", False))
         if call.device.type == "cpu":
-            return CpuBuild(op=cls.op, tensors=cls._tensors(call), dtype=CODE[dtype], n=n, eps=eps)
+            return CpuBuild(op=cls.op, tensors=cls._tensors(call), dtype=CODE[dtype], n=n, eps=eps, cast=cast)
         from . import cuda_rows
         return CudaBuild(device=call.device.index or 0, op=cls.op, tensors=cls._tensors(call), dtype=CODE[dtype], n=n,
                          has_weight=call.inputs.get("weight") is not None, has_bias=call.inputs.get("bias") is not None,
-                         vec=cuda_rows.vec_for(CODE[dtype], n, call.aligned16), eps=eps)
+                         vec=cuda_rows.vec_for(CODE[dtype], n, call.aligned16), eps=eps, cast=cast)
 
     @classmethod
     def build(cls, identity):

@@ -23,8 +23,9 @@ from ..._dtypes import CODE, DTYPE
 from ...errors import InputValueError
 from ..base import Kernel, KernelInterface, checked, identity_type, launch_argument_error, overlaps
 
-CpuBuild = identity_type("CpuRopeBuild", "dtype pos_dtype head_size rotary_dim is_neox")
-CudaBuild = identity_type("CudaRopeBuild", "device dtype pos_dtype head_size rotary_dim is_neox vec")
+# cast: the op's cast_cos_sin (the C entry "rope_cast", the CUDA define TILEOPS_CAST_COS_SIN)
+CpuBuild = identity_type("CpuRopeBuild", "dtype pos_dtype head_size rotary_dim is_neox cast")
+CudaBuild = identity_type("CudaRopeBuild", "device dtype pos_dtype head_size rotary_dim is_neox vec cast")
 
 ARG_FORMAT_CUDA = "ppppppqqqqqqqqqqqq"
 MAX_THREADS = 256
@@ -59,14 +60,14 @@ def heads_per_thread(vec: int) -> int:
     return HEADS_PER_THREAD if vec != 1 else 1
 
 
-def cuda_specialisation(dtype_code, pos_dtype_code, head_size, rotary_dim, is_neox, vec):
+def cuda_specialisation(dtype_code, pos_dtype_code, head_size, rotary_dim, is_neox, vec, cast=False):
     """(source, kernel, options, rotated units per head, pass-through units per head):
-    pure, no GPU (tests compile every kind with nvcc)."""
+    pure, no GPU (tests compile every kind with nvcc). cast: cast_cos_sin's define."""
     hb = heads_per_thread(vec)
     g = vec if vec != 1 else 16 // DTYPE[dtype_code].itemsize
     opts = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={head_size}", f"-DTILEOPS_RD={rotary_dim}",
             f"-DTILEOPS_NEOX={int(bool(is_neox))}", f"-DTILEOPS_POS64={int(DTYPE[pos_dtype_code] is torch.int64)}",
-            f"-DTILEOPS_VEC={vec}", f"-DTILEOPS_THREADS={MAX_THREADS}", f"-DTILEOPS_HB={hb}")
+            f"-DTILEOPS_VEC={vec}", f"-DTILEOPS_THREADS={MAX_THREADS}", f"-DTILEOPS_HB={hb}") + (("-DTILEOPS_CAST_COS_SIN=1",) if cast else ())
     rot = -(-(rotary_dim // 2) // g) if is_neox else -(-rotary_dim // g)
     return "positional/rope.cu", "tileops_rope", opts, rot, -(-(head_size - rotary_dim) // g)
 
@@ -146,7 +147,7 @@ def cuda_launch_shape(T: int, H: int, Hk: int, uq: int, uk: int, hb: int, sm_cou
 
 
 def _build_cpu(b):
-    handle = _C.cpu_kernel("rope")[0]
+    handle = _C.cpu_kernel("rope_cast" if b.cast else "rope")[0]
     run = _C.cpu_launch
     D, R, neox, dtype, pdt = b.head_size, b.rotary_dim, int(bool(b.is_neox)), b.dtype, b.pos_dtype
 
@@ -166,10 +167,10 @@ def _build_cuda(b):
     from ... import runtime
     handles = {}
     src, kernel, opts, rot, passing = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim,
-                                                          b.is_neox, b.vec)
+                                                          b.is_neox, b.vec, b.cast)
     handles[b.vec] = runtime.build(b.device, src, kernel, opts, ARG_FORMAT_CUDA)
     if b.vec != 1:   # the scalar build for calls whose strides break 16-byte rows
-        opts1 = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim, b.is_neox, 1)[2]
+        opts1 = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim, b.is_neox, 1, b.cast)[2]
         handles[1] = runtime.build(b.device, src, kernel, opts1, ARG_FORMAT_CUDA)
     vec_h, scalar_h = handles[b.vec], handles[1]
     vec_hb = heads_per_thread(b.vec)
@@ -202,11 +203,11 @@ class RopeKernel(Kernel):
         dtype, pdt = CODE[call.dtype("q")], CODE[call.dtype("positions")]
         if call.device.type == "cpu":
             return CpuBuild(dtype=dtype, pos_dtype=pdt, head_size=int(p["head_size"]), rotary_dim=int(p["rotary_dim"]),
-                            is_neox=bool(p["is_neox"]))
+                            is_neox=bool(p["is_neox"]), cast=bool(p.get("cast_cos_sin", False)))
         return CudaBuild(device=call.device.index or 0, dtype=dtype, pos_dtype=pdt, head_size=int(p["head_size"]),
                          rotary_dim=int(p["rotary_dim"]), is_neox=bool(p["is_neox"]),
                          vec=cuda_vec(dtype, int(p["head_size"]), int(p["rotary_dim"]), bool(p["is_neox"]),
-                                      call.aligned16))
+                                      call.aligned16), cast=bool(p.get("cast_cos_sin", False)))
 
     @classmethod
     def build(cls, identity):

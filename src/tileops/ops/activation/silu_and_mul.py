@@ -7,4 +7,4 @@ from . import gated_doc, gated_members
 
 class SiluAndMulFwdOp(Op):
     __doc__ = gated_doc("""y = silu(a) * b = a / (1 + exp(-a)) * b""")
-    kernel_types, interfaces, forward = gated_members("silu_and_mul", __doc__)
+    kernel_types, interfaces, __init__, forward = gated_members("silu_and_mul", __doc__)

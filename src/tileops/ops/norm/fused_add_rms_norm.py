@@ -23,6 +23,8 @@ class FusedAddRMSNormFwdOp(Op):
     normalized_shape : int or tuple of int
         The trailing dimensions normalised together (one "row").
     eps : float, optional: None is torch.finfo(torch.float32).eps
+    cast_before_weight : bool, default False
+        Hugging Face's arithmetic for the norm (RMSNormFwdOp's parameter of that name).
     target : str, optional
         Which target serves this instance ("builtin", "aten", or a plugin's name).
 
@@ -35,11 +37,12 @@ class FusedAddRMSNormFwdOp(Op):
     kernel_types = {"fused_add_rms_norm": _Kernel}
     interfaces = {"fused_add_rms_norm": _Interface}
 
-    def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None, *,
-                 target: str | None = None) -> None:
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None,
+                 cast_before_weight: bool = False, *, target: str | None = None) -> None:
         super().__init__(target=target)
         self.normalized_shape = normalized_shape
         self.eps = eps
+        self.cast_before_weight = cast_before_weight
 
     def forward(self, x: Tensor, residual: Tensor, weight: Tensor | None = None, *,
                 inplace: bool = False) -> tuple[Tensor, Tensor]:

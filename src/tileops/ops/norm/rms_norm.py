@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 from torch import Tensor
 
-from ...kernels.norm.rms_norm import (RMSNormFwdInterface, RMSNormKernel, RMSNormOnChipKernel,
+from ...kernels.norm.rms_norm import (RMSNormCastKernel, RMSNormFwdInterface, RMSNormKernel, RMSNormOnChipKernel,
                                      RMSNormStreamingKernel)
 from ..op import Op
 
@@ -20,6 +20,11 @@ class RMSNormFwdOp(Op):
     eps : float, optional
         Added to the mean square; None takes ``torch.finfo(torch.float32).eps``, as
         ``torch.nn.functional.rms_norm`` does for float32, float16 and bfloat16 inputs.
+    cast_before_weight : bool, default False
+        Hugging Face's arithmetic (LlamaRMSNorm, Qwen2RMSNorm): the mean square, + eps and
+        the reciprocal square root in float32 steps as torch eager takes them, the
+        normalised value rounded to x's dtype, then multiplied by the weight and rounded
+        again (``weight * hidden.to(input_dtype)``). False: F.rms_norm's single rounding.
     target : str, optional
         Which target serves this instance ("builtin", "aten", or a plugin's name).
 
@@ -32,14 +37,16 @@ class RMSNormFwdOp(Op):
         "rms_norm": RMSNormKernel,
         "rms_norm_on_chip": RMSNormOnChipKernel,
         "rms_norm_streaming": RMSNormStreamingKernel,
+        "rms_norm_cast": RMSNormCastKernel,
     }
     interfaces = {"rms_norm": RMSNormFwdInterface}
 
-    def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None, *,
-                 target: str | None = None) -> None:
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None,
+                 cast_before_weight: bool = False, *, target: str | None = None) -> None:
         super().__init__(target=target)
         self.normalized_shape = normalized_shape
         self.eps = eps
+        self.cast_before_weight = cast_before_weight
 
     def forward(self, x: Tensor, weight: Tensor | None = None, *, out: Tensor | None = None) -> Tensor:
         y = self.allocate(x, weight, out=out)

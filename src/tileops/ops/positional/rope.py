@@ -20,6 +20,11 @@ class RopeFwdOp(Op):
     is_neox : bool, default True
         NeoX style (the two halves of the rotated channels rotate against each other) or,
         False, GPT-J style (interleaved pairs 2i, 2i + 1).
+    cast_cos_sin : bool, default False
+        Compute in q's dtype as torch eager computes Hugging Face's
+        ``q * cos + rotate_half(q) * sin`` with cos and sin cast to that dtype: the cache's
+        values rounded to the dtype, each product rounded, then the sum. False: float32,
+        one rounding (vLLM's arithmetic).
     target : str, optional
         Which target serves this instance ("builtin", "aten", or a plugin's name).
 
@@ -36,12 +41,13 @@ class RopeFwdOp(Op):
     kernel_types = {"rope": RopeKernel}
     interfaces = {"rope": RopeInterface}
 
-    def __init__(self, head_size: int, rotary_dim: int, is_neox: bool = True, *,
+    def __init__(self, head_size: int, rotary_dim: int, is_neox: bool = True, cast_cos_sin: bool = False, *,
                  target: str | None = None) -> None:
         super().__init__(target=target)
         self.head_size = head_size
         self.rotary_dim = rotary_dim
         self.is_neox = is_neox
+        self.cast_cos_sin = cast_cos_sin
 
     def forward(self, q: Tensor, k: Tensor, positions: Tensor, cos_sin_cache: Tensor, *,
                 inplace: bool = False) -> tuple[Tensor, Tensor]:
