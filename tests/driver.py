@@ -727,7 +727,8 @@ def run_compile(cls, target, branch, device):
 
 def run_backward(cls, target, branch, device):
     """With the data input requiring grad (a non-leaf, so that an in-place branch may
-    write it), the call or a backward through its outputs raises an error naming the op."""
+    write it), the call or a backward through its outputs raises an error naming the op
+    (an op whose outputs are all integers gives outputs that do not require grad)."""
     require_device(device)
     require_target(cls, target)
     entry = cls._entry
@@ -746,7 +747,14 @@ def run_backward(cls, target, branch, device):
     except Exception as e:  # refusing the call is also a clear answer, if it names the op
         assert re.search(pattern, str(e)), f"the call raised {type(e).__name__} without naming the op: {e}"
         return
-    outs = returned(result, len(expected_outputs(cls, branch, op, inputs)))
+    exp = expected_outputs(cls, branch, op, inputs)
+    outs = returned(result, len(exp))
+    if not any(e.dtype.is_floating_point for e in exp):
+        # integer outputs (an index, a token) carry no gradient, as torch.argmax's: nothing
+        # for a backward to reach
+        assert not any(t.requires_grad or t.grad_fn is not None for t in outs), \
+            f"tileops::{branch.name}: an integer output requires grad"
+        return
     total = sum(t.double().sum() for t in outs if t.requires_grad or t.grad_fn is not None) if outs else None
     assert total is not None and isinstance(total, torch.Tensor) and total.requires_grad, \
         f"tileops::{branch.name}: with input '{first}' requiring grad, no output requires grad and the call " \

@@ -4,11 +4,7 @@
  *
  * The fast kernel's fp32 functions, written once over cpu/vec16.h's 16-lane vector and
  * compiled once per instruction set (this file includes itself), so every level gives the
- * same bits:
- *   exp(x)   x = k ln2 + r (k = nearest integer to x log2 e, r by two FMAs against a split
- *            ln2), exp(r) = 1 + r + r^2 P(r) with P a degree-5 fit over |r| <= ln2 / 2
- *            (< 1.1 ulp), times 2^k in two exact steps (a subnormal result rounds once);
- *            x clamped to [-110, 89]: 0 below, +inf above 88.73.
+ * same bits (exp(x) is vec16.h's vexp, < 1.1 ulp):
  *   silu       a / (1 + exp(-a)), formed as a e / (1 + e), e = exp(a), for a < 0
  *   gelu_tanh  a / (1 + exp(-v)) (the same), v = a (c1 + c2 a^2) = 2u: the same function as
  *            0.5 a (1 + tanh(u)) (1 + tanh(u) = 2 / (1 + exp(-2u))) without its cancellation
@@ -215,26 +211,6 @@ tileops_status_t tileops_gated_act_call(int act, const char *name, const tileops
 #else
 #define STEP AI
 #endif
-
-/* Horner's rule by FMA: c[0] + t (c[1] + t (... c[deg])). */
-static AI TGT VF ISA(vpoly)(VF t, const float *c, int deg) {
-    VF p = ISA(vset1)(c[deg]);
-    for (int k = deg - 1; k >= 0; k--)
-        p = ISA(vfma)(p, t, ISA(vset1)(c[k]));
-    return p;
-}
-
-static STEP TGT VF ISA(vexp)(VF x) {
-    static const float c[6] = {0.5f, 0.16666666f, 0.041666463f, 0.008333569f, 0.0013935078f,
-                               0.00019741055f};
-    x = ISA(vmin)(ISA(vmax)(x, ISA(vset1)(-110.0f)), ISA(vset1)(89.0f));
-    const VF magic = ISA(vset1)(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
-    VF kf = ISA(vsub)(ISA(vfma)(x, ISA(vset1)(1.44269504f), magic), magic);
-    VF r = ISA(vfma)(kf, ISA(vset1)(-0.693145752f), x);  /* ln2 hi: 12 bits, k r exact */
-    r = ISA(vfma)(kf, ISA(vset1)(-1.42860677e-06f), r);  /* ln2 - ln2 hi */
-    VF e = ISA(vfma)(ISA(vmul)(r, r), ISA(vpoly)(r, c, 5), r);
-    return ISA(vldexp)(ISA(vadd)(e, ISA(vset1)(1.0f)), kf);
-}
 
 /* x / (1 + exp(-v)) for v = vh + vl (vl: a correction far below vh's ulp), as x e / (1 + e)
  * with e = exp(-|v|) = exp(-|vh|) (1 -+ vl) where v < 0: exp never overflows, so a result in
