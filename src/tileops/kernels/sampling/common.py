@@ -1,6 +1,6 @@
 """What the sampling family's kernels share: the checks a launchable makes before it hands
-pointers to C (public launchables, Op.kernel_for), the CPU launch, and the CUDA build
-and launch over rows (cuda_rows: the cluster a row is split over).
+pointers to C (public launchables, Op.kernel_for), the CPU launch, and RowsKernel, the
+one implementation of each op (C on the CPU; on a GPU the CUDA C of cuda_sampling).
 
 Every sampling kernel reads rows of V elements ([B, V], contiguous) and writes per-row
 results; its builds depend on the dtypes and (CUDA) on V, the device and its
@@ -12,7 +12,7 @@ import torch
 from ... import _C
 from ..._dtypes import DTYPE
 from ...errors import InputTypeError, InputValueError
-from ..base import checked, launch_argument_error, overlaps
+from ..base import Kernel, checked, launch_argument_error, overlaps
 
 
 def where(device_index: int) -> str:
@@ -76,4 +76,32 @@ def ptr(t) -> int:
 
 
 def guarded(check, launch):
+    """The public launchable: check, then launch (Op._kernel_for takes .unchecked)."""
     return checked(check, launch)
+
+
+class RowsKernel(Kernel):
+    """The one implementation of a sampling op: a C table entry on the CPU, a CUDA C kernel
+    (cuda_sampling.build_<op>) on a GPU. A subclass names `data` (the input whose rows
+    give V), its identity types, `cpu_entry(call)` and `cuda_entry(call, **common)` (the
+    CUDA identity's shared fields: device, V, arch, vec), `guard(build, device_index)`
+    (the launchable's checks) and `launch_cpu(build)` (the CPU launch)."""
+    data = "logits"
+    cpu_build = cuda_build = None       # identity types
+    cuda_builder = ""                   # the name of cuda_sampling's build function
+
+    @classmethod
+    def entry_for(cls, call):
+        if call.device.type == "cpu":
+            return cls.cpu_entry(call)
+        from . import cuda_sampling
+        dev = call.device.index or 0
+        return cls.cuda_entry(call, device=dev, V=int(call.inputs[cls.data].shape[1]), arch=cuda_sampling.arch(dev),
+                              vec=bool(call.aligned16))
+
+    @classmethod
+    def build(cls, identity):
+        if isinstance(identity, cls.cpu_build):
+            return guarded(cls.guard(identity, -1), cls.launch_cpu(identity))
+        from . import cuda_sampling
+        return guarded(cls.guard(identity, identity.device), getattr(cuda_sampling, cls.cuda_builder)(identity))
