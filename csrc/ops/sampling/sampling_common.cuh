@@ -65,8 +65,19 @@ TILEOPS_DEV unsigned smp_smem_addr(const void *p) {
 TILEOPS_DEV void smp_red_add_u32(unsigned *p, unsigned v) {
     asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(smp_smem_addr(p)), "r"(v) : "memory");
 }
-TILEOPS_DEV void smp_red_add_u64(smp_u64 *p, smp_u64 v) {
-    asm volatile("red.shared.add.u64 [%0], %1;" ::"r"(smp_smem_addr(p)), "l"(v) : "memory");
+TILEOPS_DEV unsigned smp_atom_add_u32(unsigned *p, unsigned v) { /* returns the old value */
+    unsigned old;
+    asm volatile("atom.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(smp_smem_addr(p)), "r"(v) : "memory");
+    return old;
+}
+/* *hi:*lo += v, exactly, by 32-bit atomics (a 64-bit shared atomic is a compare-and-swap
+ * loop, slow under contention): the low word's carry goes to the high word; the sum is
+ * exact in any order. */
+TILEOPS_DEV void smp_add_u64_split(unsigned *lo, unsigned *hi, smp_u64 v) {
+    const unsigned l = (unsigned)v, old = smp_atom_add_u32(lo, l);
+    const unsigned up = (unsigned)(v >> 32) + (old + l < old);
+    if (up)
+        smp_red_add_u32(hi, up);
 }
 TILEOPS_DEV void smp_red_min_s32(int *p, int v) {
     asm volatile("red.shared.min.s32 [%0], %1;" ::"r"(smp_smem_addr(p)), "r"(v) : "memory");
@@ -428,11 +439,12 @@ TILEOPS_DEV struct smp_pick smp_pick_count(const unsigned *cnt, smp_u64 need, sm
 }
 
 /* The top-p digit: the lowest non-empty bin d whose mass above (g + the masses of the bins
- * above d) is < bound. (g < bound: one exists.) */
-TILEOPS_DEV struct smp_pick smp_pick_mass(const unsigned *cnt, const smp_u64 *mass, smp_u64 g, smp_u64 bound,
-                                          smp_u64 *red, struct smp_pick *out, int *lowest, unsigned tid) {
+ * above d) is < bound. (g < bound: one exists.) A bin's mass: mass_hi:mass_lo. */
+TILEOPS_DEV struct smp_pick smp_pick_mass(const unsigned *cnt, const unsigned *mass_lo, const unsigned *mass_hi,
+                                          smp_u64 g, smp_u64 bound, smp_u64 *red, struct smp_pick *out, int *lowest,
+                                          unsigned tid) {
     const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
-    const smp_u64 wh = mass[dh], wl = mass[dl];
+    const smp_u64 wh = ((smp_u64)mass_hi[dh] << 32) | mass_lo[dh], wl = ((smp_u64)mass_hi[dl] << 32) | mass_lo[dl];
     smp_u64 total;
     const smp_u64 ah = g + smp_block_scan_u64(wh + wl, red, tid, &total), al = ah + wh;
     if (tid == 0)

@@ -105,9 +105,11 @@ static tileops_status_t top_k_call(const tileops_arg_t *g, int reference) {
     if (a.k < 0 || a.k > a.V)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: k must be in [0, V = %lld], got %lld", a.kernel,
                             (long long)a.V, (long long)a.k);
+    if (a.k == 0) /* nothing to read or write */
+        return TILEOPS_OK;
     const void *ptrs[] = {a.x, a.indices};
     const char *names[] = {"logits", "indices", NULL};
-    if ((st = sampling_check_ptrs(a.kernel, a.B, ptrs, names)) != TILEOPS_OK || a.B == 0 || a.k == 0)
+    if ((st = sampling_check_ptrs(a.kernel, a.B, ptrs, names)) != TILEOPS_OK || a.B == 0)
         return st;
     if (reference)
         return reference_rows(&a);

@@ -78,7 +78,7 @@ TILEOPS_DEV smp_u64 tkp_bound(float p, smp_u64 z) {
 extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x, const void *kk, const float *pp,
                                                                    void *y) {
     __shared__ unsigned cnt[SMP_BINS];
-    __shared__ smp_u64 mass[SMP_BINS];
+    __shared__ unsigned mass_lo[SMP_BINS], mass_hi[SMP_BINS];
     __shared__ smp_u64 red[TILEOPS_WARPS];
     __shared__ float fred[TILEOPS_WARPS];
     __shared__ struct smp_pick out;
@@ -169,7 +169,8 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x
                 const unsigned digit_mask = (1u << SMP_WIDTH(pass)) - 1u;
                 for (int b = (int)tid; b < SMP_BINS; b += SMP_SEL_THREADS) {
                     cnt[b] = 0;
-                    mass[b] = 0;
+                    mass_lo[b] = 0;
+                    mass_hi[b] = 0;
                 }
                 tileops_barrier();
                 SMP_SEL_UNROLL
@@ -184,12 +185,12 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x
                             if (8 * o + e < TILEOPS_N && key[e] >= tk && (key[e] & chosen) == prefix) {
                                 const unsigned d = (key[e] >> shift) & digit_mask;
                                 smp_red_add_u32(&cnt[d], 1u);
-                                smp_red_add_u64(&mass[d], tkp_weight(f[e], m));
+                                smp_add_u64_split(&mass_lo[d], &mass_hi[d], tkp_weight(f[e], m));
                             }
                     }
                 }
                 tileops_barrier();
-                pk = smp_pick_mass(cnt, mass, g, bound, red, &out, &lowest, tid);
+                pk = smp_pick_mass(cnt, mass_lo, mass_hi, g, bound, red, &out, &lowest, tid);
                 g = pk.above;
                 prefix |= (unsigned)pk.digit << shift;
                 chosen |= digit_mask << shift;
