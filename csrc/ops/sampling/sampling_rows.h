@@ -16,7 +16,7 @@
  * some x[i] is NaN. */
 float sampling_row_keys(const void *x, int dt, int64_t n, float *z, uint32_t *keys, int *nan);
 
-/* w[i] = exp(z[i] - m), i < n: the vector exp of cpu/vec16.h (< 1.1 ulp; 0 for -inf). */
+/* w[i] = exp(z[i] - m), i < n (w may be z): the vector exp of cpu/vec16.h (< 1.1 ulp; 0 for -inf). */
 void sampling_row_exp(const float *z, int64_t n, float m, float *w);
 
 /* The k-th largest of the n keys (1 <= k <= n), and in *above how many keys are larger;

@@ -55,19 +55,15 @@ static int64_t k_at(const tkp_args_t *a, int64_t r) {
     return a->kdt == TILEOPS_INT32 ? (int64_t)((const int32_t *)a->k)[r] : ((const int64_t *)a->k)[r];
 }
 
-static uint64_t weight(float w) { return (uint64_t)(w * TKP_W_SCALE); }
+/* floor(w 2^40) (w in [0, 1]: below 2^63, so the signed conversion, one instruction, is exact) */
+static uint64_t weight(float w) { return (uint64_t)(int64_t)(w * TKP_W_SCALE); }
 
 /* ceil(p Z) for p > 0, in double (as the CUDA kernel computes it); 0 for p <= 0 */
 static uint64_t mass_bound(float p, uint64_t z) {
     return p > 0.0f ? (uint64_t)ceil((double)p * (double)z) : 0;
 }
 
-/* element i of a row of dtype dt: its bits copied, -inf or NaN written */
-static void put(void *y, int64_t i, int dt, const void *x) {
-    const size_t es = tileops_dtype_size(dt);
-    memcpy((char *)y + (size_t)i * es, (const char *)x + (size_t)i * es, es);
-}
-
+/* element i of a row of dtype dt: -inf or NaN written */
 static void put_special(void *y, int64_t i, int dt, int nan) {
     if (dt == TILEOPS_FLOAT32) {
         const uint32_t bits = nan ? 0x7fc00000u : 0xff800000u;
@@ -78,10 +74,11 @@ static void put_special(void *y, int64_t i, int dt, int nan) {
     }
 }
 
-/* Scratch of one range of rows. */
+/* Scratch of one range of rows: the row in float32 (then its weights' floats, in place),
+ * its keys, and the selection's keys (then the top-p candidates). */
 typedef struct tkp_scratch {
-    float *z, *w;
-    uint32_t *keys, *sel, *cand;
+    float *w;
+    uint32_t *keys, *cand;
 } tkp_scratch_t;
 
 /* The top-p edge of a row: the lowest kept key *kb, and how many elements equal to it are
@@ -143,7 +140,7 @@ static void row(const tkp_args_t *a, const tkp_scratch_t *s, int64_t r) {
     const void *x = (const char *)a->x + (size_t)(r * V) * es;
     void *y = (char *)a->y + (size_t)(r * V) * es;
     int nan;
-    const float m = sampling_row_keys(x, a->dt, V, s->z, s->keys, &nan);
+    const float m = sampling_row_keys(x, a->dt, V, s->w, s->keys, &nan);
     if (nan) {
         for (int64_t i = 0; i < V; i++)
             put_special(y, i, a->dt, 1);
@@ -153,42 +150,40 @@ static void row(const tkp_args_t *a, const tkp_scratch_t *s, int64_t r) {
     uint32_t tk = 0;
     if (k >= 1 && k < V) {
         int64_t above;
-        tk = sampling_select(s->keys, V, k, s->sel, &above);
+        tk = sampling_select(s->keys, V, k, s->cand, &above);
     }
     const float p = a->p != NULL ? a->p[r] : 1.0f;
     const int top_p = p < 1.0f && m != INFINITY && m != -INFINITY;
     uint32_t kb = 0;
     int64_t take = 0;
     if (top_p) {
-        sampling_row_exp(s->z, V, m, s->w);
+        sampling_row_exp(s->w, V, m, s->w);
         take = top_p_edge(s, V, tk, p, &kb);
     }
-    const int in_place = a->y == a->x;
+    if (y != x) /* out of place: the row, then -inf over what is masked */
+        memcpy(y, x, (size_t)V * es);
+    if (tk == 0 && !top_p)
+        return;
     int64_t seen = 0; /* elements equal to kb so far */
     for (int64_t i = 0; i < V; i++) {
         const uint32_t key = s->keys[i];
         const int keep = key >= tk && (!top_p || key > kb || (key == kb && seen++ < take));
         if (!keep)
             put_special(y, i, a->dt, 0);
-        else if (!in_place)
-            put(y, i, a->dt, x);
     }
 }
 
 static void rows_range(void *ctx, int64_t r0, int64_t r1) {
     tkp_args_t *a = ctx;
     const size_t V = (size_t)a->V;
-    tkp_scratch_t s = {malloc(V * sizeof(float)), malloc(V * sizeof(float)), malloc(V * sizeof(uint32_t)),
-                       malloc(V * sizeof(uint32_t)), malloc(V * sizeof(uint32_t))};
-    if (s.z == NULL || s.w == NULL || s.keys == NULL || s.sel == NULL || s.cand == NULL)
+    tkp_scratch_t s = {malloc(V * sizeof(float)), malloc(V * sizeof(uint32_t)), malloc(V * sizeof(uint32_t))};
+    if (s.w == NULL || s.keys == NULL || s.cand == NULL)
         __atomic_store_n(&a->failed, 1, __ATOMIC_RELAXED);
     else
         for (int64_t r = r0; r < r1; r++)
             row(a, &s, r);
-    free(s.z);
     free(s.w);
     free(s.keys);
-    free(s.sel);
     free(s.cand);
 }
 
@@ -227,12 +222,12 @@ static void reference_row(const tkp_args_t *a, int64_t r, uint64_t *order, unsig
             before += exp(vec16_load1(a->x, r * V + i, a->dt) - m);
         }
     }
-    for (int64_t i = 0; i < V; i++) {
+    const size_t es = tileops_dtype_size(a->dt);
+    if (a->y != a->x)
+        memcpy((char *)a->y + (size_t)(r * V) * es, (const char *)a->x + (size_t)(r * V) * es, (size_t)V * es);
+    for (int64_t i = 0; i < V; i++)
         if (nan || !keep[i])
             put_special(a->y, r * V + i, a->dt, nan);
-        else if (a->y != a->x)
-            put(a->y, r * V + i, a->dt, a->x);
-    }
 }
 
 static tileops_status_t reference_rows(const tkp_args_t *a) {
