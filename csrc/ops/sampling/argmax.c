@@ -66,10 +66,11 @@ static tileops_status_t argmax_call(const tileops_arg_t *g, int reference) {
     argmax_args_t a = {.x = (const void *)g[0].p, .V = g[3].q, .dt = g[4].i};
     int64_t *token = (int64_t *)g[1].p, B = g[2].q;
     tileops_status_t st = sampling_check_rows(k, a.dt, B, a.V);
-    const void *ptrs[] = {a.x, token};
-    const char *names[] = {"logits", "token", NULL};
-    if (st == TILEOPS_OK)
-        st = sampling_check_ptrs(k, B, ptrs, names);
+    if (st == TILEOPS_OK) {
+        const int64_t e = (int64_t)tileops_dtype_size(a.dt);
+        const sampling_buf_t bufs[] = {{"logits", a.x, B * a.V * e, e, 0}, {"token", token, B * 8, 8, 0}};
+        st = sampling_check_bufs(k, B, bufs, 2);
+    }
     if (st != TILEOPS_OK || B == 0)
         return st;
     if (reference) {

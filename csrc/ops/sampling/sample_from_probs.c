@@ -71,10 +71,12 @@ static tileops_status_t sample_call(const tileops_arg_t *g, int reference) {
     sample_args_t a = {.p = (const void *)g[0].p, .q = (const float *)g[1].p, .V = g[4].q, .dt = g[5].i};
     int64_t *token = (int64_t *)g[2].p, B = g[3].q;
     tileops_status_t st = sampling_check_rows(k, a.dt, B, a.V);
-    const void *ptrs[] = {a.p, a.q, token};
-    const char *names[] = {"probs", "q", "token", NULL};
-    if (st == TILEOPS_OK)
-        st = sampling_check_ptrs(k, B, ptrs, names);
+    if (st == TILEOPS_OK) {
+        const int64_t e = (int64_t)tileops_dtype_size(a.dt);
+        const sampling_buf_t bufs[] = {
+            {"probs", a.p, B * a.V * e, e, 0}, {"q", a.q, B * a.V * 4, 4, 0}, {"token", token, B * 8, 8, 0}};
+        st = sampling_check_bufs(k, B, bufs, 3);
+    }
     if (st != TILEOPS_OK || B == 0)
         return st;
     if (reference) {

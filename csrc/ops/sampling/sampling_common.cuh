@@ -266,41 +266,27 @@ TILEOPS_DEV smp_u64 smp_ld_cluster_u64(const smp_u64 *p, unsigned rank) {
     return r;
 }
 #endif
-/* The CTAs' v combined over the cluster, in rank order (every thread of every CTA calls
- * it; *slot, this CTA's word, is read by the others after the barrier: it must not be
- * written again, and the CTA must not exit, before they have passed one more cluster
- * barrier). */
-TILEOPS_DEV float smp_cluster_max(float v, float *slot, unsigned tid) {
+/* The CTAs' v combined over the cluster, in rank order: the maximum (sum 0) or the sum
+ * (sum 1) of floats, the maximum of ranks (u64). Every thread of every CTA calls it; *slot,
+ * this CTA's word, is read by the others after the barrier: it must not be written again,
+ * and the CTA must not exit, before they have passed one more cluster barrier. */
+TILEOPS_DEV float smp_cluster_f32(float v, float *slot, unsigned tid, int sum) {
 #if TILEOPS_CLUSTER > 1
     if (tid == 0)
         *slot = v;
     smp_cluster_arrive();
     smp_cluster_wait();
-    float m = smp_ld_cluster_f32(slot, 0);
+    float a = smp_ld_cluster_f32(slot, 0);
 #pragma unroll
-    for (unsigned r = 1; r < TILEOPS_CLUSTER; r++)
-        m = smp_max(m, smp_ld_cluster_f32(slot, r));
-    return m;
+    for (unsigned r = 1; r < TILEOPS_CLUSTER; r++) {
+        const float o = smp_ld_cluster_f32(slot, r);
+        a = sum ? tileops_add(a, o) : smp_max(a, o);
+    }
+    return a;
 #else
     (void)slot;
     (void)tid;
-    return v;
-#endif
-}
-TILEOPS_DEV float smp_cluster_sum(float v, float *slot, unsigned tid) {
-#if TILEOPS_CLUSTER > 1
-    if (tid == 0)
-        *slot = v;
-    smp_cluster_arrive();
-    smp_cluster_wait();
-    float s = smp_ld_cluster_f32(slot, 0);
-#pragma unroll
-    for (unsigned r = 1; r < TILEOPS_CLUSTER; r++)
-        s = tileops_add(s, smp_ld_cluster_f32(slot, r));
-    return s;
-#else
-    (void)slot;
-    (void)tid;
+    (void)sum;
     return v;
 #endif
 }
@@ -467,6 +453,46 @@ TILEOPS_DEV struct smp_pick smp_pick_mass(const unsigned *cnt, const unsigned *m
     return p;
 }
 
+/* One pass of a radix search over the row: per digit ((key >> shift) & digit_mask) of the
+ * keys >= floor that share the digits chosen so far (key & chosen == prefix), the count
+ * (cnt) and, when lo is given, the mass floor(exp(f - m) 2^40) (lo, hi: its two words).
+ * Clears the histograms first; every thread calls it. */
+TILEOPS_DEV smp_u64 smp_weight(float f, float m) {
+    smp_u64 w;
+    asm("cvt.rzi.u64.f32 %0, %1;" : "=l"(w) : "f"(tileops_mul(smp_exp(tileops_add(f, -m)), 1099511627776.0f)));
+    return w;
+}
+TILEOPS_DEV void smp_histogram(const char *row, unsigned floor, unsigned chosen, unsigned prefix, int shift,
+                               unsigned digit_mask, unsigned *cnt, unsigned *lo, unsigned *hi, float m,
+                               unsigned tid) {
+    for (int b = (int)tid; b < SMP_BINS; b += SMP_SEL_THREADS) {
+        cnt[b] = 0;
+        if (lo != 0) {
+            lo[b] = 0;
+            hi[b] = 0;
+        }
+    }
+    tileops_barrier();
+    SMP_SEL_UNROLL
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const long long o = (long long)j * SMP_SEL_THREADS + tid;
+        if (o < SMP_NO) {
+            unsigned key[8], bits[8];
+            float f[8];
+            smp_keys8(row, o, key, f, bits);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                if (8 * o + e < TILEOPS_N && key[e] >= floor && (key[e] & chosen) == prefix) {
+                    const unsigned d = (key[e] >> shift) & digit_mask;
+                    smp_red_add_u32(&cnt[d], 1u);
+                    if (lo != 0)
+                        smp_add_u64_split(&lo[d], &hi[d], smp_weight(f[e], m));
+                }
+        }
+    }
+    tileops_barrier();
+}
+
 /* The k-th largest key of the row (1 <= k <= V); *above: how many keys are larger. */
 TILEOPS_DEV unsigned smp_select(const char *row, smp_u64 k, unsigned *cnt, smp_u64 *red, struct smp_pick *out,
                                 unsigned tid, smp_u64 *above) {
@@ -475,23 +501,7 @@ TILEOPS_DEV unsigned smp_select(const char *row, smp_u64 k, unsigned *cnt, smp_u
     for (int p = 0; p < SMP_PASSES; p++) {
         const int shift = SMP_SHIFT(p);
         const unsigned digit_mask = (1u << SMP_WIDTH(p)) - 1u;
-        for (int b = (int)tid; b < SMP_BINS; b += SMP_SEL_THREADS)
-            cnt[b] = 0;
-        tileops_barrier();
-        SMP_SEL_UNROLL
-        for (int j = 0; j < TILEOPS_OPT; j++) {
-            const long long o = (long long)j * SMP_SEL_THREADS + tid;
-            if (o < SMP_NO) {
-                unsigned key[8], bits[8];
-                float f[8];
-                smp_keys8(row, o, key, f, bits);
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    if (8 * o + e < TILEOPS_N && (key[e] & chosen) == prefix)
-                        smp_red_add_u32(&cnt[(key[e] >> shift) & digit_mask], 1u);
-            }
-        }
-        tileops_barrier();
+        smp_histogram(row, 0u, chosen, prefix, shift, digit_mask, cnt, 0, 0, 0.0f, tid);
         const struct smp_pick pk = smp_pick_count(cnt, k - gt, red, out, tid);
         gt += pk.above;
         prefix |= (unsigned)pk.digit << shift;

@@ -16,6 +16,7 @@
 #include "tileops/cpu.h"
 #include "tileops/dtype.h"
 #include "tileops/status.h"
+#include "cpu/memory.h"
 
 /* The largest row the kernels take: indices travel as 32-bit numbers in keys. */
 #define SAMPLING_MAX_V ((int64_t)INT32_MAX)
@@ -56,15 +57,33 @@ static inline tileops_status_t sampling_check_rows(const char *k, int dtype, int
     return TILEOPS_OK;
 }
 
-/* Each named pointer non-NULL when B > 0 (names: a NULL-terminated list parallel to ptrs). */
-static inline tileops_status_t sampling_check_ptrs(const char *k, int64_t B, const void *const *ptrs,
-                                                   const char *const *names) {
+/* A buffer a kernel is handed: its name, address, bytes and element size; optional ones
+ * may be NULL. */
+typedef struct sampling_buf {
+    const char *name;
+    const void *p;
+    int64_t bytes, align;
+    int optional;
+} sampling_buf_t;
+
+/* With B > 0: each required buffer non-NULL, and each given one aligned to its element
+ * size and within the address space (cpu/memory.h: what C can check of an address). */
+static inline tileops_status_t sampling_check_bufs(const char *k, int64_t B, const sampling_buf_t *bufs, int n) {
     if (B == 0)
         return TILEOPS_OK;
-    for (int i = 0; names[i] != NULL; i++)
-        if (ptrs[i] == NULL)
+    for (int i = 0; i < n; i++) {
+        const sampling_buf_t *b = &bufs[i];
+        if (b->p == NULL) {
+            if (b->optional)
+                continue;
             return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: %s must be non-NULL when B > 0 (B = %lld), got NULL",
-                                k, names[i], (long long)B);
+                                k, b->name, (long long)B);
+        }
+        const char *why = tileops_cpu_extent_problem(b->p, b->bytes, b->align);
+        if (why != NULL)
+            return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: %s (%p, %lld bytes) %s", k, b->name, b->p,
+                                (long long)b->bytes, why);
+    }
     return TILEOPS_OK;
 }
 

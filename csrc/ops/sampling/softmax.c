@@ -55,9 +55,11 @@ static tileops_status_t check_args(const softmax_args_t *a) {
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
                             "%s: the output's dtype must be 0 (float32), 1 (float16) or 2 (bfloat16), got %d (%s)",
                             a->kernel, a->odt, tileops_dtype_name(a->odt));
-    const void *ptrs[] = {a->x, a->y};
-    const char *names[] = {"logits", "probs", NULL};
-    return sampling_check_ptrs(a->kernel, a->B, ptrs, names);
+    const int64_t e = (int64_t)tileops_dtype_size(a->dt), oe = (int64_t)tileops_dtype_size(a->odt);
+    const sampling_buf_t bufs[] = {{"logits", a->x, a->B * a->V * e, e, 0},
+                                   {"temperature", a->t, a->B * 4, 4, 1},
+                                   {"probs", a->y, a->B * a->V * oe, oe, 0}};
+    return sampling_check_bufs(a->kernel, a->B, bufs, 3);
 }
 
 /* ---- reference: the definition in double, one rounding ---------------------------------- */

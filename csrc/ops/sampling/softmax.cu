@@ -152,7 +152,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
             }
         }
     }
-    const float M = smp_cluster_max(smp_block_max(m, red, tid), &slots[0], tid);
+    const float M = smp_cluster_f32(smp_block_max(m, red, tid), &slots[0], tid, 0);
     /* pass 2: e = exp(z - M) (kept on chip), its sum */
     float s = 0.0f;
     SMP_UNROLL
@@ -177,7 +177,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
             }
         }
     }
-    const float S = smp_cluster_sum(smp_block_sum(s, red, tid), &slots[1], tid);
+    const float S = smp_cluster_f32(smp_block_sum(s, red, tid), &slots[1], tid, 1);
     smp_cluster_arrive(); /* this CTA has read the others' slots: they may exit after their wait */
     /* pass 3: probs = e / S */
     SMP_UNROLL

@@ -107,9 +107,11 @@ static tileops_status_t top_k_call(const tileops_arg_t *g, int reference) {
                             (long long)a.V, (long long)a.k);
     if (a.k == 0) /* nothing to read or write */
         return TILEOPS_OK;
-    const void *ptrs[] = {a.x, a.indices};
-    const char *names[] = {"logits", "indices", NULL};
-    if ((st = sampling_check_ptrs(a.kernel, a.B, ptrs, names)) != TILEOPS_OK || a.B == 0)
+    const int64_t e = (int64_t)tileops_dtype_size(a.dt);
+    const sampling_buf_t bufs[] = {{"logits", a.x, a.B * a.V * e, e, 0},
+                                   {"values", a.values, a.B * a.k * e, e, 1},
+                                   {"indices", a.indices, a.B * a.k * 8, 8, 0}};
+    if ((st = sampling_check_bufs(a.kernel, a.B, bufs, 3)) != TILEOPS_OK || a.B == 0)
         return st;
     if (reference)
         return reference_rows(&a);

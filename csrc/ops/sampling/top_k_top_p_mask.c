@@ -256,9 +256,10 @@ static tileops_status_t tkp_call(const tileops_arg_t *g, int reference) {
     if (a.kdt != TILEOPS_INT32 && a.kdt != TILEOPS_INT64)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: k's dtype must be 3 (int32) or 4 (int64), got %d (%s)",
                             a.kernel, a.kdt, tileops_dtype_name(a.kdt));
-    const void *ptrs[] = {a.x, a.y};
-    const char *names[] = {"logits", "out", NULL};
-    if ((st = sampling_check_ptrs(a.kernel, a.B, ptrs, names)) != TILEOPS_OK || a.B == 0)
+    const int64_t e = (int64_t)tileops_dtype_size(a.dt), ke = a.kdt == TILEOPS_INT32 ? 4 : 8;
+    const sampling_buf_t bufs[] = {{"logits", a.x, a.B * a.V * e, e, 0}, {"k", a.k, a.B * ke, ke, 1},
+                                   {"p", a.p, a.B * 4, 4, 1}, {"out", a.y, a.B * a.V * e, e, 0}};
+    if ((st = sampling_check_bufs(a.kernel, a.B, bufs, 4)) != TILEOPS_OK || a.B == 0)
         return st;
     if (reference)
         return reference_rows(&a);

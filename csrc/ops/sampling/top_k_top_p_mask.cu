@@ -57,13 +57,6 @@ TILEOPS_DEV void tkp_put(char *row, long long i, unsigned bits) {
 #endif
 }
 
-/* W = floor(w 2^40), w = exp(f - m) in [0, 1] */
-TILEOPS_DEV smp_u64 tkp_weight(float f, float m) {
-    smp_u64 w;
-    asm("cvt.rzi.u64.f32 %0, %1;" : "=l"(w) : "f"(tileops_mul(smp_exp(tileops_add(f, -m)), 1099511627776.0f)));
-    return w;
-}
-
 /* ceil(p z) in double for p > 0 (the CPU kernel's mass_bound), 0 for p <= 0 */
 TILEOPS_DEV smp_u64 tkp_bound(float p, smp_u64 z) {
     if (!(p > 0.0f))
@@ -149,7 +142,7 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x
 #pragma unroll
                 for (int e = 0; e < 8; e++)
                     if (8 * o + e < TILEOPS_N && key[e] >= tk) {
-                        z += tkp_weight(f[e], m);
+                        z += smp_weight(f[e], m);
                         top = key[e] > top ? key[e] : top;
                     }
             }
@@ -167,29 +160,7 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x
             for (int pass = 0; pass < SMP_PASSES; pass++) {
                 const int shift = SMP_SHIFT(pass);
                 const unsigned digit_mask = (1u << SMP_WIDTH(pass)) - 1u;
-                for (int b = (int)tid; b < SMP_BINS; b += SMP_SEL_THREADS) {
-                    cnt[b] = 0;
-                    mass_lo[b] = 0;
-                    mass_hi[b] = 0;
-                }
-                tileops_barrier();
-                SMP_SEL_UNROLL
-                for (int j = 0; j < TILEOPS_OPT; j++) {
-                    const long long o = (long long)j * SMP_SEL_THREADS + tid;
-                    if (o < SMP_NO) {
-                        unsigned key[8], bits[8];
-                        float f[8];
-                        smp_keys8(xrow, o, key, f, bits);
-#pragma unroll
-                        for (int e = 0; e < 8; e++)
-                            if (8 * o + e < TILEOPS_N && key[e] >= tk && (key[e] & chosen) == prefix) {
-                                const unsigned d = (key[e] >> shift) & digit_mask;
-                                smp_red_add_u32(&cnt[d], 1u);
-                                smp_add_u64_split(&mass_lo[d], &mass_hi[d], tkp_weight(f[e], m));
-                            }
-                    }
-                }
-                tileops_barrier();
+                smp_histogram(xrow, tk, chosen, prefix, shift, digit_mask, cnt, mass_lo, mass_hi, m, tid);
                 pk = smp_pick_mass(cnt, mass_lo, mass_hi, g, bound, red, &out, &lowest, tid);
                 g = pk.above;
                 prefix |= (unsigned)pk.digit << shift;
