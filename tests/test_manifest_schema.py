@@ -240,3 +240,15 @@ def test_an_output_dtype_from_a_param_through_a_real_op():
         assert ToyCastOp(torch.float16)(torch.empty(2, 2)).dtype is torch.float16
     names = [str(n.target) for g in graphs for n in g.graph.nodes if n.op == "call_function"]
     assert names == ["tileops.toy_cast.default"], names
+
+
+def test_the_validator_holds_a_dtype_params_default_to_the_manifests(monkeypatch):
+    import torch
+    from tileops.manifest.validate import check_class
+    from toy_ops import ToyCastOp
+    assert check_class(ToyCastOp, ToyCastOp._entry) == []
+    monkeypatch.setattr(ToyCastOp, "__init__", lambda self, out_dtype=torch.float16, *, target=None: None)
+    errs = check_class(ToyCastOp, ToyCastOp._entry)
+    assert any("constructor default of dtype param 'out_dtype' is torch.float16" in e for e in errs), errs
+    monkeypatch.setattr(ToyCastOp, "__init__", lambda self, out_dtype="float16", *, target=None: None)
+    assert any("is 'float16', the manifest's None" in e for e in check_class(ToyCastOp, ToyCastOp._entry))
