@@ -102,6 +102,10 @@ def _register_all():
     def _rows():
         return toy_ops.ScaleRowsOp(), (torch.randn(4, 5),), {}
 
+    @cold_compile_test(toy_ops.ToyCastOp)
+    def _cast():
+        return toy_ops.ToyCastOp(torch.float16), (torch.randn(4, 5),), {}
+
 
 _register_all()
 register_manifest_ops()

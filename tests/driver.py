@@ -79,6 +79,14 @@ def tol_own(dtype):
     return TOL_OWN.get(dtype, dict(rtol=1e-5, atol=1e-5))
 
 
+def coarser(tol, case_dtype, out_dtype):
+    """The looser of the bounds of the case's dtype and of an output's own dtype (an
+    output whose dtype a param sets, e.g. float16 probabilities of float32 logits, is
+    rounded to its own dtype)."""
+    a, b = tol(case_dtype), tol(out_dtype) if out_dtype.is_floating_point else tol(case_dtype)
+    return a if a["rtol"] >= b["rtol"] else b
+
+
 # ---- what is tested --------------------------------------------------------------------
 
 def op_classes() -> dict:
@@ -221,12 +229,13 @@ def _pool(device):
 def make_inputs(cls, case, present, device) -> dict:
     """Each input by name (None for an absent optional one), in the manifest's order:
     standard normal values at an offset fixed by the case; an index input (`index:` in the
-    manifest) uniform integers in [0, its bound), drawn after the inputs the bound reads."""
+    manifest) uniform integers in [0, its bound), an input with `values: [low, high]`
+    uniform values in [low, high), drawn after the inputs the bounds read."""
     entry = cls._entry
     pool = _pool(device)
     seed = zlib.crc32(f"{cls.__name__}/{case.name}/{sorted(present)}".encode())
     made = {}
-    for k, spec in sorted(enumerate(entry.inputs), key=lambda kv: kv[1].index is not None):
+    for k, spec in sorted(enumerate(entry.inputs), key=lambda kv: kv[1].bounded):
         if spec.optional and spec.name not in present:
             made[spec.name] = None
             continue
@@ -234,8 +243,8 @@ def make_inputs(cls, case, present, device) -> dict:
             pytest.fail(f"{cls.__name__}: workload case {case.name} gives no shape for input '{spec.name}'")
         dt = input_dtype(spec, case.dtype, made)
         shape = tuple(case.shapes[spec.name])
-        if spec.index is not None:
-            made[spec.name] = workloads.index_values(spec, shape, dt, made, case.params, seed + k,
+        if spec.bounded:
+            made[spec.name] = workloads.drawn_values(spec, shape, dt, made, case.params, seed + k,
                                                      case.draws.get(spec.name, "uniform")).to(device)
             continue
         n = 1
@@ -345,7 +354,7 @@ def expected_outputs(cls, branch, op, inputs) -> list:
         if o.name in branch.omitted:
             continue
         shape = tuple(eval(o.shape, _EVAL_GLOBALS, env))  # a rule the schema checked
-        dt = inputs[o.dtype.same_as].dtype if o.dtype.same_as else o.dtype.allowed[0]
+        dt = o.dtype.resolve({k: v.dtype for k, v in inputs.items() if v is not None}, op.params())
         if o.alias_of and o.alias_of in branch.written:
             kind = "alias"
         elif branch.uses_out and out_param is not None and o.name == out_param.fills:
@@ -461,12 +470,16 @@ class Failures:
 class Reference:
     """An expected output and the bound every element must keep to, computed once:
     |got - ref| <= atol + rtol |ref|, elementwise (torch.testing.assert_close's rule; its
-    own implementation is many times slower on large tensors). Compared in float64 for
-    float32 outputs and in float32 for 16-bit ones (exact enough against tolerances of 1e-3
-    and more)."""
+    own implementation is many times slower on large tensors), an infinity equal to the
+    same infinity. Compared in float64 for float32 outputs and in float32 for 16-bit ones
+    (exact enough against tolerances of 1e-3 and more). An integer or bool output (an
+    index, a token) is compared exactly, whatever the tolerance."""
 
     def __init__(self, ref, dtype, rtol, atol):
-        self.cmp = torch.float64 if dtype in (torch.float32, torch.float64) else torch.float32
+        if not ref.is_floating_point():
+            rtol = atol = 0
+        self.cmp = torch.float64 if dtype in (torch.float32, torch.float64) or not ref.is_floating_point() \
+            else torch.float32
         self.ref = ref.to(self.cmp)
         self.bound = self.ref.abs().mul_(rtol).add_(atol).masked_fill_(self.ref.isinf(), 0.0)  # an inf: exact
         self.rtol, self.atol = rtol, atol
@@ -475,11 +488,8 @@ class Reference:
         assert tuple(got.shape) == tuple(self.ref.shape), f"{what}: shape {tuple(got.shape)}, expected {tuple(self.ref.shape)}"
         if not got.numel():
             return
-        got_c = got.to(self.cmp)
-        err = got_c.sub(self.ref).abs_()
-        # an infinity equal to the reference's is exact (torch.testing.assert_close's rule: the
-        # log-sum-exp of an empty softmax is -inf on both sides, whose difference is NaN)
-        err.masked_fill_(got_c.eq(self.ref), 0.0)
+        g = got.to(self.cmp)
+        err = g.sub(self.ref).abs_().masked_fill_(g == self.ref, 0)   # inf - inf is NaN, but they agree
         if err.le(self.bound).all():
             return
         bad = err.le(self.bound).logical_not_()  # NaN included
@@ -502,21 +512,31 @@ class Prepared:
         self.copy = clone_all(self.pristine)  # what the pristine inputs must still hold after a call
         self._ref64 = self._own = None
 
+    def out_dtypes(self, op) -> list:
+        """Each output's dtype, as the manifest gives it for these inputs and params, then
+        each input written in place's (they follow the outputs in ref_outputs)."""
+        dtypes = {k: v.dtype for k, v in self.pristine.items() if v is not None}
+        return ([o.dtype.resolve(dtypes, op.params()) for o in self.cls._entry.outputs]
+                + [dtypes[n] for n in in_place_inputs(self.cls._entry)])
+
     def ref64(self):
         """The reference in float64, with TOL64's bound for each output."""
         if self._ref64 is None:
             op = self.cls(**self.case.params)
             r = ref_outputs(self.cls, op, self.pristine, torch.float64, self.device)
-            self._ref64 = [Reference(t, self.case.dtype, **tol64(self.case.dtype)) for t in r]
+            self._ref64 = [Reference(t, self.case.dtype, **coarser(tol64, self.case.dtype, dt))
+                           for t, dt in zip(r, self.out_dtypes(op))]
         return self._ref64
 
     def own(self):
-        """The reference run in the inputs' own dtype (what users compare with), rounded to
-        the dtype, with TOL_OWN's bound."""
+        """The reference run in the inputs' own dtype (what users compare with), each
+        floating output rounded to its dtype, with TOL_OWN's bound."""
         if self._own is None:
             op = self.cls(**self.case.params)
             r = ref_outputs(self.cls, op, self.pristine, device=self.device)
-            self._own = [Reference(t.to(self.case.dtype), self.case.dtype, **tol_own(self.case.dtype)) for t in r]
+            self._own = [Reference(t.to(dt) if t.is_floating_point() else t, self.case.dtype,
+                                   **coarser(tol_own, self.case.dtype, dt))
+                         for t, dt in zip(r, self.out_dtypes(op))]
         return self._own
 
 
@@ -854,7 +874,8 @@ def run_compile_without_inputs(cls, target, device):
 
 def run_backward(cls, target, branch, device):
     """With the data input requiring grad (a non-leaf, so that an in-place branch may
-    write it), the call or a backward through its outputs raises an error naming the op."""
+    write it), the call or a backward through its outputs raises an error naming the op
+    (an op whose outputs are all integers gives outputs that do not require grad)."""
     require_device(device)
     require_target(cls, target)
     entry = cls._entry
@@ -878,7 +899,14 @@ def run_backward(cls, target, branch, device):
     except Exception as e:  # refusing the call is also a clear answer, if it names the op
         assert re.search(pattern, str(e)), f"the call raised {type(e).__name__} without naming the op: {e}"
         return
-    outs = call_results(cls, result, inputs, len(expected_outputs(cls, branch, op, inputs)))
+    exp = expected_outputs(cls, branch, op, inputs)
+    outs = call_results(cls, result, inputs, len(exp))
+    if exp and not any(e.dtype.is_floating_point for e in exp):
+        # integer outputs (an index, a token) carry no gradient, as torch.argmax's: nothing
+        # for a backward to reach
+        assert not any(t.requires_grad or t.grad_fn is not None for t in outs[:len(exp)]), \
+            f"tileops::{branch.name}: an integer output requires grad"
+        return
     total = sum(t.double().sum() for t in outs if t.requires_grad or t.grad_fn is not None) if outs else None
     assert total is not None and isinstance(total, torch.Tensor) and total.requires_grad, \
         f"tileops::{branch.name}: with input '{first}' requiring grad, no output requires grad and the call " \

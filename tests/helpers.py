@@ -112,3 +112,39 @@ def nvcc_build(tmp_path, source_name, kernel, opts):
     assert f"Compiling entry function '{kernel}'" in r.stderr, r.stderr[-2000:]
     assert not any(int(v) for v in re.findall(r"(\d+) bytes (?:spill|stack)", r.stderr)), r.stderr[-2000:]
     return r.stderr
+
+
+def nvcc_bare(tmp_path, source_name, kernel, opts):
+    """nvcc_build without any CUDA header, as NVRTC --minimal compiles (the runtime's way):
+    nvcc's implicit cuda_runtime.h is an empty file, so a kernel that leans on a header
+    (atomicAdd, __syncthreads, ceilf, ...) fails here as it would at run time. Returns
+    nvcc's stderr; asserts no local-memory spills."""
+    import os
+    import re
+    import subprocess
+
+    from tileops import runtime
+    inc = tmp_path / "bare_include"
+    inc.mkdir(exist_ok=True)
+    (inc / "cuda_runtime.h").write_text("")
+    src = tmp_path / "bare.cu"
+    src.write_text(runtime.source(source_name))
+    top = os.path.dirname(os.path.dirname(os.path.realpath(_toolkit_nvcc())))
+    env = dict(os.environ, PATH=os.pathsep.join([os.path.join(top, "nvvm", "bin"), os.path.join(top, "bin"),
+                                                 os.environ.get("PATH", "")]))
+    r = subprocess.run([_toolkit_nvcc(), "-noprof", f"-I{inc}", "-cubin", "-arch=sm_90a", "-Xptxas", "-v", *opts,
+                        "-o", str(tmp_path / "bare.cubin"), str(src)], capture_output=True, text=True, timeout=300,
+                       env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"Compiling entry function '{kernel}'" in r.stderr, r.stderr[-2000:]
+    assert not any(int(v) for v in re.findall(r"(\d+) bytes (?:spill|stack)", r.stderr)), r.stderr[-2000:]
+    return r.stderr
+
+
+def _toolkit_nvcc():
+    """The toolkit's own nvcc (a wrapper on PATH may point at it), found beside its nvvm/."""
+    import os
+    for cand in (os.path.realpath(nvcc() or ""), "/usr/local/cuda/bin/nvcc"):
+        if cand and os.path.isdir(os.path.join(os.path.dirname(os.path.dirname(cand)), "nvvm", "bin")):
+            return cand
+    return nvcc()

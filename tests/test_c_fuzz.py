@@ -445,6 +445,48 @@ def _contract_call(C, fz, stats, h, name, base, args, valid, fits):
     fz.calls += 1
 
 
+# The sampling kernels (csrc/ops/sampling): their arguments' meaning, for the verdict.
+SAMPLING_OPS = ("softmax", "argmax", "top_k", "top_k_top_p_mask", "sample_from_probs")
+
+
+def sampling_verdict(base, args, bufs):
+    """(valid by the contract, fits the buffers) for a sampling kernel's arguments: a float
+    dtype, B >= 0, 1 <= V < 2^31, B V 8 bytes within int64, the op's own scalars; with rows,
+    each required pointer given, each given one aligned to its element size."""
+    if base == "softmax":
+        x, t, y, B, V, dt, odt = args
+        bufs_of = lambda e: [(x, B * V * e, e, 0), (t, B * 4, 4, 1), (y, B * V * ES.get(odt, 1), ES.get(odt, 1), 0)]  # noqa: E731
+        extra = odt in ES
+    elif base == "argmax":
+        x, tok, B, V, dt = args
+        bufs_of = lambda e: [(x, B * V * e, e, 0), (tok, B * 8, 8, 0)]  # noqa: E731
+        extra = True
+    elif base == "top_k":
+        x, vals, idx, B, V, k, dt = args
+        bufs_of = lambda e: [(x, B * V * e, e, 0), (vals, B * k * e, e, 1), (idx, B * k * 8, 8, 0)]  # noqa: E731
+        extra = 0 <= k <= V
+    elif base == "top_k_top_p_mask":
+        x, kk, pp, y, B, V, dt, kdt = args
+        ke = 4 if kdt == 3 else 8
+        bufs_of = lambda e: [(x, B * V * e, e, 0), (kk, B * ke, ke, 1), (pp, B * 4, 4, 1), (y, B * V * e, e, 0)]  # noqa: E731
+        extra = kdt in (3, 4)
+    else:
+        pr, q, tok, B, V, dt = args
+        bufs_of = lambda e: [(pr, B * V * e, e, 0), (q, B * V * 4, 4, 0), (tok, B * 8, 8, 0)]  # noqa: E731
+        extra = True
+    if dt not in ES or B < 0 or not 1 <= V <= 2**31 - 1 or B > I64_MAX // 8 // V or not extra:
+        return False, False
+    if B == 0 or (base == "top_k" and k == 0):
+        return True, True
+    extents = bufs_of(ES[dt])
+    for p, nb, align, optional in extents:
+        if p == 0 and not optional:
+            return False, False
+        if p and not _extent_ok(p, nb, align):
+            return False, False
+    return True, all(_in_buffers(p, nb, bufs) for p, nb, _, _ in extents if p)
+
+
 def _in_buffers(p, nbytes, bufs):
     return any(base <= p and p + nbytes <= base + BUF for base in bufs)
 
@@ -570,7 +612,6 @@ def group_cpu_launch(C):
             _contract_call(C, fz, stats, h, name, base, args, valid, fits)
     assert stats["rejected"] > 300 and stats["ran"] > 300, stats
     print("table contract fuzz:", stats)
-    return fz.calls + kv_cache_write_contract(C, rng, bufs, hostile_ptrs)
 
 
 def kv_cache_write_verdict(args, slots, bufs):
@@ -653,6 +694,40 @@ def kv_cache_write_contract(C, rng, bufs, hostile_ptrs):
     assert stats["rejected"] > 1000 and stats["ran"] > 600, stats
     print("kv_cache_write contract fuzz:", stats)
     return calls
+
+    # the sampling kernels' contracts, the same way
+    sstats = {"rejected": 0, "ran": 0, "skipped": 0}
+    for name in names:
+        base = name[:-len("_reference")] if name.endswith("_reference") else name
+        if base not in SAMPLING_OPS:
+            continue
+        h, fmt = C.cpu_kernel(name)
+        for _ in range(600):
+            def pick(good, bad):
+                return rng.choice(good) if rng.random() < 0.85 else rng.choice(bad)
+
+            def ptr(slot, optional=False):
+                good = [bufs[slot], bufs[slot] + 64] + ([0] if optional else [])
+                return pick(good, [0, bufs[slot] + 1, bufs[slot] + 2, bufs[slot] + 4] + hostile_ptrs)
+            dt = pick([0, 1, 2], [-1, 3, 6, 99, INT_MAX, INT_MIN])
+            B = pick(range(0, 5), [_hostile_size(rng, 4)])
+            V = pick(range(1, 17), [0, _hostile_size(rng, 16)])
+            if base == "softmax":
+                args = [ptr(0), ptr(1, True), ptr(2), B, V, dt, pick([0, 1, 2], [-1, 4, INT_MAX])]
+            elif base == "argmax":
+                args = [ptr(0), ptr(1), B, V, dt]
+            elif base == "top_k":
+                args = [ptr(0), ptr(1, True), ptr(2), B, V, pick(range(0, 17), [-1, _hostile_size(rng, 16)]), dt]
+            elif base == "top_k_top_p_mask":
+                x = ptr(0)
+                args = [x, ptr(1, True), ptr(2, True), rng.choice([x, ptr(3)]), B, V, dt, pick([3, 4], [0, 2, -1])]
+            else:
+                args = [ptr(0), ptr(1), ptr(2), B, V, dt]
+            args = [min(max(a, I64_MIN), I64_MAX) if isinstance(a, int) else a for a in args]
+            _contract_call(C, fz, sstats, h, name, base, args, *sampling_verdict(base, args, bufs))
+    assert sstats["rejected"] > 1000 and sstats["ran"] > 1000, sstats
+    print("sampling contract fuzz:", sstats)
+    return fz.calls + kv_cache_write_contract(C, rng, bufs, hostile_ptrs)
 
 
 # ---- group: cuda -------------------------------------------------------------------------------

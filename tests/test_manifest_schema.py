@@ -134,6 +134,29 @@ def _table(path, value, drop=False):
     for p in path[:-1]:
         d = d[p]
     if drop:
+
+
+# ---- outputs whose dtype a param gives; inputs whose values the manifest bounds ----------
+
+CAST = {"family": "toy", "status": "implemented", "signature": {
+    "inputs": {"x": {"dtype": "float32 | bfloat16"},
+               "t": {"dtype": "float32", "shape": [2], "optional": True, "values": [0.5, "x.shape[0] + 1"]},
+               "k": {"dtype": "int32", "shape": [2], "optional": True, "values": [1, 5]}},
+    "outputs": {"y": {"dtype": "param(out_dtype) or same_as(x)", "shape": "x.shape"},
+                "z": {"dtype": "param(acc_dtype)", "shape": "x.shape"},
+                "w": {"dtype": "param(out_dtype) or float16", "shape": "x.shape"}},
+    "params": {"out_dtype": {"type": "dtype | None", "default": None, "dtypes": "float32 | float16 | bfloat16"},
+               "acc_dtype": {"type": "dtype", "default": "float32", "dtypes": "float32 | float64"}}},
+    "workloads": {"shapes": {"x": ["T"]}, "params": {"out_dtype": "float16"}, "dims": {"T": 4}}}
+
+
+def _cast(path, value):
+    import copy
+    raw = copy.deepcopy(CAST)
+    d = raw
+    for p in path[:-1]:
+        d = d[p]
+    if value is _DELETE:
         del d[path[-1]]
     else:
         d[path[-1]] = value
@@ -288,3 +311,115 @@ def test_bad_draws_and_dim_expressions_are_rejected(extra, needle):
     with pytest.raises(ManifestError) as ei:
         parse_entry("BadOp", raw, "<t>")
     assert "BadOp" in str(ei.value) and needle in str(ei.value), str(ei.value)
+
+
+_DELETE = object()
+
+
+def test_a_dtype_param_parses_and_output_rules_resolve_from_it():
+    import torch
+    e = parse_entry("CastOp", CAST, "<t>")
+    p = {q.name: q for q in e.params}
+    assert p["out_dtype"].is_dtype and p["out_dtype"].default is None
+    assert p["out_dtype"].dtypes == (torch.float32, torch.float16, torch.bfloat16)
+    assert p["acc_dtype"].default is torch.float32 and not p["acc_dtype"].may_be_none
+    y, z, w = e.outputs
+    assert y.dtype.param == "out_dtype" and y.dtype.fallback.same_as == "x"
+    ins = {"x": torch.bfloat16}
+    assert y.dtype.resolve(ins, {"out_dtype": None}) is torch.bfloat16
+    assert y.dtype.resolve(ins, {"out_dtype": torch.float32}) is torch.float32
+    assert z.dtype.resolve(ins, {"acc_dtype": torch.float64}) is torch.float64
+    assert w.dtype.resolve(ins, {"out_dtype": None}) is torch.float16
+    assert e.input("t").values == ("0.5", "x.shape[0] + 1") and e.input("t").bounded and not e.input("x").bounded
+
+
+def test_workload_dtype_params_are_dtypes_not_dims():
+    import torch
+    from tileops.manifest.workloads import cases
+    (c,) = cases(parse_entry("CastOp", CAST, "<t>"), dtypes=["float32"])
+    assert c.params == {"out_dtype": torch.float16} and c.shapes == {"x": (4,)}
+
+
+def test_values_are_drawn_in_their_bounds():
+    import torch
+    from tileops.manifest.workloads import drawn_values
+    e = parse_entry("CastOp", CAST, "<t>")
+    x = torch.zeros(7)
+    t = drawn_values(e.input("t"), (1000,), torch.float32, {"x": x}, {}, 1)
+    assert t.dtype is torch.float32 and t.min() >= 0.5 and t.max() < 8 and t.std() > 1
+    k = drawn_values(e.input("k"), (1000,), torch.int32, {"x": x}, {}, 1)
+    assert k.dtype is torch.int32 and set(k.tolist()) == {1, 2, 3, 4}
+    assert drawn_values(e.input("x"), (3,), torch.float32, {}, {}, 1) is None
+
+
+@pytest.mark.parametrize("path,value,needle", [
+    (("signature", "outputs", "y", "dtype"), "param(nothing) or same_as(x)", "param(nothing) names no dtype param"),
+    (("signature", "outputs", "y", "dtype"), "param(out_dtype)", "may be None: say what the dtype is then"),
+    (("signature", "outputs", "y", "dtype"), "param(out_dtype) or float32 | float16", "must be same_as(<input>) or one dtype"),
+    (("signature", "outputs", "y", "dtype"), "param(out_dtype) or param(acc_dtype)", "must be same_as(<input>) or one dtype"),
+    (("signature", "outputs", "y", "dtype"), "param(out_dtype) or same_as(q)", "same_as(q) names no input"),
+    (("signature", "outputs", "y", "dtype"), "param(out_dtype", "expected `param(<name>)`"),
+    (("signature", "inputs", "x", "dtype"), "param(acc_dtype)", "for outputs only"),
+    (("signature", "params", "acc_dtype", "dtypes"), "float33", "unknown dtype(s) ['float33']"),
+    (("signature", "params", "acc_dtype", "dtypes"), _DELETE, "expected a dtype rule string"),
+    (("signature", "params", "acc_dtype", "default"), "bfloat16", "expected None or one of 'float32 | float64'"),
+    (("signature", "params", "acc_dtype", "default"), None, "a default of None needs the type `dtype | None`"),
+    (("signature", "params", "acc_dtype", "type"), "int", "only a dtype param (type: dtype) has dtypes"),
+    (("workloads", "params"), {"out_dtype": "T"}, "expected one of the param's dtypes"),
+    (("signature", "inputs", "t", "values"), [0.5], "expected [low, high]"),
+    (("signature", "inputs", "t", "values"), [0.5, "nothing + 1"], "names 'nothing'"),
+    (("signature", "inputs", "t", "values"), [True, 2], "expected [low, high]"),
+    (("signature", "inputs", "k", "index"), "x.shape[0]", "give one of the two"),
+])
+def test_bad_dtype_params_and_value_bounds_are_rejected(path, value, needle):
+    with pytest.raises(ManifestError) as ei:
+        parse_entry("BadOp", _cast(path, value), "<t>")
+    assert "BadOp" in str(ei.value) and needle in str(ei.value), str(ei.value)
+
+
+def test_an_output_dtype_from_a_param_through_a_real_op():
+    """ToyCastOp (tests/manifest/toy.yaml): y's dtype is `out_dtype`, x's when None. The
+    allocation, the out= check and the fake follow it; the operator's schema does not carry
+    it (the instance key covers it); an assignment takes effect on the next call."""
+    import torch
+    from helpers import compile_keeping_graphs
+    from tileops.errors import InputTypeError, InputValueError
+    from toy_ops import ToyCastOp
+    x = torch.randn(3, 4, dtype=torch.bfloat16)
+    assert ToyCastOp()(x).dtype is torch.bfloat16
+    op = ToyCastOp(torch.float32)
+    y = op(x)
+    assert y.dtype is torch.float32 and torch.equal(y, x.float())
+    assert ToyCastOp("float16").out_dtype is torch.float16
+    schema = str(torch.ops.tileops.toy_cast.default._schema)
+    assert "dtype" not in schema.replace("ScalarType", "") and "out_dtype" not in schema, schema
+    with pytest.raises(InputTypeError, match=r"ToyCastOp: argument 'out': expected dtype torch.float32, got torch.bfloat16"):
+        op(x, out=torch.empty(3, 4, dtype=torch.bfloat16))
+    out = torch.empty(3, 4)
+    assert op(x, out=out) is out and torch.equal(out, x.float())
+    with pytest.raises(InputValueError, match=r"ToyCastOp: param 'out_dtype': expected one of float32 \| float16 \| bfloat16, got torch.int32"):
+        ToyCastOp(torch.int32)
+    with pytest.raises(InputTypeError, match=r"ToyCastOp: param 'out_dtype': expected a torch dtype"):
+        ToyCastOp(3)
+    with pytest.raises(InputTypeError, match=r"ToyCastOp: param 'out_dtype': expected a torch dtype"):
+        ToyCastOp("float33")
+    compiled, graphs = compile_keeping_graphs(op)
+    assert compiled(x).dtype is torch.float32
+    op.out_dtype = torch.float16
+    assert op(x).dtype is torch.float16
+    with torch._subclasses.fake_tensor.FakeTensorMode():
+        assert ToyCastOp(torch.float16)(torch.empty(2, 2)).dtype is torch.float16
+    names = [str(n.target) for g in graphs for n in g.graph.nodes if n.op == "call_function"]
+    assert names == ["tileops.toy_cast.default"], names
+
+
+def test_the_validator_holds_a_dtype_params_default_to_the_manifests(monkeypatch):
+    import torch
+    from tileops.manifest.validate import check_class
+    from toy_ops import ToyCastOp
+    assert check_class(ToyCastOp, ToyCastOp._entry) == []
+    monkeypatch.setattr(ToyCastOp, "__init__", lambda self, out_dtype=torch.float16, *, target=None: None)
+    errs = check_class(ToyCastOp, ToyCastOp._entry)
+    assert any("constructor default of dtype param 'out_dtype' is torch.float16" in e for e in errs), errs
+    monkeypatch.setattr(ToyCastOp, "__init__", lambda self, out_dtype="float16", *, target=None: None)
+    assert any("is 'float16', the manifest's None" in e for e in check_class(ToyCastOp, ToyCastOp._entry))

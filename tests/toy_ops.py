@@ -75,6 +75,14 @@ class SwapKernel(_TorchKernel):
         b.copy_(tmp)
 
 
+class CastKernel(_TorchKernel):
+    interface = "cast"
+
+    @staticmethod
+    def run(x, y):
+        y.copy_(x)
+
+
 class ScaleRowsKernel(_TorchKernel):
     interface = "scale_rows"
 
@@ -147,6 +155,21 @@ class ScaleRowsOp(Op, manifest=MANIFEST):
         return y
 
 
+class ToyCastOp(Op, manifest=MANIFEST):
+    """y = x in the dtype `out_dtype` names (None: x's own)."""
+    kernel_types = {"cast": CastKernel}
+    interfaces = {"cast": KernelInterface.of("cast", "cast")}
+
+    def __init__(self, out_dtype=None, *, target=None):
+        super().__init__(target=target)
+        self.out_dtype = out_dtype
+
+    def forward(self, x, *, out=None):
+        y = self.allocate(x, out=out)
+        self.kernel_for("cast", x, y)(x, y)
+        return y
+
+
 class ToyScaleAddOp(Op, manifest=MANIFEST):
     """A composite: dynamo traces this forward; its sub-ops are the graph's nodes."""
 
@@ -170,4 +193,4 @@ class ToyIotaOp(Op, manifest=MANIFEST):
 
 
 TOY_CLASSES = {c.__name__: c for c in (ToyScaleOp, ToyAccumulateOp, ToyAddOp, ToyNormStatsOp, ToySwapOp,
-                                       ScaleRowsOp, ToyScaleAddOp, ToyIotaOp)}
+                                       ScaleRowsOp, ToyCastOp, ToyScaleAddOp, ToyIotaOp)}

@@ -18,11 +18,20 @@
  *                                               (lanes m.. read as +0, touching no memory)
  *   vstore_n(p, i, dt, v, m)                    lanes 0..m-1 rounded to dt (nearest even);
  *                                               returns what was stored, in fp32
- *   vkeep_n(v, m)                               lanes m.. set to +0
+ *   vkeep_n(v, m) / vfill_n(v, m, c)            lanes m.. set to +0 / to c
  *   vfold(o0, o1, o2, o3)                       the sum of 64 partials, folded pairwise
- *   vpoly(t, c, deg), vexp(x)                   Horner's rule; exp (the activations' and
- *                                               attention's; see its comment)
- * The including file #undefs VF, ISA, TGT and ISA_NAME after its pass. */
+ *   vfirst_eq(v, c) / vfirst_nan(v)             the first lane equal to c's (-0 == +0) / that
+ *                                               is NaN, or -1
+ * and, written once over these for every set:
+ *   vpoly(t, c, deg)                            c[0] + t (c[1] + ... c[deg]) by FMAs
+ *   vexp(x)                                     exp, < 1.1 ulp (below); NaN stays NaN
+ * The including file #undefs VF, ISA, TGT and ISA_NAME after its pass.
+ *
+ * vexp: x = k ln2 + r (k = nearest integer to x log2 e, r by two FMAs against a split ln2),
+ * exp(r) = 1 + r + r^2 P(r) with P a degree-5 fit over |r| <= ln2 / 2 (< 1.1 ulp), times 2^k
+ * in two exact steps (a subnormal result rounds once); x clamped to [-110, 89]: 0 below
+ * (exp(-inf) = 0), +inf above 88.73; the clamp keeps a NaN (x86's min / max return their
+ * second operand for an unordered lane, and x is that operand). */
 #ifndef VEC16_ISA
 #ifndef TILEOPS_CPU_VEC16_H
 #define TILEOPS_CPU_VEC16_H
@@ -193,6 +202,7 @@ static AI TGT VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
 
 /* Lanes m.. set to +0. */
 static AI TGT VF ISA(vkeep_n)(VF v, int m) { return _mm512_maskz_mov_ps(ISA(first)(m), v); }
+static AI TGT VF ISA(vfill_n)(VF v, int m, float c) { return _mm512_mask_blend_ps(ISA(first)(m), _mm512_set1_ps(c), v); }
 
 /* The fold of the 64 partials held 16 per vector: p[j] += p[j + s] for s = 32 .. 1. */
 static AI TGT float ISA(vfold)(VF o0, VF o1, VF o2, VF o3) {
@@ -203,6 +213,15 @@ static AI TGT float ISA(vfold)(VF o0, VF o1, VF o2, VF o3) {
     q = _mm_add_ps(q, _mm_movehl_ps(q, q));
     q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
     return _mm_cvtss_f32(q);
+}
+
+static AI TGT int ISA(vfirst_eq)(VF v, VF c) {
+    unsigned m = (unsigned)_mm512_cmp_ps_mask(v, c, _CMP_EQ_OQ);
+    return m ? __builtin_ctz(m) : -1;
+}
+static AI TGT int ISA(vfirst_nan)(VF v) {
+    unsigned m = (unsigned)_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    return m ? __builtin_ctz(m) : -1;
 }
 
 #elif VEC16_ISA == VEC16_AVX2
@@ -308,6 +327,13 @@ static AI TGT VF ISA(vkeep_n)(VF v, int m) {
     __m256i hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(m - 8), lane);
     return (VF){_mm256_and_ps(v.lo, _mm256_castsi256_ps(lo)), _mm256_and_ps(v.hi, _mm256_castsi256_ps(hi))};
 }
+static AI TGT VF ISA(vfill_n)(VF v, int m, float c) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 lo = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(m), lane));
+    __m256 hi = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(m - 8), lane));
+    const __m256 cv = _mm256_set1_ps(c);
+    return (VF){_mm256_blendv_ps(cv, v.lo, lo), _mm256_blendv_ps(cv, v.hi, hi)};
+}
 
 static AI TGT float ISA(vfold)(VF o0, VF o1, VF o2, VF o3) {
     VF s = ISA(vadd)(ISA(vadd)(o0, o2), ISA(vadd)(o1, o3));
@@ -316,6 +342,17 @@ static AI TGT float ISA(vfold)(VF o0, VF o1, VF o2, VF o3) {
     q = _mm_add_ps(q, _mm_movehl_ps(q, q));
     q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
     return _mm_cvtss_f32(q);
+}
+
+static AI TGT int ISA(vfirst_eq)(VF v, VF c) {
+    unsigned m = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v.lo, c.lo, _CMP_EQ_OQ)) |
+                 (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v.hi, c.hi, _CMP_EQ_OQ)) << 8;
+    return m ? __builtin_ctz(m) : -1;
+}
+static AI TGT int ISA(vfirst_nan)(VF v) {
+    unsigned m = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v.lo, v.lo, _CMP_UNORD_Q)) |
+                 (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v.hi, v.hi, _CMP_UNORD_Q)) << 8;
+    return m ? __builtin_ctz(m) : -1;
 }
 
 #else
@@ -384,7 +421,8 @@ static AI float ISA(pow2i)(int32_t k) {
 }
 static AI VF ISA(vldexp)(VF v, VF kf) {
     for (int k = 0; k < 16; k++) {
-        int32_t e = (int32_t)kf.f[k], e1 = e >> 1;
+        /* a NaN kf (v is NaN then too) converts to nothing defined: take 0 */
+        int32_t e = kf.f[k] == kf.f[k] ? (int32_t)kf.f[k] : 0, e1 = e >> 1;
         v.f[k] = v.f[k] * ISA(pow2i)(e1) * ISA(pow2i)(e - e1);
     }
     return v;
@@ -408,6 +446,11 @@ static AI VF ISA(vkeep_n)(VF v, int m) {
         v.f[k] = 0.0f;
     return v;
 }
+static AI VF ISA(vfill_n)(VF v, int m, float c) {
+    for (int k = m; k < 16; k++)
+        v.f[k] = c;
+    return v;
+}
 static AI float ISA(vfold)(VF o0, VF o1, VF o2, VF o3) {
     VF s = ISA(vadd)(ISA(vadd)(o0, o2), ISA(vadd)(o1, o3));
     for (int w = 8; w >= 1; w /= 2)
@@ -415,34 +458,40 @@ static AI float ISA(vfold)(VF o0, VF o1, VF o2, VF o3) {
             s.f[k] += s.f[k + w];
     return s.f[0];
 }
+static AI int ISA(vfirst_eq)(VF v, VF c) {
+    for (int k = 0; k < 16; k++)
+        if (v.f[k] == c.f[k])
+            return k;
+    return -1;
+}
+static AI int ISA(vfirst_nan)(VF v) {
+    for (int k = 0; k < 16; k++)
+        if (v.f[k] != v.f[k])
+            return k;
+    return -1;
+}
 #endif
 
-/* ---- built on the operations above, the same text for every set ------------------------ */
-
+/* ---- functions written once over the vector (every set) ----------------------------- */
 #if VEC16_ISA == VEC16_SCALAR && VEC16_X86
 /* The cold fallback on x86 (fmaf a library call): one out-of-line copy per function. */
-#define VEC16_STEP __attribute__((noinline, noclone, unused))
+#define VEC16_STEP static __attribute__((noinline, noclone, unused))
 #else
-#define VEC16_STEP AI __attribute__((unused))
+#define VEC16_STEP static AI
 #endif
 
 /* Horner's rule by FMA: c[0] + t (c[1] + t (... c[deg])). */
-static AI TGT __attribute__((unused)) VF ISA(vpoly)(VF t, const float *c, int deg) {
+static AI TGT VF ISA(vpoly)(VF t, const float *c, int deg) {
     VF p = ISA(vset1)(c[deg]);
     for (int k = deg - 1; k >= 0; k--)
         p = ISA(vfma)(p, t, ISA(vset1)(c[k]));
     return p;
 }
 
-/* exp(x): x = k ln2 + r (k = nearest integer to x log2 e, r by two FMAs against a split
- * ln2), exp(r) = 1 + r + r^2 P(r) with P a degree-5 fit over |r| <= ln2 / 2 (< 1.1 ulp),
- * times 2^k in two exact steps (a subnormal result rounds once); x clamped to [-110, 89]:
- * 0 below (-inf included), +inf above 88.73; a NaN lane gives 0 (vmax's rule), so a caller
- * that must propagate NaN tests for it. */
-static VEC16_STEP TGT VF ISA(vexp)(VF x) {
+VEC16_STEP TGT VF ISA(vexp)(VF x) {
     static const float c[6] = {0.5f, 0.16666666f, 0.041666463f, 0.008333569f, 0.0013935078f,
                                0.00019741055f};
-    x = ISA(vmin)(ISA(vmax)(x, ISA(vset1)(-110.0f)), ISA(vset1)(89.0f));
+    x = ISA(vmin)(ISA(vset1)(89.0f), ISA(vmax)(ISA(vset1)(-110.0f), x)); /* x last: a NaN stays */
     const VF magic = ISA(vset1)(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
     VF kf = ISA(vsub)(ISA(vfma)(x, ISA(vset1)(1.44269504f), magic), magic);
     VF r = ISA(vfma)(kf, ISA(vset1)(-0.693145752f), x);  /* ln2 hi: 12 bits, k r exact */

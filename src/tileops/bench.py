@@ -278,7 +278,7 @@ def check_close(actual, expected, dtype_name):
         a, e = a.float(), e.float()
         if a.shape != e.shape:
             return float("inf"), float("inf"), False
-        err = (a - e).abs().max().item() if a.numel() else 0.0
+        err = (a - e).abs().masked_fill_(a == e, 0).max().item() if a.numel() else 0.0   # inf == inf: no error
         scale = max(1.0, e.abs().max().item() if e.numel() else 1.0)
         scaled = err / scale
         ok = math.isfinite(err) and scaled <= TOLERANCE.get(dtype_name, 2e-2)
@@ -492,20 +492,21 @@ def resolved_params(op):
 def make_inputs(entry, case, device, seed=0):
     """The case's inputs in the manifest's order: seeded standard normals of each present
     input's shape and dtype rule (drawn on the CPU, the same numbers on every device), an
-    index input's integers in [0, its bound), None for an input the case gives no shape."""
+    index input's integers in [0, its bound), an input with `values` uniform in [low, high),
+    None for an input the case gives no shape."""
     import torch
 
-    from .manifest.workloads import index_values, input_dtype
+    from .manifest.workloads import drawn_values, input_dtype
     gen = torch.Generator(device="cpu").manual_seed(seed)
     made = {}
-    for k, spec in sorted(enumerate(entry.inputs), key=lambda kv: kv[1].index is not None):
+    for k, spec in sorted(enumerate(entry.inputs), key=lambda kv: kv[1].bounded):
         shape = case.shapes.get(spec.name)
         if shape is None:
             made[spec.name] = None
             continue
         dt = input_dtype(spec, case.dtype, made)
-        if spec.index is not None:   # in [0, the bound its rule gives), drawn as the workloads say
-            made[spec.name] = index_values(spec, shape, dt, made, case.params, seed + k,
+        if spec.bounded:   # in [0, the bound its rule gives) as the workloads draw it, or in [low, high) of `values`
+            made[spec.name] = drawn_values(spec, shape, dt, made, case.params, seed + k,
                                            case.draws.get(spec.name, "uniform")).to(device)
         else:
             made[spec.name] = torch.randn(tuple(shape), generator=gen).to(device=device, dtype=dt)

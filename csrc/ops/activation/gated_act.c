@@ -4,11 +4,7 @@
  *
  * The fast kernel's fp32 functions, written once over cpu/vec16.h's 16-lane vector and
  * compiled once per instruction set (this file includes itself), so every level gives the
- * same bits:
- *   exp(x)   x = k ln2 + r (k = nearest integer to x log2 e, r by two FMAs against a split
- *            ln2), exp(r) = 1 + r + r^2 P(r) with P a degree-5 fit over |r| <= ln2 / 2
- *            (< 1.1 ulp), times 2^k in two exact steps (a subnormal result rounds once);
- *            x clamped to [-110, 89]: 0 below, +inf above 88.73.
+ * same bits (exp(x) is vec16.h's vexp, < 1.1 ulp):
  *   silu       a / (1 + exp(-a)), formed as a e / (1 + e), e = exp(a), for a < 0
  *   gelu_tanh  a / (1 + exp(-v)) (the same), v = a (c1 + c2 a^2) = 2u: the same function as
  *            0.5 a (1 + tanh(u)) (1 + tanh(u) = 2 / (1 + exp(-2u))) without its cancellation

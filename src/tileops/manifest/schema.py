@@ -20,7 +20,7 @@ from ..errors import ManifestError
 ENTRY_KEYS = {"family", "status", "ref_api", "description", "signature", "composition",
               "workloads", "roofline", "peers"}
 SIGNATURE_KEYS = {"inputs", "outputs", "params", "call_params", "shape_rules"}
-INPUT_KEYS = {"dtype", "optional", "mutated", "when", "shape", "contiguous", "index", "distinct"}
+INPUT_KEYS = {"dtype", "optional", "mutated", "when", "shape", "contiguous", "index", "distinct", "values"}
 # How the boundary treats an input's layout (`contiguous`): "copy" (the default: a
 # non-contiguous input is copied, and a written one copied back), "require" (refused
 # with a clear error: the op never copies it, e.g. a KV cache), "last_dim" (passed as it
@@ -32,7 +32,7 @@ RESERVED_INPUT_NAMES = {"key": "the operators' instance-key argument (name a key
                         "self": "the op instance in the generated bodies",
                         "out": "the call-time buffer of an output (`call_params.out`)"}
 OUTPUT_KEYS = {"dtype", "shape", "optional", "when", "alias_of"}
-PARAM_KEYS = {"type", "default", "none_means", "choices"}
+PARAM_KEYS = {"type", "default", "none_means", "choices", "dtypes"}
 # A param of type `str` may list its `choices` (e.g. rope_type: default | linear | llama3):
 # any other value is refused when assigned, naming the op, the param and the choices.
 
@@ -57,6 +57,11 @@ NONE_MEANS = {
     "inverse_sqrt_head_size": DerivedDefault(("head_size",), lambda p: 1.0 / math.sqrt(p["head_size"]),
                                              "1 / sqrt(head_size)"),
 }
+# A param typed `dtype` (or `dtype | None`) holds a torch dtype, one of its `dtypes`; an
+# output's dtype rule `param(<name>)` takes it (`param(<name>) or same_as(<input>)` / `or
+# <dtype>` where it may be None). Being a constructor param, it is part of the instance, so
+# the operator's schema never carries it and the instance key covers it (by its name).
+DTYPE_PARAM_TYPES = ("dtype", "dtype|None")
 CALL_PARAM_KEYS = {"type", "default", "fills"}
 CALL_PARAM_TYPES = {"bool", "int", "float", "Tensor", "device"}
 # `device` (type device, default None: the CPU) is where an op with no call-time tensor input
@@ -64,7 +69,7 @@ CALL_PARAM_TYPES = {"bool", "int", "float", "Tensor", "device"}
 # inputs takes its device from them).
 # A constructor param's type: a literal, so that the instance key, which names the params,
 # can rebuild the op in another process (ops/registry.py); "| None" may follow.
-PARAM_TYPES = {"bool", "int", "float", "str", "tuple[int, ...]"}
+PARAM_TYPES = {"bool", "int", "float", "str", "tuple[int, ...]", "dtype"}
 STATUSES = {"implemented", "spec-only"}
 
 # What a rule may call and which attributes it may read.
@@ -82,10 +87,26 @@ _ALLOWED_NODES = (
 
 @dataclasses.dataclass(frozen=True)
 class DtypeRule:
-    """Either a set of allowed dtypes, or `same_as(<input>)`."""
+    """A set of allowed dtypes, `same_as(<input>)`, or (outputs only) `param(<name>)`: the
+    value of a dtype param, with `fallback` (a rule of one of the other two kinds) where
+    the param may be None."""
     allowed: tuple = ()
     same_as: str | None = None
     text: str = ""
+    param: str | None = None
+    fallback: "DtypeRule | None" = None
+
+    def resolve(self, dtypes: dict, params: dict):
+        """The dtype this rule gives, from the inputs' dtypes and the params by name (the
+        first allowed dtype for a set, as the generated allocation takes it)."""
+        if self.param is not None:
+            v = params.get(self.param)
+            if v is not None:
+                return v
+            return self.fallback.resolve(dtypes, params)
+        if self.same_as:
+            return dtypes[self.same_as]
+        return self.allowed[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +121,13 @@ class InputSpec:
     index: str | None = None    # an index input: the rule giving the exclusive bound of its values
     distinct: bool = False      # an index input whose valid values are distinct (a KV cache's slot
                                 # mapping): the drivers draw them without repeats; the op checks nothing
+    values: tuple | None = None  # (low, high) rules: the drivers draw the input's values in [low, high)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the manifest bounds its values (`index` or `values`): the drivers draw
+        them after the inputs the bounds may read."""
+        return self.index is not None or self.values is not None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,10 +147,19 @@ class ParamSpec:
     default: Any = dataclasses.MISSING
     none_means: Any = None      # the value None stands for (NONE_MEANS: a constant or a DerivedDefault), resolved once
     choices: tuple | None = None  # a str param's allowed values
+    dtypes: tuple = ()          # a dtype param: the torch dtypes it may hold
 
     @property
     def required(self) -> bool:
         return self.default is dataclasses.MISSING
+
+    @property
+    def is_dtype(self) -> bool:
+        return self.type.replace(" ", "") in DTYPE_PARAM_TYPES
+
+    @property
+    def may_be_none(self) -> bool:
+        return self.type.replace(" ", "").endswith("|None") or self.default is None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,10 +229,14 @@ def _check_keys(source, entry, field, got, allowed):
         raise _err(source, entry, field, f"unknown key(s) {unknown}; allowed: {sorted(allowed)}")
 
 
-def parse_dtype_rule(text, source, entry, field, input_names) -> DtypeRule:
+def parse_dtype_rule(text, source, entry, field, input_names, params=None) -> DtypeRule:
+    """`params`: the entry's ParamSpecs by name, for an output's rule (`param(<name>)`
+    is refused elsewhere)."""
     if not isinstance(text, str) or not text.strip():
         raise _err(source, entry, field, f"expected a dtype rule string, got {text!r}")
     t = text.strip()
+    if t.startswith("param("):
+        return _parse_param_rule(t, source, entry, field, input_names, params)
     if t.startswith("same_as(") and t.endswith(")"):
         ref = t[len("same_as("):-1].strip()
         if ref not in input_names:
@@ -206,6 +247,73 @@ def parse_dtype_rule(text, source, entry, field, input_names) -> DtypeRule:
     if bad:
         raise _err(source, entry, field, f"unknown dtype(s) {bad} in rule {t!r}; known: {sorted(BY_NAME)}")
     return DtypeRule(allowed=tuple(BY_NAME[n] for n in names), text=t)
+
+
+def _parse_param_rule(t, source, entry, field, input_names, params) -> DtypeRule:
+    """`param(<name>)` or `param(<name>) or <rule>`: a dtype param's value, the rule where it is None."""
+    head, sep, rest = t.partition(" or ")
+    head = head.strip()
+    if not head.endswith(")"):
+        raise _err(source, entry, field, f"expected `param(<name>)` or `param(<name>) or <rule>`, got {t!r}")
+    name = head[len("param("):-1].strip()
+    if params is None:
+        raise _err(source, entry, field, f"a dtype from a param ({t!r}) is for outputs only")
+    spec = params.get(name)
+    if spec is None or not spec.is_dtype:
+        dtype_params = sorted(n for n, p in params.items() if p.is_dtype)
+        raise _err(source, entry, field, f"param({name}) names no dtype param (type: dtype); dtype params: {dtype_params}")
+    fallback = None
+    if sep:
+        fallback = None if rest.strip().startswith("param(") else parse_dtype_rule(rest, source, entry, field, input_names)
+        if fallback is None or (not fallback.same_as and len(fallback.allowed) != 1):
+            raise _err(source, entry, field, f"the rule after `or` must be same_as(<input>) or one dtype, got {rest.strip()!r}")
+    elif spec.may_be_none:
+        raise _err(source, entry, field, f"param {name!r} may be None: say what the dtype is then, "
+                                         f"`param({name}) or same_as(<input>)` or `param({name}) or <dtype>`")
+    return DtypeRule(text=t, param=name, fallback=fallback)
+
+
+def parse_param(pname, p, source, entry, raw_params=()) -> ParamSpec:
+    field = f"signature.params.{pname}"
+    _check_keys(source, entry, field, p, PARAM_KEYS)
+    if "type" not in p:
+        raise _err(source, entry, field + ".type", "required field missing")
+    if not isinstance(p["type"], str):
+        raise _err(source, entry, field + ".type", f"expected a type string, got {p['type']!r}")
+    base = str(p["type"]).replace(" ", "").removesuffix("|None")
+    if base not in {t.replace(" ", "") for t in PARAM_TYPES}:
+        raise _err(source, entry, field + ".type", f"expected one of {sorted(PARAM_TYPES)} (optionally "
+                   f"'| None'): a literal, which the instance key can carry; got {p['type']!r}")
+    none_means = p.get("none_means")
+    if none_means is not None and none_means not in NONE_MEANS:
+        raise _err(source, entry, field + ".none_means", f"expected one of {sorted(NONE_MEANS)}, got {none_means!r}")
+    means = NONE_MEANS.get(none_means)
+    if isinstance(means, DerivedDefault) and not set(means.needs) <= set(raw_params) - {pname}:
+        raise _err(source, entry, field + ".none_means",
+                   f"{none_means!r} ({means.text}) needs the param(s) {list(means.needs)}")
+    choices = p.get("choices")
+    if choices is not None:
+        if p["type"] != "str" or not isinstance(choices, list) or not choices \
+                or not all(isinstance(c, str) for c in choices):
+            raise _err(source, entry, field + ".choices", f"`choices` lists the values of a `type: str` param, got "
+                                                          f"{choices!r} for type {p['type']!r}")
+        if "default" in p and p["default"] not in choices:
+            raise _err(source, entry, field + ".default", f"{p['default']!r} is not one of the choices {choices}")
+        choices = tuple(choices)
+    default = p["default"] if "default" in p else dataclasses.MISSING
+    spec = ParamSpec(pname, p["type"], default, None if none_means is None else NONE_MEANS[none_means], choices)
+    if not spec.is_dtype:
+        if "dtypes" in p:
+            raise _err(source, entry, field + ".dtypes", f"only a dtype param (type: dtype) has dtypes, this one is {p['type']!r}")
+        return spec
+    allowed = parse_dtype_rule(p.get("dtypes"), source, entry, field + ".dtypes", ())
+    if default is not dataclasses.MISSING and default is not None:
+        if not isinstance(default, str) or BY_NAME.get(default) not in allowed.allowed:
+            raise _err(source, entry, field + ".default", f"expected None or one of {allowed.text!r}, got {default!r}")
+        default = BY_NAME[default]
+    if default is None and spec.type.replace(" ", "") != "dtype|None":
+        raise _err(source, entry, field + ".default", "a default of None needs the type `dtype | None`")
+    return dataclasses.replace(spec, default=default, dtypes=allowed.allowed)
 
 
 def check_rule(text, source, entry, field, known_names) -> ast.Expression:
@@ -308,6 +416,9 @@ def parse_entry(name, raw, source) -> Entry:
         call_params.append(CallParamSpec(pname, ptype, p.get("default"), fills))
     bools = {c.name for c in call_params if c.type == "bool"}
 
+    params = [parse_param(pname, p, source, name, raw_params) for pname, p in raw_params.items()]
+    param_specs = {p.name: p for p in params}
+
     inputs = []
     for iname, spec in raw_inputs.items():
         field = f"signature.inputs.{iname}"
@@ -343,8 +454,18 @@ def parse_entry(name, raw, source) -> Entry:
         if not isinstance(distinct, bool) or (distinct and index is None):
             raise _err(source, name, field + ".distinct", f"expected true or false on an index input, got {distinct!r}"
                        + ("" if index is not None else " (no `index:` here)"))
+        values = spec.get("values")
+        if values is not None:
+            if index is not None:
+                raise _err(source, name, field + ".values", "an index input's values are [0, its bound): give one of the two")
+            if not isinstance(values, list) or len(values) != 2 or not all(
+                    isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values):
+                raise _err(source, name, field + ".values", f"expected [low, high] (numbers or rules), got {values!r}")
+            values = tuple(str(v) for v in values)
+            for v in values:
+                check_rule(v, source, name, field + ".values", known)
         inputs.append(InputSpec(iname, rule, bool(spec.get("optional", False)), mutated, when, shape, contiguous,
-                                None if index is None else str(index), distinct))
+                                None if index is None else str(index), distinct, values))
 
     outputs = []
     raw_outputs = sig.get("outputs") or {}
@@ -352,7 +473,7 @@ def parse_entry(name, raw, source) -> Entry:
     for oname, spec in raw_outputs.items():
         field = f"signature.outputs.{oname}"
         _check_keys(source, name, field, spec, OUTPUT_KEYS)
-        rule = parse_dtype_rule(spec.get("dtype"), source, name, field + ".dtype", input_names)
+        rule = parse_dtype_rule(spec.get("dtype"), source, name, field + ".dtype", input_names, param_specs)
         if "shape" not in spec:
             raise _err(source, name, field + ".shape", "required field missing")
         check_rule(spec["shape"], source, name, field + ".shape", known)
@@ -368,35 +489,6 @@ def parse_entry(name, raw, source) -> Entry:
     for c in call_params:
         if c.fills is not None and c.fills not in raw_outputs:
             raise _err(source, name, f"signature.call_params.{c.name}.fills", f"{c.fills!r} is no output")
-
-    params = []
-    for pname, p in raw_params.items():
-        field = f"signature.params.{pname}"
-        _check_keys(source, name, field, p, PARAM_KEYS)
-        if "type" not in p:
-            raise _err(source, name, field + ".type", "required field missing")
-        base = str(p["type"]).replace(" ", "").removesuffix("|None")
-        if base not in {t.replace(" ", "") for t in PARAM_TYPES}:
-            raise _err(source, name, field + ".type", f"expected one of {sorted(PARAM_TYPES)} (optionally "
-                       f"'| None'): a literal, which the instance key can carry; got {p['type']!r}")
-        none_means = p.get("none_means")
-        if none_means is not None and none_means not in NONE_MEANS:
-            raise _err(source, name, field + ".none_means", f"expected one of {sorted(NONE_MEANS)}, got {none_means!r}")
-        choices = p.get("choices")
-        if choices is not None:
-            if p["type"] != "str" or not isinstance(choices, list) or not choices \
-                    or not all(isinstance(c, str) for c in choices):
-                raise _err(source, name, field + ".choices", f"`choices` lists the values of a `type: str` param, got "
-                                                             f"{choices!r} for type {p['type']!r}")
-            if "default" in p and p["default"] not in choices:
-                raise _err(source, name, field + ".default", f"{p['default']!r} is not one of the choices {choices}")
-            choices = tuple(choices)
-        means = NONE_MEANS.get(none_means)
-        if isinstance(means, DerivedDefault) and not set(means.needs) <= set(raw_params) - {pname}:
-            raise _err(source, name, field + ".none_means",
-                       f"{none_means!r} ({means.text}) needs the param(s) {list(means.needs)}")
-        params.append(ParamSpec(pname, p["type"], p["default"] if "default" in p else dataclasses.MISSING,
-                                None if none_means is None else NONE_MEANS[none_means], choices))
 
     rules = sig.get("shape_rules") or []
     if not isinstance(rules, list):
@@ -428,7 +520,7 @@ def parse_entry(name, raw, source) -> Entry:
         _check_keys(source, name, "roofline", roofline, {"bytes", "flops"})
         for k, v in roofline.items():
             check_rule(v, source, name, f"roofline.{k}", known | set(raw_outputs))
-    workloads = parse_workloads(raw.get("workloads"), source, name, input_names, raw_params,
+    workloads = parse_workloads(raw.get("workloads"), source, name, input_names, param_specs,
                                 [i.name for i in inputs if i.index is not None])
     return Entry(name=name, family=family, status=status, source=source, inputs=tuple(inputs),
                  outputs=tuple(outputs), params=tuple(params), call_params=tuple(call_params),
@@ -506,6 +598,7 @@ def _check_dims(source, entry, field, dims):
 
 
 def parse_workloads(raw, source, entry, input_names, param_names, index_inputs=()):
+    """param_names: the entry's ParamSpecs by name; index_inputs: the names of its index inputs."""
     if raw is None:
         return None
     _check_keys(source, entry, "workloads", raw, WORKLOAD_KEYS)
@@ -527,6 +620,12 @@ def parse_workloads(raw, source, entry, input_names, param_names, index_inputs=(
             if v not in DRAWS:
                 raise _err(source, entry, f"workloads.{field}.{k}", f"expected one of {list(DRAWS)}, got {v!r}")
         draws[field] = dict(got)
+            if field == "params":   # a dtype param takes a dtype's name, not a dim
+                for k, v in got.items():
+                    spec = param_names[k]
+                    if spec.is_dtype and BY_NAME.get(v) not in spec.dtypes:
+                        raise _err(source, entry, f"workloads.params.{k}",
+                                   f"expected one of the param's dtypes {[str(d).replace('torch.', '') for d in spec.dtypes]}, got {v!r}")
     _check_dims(source, entry, "workloads.dims", raw.get("dims") or {})
     _check_dims(source, entry, "workloads.test_dims", raw.get("test_dims") or {})
     dtypes = tuple(raw.get("dtypes") or ())

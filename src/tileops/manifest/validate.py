@@ -8,7 +8,8 @@ Checks, per implemented entry:
     `out` in an _out branch), and every input marked mutated is written by some branch;
   - forward's tensor parameters equal the signature's inputs, in order, and its other
     parameters equal the call-time parameters;
-  - the constructor's parameters (less the keyword-only `target`) equal `params`, in order;
+  - the constructor's parameters (less the keyword-only `target`) equal `params`, in order,
+    and a dtype param's default is the manifest's;
   - a composite's sub-ops exist."""
 from __future__ import annotations
 
@@ -79,6 +80,15 @@ def check_class(cls, entry) -> list[str]:
     want_params = [p.name for p in entry.params]
     if got_params != want_params:
         errs.append(f"{name}: constructor parameters are {got_params}, the manifest's params {want_params}")
+    # a dtype param's default: the constructor's must be the manifest's (a dtype, its name, or None)
+    from .._dtypes import BY_NAME
+    for p in entry.params:
+        q = next((q for q in init if q.name == p.name), None)
+        if p.is_dtype and q is not None and p.default is not inspect.Parameter.empty and not p.required:
+            got = BY_NAME.get(q.default, q.default) if isinstance(q.default, str) else q.default
+            if got is inspect.Parameter.empty or got != p.default:
+                errs.append(f"{name}: constructor default of dtype param {p.name!r} is {q.default!r}, "
+                            f"the manifest's {p.default!r}")
     tgt = inspect.signature(cls.__init__).parameters.get("target")
     if tgt is None or tgt.kind is not inspect.Parameter.KEYWORD_ONLY:
         errs.append(f"{name}: the constructor must take a keyword-only `target=None`")

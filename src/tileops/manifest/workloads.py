@@ -58,9 +58,12 @@ def cases(entry, test: bool = False, dtypes=None) -> list[Case]:
     # a str param's value (rope_type: llama3) is itself, not the name of a dim
     literal = {p.name for p in entry.params if p.type == "str"}
     out, seen = [], set()
+    dtype_params = {p.name for p in entry.params if p.is_dtype}
     for c in w.cases:
         shapes = {**w.shapes, **(c.get("shapes") or {})}
         params = {**w.params, **(c.get("params") or {})}
+        fixed = {k: BY_NAME[v] for k, v in params.items() if k in dtype_params}  # a dtype's name, not a dim
+        params = {k: v for k, v in params.items() if k not in dtype_params}
         dims = {**w.dims, **(c.get("dims") or {})}
         if test:
             # test_dims replace the dims of the real sizes; a case with shapes of its own
@@ -77,7 +80,7 @@ def cases(entry, test: bool = False, dtypes=None) -> list[Case]:
             d = dict(zip(names, combo))
             for dt in dtypes:
                 case = Case(c.get("label", "default"), {k: _subst(v, d) for k, v in shapes.items()},
-                            {k: v if k in literal else _subst(v, d) for k, v in params.items()}, dt, d,
+                            {**{k: v if k in literal else _subst(v, d) for k, v in params.items()}, **fixed}, dt, d,
                             dict(w.test_draws if test else w.draws))
                 key = (tuple(sorted(case.shapes.items())), tuple(sorted(case.params.items())), dt)
                 if key not in seen:
@@ -105,6 +108,37 @@ def input_dtype(spec, case_dtype, made):
 
 _RULE_GLOBALS = {"__builtins__": {}, "len": len, "tuple": tuple, "list": list, "min": min, "max": max, "all": all,
                  "any": any, "abs": abs, "int": int, "range": range, "sum": sum}
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def ranged_values(spec, shape, dtype, made: dict, params: dict, seed: int):
+    """Values of an input with `values: [low, high]`: uniform in [low, high) (integers:
+    randint), on the CPU, seeded; the bounds are rules evaluated over the inputs made so
+    far and the params."""
+    low, high = (eval(r, _RULE_GLOBALS, {**params, **made}) for r in spec.values)  # rules the schema checked
+    gen = torch.Generator().manual_seed(seed & 0x7fffffff)
+    if dtype.is_floating_point:
+        u = torch.rand(tuple(shape), generator=gen, dtype=torch.float64)
+        return (u * (float(high) - float(low)) + float(low)).to(dtype)
+    if _numel(shape) and int(high) <= int(low):
+        raise ValueError(f"input '{spec.name}': its values [{low}, {high}) are empty: no value to draw")
+    return torch.randint(int(low), max(int(high), int(low) + 1), tuple(shape), generator=gen, dtype=torch.int64).to(dtype)
+
+
+def drawn_values(spec, shape, dtype, made: dict, params: dict, seed: int, draw: str = "uniform"):
+    """An input whose values the manifest bounds (`index` or `values`), drawn there; None
+    for an input without bounds (the drivers draw standard normals)."""
+    if spec.index is not None:
+        return index_values(spec, shape, dtype, made, params, seed, draw)
+    if spec.values is not None:
+        return ranged_values(spec, shape, dtype, made, params, seed)
+    return None
 
 
 def index_values(spec, shape, dtype, made: dict, params: dict, seed: int, draw: str = "uniform"):

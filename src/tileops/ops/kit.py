@@ -30,7 +30,14 @@ from ..errors import ManifestError
 
 
 def dtype_expr(rule, ns, key) -> str:
-    """Source of an output's dtype: `<input>.dtype`, or a constant `key` put in `ns`."""
+    """Source of an output's dtype: `<input>.dtype`, a constant `key` put in `ns`, or a
+    dtype param's value `self.<param>` (the instance's: generated code where `self` is the
+    instance), with its rule for None. The memo key needs no term for it: a param's
+    value is fixed per instance, and assigning a param forgets the memo (Op.__setattr__)."""
+    if rule.param is not None:
+        if rule.fallback is None:
+            return f"self.{rule.param}"
+        return f"(self.{rule.param} if self.{rule.param} is not None else {dtype_expr(rule.fallback, ns, key)})"
     if rule.same_as:
         return f"{rule.same_as}.dtype"
     ns[key] = rule.allowed[0]

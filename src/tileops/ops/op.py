@@ -417,7 +417,8 @@ def _coerce_param(opname: str, entry, name: str, value):
     """A constructor param as the manifest types it, in one place for every op: sizes are
     Python ints (an int is a one-dimensional shape; bools, strings and floats are
     refused, not truncated), floats are finite Python floats (a bool, NaN or infinity is
-    refused; a negative eps is taken, as torch takes it). A value that
+    refused; a negative eps is taken, as torch takes it), dtypes are torch dtypes among the
+    param's `dtypes` (a name such as "float32" is taken for its dtype). A value that
     is not of the type raises, naming the op, the param, the type and the value."""
     spec = next(p for p in entry.params if p.name == name)
     kind = spec.type.replace(" ", "")
@@ -469,4 +470,13 @@ def _coerce_param(opname: str, entry, name: str, value):
         if spec.choices is not None and value not in spec.choices:
             raise InputValueError(f"{opname}: param '{name}': expected one of {list(spec.choices)}, got {value!r}")
         return value
+    if kind == "dtype":   # a torch dtype, or its name as the manifest writes it ("float32")
+        from .._dtypes import BY_NAME
+        allowed = " | ".join(str(d).replace("torch.", "") for d in spec.dtypes)
+        dt = BY_NAME.get(value) if isinstance(value, str) else value
+        if not isinstance(dt, torch.dtype):
+            raise bad(f"a torch dtype ({allowed})")
+        if dt not in spec.dtypes:
+            raise InputValueError(f"{opname}: param '{name}': expected one of {allowed}, got {value!r}")
+        return dt
     return value

@@ -50,10 +50,17 @@ def _forget(key: str, _get=INSTANCES.get, _pop=INSTANCES.pop):
     return forget
 
 
+def _literal(value):
+    """A param as a literal the key can carry: a torch dtype by its name ("float32", which
+    the dtype params take), anything else as it is."""
+    import torch
+    return str(value).removeprefix("torch.") if isinstance(value, torch.dtype) else value
+
+
 def params_text(obj) -> str:
     """The params part of obj's key: each constructor param as repr, in manifest order, and
     the target asked for at construction, if any."""
-    parts = [f"{p.name}={getattr(obj, p.name)!r}" for p in type(obj)._entry.params]
+    parts = [f"{p.name}={_literal(getattr(obj, p.name))!r}" for p in type(obj)._entry.params]
     target = obj.__dict__.get("_target_request")
     if target is not None:
         parts.append(f"target={target!r}")

@@ -1,0 +1,65 @@
+/* ops/sampling/sample_from_probs.cu: the GPU kernel of SampleFromProbsFwdOp (vLLM's draw
+ * with the caller's exponential noise), C-style CUDA C compiled at run time by NVRTC with no
+ * builtin headers (sampling_common.cuh and ../common/rows_common.cuh spliced in):
+ *   token[r] = the lowest index of the largest probs[r, i] / q[r, i] (an IEEE float32
+ *   division) among the ratios > 0; -1 where there is none (all zero, negative or NaN).
+ * As argmax.cu: each ratio's rank (smp_rank) compared as one integer (0 for a ratio that
+ * is not > 0), the best over the thread, the CTA and the cluster: the same token as the CPU
+ * kernel (the same divisions, an exact maximum), whatever the split or the batch.
+ *
+ * ==== Parameters (arg_format "ppp") =======================================================
+ *   (const void *probs, const float *q, long long *token): contiguous [rows, V]; grid.x =
+ *   rows x TILEOPS_CLUSTER, block TILEOPS_THREADS. TILEOPS_VEC (G of probs' dtype) needs q's
+ *   rows 16-byte aligned too. */
+#include "sampling_common.cuh"
+
+/* q's elements 8o .. 8o + 7 (float32); past V: 1 */
+TILEOPS_DEV void sfp_ld8_q(const float *qrow, long long o, float *f) {
+    const long long e = 8 * o;
+#if TILEOPS_VEC != 1
+    if (e + 8 <= TILEOPS_N) {
+        struct tileops_v4 a = tileops_ld16_nc((const char *)(qrow + e)), b = tileops_ld16_nc((const char *)(qrow + e + 4));
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            f[k] = tileops_as_float(a.a[k]);
+            f[4 + k] = tileops_as_float(b.a[k]);
+        }
+        return;
+    }
+#endif
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        f[k] = e + k < TILEOPS_N ? qrow[e + k] : 1.0f;
+}
+
+extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_sample_from_probs(const void *probs, const float *q,
+                                                                                    long long *token) {
+    __shared__ smp_u64 red[TILEOPS_WARPS];
+    __shared__ smp_u64 slot;
+    const unsigned tid = tileops_tid();
+    const long long row = smp_row(), c0 = smp_chunk_first(), n = smp_chunk_count(c0);
+    const long long no = (n + 7) / 8, o0 = c0 / 8;
+    const char *prow = (const char *)probs + row * (long long)TILEOPS_N * TILEOPS_E;
+    const float *qrow = q + row * (long long)TILEOPS_N;
+    smp_u64 best = 0;
+    SMP_UNROLL
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const long long o = (long long)j * TILEOPS_THREADS + tid;
+        if (o < no) {
+            float p[8], d[8];
+            smp_ld8(prow, o0 + o, 0.0f, p);
+            sfp_ld8_q(qrow, o0 + o, d);
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const float ratio = smp_div(p[k], d[k]);
+                const smp_u64 r = ratio > 0.0f ? smp_rank(smp_key(ratio), 8 * (o0 + o) + k) : 0;
+                best = r > best ? r : best;
+            }
+        }
+    }
+    best = smp_cluster_max_u64(smp_block_max_u64(best, red, tid), &slot, tid);
+    smp_cluster_arrive();
+    if (tid == 0 && smp_rank_in_cluster() == 0)
+        token[row] = best == 0 ? -1 : smp_rank_index(best);
+    smp_cluster_wait();
+}

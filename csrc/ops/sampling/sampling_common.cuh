@@ -1,0 +1,514 @@
+/* ops/sampling/sampling_common.cuh: what the sampling family's CUDA C kernels share (the
+ * runtime splices it, and ../common/rows_common.cuh, into each kernel's source): octets of
+ * a row, ordered keys, block-wide reductions and scans in a fixed order, the row split
+ * over a thread-block cluster, and the radix passes of the selection kernels.
+ *
+ * ==== A row over a cluster (softmax, argmax, sample_from_probs) =========================
+ * Row r is handled by the TILEOPS_CLUSTER CTAs of cluster r (grid.x = rows x CLUSTER,
+ * the cluster shape compiled in: a plain launch); the CTA of rank c takes the elements
+ * [c CHUNK, (c + 1) CHUNK) of the row (TILEOPS_CHUNK, a multiple of 8; the last CTAs may
+ * have fewer, or none). Thread t of a CTA takes the chunk's octets (8 elements) t,
+ * t + THREADS, ... (TILEOPS_OPT of them at most). A CTA's partial result goes through its
+ * shared memory to every CTA of the cluster (distributed shared memory, after a cluster
+ * barrier), combined in rank order. TILEOPS_CLUSTER = 1 is a plain CTA per row (any GPU).
+ * Every split depends on V, the dtype and the architecture only: a row's bits never
+ * depend on the batch.
+ *
+ * ==== Defines (besides rows_common.cuh's: TILEOPS_DTYPE, TILEOPS_N = V, TILEOPS_VEC,
+ * TILEOPS_THREADS) ==========================================================================
+ *   TILEOPS_CLUSTER 1, 2, 4 or 8 (> 1: sm_90 or later); TILEOPS_CHUNK elements per CTA, a
+ *   multiple of 8 with CLUSTER x CHUNK >= V; TILEOPS_OPT octets per thread,
+ *   OPT x THREADS x 8 >= CHUNK. TILEOPS_VEC: G when the rows are 16-byte aligned (the
+ *   pointers and V x E), else 1 (element loads). */
+#ifndef TILEOPS_SAMPLING_COMMON_CUH
+#define TILEOPS_SAMPLING_COMMON_CUH
+
+#include "../common/rows_common.cuh"
+
+#if !defined(TILEOPS_CLUSTER) || !defined(TILEOPS_CHUNK) || !defined(TILEOPS_OPT)
+#error "the sampling kernels need -DTILEOPS_CLUSTER, -DTILEOPS_CHUNK, -DTILEOPS_OPT"
+#endif
+#if TILEOPS_CLUSTER != 1 && TILEOPS_CLUSTER != 2 && TILEOPS_CLUSTER != 4 && TILEOPS_CLUSTER != 8
+#error "TILEOPS_CLUSTER must be 1, 2, 4 or 8"
+#endif
+#if TILEOPS_CHUNK < 8 || TILEOPS_CHUNK % 8 || TILEOPS_CHUNK * TILEOPS_CLUSTER < TILEOPS_N
+#error "TILEOPS_CHUNK must be a multiple of 8 with TILEOPS_CLUSTER x TILEOPS_CHUNK >= TILEOPS_N"
+#endif
+#if TILEOPS_OPT < 1 || TILEOPS_OPT * TILEOPS_THREADS * 8 < TILEOPS_CHUNK
+#error "TILEOPS_OPT x TILEOPS_THREADS x 8 must cover TILEOPS_CHUNK"
+#endif
+#if TILEOPS_CLUSTER > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "TILEOPS_CLUSTER > 1 needs sm_90 or later (thread block clusters)"
+#endif
+#if TILEOPS_CLUSTER > 1
+#define SMP_CLUSTER_DIMS __attribute__((cluster_dims(TILEOPS_CLUSTER, 1, 1)))
+#else
+#define SMP_CLUSTER_DIMS
+#endif
+#define SMP_NO (TILEOPS_CHUNK / 8) /* octets of a chunk */
+/* a thread's loop over its octets: unrolled (its loads in flight together) when short */
+#if TILEOPS_OPT <= 8
+#define SMP_UNROLL _Pragma("unroll")
+#else
+#define SMP_UNROLL _Pragma("unroll 4")
+#endif
+#define SMP_NINF tileops_as_float(0xff800000u) /* -inf */
+
+typedef unsigned long long smp_u64;
+
+/* ---- special registers, shared memory, warps -------------------------------------------- */
+TILEOPS_DEV unsigned smp_smem_addr(const void *p) {
+    unsigned r;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+    return r;
+}
+TILEOPS_DEV void smp_red_add_u32(unsigned *p, unsigned v) {
+    asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(smp_smem_addr(p)), "r"(v) : "memory");
+}
+TILEOPS_DEV unsigned smp_atom_add_u32(unsigned *p, unsigned v) { /* returns the old value */
+    unsigned old;
+    asm volatile("atom.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(smp_smem_addr(p)), "r"(v) : "memory");
+    return old;
+}
+/* *hi:*lo += v, exactly, by 32-bit atomics (a 64-bit shared atomic is a compare-and-swap
+ * loop, slow under contention): the low word's carry goes to the high word; the sum is
+ * exact in any order. */
+TILEOPS_DEV void smp_add_u64_split(unsigned *lo, unsigned *hi, smp_u64 v) {
+    const unsigned l = (unsigned)v, old = smp_atom_add_u32(lo, l);
+    const unsigned up = (unsigned)(v >> 32) + (old + l < old);
+    if (up)
+        smp_red_add_u32(hi, up);
+}
+TILEOPS_DEV void smp_red_min_s32(int *p, int v) {
+    asm volatile("red.shared.min.s32 [%0], %1;" ::"r"(smp_smem_addr(p)), "r"(v) : "memory");
+}
+TILEOPS_DEV unsigned smp_shfl_xor_u32(unsigned v, int off) {
+    unsigned r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(off));
+    return r;
+}
+TILEOPS_DEV smp_u64 smp_shfl_xor_u64(smp_u64 v, int off) {
+    return ((smp_u64)smp_shfl_xor_u32((unsigned)(v >> 32), off) << 32) | smp_shfl_xor_u32((unsigned)v, off);
+}
+/* the value of lane `src` - `delta` (lanes below delta get their own value) */
+TILEOPS_DEV smp_u64 smp_shfl_up_u64(smp_u64 v, int delta) {
+    unsigned lo, hi;
+    asm volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(lo) : "r"((unsigned)v), "r"(delta));
+    asm volatile("shfl.sync.up.b32 %0, %1, %2, 0, 0xffffffff;" : "=r"(hi) : "r"((unsigned)(v >> 32)), "r"(delta));
+    return ((smp_u64)hi << 32) | lo;
+}
+TILEOPS_DEV float smp_max(float a, float b) { /* the number when one is NaN */
+    float r;
+    asm("max.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+TILEOPS_DEV float smp_div(float a, float b) { /* IEEE division */
+    float r;
+    asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+/* exp(d) as 2^(d log2 e): NaN for NaN, 0 for -inf, subnormal results kept */
+TILEOPS_DEV float smp_exp(float d) {
+    float r;
+    asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(tileops_mul(d, 1.44269504088896341f)));
+    return r;
+}
+
+/* ---- ordered keys ------------------------------------------------------------------------ */
+/* A key ordering floats as numbers: -0.0 == 0.0, every NaN the largest (as torch orders
+ * them), the same function as the CPU kernels' sampling_key. */
+TILEOPS_DEV unsigned smp_key(float f) {
+    const unsigned u = tileops_as_uint(f);
+    if (f != f)
+        return 0xffffffffu;
+    if (f == 0.0f)
+        return 0x80000000u;
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+/* (key, index) as one number: larger value first, then lower index first */
+TILEOPS_DEV smp_u64 smp_rank(unsigned key, long long i) {
+    return ((smp_u64)key << 32) | (smp_u64)(0xffffffffu - (unsigned)i);
+}
+TILEOPS_DEV long long smp_rank_index(smp_u64 r) { return (long long)(0xffffffffu - (unsigned)r); }
+
+/* ---- octets of a row ------------------------------------------------------------------- */
+/* Elements 8o .. 8o + 7 of a row (dtype TILEOPS_DTYPE) as floats; those at or past V (the
+ * row's last, partial octet) read as `fill`. */
+TILEOPS_DEV void smp_ld8(const char *row, long long o, float fill, float *f) {
+    const long long e = 8 * o;
+#if TILEOPS_VEC != 1
+    if (e + 8 <= TILEOPS_N) {
+#if TILEOPS_E == 4
+        tileops_unpack(tileops_ld16_nc(row + e * 4), f);
+        tileops_unpack(tileops_ld16_nc(row + e * 4 + 16), f + 4);
+#else
+        tileops_unpack(tileops_ld16_nc(row + e * 2), f);
+#endif
+        return;
+    }
+#endif
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        f[k] = e + k < TILEOPS_N ? tileops_ld_elem(row, e + k) : fill;
+}
+
+/* ---- block-wide reductions and scans (every thread of the CTA calls them) -------------- */
+/* Each leaves its result in every thread and `red` free for the next call (a barrier at the
+ * end). The order of the float sum is fixed (tileops_row_sum). */
+TILEOPS_DEV float smp_block_max(float v, float *red, unsigned tid) {
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1)
+        v = smp_max(v, tileops_shfl_xor(v, off));
+    if ((tid & 31u) == 0)
+        red[tid >> 5] = v;
+    tileops_barrier();
+    float m = red[0];
+    for (int w = 1; w < TILEOPS_WARPS; w++)
+        m = smp_max(m, red[w]);
+    tileops_barrier();
+    return m;
+}
+TILEOPS_DEV float smp_block_sum(float v, float *red, unsigned tid) {
+    v = tileops_row_sum(v, red, tid, TILEOPS_THREADS);
+    tileops_barrier();
+    return v;
+}
+TILEOPS_DEV smp_u64 smp_block_max_u64(smp_u64 v, smp_u64 *red, unsigned tid) {
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1) {
+        const smp_u64 o = smp_shfl_xor_u64(v, off);
+        v = o > v ? o : v;
+    }
+    if ((tid & 31u) == 0)
+        red[tid >> 5] = v;
+    tileops_barrier();
+    smp_u64 m = red[0];
+    for (int w = 1; w < TILEOPS_WARPS; w++)
+        m = red[w] > m ? red[w] : m;
+    tileops_barrier();
+    return m;
+}
+TILEOPS_DEV smp_u64 smp_block_sum_u64(smp_u64 v, smp_u64 *red, unsigned tid) {
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1)
+        v += smp_shfl_xor_u64(v, off);
+    if ((tid & 31u) == 0)
+        red[tid >> 5] = v;
+    tileops_barrier();
+    smp_u64 s = 0;
+    for (int w = 0; w < TILEOPS_WARPS; w++)
+        s += red[w];
+    tileops_barrier();
+    return s;
+}
+/* The sum of v over the threads below this one (exclusive, in thread order); *total the
+ * sum over all. red: TILEOPS_WARPS words. */
+TILEOPS_DEV smp_u64 smp_block_scan_u64(smp_u64 v, smp_u64 *red, unsigned tid, smp_u64 *total) {
+    const unsigned lane = tid & 31u, warp = tid >> 5;
+    smp_u64 incl = v;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const smp_u64 o = smp_shfl_up_u64(incl, d);
+        if (lane >= (unsigned)d)
+            incl += o;
+    }
+    if (lane == 31)
+        red[warp] = incl;
+    tileops_barrier();
+    smp_u64 before = 0, all = 0;
+    for (unsigned w = 0; w < (unsigned)TILEOPS_WARPS; w++) {
+        before += w < warp ? red[w] : 0;
+        all += red[w];
+    }
+    tileops_barrier();
+    *total = all;
+    return before + incl - v;
+}
+
+/* ---- the cluster --------------------------------------------------------------------- */
+TILEOPS_DEV unsigned smp_rank_in_cluster(void) {
+#if TILEOPS_CLUSTER > 1
+    unsigned r;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+#else
+    return 0;
+#endif
+}
+/* the two halves of a barrier of every thread of the cluster's CTAs: what a thread wrote
+ * to shared memory before arriving is visible to the other CTAs after their wait */
+TILEOPS_DEV void smp_cluster_arrive(void) {
+#if TILEOPS_CLUSTER > 1
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+#endif
+}
+TILEOPS_DEV void smp_cluster_wait(void) {
+#if TILEOPS_CLUSTER > 1
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
+#if TILEOPS_CLUSTER > 1
+/* the word at the same shared address as p in the CTA of rank `rank` */
+TILEOPS_DEV float smp_ld_cluster_f32(const float *p, unsigned rank) {
+    float r;
+    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %1, %2; ld.shared::cluster.f32 %0, [a]; }"
+                 : "=f"(r)
+                 : "r"(smp_smem_addr(p)), "r"(rank)
+                 : "memory");
+    return r;
+}
+TILEOPS_DEV smp_u64 smp_ld_cluster_u64(const smp_u64 *p, unsigned rank) {
+    smp_u64 r;
+    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %1, %2; ld.shared::cluster.u64 %0, [a]; }"
+                 : "=l"(r)
+                 : "r"(smp_smem_addr(p)), "r"(rank)
+                 : "memory");
+    return r;
+}
+#endif
+/* The CTAs' v combined over the cluster, in rank order: the maximum (sum 0) or the sum
+ * (sum 1) of floats, the maximum of ranks (u64). Every thread of every CTA calls it; *slot,
+ * this CTA's word, is read by the others after the barrier: it must not be written again,
+ * and the CTA must not exit, before they have passed one more cluster barrier. */
+TILEOPS_DEV float smp_cluster_f32(float v, float *slot, unsigned tid, int sum) {
+#if TILEOPS_CLUSTER > 1
+    if (tid == 0)
+        *slot = v;
+    smp_cluster_arrive();
+    smp_cluster_wait();
+    float a = smp_ld_cluster_f32(slot, 0);
+#pragma unroll
+    for (unsigned r = 1; r < TILEOPS_CLUSTER; r++) {
+        const float o = smp_ld_cluster_f32(slot, r);
+        a = sum ? tileops_add(a, o) : smp_max(a, o);
+    }
+    return a;
+#else
+    (void)slot;
+    (void)tid;
+    (void)sum;
+    return v;
+#endif
+}
+TILEOPS_DEV smp_u64 smp_cluster_max_u64(smp_u64 v, smp_u64 *slot, unsigned tid) {
+#if TILEOPS_CLUSTER > 1
+    if (tid == 0)
+        *slot = v;
+    smp_cluster_arrive();
+    smp_cluster_wait();
+    smp_u64 m = 0;
+#pragma unroll
+    for (unsigned r = 0; r < TILEOPS_CLUSTER; r++) {
+        const smp_u64 o = smp_ld_cluster_u64(slot, r);
+        m = o > m ? o : m;
+    }
+    return m;
+#else
+    (void)slot;
+    (void)tid;
+    return v;
+#endif
+}
+
+/* The elements [c0, c0 + n) of the row this CTA takes (n may be 0: a CTA past the row). */
+TILEOPS_DEV long long smp_chunk_first(void) { return (long long)smp_rank_in_cluster() * TILEOPS_CHUNK; }
+TILEOPS_DEV long long smp_chunk_count(long long c0) {
+    const long long n = (long long)TILEOPS_N - c0;
+    return n < 0 ? 0 : n < TILEOPS_CHUNK ? n : TILEOPS_CHUNK;
+}
+/* the row of this CTA's cluster */
+TILEOPS_DEV long long smp_row(void) { return (long long)(tileops_ctaid() / TILEOPS_CLUSTER); }
+
+/* ==== the selection kernels (top_k.cu, top_k_top_p_mask.cu) =============================
+ * One CTA of SMP_SEL_THREADS per row (TILEOPS_CLUSTER 1, TILEOPS_CHUNK >= V). Keys are the
+ * dtype's own: 32 bits of a float32 (smp_key), 16 of a float16 / bfloat16 (smp_key16 of
+ * its bits: the same order), chosen digit by digit from the top (11, 11, 10 bits; 11, 5)
+ * over histograms of SMP_BINS bins in shared memory. */
+#define SMP_BINS 2048
+#define SMP_SEL_THREADS 1024 /* two bins per thread in the scans */
+#define SMP_SEL_UNROLL _Pragma("unroll 2") /* a pass over the row: short code, loads in flight */
+#if TILEOPS_E == 4
+#define SMP_PASSES 3
+#define SMP_SHIFT(p) ((p) == 0 ? 21 : (p) == 1 ? 10 : 0)
+#define SMP_WIDTH(p) ((p) == 2 ? 10 : 11)
+#else
+#define SMP_PASSES 2
+#define SMP_SHIFT(p) ((p) == 0 ? 5 : 0)
+#define SMP_WIDTH(p) ((p) == 0 ? 11 : 5)
+#endif
+
+/* the ordered key of a float16 / bfloat16's bits: -0.0 == 0.0, NaN the largest */
+TILEOPS_DEV unsigned smp_key16(unsigned h) {
+#if TILEOPS_DTYPE == 1
+    const unsigned inf = 0x7c00u;
+#else
+    const unsigned inf = 0x7f80u;
+#endif
+    if ((h & 0x7fffu) > inf)
+        return 0xffffu;
+    if ((h & 0x7fffu) == 0)
+        return 0x8000u;
+    return (h & 0x8000u) ? (~h & 0xffffu) : (h | 0x8000u);
+}
+
+/* Keys and values of the row's octet o (keys past V: 0, never chosen; values past V: -inf);
+ * bits[k]: the element's own bits (what a kept or selected element is written as). */
+TILEOPS_DEV void smp_keys8(const char *row, long long o, unsigned *key, float *f, unsigned *bits) {
+    const long long e = 8 * o;
+#if TILEOPS_VEC != 1
+    if (e + 8 <= TILEOPS_N) {
+#if TILEOPS_E == 4
+        const struct tileops_v4 a = tileops_ld16_nc(row + e * 4), b = tileops_ld16_nc(row + e * 4 + 16);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            bits[k] = a.a[k];
+            bits[4 + k] = b.a[k];
+        }
+#else
+        const struct tileops_v4 a = tileops_ld16_nc(row + e * 2);
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            bits[k] = (a.a[k >> 1] >> (16 * (k & 1))) & 0xffffu;
+#endif
+    } else
+#endif
+    {
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+#if TILEOPS_E == 4
+            bits[k] = e + k < TILEOPS_N ? ((const unsigned *)row)[e + k] : 0xff800000u;
+#else
+            bits[k] = e + k < TILEOPS_N ? ((const unsigned short *)row)[e + k] : (TILEOPS_DTYPE == 1 ? 0xfc00u : 0xff80u);
+#endif
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+#if TILEOPS_E == 4
+        f[k] = tileops_as_float(bits[k]);
+        key[k] = smp_key(f[k]);
+#elif TILEOPS_DTYPE == 1
+        asm("cvt.f32.f16 %0, %1;" : "=f"(f[k]) : "h"((unsigned short)bits[k]));
+        key[k] = smp_key16(bits[k]);
+#else
+        f[k] = tileops_as_float(bits[k] << 16);
+        key[k] = smp_key16(bits[k]);
+#endif
+        if (e + k >= TILEOPS_N)
+            key[k] = 0;
+    }
+}
+
+/* What the digit scans hand every thread. */
+struct smp_pick {
+    int digit;
+    smp_u64 above; /* what the bins above the digit hold (counts or masses) */
+    smp_u64 count, mass;
+};
+
+/* Digit of the k-th largest (1 <= need <= the histogram's total) in the counts of cnt:
+ * the bin d with (counts above d) < need <= (counts above d) + cnt[d]. */
+TILEOPS_DEV struct smp_pick smp_pick_count(const unsigned *cnt, smp_u64 need, smp_u64 *red, struct smp_pick *out,
+                                           unsigned tid) {
+    const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
+    const smp_u64 ch = cnt[dh], cl = cnt[dl];
+    smp_u64 total;
+    const smp_u64 ah = smp_block_scan_u64(ch + cl, red, tid, &total), al = ah + ch;
+    if (ah < need && need <= ah + ch)
+        out->digit = dh, out->above = ah;
+    if (al < need && need <= al + cl)
+        out->digit = dl, out->above = al;
+    tileops_barrier();
+    const struct smp_pick p = *out;
+    tileops_barrier();
+    return p;
+}
+
+/* The top-p digit: the lowest non-empty bin d whose mass above (g + the masses of the bins
+ * above d) is < bound. (g < bound: one exists.) A bin's mass: mass_hi:mass_lo. */
+TILEOPS_DEV struct smp_pick smp_pick_mass(const unsigned *cnt, const unsigned *mass_lo, const unsigned *mass_hi,
+                                          smp_u64 g, smp_u64 bound, smp_u64 *red, struct smp_pick *out, int *lowest,
+                                          unsigned tid) {
+    const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
+    const smp_u64 wh = ((smp_u64)mass_hi[dh] << 32) | mass_lo[dh], wl = ((smp_u64)mass_hi[dl] << 32) | mass_lo[dl];
+    smp_u64 total;
+    const smp_u64 ah = g + smp_block_scan_u64(wh + wl, red, tid, &total), al = ah + wh;
+    if (tid == 0)
+        *lowest = SMP_BINS;
+    tileops_barrier();
+    const int mine = (cnt[dl] && al < bound) ? dl : (cnt[dh] && ah < bound) ? dh : SMP_BINS;
+    if (mine < SMP_BINS)
+        smp_red_min_s32(lowest, mine);
+    tileops_barrier();
+    const int d = *lowest;
+    if (d == dh || d == dl) {
+        out->digit = d;
+        out->above = d == dh ? ah : al;
+        out->count = cnt[d];
+        out->mass = d == dh ? wh : wl;
+    }
+    tileops_barrier();
+    const struct smp_pick p = *out;
+    tileops_barrier();
+    return p;
+}
+
+/* One pass of a radix search over the row: per digit ((key >> shift) & digit_mask) of the
+ * keys >= floor that share the digits chosen so far (key & chosen == prefix), the count
+ * (cnt) and, when lo is given, the mass floor(exp(f - m) 2^40) (lo, hi: its two words).
+ * Clears the histograms first; every thread calls it. */
+TILEOPS_DEV smp_u64 smp_weight(float f, float m) {
+    smp_u64 w;
+    asm("cvt.rzi.u64.f32 %0, %1;" : "=l"(w) : "f"(tileops_mul(smp_exp(tileops_add(f, -m)), 1099511627776.0f)));
+    return w;
+}
+TILEOPS_DEV void smp_histogram(const char *row, unsigned floor, unsigned chosen, unsigned prefix, int shift,
+                               unsigned digit_mask, unsigned *cnt, unsigned *lo, unsigned *hi, float m,
+                               unsigned tid) {
+    for (int b = (int)tid; b < SMP_BINS; b += SMP_SEL_THREADS) {
+        cnt[b] = 0;
+        if (lo != 0) {
+            lo[b] = 0;
+            hi[b] = 0;
+        }
+    }
+    tileops_barrier();
+    SMP_SEL_UNROLL
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const long long o = (long long)j * SMP_SEL_THREADS + tid;
+        if (o < SMP_NO) {
+            unsigned key[8], bits[8];
+            float f[8];
+            smp_keys8(row, o, key, f, bits);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                if (8 * o + e < TILEOPS_N && key[e] >= floor && (key[e] & chosen) == prefix) {
+                    const unsigned d = (key[e] >> shift) & digit_mask;
+                    smp_red_add_u32(&cnt[d], 1u);
+                    if (lo != 0)
+                        smp_add_u64_split(&lo[d], &hi[d], smp_weight(f[e], m));
+                }
+        }
+    }
+    tileops_barrier();
+}
+
+/* The k-th largest key of the row (1 <= k <= V); *above: how many keys are larger. */
+TILEOPS_DEV unsigned smp_select(const char *row, smp_u64 k, unsigned *cnt, smp_u64 *red, struct smp_pick *out,
+                                unsigned tid, smp_u64 *above) {
+    unsigned prefix = 0, chosen = 0; /* the digits chosen so far, and their bits */
+    smp_u64 gt = 0;
+    for (int p = 0; p < SMP_PASSES; p++) {
+        const int shift = SMP_SHIFT(p);
+        const unsigned digit_mask = (1u << SMP_WIDTH(p)) - 1u;
+        smp_histogram(row, 0u, chosen, prefix, shift, digit_mask, cnt, 0, 0, 0.0f, tid);
+        const struct smp_pick pk = smp_pick_count(cnt, k - gt, red, out, tid);
+        gt += pk.above;
+        prefix |= (unsigned)pk.digit << shift;
+        chosen |= digit_mask << shift;
+    }
+    *above = gt;
+    return prefix;
+}
+
+#endif /* TILEOPS_SAMPLING_COMMON_CUH */

@@ -1,0 +1,131 @@
+/* top_k.c: the CPU kernels "top_k" (radix selection, rows over the pool) and
+ * "top_k_reference" (a full sort of each row, one thread) of TopKFwdOp:
+ *   the k largest of each row, largest first; equal values by lower index first; NaN the
+ *   largest, -0.0 equal to 0.0 (a stable descending sort of the row, cut at k).
+ *
+ * Arguments ("pppqqqi"): logits [B, V], values [B, k] (the logits' dtype) or 0 (not
+ * asked for), indices [B, k] int64, B, V, k (0 <= k <= V), the logits' dtype. Contiguous.
+ * A value is copied bit for bit (-0.0 and NaN payloads kept).
+ *
+ * Per row: the ordered keys (sampling_rows.h), the k-th largest key T by radix selection,
+ * then in index order every element above T and the first k - (those) equal to T, then a
+ * sort of those k by rank (key, then lower index). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/sampling/sampling_cpu.h"
+#include "ops/sampling/sampling_rows.h"
+#include "tileops/cpu.h"
+#include "tileops/dtype.h"
+#include "tileops/kernel_table.h"
+#include "cpu/vec16.h"
+
+#define TOP_K_ARG_FORMAT "pppqqqi"
+
+typedef struct top_k_args {
+    const char *kernel;
+    const void *x;
+    void *values;
+    int64_t *indices;
+    int64_t B, V, k;
+    int dt;
+    int failed; /* set by a range that could not get its scratch */
+} top_k_args_t;
+
+static int by_rank_descending(const void *a, const void *b) {
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* sel[0..k) by rank into the row's outputs */
+static void write_row(const top_k_args_t *a, int64_t r, const uint64_t *sel) {
+    const size_t es = tileops_dtype_size(a->dt);
+    for (int64_t j = 0; j < a->k; j++) {
+        const int64_t i = sampling_rank_index(sel[j]);
+        a->indices[r * a->k + j] = i;
+        if (a->values != NULL)
+            memcpy((char *)a->values + (size_t)(r * a->k + j) * es, (const char *)a->x + (size_t)(r * a->V + i) * es,
+                   es);
+    }
+}
+
+static void rows_range(void *ctx, int64_t r0, int64_t r1) {
+    top_k_args_t *a = ctx;
+    const int64_t V = a->V, k = a->k;
+    float *z = malloc((size_t)V * sizeof(float));
+    uint32_t *keys = malloc((size_t)V * sizeof(uint32_t)), *scratch = malloc((size_t)V * sizeof(uint32_t));
+    uint64_t *sel = malloc((size_t)k * sizeof(uint64_t));
+    if (z == NULL || keys == NULL || scratch == NULL || sel == NULL) {
+        __atomic_store_n(&a->failed, 1, __ATOMIC_RELAXED);
+    } else {
+        const size_t es = tileops_dtype_size(a->dt);
+        for (int64_t r = r0; r < r1; r++) {
+            int nan;
+            (void)sampling_row_keys((const char *)a->x + (size_t)(r * V) * es, a->dt, V, z, keys, &nan);
+            int64_t above;
+            const uint32_t t = sampling_select(keys, V, k, scratch, &above);
+            int64_t n = 0, ties = k - above;
+            for (int64_t i = 0; i < V && n < k; i++)
+                if (keys[i] > t || (keys[i] == t && ties-- > 0))
+                    sel[n++] = sampling_rank(keys[i], i);
+            qsort(sel, (size_t)k, sizeof *sel, by_rank_descending);
+            write_row(a, r, sel);
+        }
+    }
+    free(z);
+    free(keys);
+    free(scratch);
+    free(sel);
+}
+
+static tileops_status_t reference_rows(const top_k_args_t *a) {
+    uint64_t *all = malloc((size_t)a->V * sizeof(uint64_t));
+    if (all == NULL)
+        return tileops_fail(TILEOPS_ERR_OUT_OF_MEMORY, "%s: no memory for a row of %lld", a->kernel, (long long)a->V);
+    for (int64_t r = 0; r < a->B; r++) {
+        for (int64_t i = 0; i < a->V; i++)
+            all[i] = sampling_rank(sampling_key(vec16_load1(a->x, r * a->V + i, a->dt)), i);
+        qsort(all, (size_t)a->V, sizeof *all, by_rank_descending);
+        write_row(a, r, all);
+    }
+    free(all);
+    return TILEOPS_OK;
+}
+
+static tileops_status_t top_k_call(const tileops_arg_t *g, int reference) {
+    top_k_args_t a = {
+        .kernel = reference ? "top_k_reference" : "top_k",
+        .x = (const void *)g[0].p, .values = (void *)g[1].p, .indices = (int64_t *)g[2].p,
+        .B = g[3].q, .V = g[4].q, .k = g[5].q, .dt = g[6].i,
+    };
+    tileops_status_t st = sampling_check_rows(a.kernel, a.dt, a.B, a.V);
+    if (st != TILEOPS_OK)
+        return st;
+    if (a.k < 0 || a.k > a.V)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: k must be in [0, V = %lld], got %lld", a.kernel,
+                            (long long)a.V, (long long)a.k);
+    if (a.k == 0) /* nothing to read or write */
+        return TILEOPS_OK;
+    const int64_t e = (int64_t)tileops_dtype_size(a.dt);
+    const sampling_buf_t bufs[] = {{"logits", a.x, a.B * a.V * e, e, 0},
+                                   {"values", a.values, a.B * a.k * e, e, 1},
+                                   {"indices", a.indices, a.B * a.k * 8, 8, 0}};
+    if ((st = sampling_check_bufs(a.kernel, a.B, bufs, 3)) != TILEOPS_OK || a.B == 0)
+        return st;
+    if (reference)
+        return reference_rows(&a);
+    tileops_cpu_parallel_for(a.B, 1, rows_range, &a);
+    if (a.failed)
+        return tileops_fail(TILEOPS_ERR_OUT_OF_MEMORY, "%s: no memory for the scratch of rows of %lld", a.kernel,
+                            (long long)a.V);
+    return TILEOPS_OK;
+}
+
+static tileops_status_t top_k_fast(const tileops_arg_t *g) { return top_k_call(g, 0); }
+static tileops_status_t top_k_ref(const tileops_arg_t *g) { return top_k_call(g, 1); }
+
+static const tileops_cpu_kernel_t top_k_kernel = {"top_k", TOP_K_ARG_FORMAT, top_k_fast};
+static const tileops_cpu_kernel_t top_k_reference_kernel = {"top_k_reference", TOP_K_ARG_FORMAT, top_k_ref};
+TILEOPS_CPU_KERNEL(top_k_kernel)
+TILEOPS_CPU_KERNEL(top_k_reference_kernel)

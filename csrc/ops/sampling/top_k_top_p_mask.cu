@@ -1,0 +1,220 @@
+/* ops/sampling/top_k_top_p_mask.cu: the GPU kernel of TopKTopPMaskFwdOp (vLLM's
+ * apply_top_k_top_p without its sort), C-style CUDA C compiled at run time by NVRTC with no
+ * builtin headers (sampling_common.cuh and ../common/rows_common.cuh spliced in):
+ *   top-k (1 <= k[r] < V): elements below the k-th largest value are masked (every element
+ *   equal to it kept); top-p (p[r] < 1, on what top-k kept, when the row's maximum m is
+ *   finite): in the order larger value first, equal values by lower index first, an
+ *   element is kept when the probability mass before it is < p (the first always);
+ *   masked elements become -inf, kept ones keep their bits; a row with a NaN is all NaN.
+ * One CTA of 1024 threads per row, the same steps as the CPU kernel (top_k_top_p_mask.c):
+ *   1. m = max, and whether the row has a NaN (then: NaN written, done);
+ *   2. top-k: the k-th largest key T by radix selection (smp_select);
+ *   3. top-p: integer weights W = floor(exp(x - m) 2^40) (exact sums in any order),
+ *      Z = sum W over keys >= T, P = ceil(p Z) in double; the edge by a radix search over
+ *      the keys with each digit's count and mass (smp_pick_mass): the lowest kept key K,
+ *      the mass G above it; of the elements equal to K the first ceil((P - G) / W_K) by
+ *      index are kept (all when W_K is 0);
+ *   4. one pass writes -inf over the masked elements (in place: only those; out of place:
+ *      every element), ranking the elements equal to K in index order (a block scan per
+ *      tile) only when some of them are masked.
+ * exp here is ex2.approx (the CPU kernel's is its own): the edge can differ from the CPU's
+ * only where the mass before an element is within rounding of p Z.
+ *
+ * ==== Parameters (arg_format "pppp") ======================================================
+ *   (const void *logits, const void *k /+ 0 without +/, const float *p /+ 0 without +/,
+ *    void *out /+ the logits themselves: in place +/): contiguous [rows, V] and [rows];
+ *   grid.x = rows, block 1024, no dynamic shared memory.
+ *
+ * ==== Defines (besides sampling_common.cuh's, with TILEOPS_CLUSTER 1, TILEOPS_THREADS
+ * 1024, TILEOPS_CHUNK >= V) =====================================================================
+ *   TILEOPS_HAS_K, TILEOPS_HAS_P 0 or 1; TILEOPS_K64 1 for int64 k, 0 for int32. */
+#include "sampling_common.cuh"
+
+#if !defined(TILEOPS_HAS_K) || !defined(TILEOPS_HAS_P) || !defined(TILEOPS_K64)
+#error "top_k_top_p_mask.cu needs -DTILEOPS_HAS_K, -DTILEOPS_HAS_P, -DTILEOPS_K64"
+#endif
+#if TILEOPS_CLUSTER != 1 || TILEOPS_THREADS != SMP_SEL_THREADS || TILEOPS_CHUNK < TILEOPS_N
+#error "top_k_top_p_mask.cu: one CTA of 1024 threads per row (TILEOPS_CLUSTER 1, TILEOPS_CHUNK >= V)"
+#endif
+
+#if TILEOPS_E == 4
+#define TKP_NAN 0x7fc00000u
+#define TKP_NINF 0xff800000u
+#elif TILEOPS_DTYPE == 1
+#define TKP_NAN 0x7e00u
+#define TKP_NINF 0xfc00u
+#else
+#define TKP_NAN 0x7fc0u
+#define TKP_NINF 0xff80u
+#endif
+
+/* element i of an output row */
+TILEOPS_DEV void tkp_put(char *row, long long i, unsigned bits) {
+#if TILEOPS_E == 4
+    ((unsigned *)row)[i] = bits;
+#else
+    ((unsigned short *)row)[i] = (unsigned short)bits;
+#endif
+}
+
+/* ceil(p z) in double for p > 0 (the CPU kernel's mass_bound), 0 for p <= 0 */
+TILEOPS_DEV smp_u64 tkp_bound(float p, smp_u64 z) {
+    if (!(p > 0.0f))
+        return 0;
+    smp_u64 r;
+    asm("{ .reg .f64 a, b; cvt.f64.f32 a, %1; cvt.rn.f64.u64 b, %2; mul.rn.f64 a, a, b; cvt.rpi.u64.f64 %0, a; }"
+        : "=l"(r)
+        : "f"(p), "l"(z));
+    return r;
+}
+
+extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x, const void *kk, const float *pp,
+                                                                   void *y) {
+    __shared__ unsigned cnt[SMP_BINS];
+    __shared__ unsigned mass_lo[SMP_BINS], mass_hi[SMP_BINS];
+    __shared__ smp_u64 red[TILEOPS_WARPS];
+    __shared__ float fred[TILEOPS_WARPS];
+    __shared__ struct smp_pick out;
+    __shared__ int lowest;
+    const unsigned tid = tileops_tid();
+    const long long row = smp_row();
+    const char *xrow = (const char *)x + row * (long long)TILEOPS_N * TILEOPS_E;
+    char *yrow = (char *)y + row * (long long)TILEOPS_N * TILEOPS_E;
+    const int in_place = x == y;
+
+    /* 1. the maximum, and NaN */
+    float m = SMP_NINF;
+    unsigned nan = 0;
+    SMP_SEL_UNROLL
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const long long o = (long long)j * SMP_SEL_THREADS + tid;
+        if (o < SMP_NO) {
+            unsigned key[8], bits[8];
+            float f[8];
+            smp_keys8(xrow, o, key, f, bits);
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                m = smp_max(m, f[e]);
+                nan |= f[e] != f[e];
+            }
+        }
+    }
+    m = smp_block_max(m, fred, tid);
+    if (smp_block_sum_u64(nan, red, tid)) {
+        for (long long i = tid; i < TILEOPS_N; i += SMP_SEL_THREADS)
+            tkp_put(yrow, i, TKP_NAN);
+        return;
+    }
+
+    /* 2. top-k */
+    unsigned tk = 0;
+#if TILEOPS_HAS_K
+#if TILEOPS_K64
+    const long long k = ((const long long *)kk)[row];
+#else
+    const long long k = ((const int *)kk)[row];
+#endif
+    if (k >= 1 && k < TILEOPS_N) {
+        smp_u64 above;
+        tk = smp_select(xrow, (smp_u64)k, cnt, red, &out, tid, &above);
+    }
+#else
+    (void)kk;
+#endif
+
+    /* 3. top-p */
+    int top_p = 0;
+    unsigned kb = 0;
+    smp_u64 take = 0, count_b = 0;
+#if TILEOPS_HAS_P
+    const float p = pp[row];
+    top_p = p < 1.0f && m != SMP_NINF && m != tileops_as_float(0x7f800000u);
+    if (top_p) {
+        smp_u64 z = 0;
+        unsigned top = 0;
+        SMP_SEL_UNROLL
+        for (int j = 0; j < TILEOPS_OPT; j++) {
+            const long long o = (long long)j * SMP_SEL_THREADS + tid;
+            if (o < SMP_NO) {
+                unsigned key[8], bits[8];
+                float f[8];
+                smp_keys8(xrow, o, key, f, bits);
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    if (8 * o + e < TILEOPS_N && key[e] >= tk) {
+                        z += smp_weight(f[e], m);
+                        top = key[e] > top ? key[e] : top;
+                    }
+            }
+        }
+        z = smp_block_sum_u64(z, red, tid);
+        const smp_u64 bound = tkp_bound(p, z);
+        if (bound == 0) { /* p <= 0: the largest alone, its first element */
+            kb = (unsigned)smp_block_max_u64(top, red, tid);
+            take = 1;
+            count_b = 2; /* more than take: rank the ties */
+        } else {
+            unsigned prefix = 0, chosen = 0;
+            smp_u64 g = 0;
+            struct smp_pick pk;
+            for (int pass = 0; pass < SMP_PASSES; pass++) {
+                const int shift = SMP_SHIFT(pass);
+                const unsigned digit_mask = (1u << SMP_WIDTH(pass)) - 1u;
+                smp_histogram(xrow, tk, chosen, prefix, shift, digit_mask, cnt, mass_lo, mass_hi, m, tid);
+                pk = smp_pick_mass(cnt, mass_lo, mass_hi, g, bound, red, &out, &lowest, tid);
+                g = pk.above;
+                prefix |= (unsigned)pk.digit << shift;
+                chosen |= digit_mask << shift;
+            }
+            kb = prefix;
+            count_b = pk.count;
+            const smp_u64 wb = pk.mass / pk.count;
+            take = wb == 0 ? pk.count : (bound - g + wb - 1) / wb;
+        }
+    }
+#else
+    (void)pp;
+#endif
+
+    /* 4. the write */
+    const int rank_ties = top_p && take < count_b;
+    smp_u64 base = 0; /* elements equal to kb in the tiles before */
+    SMP_SEL_UNROLL
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const long long o = (long long)j * SMP_SEL_THREADS + tid;
+        unsigned key[8], bits[8];
+        float f[8];
+        smp_u64 at = 0;
+        if (o < SMP_NO)
+            smp_keys8(xrow, o, key, f, bits);
+        if (rank_ties) { /* uniform over the CTA: every thread takes part in the scan */
+            smp_u64 mine = 0, total;
+            if (o < SMP_NO) {
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    mine += 8 * o + e < TILEOPS_N && key[e] == kb;
+            }
+            at = base + smp_block_scan_u64(mine, red, tid, &total);
+            base += total;
+        }
+        if (o < SMP_NO) {
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                const long long i = 8 * o + e;
+                if (i >= TILEOPS_N)
+                    continue;
+                int keep = key[e] >= tk;
+                if (keep && top_p) {
+                    if (key[e] == kb)
+                        keep = !rank_ties || at++ < take;
+                    else
+                        keep = key[e] > kb;
+                }
+                if (!keep)
+                    tkp_put(yrow, i, TKP_NINF);
+                else if (!in_place)
+                    tkp_put(yrow, i, bits[e]);
+            }
+        }
+    }
+}

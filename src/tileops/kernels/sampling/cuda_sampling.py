@@ -1,0 +1,209 @@
+"""The CUDA side of the sampling kernels: how a row is split (`row_plan`), each kernel's
+specialisation (pure functions of the build identity: the tests compile every kind with
+nvcc, no GPU needed) and its launch.
+
+Launch rules (csrc/ops/sampling/sampling_common.cuh says what the kernels take):
+  softmax, argmax, sample_from_probs: a row over a cluster of `cluster` CTAs (sm_90 and
+    later; 1 before): cluster = min(8, pow2ceil(V / 16384)), so a CTA takes at most 16384
+    elements where 8 CTAs suffice (128256: 8 CTAs of 16032; 152064: 8 of 19008). Softmax
+    keeps its CTA's elements on chip (CHUNK floats of shared memory: 63 KiB and 74 KiB for
+    those two) when they fit, and reads the row once; else three times. grid.x = rows x
+    cluster (in pieces below 2^31), `threads` per CTA: the power of two at or above
+    CHUNK / 64 (each thread 8 octets at most), in [128, 1024].
+  top_k, top_k_top_p_mask: one CTA of 1024 threads per row, grid.x = rows.
+Every choice depends on V, the dtypes and the device's architecture, never on the number
+of rows: a row's bits are the same whatever else is in the batch."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from ... import _C
+from ..._dtypes import DTYPE
+
+TOP_K_MAX = 16384            # k of a CUDA top-k build: the selected are sorted in shared memory
+CLUSTER_MAX = 8              # portable cluster size
+CLUSTER_ELEMS = 16384        # a cluster's CTA takes at most this many elements, when 8 CTAs suffice
+SEL_THREADS = 1024           # the selection kernels' CTA
+GRID_MAX = 2**31 - 1
+SMEM_RESERVE = 2048          # static shared memory and slack beside a staged chunk
+
+
+class RowPlan(NamedTuple):
+    cluster: int             # CTAs per row
+    chunk: int               # elements per CTA (a multiple of 8)
+    threads: int
+    opt: int                 # octets per thread
+    stage: bool              # softmax: the chunk kept in shared memory
+    smem: int                # dynamic shared memory, bytes
+    min_blocks: int          # __launch_bounds__' second argument
+
+
+def _pow2ceil(v: int) -> int:
+    return 1 << max(0, (int(v) - 1).bit_length())
+
+
+def arch(device_index: int) -> int:
+    """The device's compute capability as one number (90 for sm_90)."""
+    from ... import runtime
+    major, minor = runtime.device_attributes(device_index)["arch"]
+    return 10 * major + minor
+
+
+def row_plan(V: int, arch_: int, smem_optin: int, stage_bytes: int = 0) -> RowPlan:
+    """How a row of V elements is split over CTAs; stage_bytes: bytes per element a CTA
+    would keep on chip (softmax's float32 z; 0: nothing kept)."""
+    cluster = min(CLUSTER_MAX, _pow2ceil(-(-V // CLUSTER_ELEMS))) if arch_ >= 90 else 1
+    chunk = -(-(-(-V // cluster)) // 8) * 8
+    smem = chunk * stage_bytes
+    stage = bool(stage_bytes) and smem + SMEM_RESERVE <= smem_optin
+    smem = smem if stage else 0
+    octets = chunk // 8
+    threads = min(1024, max(128, _pow2ceil(-(-octets // 8))))
+    # CTAs per SM the registers must allow: as many as the shared memory holds (staged),
+    # else 1024 threads (<= 64 registers: the octets a thread holds in flight fit)
+    per_sm = (smem_optin + 1024) // (smem + SMEM_RESERVE) if stage else 1024 // threads
+    return RowPlan(cluster, chunk, threads, -(-octets // threads), stage, smem, max(1, min(2048 // threads, per_sm)))
+
+
+def selection_plan(V: int) -> RowPlan:
+    """One CTA of 1024 threads per row (top_k, top_k_top_p_mask)."""
+    chunk = -(-V // 8) * 8
+    return RowPlan(1, chunk, SEL_THREADS, -(-(chunk // 8) // SEL_THREADS), False, 0, 1)
+
+
+def vec(dtype, V: int, aligned16: bool) -> int:
+    """TILEOPS_VEC: G = 16 / element size when the rows are 16-byte aligned, else 1."""
+    e = dtype.itemsize
+    return 16 // e if aligned16 and (V * e) % 16 == 0 else 1
+
+
+def _row_opts(dtype_code: int, V: int, v: int, plan: RowPlan) -> list:
+    return [f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={V}", f"-DTILEOPS_VEC={v}",
+            f"-DTILEOPS_THREADS={plan.threads}", f"-DTILEOPS_CLUSTER={plan.cluster}", f"-DTILEOPS_CHUNK={plan.chunk}",
+            f"-DTILEOPS_OPT={plan.opt}", f"-DTILEOPS_MIN_BLOCKS={plan.min_blocks}"]
+
+
+# ---- specialisations: (source, kernel, options, plan) --------------------------------------
+
+def softmax_specialisation(dtype_code, out_dtype_code, V, temperature, aligned16, arch_, smem_optin):
+    plan = row_plan(V, arch_, smem_optin, stage_bytes=4)
+    opts = _row_opts(dtype_code, V, vec(DTYPE[dtype_code], V, aligned16), plan) + [
+        f"-DTILEOPS_ODTYPE={out_dtype_code}", f"-DTILEOPS_OVEC={int(vec(DTYPE[out_dtype_code], V, aligned16) > 1)}",
+        f"-DTILEOPS_TEMP={int(bool(temperature))}", f"-DTILEOPS_STAGE={int(plan.stage)}"]
+    return "sampling/softmax.cu", "tileops_softmax", tuple(opts), plan
+
+
+def argmax_specialisation(dtype_code, V, aligned16, arch_, smem_optin):
+    plan = row_plan(V, arch_, smem_optin)
+    return "sampling/argmax.cu", "tileops_argmax", tuple(_row_opts(dtype_code, V, vec(DTYPE[dtype_code], V, aligned16),
+                                                                    plan)), plan
+
+
+def sample_specialisation(dtype_code, V, aligned16, arch_, smem_optin):
+    plan = row_plan(V, arch_, smem_optin)   # q's float32 rows are aligned when probs' are
+    v = vec(DTYPE[dtype_code], V, aligned16)
+    return "sampling/sample_from_probs.cu", "tileops_sample_from_probs", tuple(_row_opts(dtype_code, V, v, plan)), plan
+
+
+def top_k_specialisation(dtype_code, V, k, values, aligned16):
+    plan = selection_plan(V)
+    kp = _pow2ceil(k)
+    plan = plan._replace(smem=kp * 8)
+    opts = _row_opts(dtype_code, V, vec(DTYPE[dtype_code], V, aligned16), plan) + [
+        f"-DTILEOPS_K={k}", f"-DTILEOPS_KP={kp}", f"-DTILEOPS_VALUES={int(bool(values))}"]
+    return "sampling/top_k.cu", "tileops_top_k", tuple(opts), plan
+
+
+def top_k_top_p_mask_specialisation(dtype_code, V, has_k, k_dtype_code, has_p, aligned16):
+    plan = selection_plan(V)
+    opts = _row_opts(dtype_code, V, vec(DTYPE[dtype_code], V, aligned16), plan) + [
+        f"-DTILEOPS_HAS_K={int(bool(has_k))}", f"-DTILEOPS_HAS_P={int(bool(has_p))}",
+        f"-DTILEOPS_K64={int(DTYPE[k_dtype_code] is torch.int64)}"]
+    return "sampling/top_k_top_p_mask.cu", "tileops_top_k_top_p_mask", tuple(opts), plan
+
+
+# ---- builds and launches -------------------------------------------------------------------
+
+def _device_limits(device_index: int):
+    from ... import runtime
+    a = runtime.device_attributes(device_index)
+    return a["max_shared_per_block"]
+
+
+def _rows_launcher(b, spec, arg_format: str):
+    """launch(rows, tensors_and_row_bytes): the kernel over `rows` rows, in pieces of at most
+    GRID_MAX CTAs; each pointer advanced by its row bytes per piece (0 for a null one)."""
+    from ... import runtime
+    source, kernel, opts, plan = spec
+    handle = runtime.build(b.device, source, kernel, opts, arg_format)
+    launch_raw = _C.cuda_launch
+    stream_of = torch._C._cuda_getCurrentRawStream
+    device = b.device
+    per = GRID_MAX // plan.cluster
+
+    def launch(rows, ptrs):
+        for r0 in range(0, rows, per):
+            n = min(per, rows - r0)
+            launch_raw(handle, n * plan.cluster, 1, 1, plan.threads, 1, 1, plan.smem, stream_of(device),
+                       *[0 if p == 0 else p + r0 * rb for p, rb in ptrs])
+    return launch
+
+
+def _ptr(t, row_bytes):
+    return (0, 0) if t is None else (t.data_ptr(), row_bytes)
+
+
+def build_softmax(b):
+    spec = softmax_specialisation(b.dtype, b.out_dtype, b.V, b.temperature, b.vec, b.arch, _device_limits(b.device))
+    run = _rows_launcher(b, spec, "ppp")
+    e, oe = DTYPE[b.dtype].itemsize, DTYPE[b.out_dtype].itemsize
+
+    def launch(logits, temperature, probs):
+        if logits.shape[0]:
+            run(logits.shape[0], (_ptr(logits, b.V * e), _ptr(temperature, 4), _ptr(probs, b.V * oe)))
+    return launch
+
+
+def build_argmax(b):
+    run = _rows_launcher(b, argmax_specialisation(b.dtype, b.V, b.vec, b.arch, _device_limits(b.device)), "pp")
+    e = DTYPE[b.dtype].itemsize
+
+    def launch(logits, token):
+        if logits.shape[0]:
+            run(logits.shape[0], (_ptr(logits, b.V * e), _ptr(token, 8)))
+    return launch
+
+
+def build_sample(b):
+    run = _rows_launcher(b, sample_specialisation(b.dtype, b.V, b.vec, b.arch, _device_limits(b.device)), "ppp")
+    e = DTYPE[b.dtype].itemsize
+
+    def launch(probs, q, token):
+        if probs.shape[0]:
+            run(probs.shape[0], (_ptr(probs, b.V * e), _ptr(q, b.V * 4), _ptr(token, 8)))
+    return launch
+
+
+def build_top_k(b):
+    if b.k == 0:
+        return lambda logits, values, indices: None
+    run = _rows_launcher(b, top_k_specialisation(b.dtype, b.V, b.k, b.values, b.vec), "ppp")
+    e = DTYPE[b.dtype].itemsize
+
+    def launch(logits, values, indices):
+        if logits.shape[0]:
+            run(logits.shape[0], (_ptr(logits, b.V * e), _ptr(values, b.k * e), _ptr(indices, b.k * 8)))
+    return launch
+
+
+def build_top_k_top_p_mask(b):
+    spec = top_k_top_p_mask_specialisation(b.dtype, b.V, b.has_k, b.k_dtype, b.has_p, b.vec)
+    run = _rows_launcher(b, spec, "pppp")
+    e, ke = DTYPE[b.dtype].itemsize, DTYPE[b.k_dtype].itemsize
+
+    def launch(logits, k, p, masked):
+        if logits.shape[0]:
+            run(logits.shape[0], (_ptr(logits, b.V * e), _ptr(k, ke), _ptr(p, 4), _ptr(masked, b.V * e)))
+    return launch

@@ -1,0 +1,276 @@
+"""The sampling family on a GPU beyond the generic driver (tests/gpu/test_gpu_ops.py): the
+CUDA kernels at the real vocabularies (Llama-3 128256, Qwen2.5 152064; rows over a cluster
+of CTAs) and at short and unaligned rows, against float64 references and what users
+compare with (torch.softmax, torch.argmax, torch.topk, vLLM's forward_native and draw),
+against the CPU kernels where both are exact (argmax, top-k, the draw: the same tokens),
+the documented outcome of NaN, infinities and "off" values, bitwise batch invariance
+(B = 1, 32, 128, 256, a row among others), and CUDA-graph capture and replay with new
+inputs. Skipped without CUDA (tests/gpu/conftest.py)."""
+import pytest
+import torch
+
+import sampling_checks as sc
+from tileops.errors import KernelSelectionError
+from tileops.reference import sampling as ref
+from tileops.sampling import ArgmaxFwdOp, SampleFromProbsFwdOp, SoftmaxFwdOp, TopKFwdOp, TopKTopPMaskFwdOp
+
+DEV = "cuda"
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+NAN, INF = float("nan"), float("inf")
+# the real vocabularies (a cluster of 8 CTAs per row), one CTA's rows, unaligned rows
+VS = [128256, 152064, 20000, 4100, 301, 7]
+
+
+def on_gpu(t):
+    return None if t is None else t.to(DEV)
+
+
+def temperatures(B, seed=3):
+    return torch.rand(B, generator=torch.Generator().manual_seed(seed)) * 1.5 + 0.3
+
+
+def _sync(x):
+    torch.cuda.synchronize()
+    return x
+
+
+# ---- softmax ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", VS)
+def test_softmax_against_float64_and_torch(dtype, V):
+    x = sc.logits_like(5, V, dtype, DEV)
+    t = temperatures(5).to(DEV)
+    for out_dtype in (None, torch.float32):
+        for temp in (None, t):
+            got = _sync(SoftmaxFwdOp(out_dtype)(x, temp))
+            z = x.float() if temp is None else x.float() / temp[:, None]
+            exact = torch.softmax(z.double(), -1)
+            assert got.dtype == (out_dtype or dtype)
+            if got.dtype == torch.float32:   # ex2.approx and a float32 sum: within 1e-5 of exact
+                torch.testing.assert_close(got.double(), exact, rtol=1e-5, atol=1e-12)
+                torch.testing.assert_close(got, torch.softmax(z, -1), rtol=3e-5, atol=1e-9)
+            else:                            # one rounding more
+                torch.testing.assert_close(got.double(), exact, rtol=2 ** -7, atol=1e-6)
+            cpu = SoftmaxFwdOp(out_dtype)(x.cpu(), None if temp is None else temp.cpu())
+            torch.testing.assert_close(got.cpu().double(), cpu.double(), rtol=2e-5 if got.dtype == torch.float32
+                                       else 2 ** -7, atol=1e-9)
+
+
+def test_softmax_rows_torch_gives_nan_are_nan():
+    for V in (128256, 300):
+        x = torch.randn(6, V, device=DEV)
+        x[0, 3] = NAN
+        x[1, V - 1] = INF
+        x[2] = -INF
+        x[3, : V - 40] = -INF
+        got = _sync(SoftmaxFwdOp()(x))
+        want = torch.softmax(x, -1)
+        assert got[:3].isnan().all() and not got[3:].isnan().any()
+        assert torch.equal(got[3, : V - 40], torch.zeros(V - 40, device=DEV))
+        torch.testing.assert_close(got[3:], want[3:], rtol=3e-5, atol=1e-9)
+
+
+# ---- argmax and the draw: the same tokens as torch and as the CPU ---------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", VS)
+def test_argmax_is_torch_argmax_and_the_cpu_kernels(dtype, V):
+    x = sc.logits_like(12, V, dtype, DEV)
+    x[1] = 0.0
+    x[2, V // 2:] = x[2].max() + 1
+    x[3, V - 1] = NAN
+    x[3, V // 3] = NAN
+    x[4] = -INF
+    x[5, 0] = -0.0
+    x[5, 1:] = -1.0
+    x[5, V // 2] = 0.0
+    x[6] = x[6].round()
+    x[7, -1] = INF
+    got = _sync(ArgmaxFwdOp()(x))
+    assert torch.equal(got, torch.argmax(x, -1)) and torch.equal(got.cpu(), ArgmaxFwdOp()(x.cpu()))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", VS)
+def test_the_draw_is_vllms_and_the_cpu_kernels(dtype, V):
+    g = torch.Generator().manual_seed(7)
+    probs = torch.softmax(torch.randn(9, V, generator=g) * 2, -1).to(dtype)
+    q = torch.empty(9, V).exponential_(generator=g)
+    probs[0] = 0
+    probs[1] = NAN
+    probs[2, : V // 2] = NAN
+    probs[3] = 0.25
+    q[3] = 1.0
+    got = _sync(SampleFromProbsFwdOp()(probs.to(DEV), q.to(DEV)))
+    assert got[0] == -1 and got[1] == -1 and got[3] == 0
+    assert torch.equal(got.cpu(), ref.sample_from_probs(probs, q))
+    assert torch.equal(got.cpu(), SampleFromProbsFwdOp()(probs, q))
+    ok = ~probs.isnan().any(-1) & (probs > 0).any(-1)
+    assert torch.equal(got.cpu()[ok], (probs.float() / q).argmax(-1)[ok])
+
+
+# ---- top-k -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V,k", [(128256, 50), (152064, 20), (128256, 1024), (20000, 16384), (301, 301),
+                                 (7, 1), (4100, 4099)])
+def test_top_k_is_torch_topk_with_ties_to_the_lower_index(dtype, V, k):
+    x = sc.logits_like(6, V, dtype, DEV)
+    x[1] = x[1].round()
+    x[2, : V // 2] = NAN
+    x[3, 5 % V] = -0.0
+    values, indices = _sync(TopKFwdOp(k)(x))
+    tv, _ = torch.topk(x, k)
+    assert torch.equal(values.isnan(), tv.isnan()) and torch.equal(values[~values.isnan()], tv[~tv.isnan()])
+    assert torch.equal(indices, ref.top_k(x, k=k)[1])
+    bits = torch.int16 if dtype != torch.float32 else torch.int32
+    assert torch.equal(values.view(bits), x.view(bits).gather(1, indices))
+    cv, ci = TopKFwdOp(k)(x.cpu())
+    assert torch.equal(ci, indices.cpu()) and torch.equal(cv.view(bits), values.cpu().view(bits))
+    only = _sync(TopKFwdOp(k)(x, return_values=False))
+    assert torch.equal(only, indices)
+
+
+def test_top_k_above_the_cuda_limit_is_refused_naming_it():
+    x = torch.randn(2, 40000, device=DEV)
+    with pytest.raises(KernelSelectionError, match=r"TopKFwdOp.*k <= 16384, got k = 16385"):
+        TopKFwdOp(16385)(x)
+
+
+# ---- top-k / top-p -----------------------------------------------------------------------
+
+def _kp(B, V, seed=5):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(1, V, (B,), generator=g, dtype=torch.int32), torch.rand(B, generator=g) * 0.95 + 0.02
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", VS)
+def test_top_k_top_p_is_vllms_rule_in_float64(dtype, V):
+    x = sc.logits_like(16, V, dtype, DEV)
+    k, p = _kp(16, V)
+    k[0], k[1], k[2] = V, 0, -3
+    p[3], p[4], p[5] = 1.0, 1.5, NAN
+    p[6], p[7] = 0.0, -0.5
+    x[8] = x[8].round()
+    x[9, V // 2] = NAN
+    k, p = k.to(DEV), p.to(DEV)
+    edges = 0
+    for kk, pp in ((k, p), (k, None), (None, p), (k.long(), p)):
+        got = _sync(TopKTopPMaskFwdOp()(x, kk, pp))
+        edges += sc.check_mask(got.cpu(), x.cpu(), None if kk is None else kk.cpu(), None if pp is None else pp.cpu())
+        cpu = TopKTopPMaskFwdOp()(x.cpu(), None if kk is None else kk.cpu(), None if pp is None else pp.cpu())
+        assert ((got.cpu() == -INF) != (cpu == -INF)).sum() <= edges + 2   # the two kernels' exps differ
+    y = x.clone()
+    got = _sync(TopKTopPMaskFwdOp()(y, k, p, inplace=True))
+    assert got is y
+    sc.check_mask(y.cpu(), x.cpu(), k.cpu(), p.cpu())
+
+
+def test_top_k_top_p_matches_vllms_forward_native_as_written():
+    x = sc.logits_like(32, 128256, torch.float32, DEV, seed=11)
+    k, p = _kp(32, 128256, seed=12)
+    k, p = k.to(DEV), p.to(DEV)
+    got = _sync(TopKTopPMaskFwdOp()(x, k, p))
+    want = sc.vllm_forward_native(x.clone(), k, p)
+    before = sc.mass_before(x.cpu(), k.cpu(), p.cpu()).to(DEV)
+    differ = (got == -INF) != (want == -INF)
+    assert not (differ & ~((before - p[:, None].double()).abs() < 1e-5)).any()
+
+
+# ---- batch invariance ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", [128256, 152064, 300])
+def test_every_op_gives_a_row_the_same_bits_whatever_the_batch(dtype, V):
+    x = sc.logits_like(3, V, dtype, DEV, seed=21)
+    x[1, 5] = NAN
+
+    def make(n):
+        g = torch.Generator().manual_seed(n)
+        return (torch.randn(n, V, generator=g) * 4).to(DEV, dtype), g
+
+    def other_logits(n):
+        return {"logits": make(n)[0]}
+
+    def other_temp(n):
+        o, g = make(n)
+        return {"logits": o, "temperature": (torch.rand(n, generator=g) + 0.5).to(DEV)}
+
+    sc.batch_invariant(lambda logits: SoftmaxFwdOp(torch.float32)(logits), {"logits": x}, other_logits)
+    sc.batch_invariant(lambda logits, temperature: SoftmaxFwdOp()(logits, temperature),
+                       {"logits": x, "temperature": temperatures(3).to(DEV)}, other_temp)
+    sc.batch_invariant(lambda logits: ArgmaxFwdOp()(logits), {"logits": x}, other_logits)
+    sc.batch_invariant(lambda logits: TopKFwdOp(20)(logits), {"logits": x}, other_logits)
+    k, p = _kp(3, V)
+
+    def other_kp(n):
+        o, g = make(n)
+        return {"logits": o, "k": torch.randint(0, V + 1, (n,), generator=g, dtype=torch.int32).to(DEV),
+                "p": torch.rand(n, generator=g).to(DEV)}
+    sc.batch_invariant(lambda logits, k, p: TopKTopPMaskFwdOp()(logits, k, p),
+                       {"logits": x, "k": k.to(DEV), "p": p.to(DEV)}, other_kp)
+    probs = torch.softmax(x.float(), -1).to(dtype)
+    q = torch.empty(3, V).exponential_(generator=torch.Generator().manual_seed(2)).to(DEV)
+
+    def other_q(n):
+        o, g = make(n)
+        return {"probs": torch.softmax(o.float(), -1).to(dtype), "q": torch.empty(n, V).exponential_(generator=g)
+                .to(DEV)}
+    sc.batch_invariant(lambda probs, q: SampleFromProbsFwdOp()(probs, q), {"probs": probs, "q": q}, other_q)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_manifest_batches_give_each_row_its_bits(dtype):
+    """B = 1, 32, 128, 256 at the Llama-3 vocabulary: row r of every batch equals row r of
+    the largest, for every op (the launch rule never depends on B)."""
+    V = 128256
+    x = sc.logits_like(256, V, dtype, DEV, seed=4)
+    t = temperatures(256).to(DEV)
+    k, p = (v.to(DEV) for v in _kp(256, V))
+    probs = SoftmaxFwdOp(torch.float32)(x, t)
+    q = torch.empty(256, V, device=DEV).exponential_()
+    ops = [lambda n: SoftmaxFwdOp(torch.float32)(x[:n], t[:n]), lambda n: SoftmaxFwdOp()(x[:n]),
+           lambda n: ArgmaxFwdOp()(x[:n]), lambda n: TopKFwdOp(50)(x[:n]),
+           lambda n: TopKTopPMaskFwdOp()(x[:n], k[:n], p[:n]), lambda n: SampleFromProbsFwdOp()(probs[:n], q[:n])]
+    for fn in ops:
+        full = fn(256)
+        full = full if isinstance(full, tuple) else (full,)
+        for n in (1, 32, 128):
+            part = fn(n)
+            part = part if isinstance(part, tuple) else (part,)
+            for a, b in zip(part, full):
+                assert torch.equal(a, b[:n])
+
+
+# ---- CUDA graphs -------------------------------------------------------------------------
+
+def test_every_op_captures_in_a_cuda_graph_and_replays_with_new_inputs():
+    V, B = 128256, 4
+    x = sc.logits_like(B, V, torch.bfloat16, DEV, seed=1)
+    t = temperatures(B).to(DEV)
+    k, p = (v.to(DEV) for v in _kp(B, V))
+    q = torch.empty(B, V, device=DEV).exponential_()
+    softmax, argmax, topk, mask, sample = (SoftmaxFwdOp(torch.float32), ArgmaxFwdOp(), TopKFwdOp(50),
+                                           TopKTopPMaskFwdOp(), SampleFromProbsFwdOp())
+
+    def step():
+        masked = mask(x, k, p)
+        probs = softmax(masked, t)
+        return argmax(x), topk(x), masked, probs, sample(probs, q)
+    step()                              # warm up: every build outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outs = step()
+    x.copy_(sc.logits_like(B, V, torch.bfloat16, DEV, seed=2))
+    q.exponential_()
+    graph.replay()
+    torch.cuda.synchronize()
+    want = step()
+    torch.cuda.synchronize()
+    flat = lambda o: [u for v in o for u in (v if isinstance(v, tuple) else (v,))]   # noqa: E731
+    for a, b in zip(flat(outs), flat(want)):
+        assert torch.equal(a, b)
+    assert torch.equal(outs[0], torch.argmax(x, -1))

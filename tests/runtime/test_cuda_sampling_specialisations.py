@@ -1,0 +1,105 @@
+"""The sampling family's CUDA builds (src/tileops/kernels/sampling/cuda_sampling.py over
+csrc/ops/sampling/*.cu): the launch rule's row split (a cluster of CTAs per row on sm_90,
+a function of V only), and every kind of build compiles with nvcc (sm_90a, no GPU needed)
+without local-memory spills from the text the runtime hands NVRTC, also with no CUDA
+header at all (as NVRTC --minimal compiles it). Skipped where nvcc is not installed."""
+import pytest
+from helpers import nvcc, nvcc_bare, nvcc_build
+
+from tileops.kernels.sampling import cuda_sampling as K
+
+NVCC = nvcc()
+OPTIN = 232448          # an H200's opt-in shared memory per block (227 KiB)
+NEEDS_NVCC = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+
+
+def test_the_row_split_of_the_real_vocabularies():
+    # Llama-3: 8 CTAs of 16032 elements, kept on chip (63 KiB each), 3 CTAs per SM
+    assert K.row_plan(128256, 90, OPTIN, 4) == K.RowPlan(8, 16032, 256, 8, True, 64128, 3)
+    # Qwen2.5: 8 CTAs of 19008 (74 KiB each), 2 per SM
+    assert K.row_plan(152064, 90, OPTIN, 4) == K.RowPlan(8, 19008, 512, 5, True, 76032, 2)
+    # nothing kept on chip (argmax, sample): the same split, registers for 1024 threads per SM
+    assert K.row_plan(128256, 90, OPTIN) == K.RowPlan(8, 16032, 256, 8, False, 0, 4)
+    # before sm_90 a row is one CTA: too long to keep on chip, read three times
+    assert K.row_plan(128256, 80, 166912, 4) == K.RowPlan(1, 128256, 1024, 16, False, 0, 1)
+    # short rows: one CTA
+    assert K.row_plan(7, 90, OPTIN, 4) == K.RowPlan(1, 8, 128, 1, True, 32, 16)
+    assert K.row_plan(20000, 90, OPTIN, 4).cluster == 2
+
+
+@pytest.mark.parametrize("V", [1, 7, 8, 300, 4100, 16384, 16385, 20000, 128256, 152064, 1 << 20, 2**31 - 1])
+@pytest.mark.parametrize("arch", [80, 90])
+def test_a_plan_covers_the_row_and_depends_on_v_alone(V, arch):
+    p = K.row_plan(V, arch, OPTIN, 4)
+    assert p.cluster in (1, 2, 4, 8) and (arch >= 90 or p.cluster == 1)
+    assert p.chunk % 8 == 0 and p.cluster * p.chunk >= V and p.cluster * p.chunk - V < 8 * p.cluster
+    assert p.opt * p.threads * 8 >= p.chunk and p.threads in (128, 256, 512, 1024)
+    assert not p.stage or p.smem + K.SMEM_RESERVE <= OPTIN
+    assert p == K.row_plan(V, arch, OPTIN, 4)
+    s = K.selection_plan(V)
+    assert s.cluster == 1 and s.threads == 1024 and s.chunk >= V and s.opt * 1024 * 8 >= s.chunk
+
+
+def test_the_vector_path_needs_aligned_rows_of_whole_groups():
+    import torch
+    assert K.vec(torch.bfloat16, 128256, True) == 8 and K.vec(torch.float32, 128256, True) == 4
+    assert K.vec(torch.float16, 300, True) == 1 and K.vec(torch.float32, 128256, False) == 1
+    # sample_from_probs: q's float32 rows are aligned when probs' are (twice or as many bytes)
+    assert "-DTILEOPS_VEC=8" in K.sample_specialisation(1, 1000, True, 90, OPTIN)[2]
+    assert "-DTILEOPS_VEC=1" in K.sample_specialisation(1, 1004, True, 90, OPTIN)[2]
+
+
+SOFTMAX = [(dt, odt, V, temp, aligned, arch)
+           for dt, odt in ((0, 0), (1, 1), (2, 2), (2, 0), (0, 2), (1, 0))
+           for V, aligned, arch in ((128256, True, 90), (152064, True, 90), (301, False, 90), (20000, True, 90),
+                                    (128256, True, 80))
+           for temp in (0, 1)
+           if (temp == 1 or V == 128256)]
+
+
+@NEEDS_NVCC
+@pytest.mark.parametrize("dt,odt,V,temp,aligned,arch", SOFTMAX)
+def test_softmax_builds_compile_bare_without_spills(tmp_path, dt, odt, V, temp, aligned, arch):
+    source, kernel, opts, plan = K.softmax_specialisation(dt, odt, V, temp, aligned, arch, OPTIN)
+    if arch < 90:   # a one-CTA build: compiled for sm_90a here, the same text
+        assert "-DTILEOPS_CLUSTER=1" in opts and "-DTILEOPS_STAGE=0" in opts
+    nvcc_bare(tmp_path, source, kernel, opts)
+
+
+@NEEDS_NVCC
+@pytest.mark.parametrize("op", ["softmax", "argmax", "sample", "top_k", "top_k_top_p_mask"])
+def test_each_kernel_compiles_with_the_cuda_headers_too(tmp_path, op):
+    spec = {"softmax": lambda: K.softmax_specialisation(2, 0, 128256, 1, True, 90, OPTIN),
+            "argmax": lambda: K.argmax_specialisation(2, 152064, True, 90, OPTIN),
+            "sample": lambda: K.sample_specialisation(0, 128256, True, 90, OPTIN),
+            "top_k": lambda: K.top_k_specialisation(2, 128256, 50, True, True),
+            "top_k_top_p_mask": lambda: K.top_k_top_p_mask_specialisation(0, 152064, True, 4, True, True)}[op]()
+    nvcc_build(tmp_path, *spec[:3])
+
+
+@NEEDS_NVCC
+@pytest.mark.parametrize("dt,V,aligned", [(0, 128256, True), (1, 152064, True), (2, 7, False), (2, 300, True),
+                                          (0, 1, True)])
+def test_argmax_and_sample_builds_compile_bare_without_spills(tmp_path, dt, V, aligned):
+    nvcc_bare(tmp_path, *K.argmax_specialisation(dt, V, aligned, 90, OPTIN)[:3])
+    nvcc_bare(tmp_path, *K.sample_specialisation(dt, V, aligned, 90, OPTIN)[:3])
+
+
+@NEEDS_NVCC
+@pytest.mark.parametrize("dt,V,k,values,aligned", [(0, 128256, 50, True, True), (1, 152064, 20, False, True),
+                                                   (2, 128256, 1024, True, True), (0, 7, 7, True, False),
+                                                   (2, 300, 1, True, False), (1, 20000, K.TOP_K_MAX, True, True)])
+def test_top_k_builds_compile_bare_without_spills(tmp_path, dt, V, k, values, aligned):
+    source, kernel, opts, plan = K.top_k_specialisation(dt, V, k, values, aligned)
+    assert plan.smem == 8 * (1 << (k - 1).bit_length()) and plan.smem + 8192 + 512 <= OPTIN
+    nvcc_bare(tmp_path, source, kernel, opts)
+
+
+@NEEDS_NVCC
+@pytest.mark.parametrize("dt,V,has_k,kdt,has_p,aligned", [(0, 128256, True, 3, True, True),
+                                                          (1, 152064, True, 4, True, True),
+                                                          (2, 128256, False, 3, True, True),
+                                                          (2, 300, True, 3, False, False),
+                                                          (0, 7, True, 4, True, False)])
+def test_top_k_top_p_mask_builds_compile_bare_without_spills(tmp_path, dt, V, has_k, kdt, has_p, aligned):
+    nvcc_bare(tmp_path, *K.top_k_top_p_mask_specialisation(dt, V, has_k, kdt, has_p, aligned)[:3])
