@@ -134,29 +134,6 @@ def _table(path, value, drop=False):
     for p in path[:-1]:
         d = d[p]
     if drop:
-
-
-# ---- outputs whose dtype a param gives; inputs whose values the manifest bounds ----------
-
-CAST = {"family": "toy", "status": "implemented", "signature": {
-    "inputs": {"x": {"dtype": "float32 | bfloat16"},
-               "t": {"dtype": "float32", "shape": [2], "optional": True, "values": [0.5, "x.shape[0] + 1"]},
-               "k": {"dtype": "int32", "shape": [2], "optional": True, "values": [1, 5]}},
-    "outputs": {"y": {"dtype": "param(out_dtype) or same_as(x)", "shape": "x.shape"},
-                "z": {"dtype": "param(acc_dtype)", "shape": "x.shape"},
-                "w": {"dtype": "param(out_dtype) or float16", "shape": "x.shape"}},
-    "params": {"out_dtype": {"type": "dtype | None", "default": None, "dtypes": "float32 | float16 | bfloat16"},
-               "acc_dtype": {"type": "dtype", "default": "float32", "dtypes": "float32 | float64"}}},
-    "workloads": {"shapes": {"x": ["T"]}, "params": {"out_dtype": "float16"}, "dims": {"T": 4}}}
-
-
-def _cast(path, value):
-    import copy
-    raw = copy.deepcopy(CAST)
-    d = raw
-    for p in path[:-1]:
-        d = d[p]
-    if value is _DELETE:
         del d[path[-1]]
     else:
         d[path[-1]] = value
@@ -311,6 +288,33 @@ def test_bad_draws_and_dim_expressions_are_rejected(extra, needle):
     with pytest.raises(ManifestError) as ei:
         parse_entry("BadOp", raw, "<t>")
     assert "BadOp" in str(ei.value) and needle in str(ei.value), str(ei.value)
+
+
+# ---- outputs whose dtype a param gives; inputs whose values the manifest bounds ----------
+
+CAST = {"family": "toy", "status": "implemented", "signature": {
+    "inputs": {"x": {"dtype": "float32 | bfloat16"},
+               "t": {"dtype": "float32", "shape": [2], "optional": True, "values": [0.5, "x.shape[0] + 1"]},
+               "k": {"dtype": "int32", "shape": [2], "optional": True, "values": [1, 5]}},
+    "outputs": {"y": {"dtype": "param(out_dtype) or same_as(x)", "shape": "x.shape"},
+                "z": {"dtype": "param(acc_dtype)", "shape": "x.shape"},
+                "w": {"dtype": "param(out_dtype) or float16", "shape": "x.shape"}},
+    "params": {"out_dtype": {"type": "dtype | None", "default": None, "dtypes": "float32 | float16 | bfloat16"},
+               "acc_dtype": {"type": "dtype", "default": "float32", "dtypes": "float32 | float64"}}},
+    "workloads": {"shapes": {"x": ["T"]}, "params": {"out_dtype": "float16"}, "dims": {"T": 4}}}
+
+
+def _cast(path, value):
+    import copy
+    raw = copy.deepcopy(CAST)
+    d = raw
+    for p in path[:-1]:
+        d = d[p]
+    if value is _DELETE:
+        del d[path[-1]]
+    else:
+        d[path[-1]] = value
+    return raw
 
 
 _DELETE = object()

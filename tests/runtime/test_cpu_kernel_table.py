@@ -117,7 +117,7 @@ def test_constants():
     assert _C.DTYPE_CODES == {"float32": 0, "float16": 1, "bfloat16": 2, "int32": 3,
                               "int64": 4, "uint8": 5, "bool": 6}
     assert (_C.FLOAT32, _C.FLOAT16, _C.BFLOAT16) == (0, 1, 2)
-    assert _C.ARG_FORMAT_CHARS == "pqif"
+    assert _C.ARG_FORMAT_CHARS == "pqifd"
     assert _C.MAX_KERNEL_ARGS == 24
     from tileops.errors import STATUS_CLASSES
     assert _C.STATUS_COUNT == len(STATUS_CLASSES)

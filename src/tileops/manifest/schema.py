@@ -611,6 +611,12 @@ def parse_workloads(raw, source, entry, input_names, param_names, index_inputs=(
             got = c.get(field) or {}
             allowed = set(input_names) if field == "shapes" else set(param_names)
             _check_keys(source, entry, f"workloads.{field}", got, allowed)
+            if field == "params":   # a dtype param takes a dtype's name, not a dim
+                for k, v in got.items():
+                    spec = param_names[k]
+                    if spec.is_dtype and BY_NAME.get(v) not in spec.dtypes:
+                        raise _err(source, entry, f"workloads.params.{k}",
+                                   f"expected one of the param's dtypes {[str(d).replace('torch.', '') for d in spec.dtypes]}, got {v!r}")
             _check_dim_exprs(source, entry, f"workloads.{field}", got)
     draws = {}
     for field in ("draws", "test_draws"):
@@ -620,12 +626,6 @@ def parse_workloads(raw, source, entry, input_names, param_names, index_inputs=(
             if v not in DRAWS:
                 raise _err(source, entry, f"workloads.{field}.{k}", f"expected one of {list(DRAWS)}, got {v!r}")
         draws[field] = dict(got)
-            if field == "params":   # a dtype param takes a dtype's name, not a dim
-                for k, v in got.items():
-                    spec = param_names[k]
-                    if spec.is_dtype and BY_NAME.get(v) not in spec.dtypes:
-                        raise _err(source, entry, f"workloads.params.{k}",
-                                   f"expected one of the param's dtypes {[str(d).replace('torch.', '') for d in spec.dtypes]}, got {v!r}")
     _check_dims(source, entry, "workloads.dims", raw.get("dims") or {})
     _check_dims(source, entry, "workloads.test_dims", raw.get("test_dims") or {})
     dtypes = tuple(raw.get("dtypes") or ())

@@ -10,12 +10,8 @@ from __future__ import annotations
 import torch
 
 from ..ops.positional.rope import RopeFwdOp
-from ..reference.positional import rope_cos_sin_cache
+from ..ops.positional.rope_cos_sin_cache import RopeCosSinCacheFwdOp
 from ._base import OpModule
-
-# What computes the cache: the reference today; RopeCosSinCacheFwdOp (a kernel) replaces
-# it here, one line, once it lands (same keyword arguments, float32 [max_position, rotary_dim]).
-compute_cos_sin_cache = rope_cos_sin_cache
 
 
 class RotaryEmbedding(OpModule):
@@ -70,12 +66,12 @@ class RotaryEmbedding(OpModule):
                 raise InputValueError(f"RotaryEmbedding: rope_scaling type {kind!r}: expected 'default', 'linear' or "
                                       f"'llama3'")
             if kind != "default":
-                kw = {"scaling": kind, "factor": float(s["factor"])}
+                kw = {"rope_type": kind, "factor": float(s["factor"])}
             if kind == "llama3":
                 kw.update(low_freq_factor=float(s["low_freq_factor"]), high_freq_factor=float(s["high_freq_factor"]),
-                          original_max_position=int(s["original_max_position_embeddings"]))
-        cache = compute_cos_sin_cache(base=self.base, rotary_dim=self.rotary_dim, max_position=self.max_position, **kw)
-        return cache.to(device)
+                          original_max_position_embeddings=int(s["original_max_position_embeddings"]))
+        op = RopeCosSinCacheFwdOp(float(self.base), self.rotary_dim, self.max_position, **kw)
+        return op(device=device)
 
     def _apply(self, fn, recurse=True):
         before = self.cos_sin_cache

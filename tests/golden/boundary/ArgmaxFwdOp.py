@@ -14,7 +14,7 @@ def _guard(logits):
 def _impl_0(logits, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("ArgmaxFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(logits)
     try:
         _s = (logits.shape, logits.dtype, logits.device,)
@@ -60,7 +60,7 @@ def _body_0(self, logits):
 def _fake_0(logits, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("ArgmaxFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, logits)
     _f_token = torch.empty(tuple((logits.shape[0],)), dtype=_DT_token, device=logits.device)
     return _f_token

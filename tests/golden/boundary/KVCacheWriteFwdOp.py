@@ -69,7 +69,7 @@ def _guard(k, v, key_cache, value_cache, slot_mapping):
 def _impl_0(k, v, key_cache, value_cache, slot_mapping, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("KVCacheWriteFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(k, v, key_cache, value_cache, slot_mapping)
     try:
         _s = (k.shape, k.dtype, k.device, v.shape, v.dtype, v.device, key_cache.shape, key_cache.dtype, key_cache.device, value_cache.shape, value_cache.dtype, value_cache.device, slot_mapping.shape, slot_mapping.dtype, slot_mapping.device,)
@@ -127,7 +127,7 @@ def _body_0(self, k, v, key_cache, value_cache, slot_mapping):
 def _fake_0(k, v, key_cache, value_cache, slot_mapping, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("KVCacheWriteFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, k, v, key_cache, value_cache, slot_mapping)
     return None
 

@@ -66,7 +66,7 @@ def _guard(o_a, lse_a, o_b, lse_b, out):
 def _impl_0(o_a, lse_a, o_b, lse_b, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("MergeAttnStatesFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(o_a, lse_a, o_b, lse_b, None)
     try:
         _s = (o_a.shape, o_a.dtype, o_a.device, lse_a.shape, lse_a.dtype, lse_a.device, o_b.shape, o_b.dtype, o_b.device, lse_b.shape, lse_b.dtype, lse_b.device, None,)
@@ -122,7 +122,7 @@ def _body_0(self, o_a, lse_a, o_b, lse_b):
 def _fake_0(o_a, lse_a, o_b, lse_b, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("MergeAttnStatesFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, o_a, lse_a, o_b, lse_b, None)
     _f_o = torch.empty(tuple(o_a.shape), dtype=o_a.dtype, device=o_a.device)
     _f_lse = torch.empty(tuple(lse_a.shape), dtype=_DT_lse, device=o_a.device)
@@ -131,7 +131,7 @@ def _fake_0(o_a, lse_a, o_b, lse_b, key):
 def _impl_1(o_a, lse_a, o_b, lse_b, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("MergeAttnStatesFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(o_a, lse_a, o_b, lse_b, out)
     try:
         _s = (o_a.shape, o_a.dtype, o_a.device, lse_a.shape, lse_a.dtype, lse_a.device, o_b.shape, o_b.dtype, o_b.device, lse_b.shape, lse_b.dtype, lse_b.device, (out.shape, out.dtype, out.device),)
@@ -193,7 +193,7 @@ def _body_1(self, o_a, lse_a, o_b, lse_b, out):
 def _fake_1(o_a, lse_a, o_b, lse_b, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("MergeAttnStatesFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, o_a, lse_a, o_b, lse_b, out)
     _f_lse = torch.empty(tuple(lse_a.shape), dtype=_DT_lse, device=o_a.device)
     return _f_lse

@@ -87,7 +87,7 @@ def _guard(q, key_cache, value_cache, block_table, seq_lens, out, return_lse):
 def _impl_0(q, key_cache, value_cache, block_table, seq_lens, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("PagedDecodeAttentionFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(q, key_cache, value_cache, block_table, seq_lens, None, False)
     try:
         _s = (q.shape, q.dtype, q.device, key_cache.shape, key_cache.dtype, key_cache.device, value_cache.shape, value_cache.dtype, value_cache.device, block_table.shape, block_table.dtype, block_table.device, seq_lens.shape, seq_lens.dtype, seq_lens.device, None,)
@@ -149,7 +149,7 @@ def _body_0(self, q, key_cache, value_cache, block_table, seq_lens):
 def _fake_0(q, key_cache, value_cache, block_table, seq_lens, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("PagedDecodeAttentionFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, q, key_cache, value_cache, block_table, seq_lens, None)
     _f_o = torch.empty(tuple(q.shape), dtype=q.dtype, device=q.device)
     return _f_o
@@ -157,7 +157,7 @@ def _fake_0(q, key_cache, value_cache, block_table, seq_lens, key):
 def _impl_1(q, key_cache, value_cache, block_table, seq_lens, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("PagedDecodeAttentionFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(q, key_cache, value_cache, block_table, seq_lens, out, False)
     try:
         _s = (q.shape, q.dtype, q.device, key_cache.shape, key_cache.dtype, key_cache.device, value_cache.shape, value_cache.dtype, value_cache.device, block_table.shape, block_table.dtype, block_table.device, seq_lens.shape, seq_lens.dtype, seq_lens.device, (out.shape, out.dtype, out.device),)
@@ -221,14 +221,14 @@ def _body_1(self, q, key_cache, value_cache, block_table, seq_lens, out):
 def _fake_1(q, key_cache, value_cache, block_table, seq_lens, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("PagedDecodeAttentionFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, q, key_cache, value_cache, block_table, seq_lens, out)
     return None
 
 def _impl_2(q, key_cache, value_cache, block_table, seq_lens, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("PagedDecodeAttentionFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(q, key_cache, value_cache, block_table, seq_lens, None, True)
     try:
         _s = (q.shape, q.dtype, q.device, key_cache.shape, key_cache.dtype, key_cache.device, value_cache.shape, value_cache.dtype, value_cache.device, block_table.shape, block_table.dtype, block_table.device, seq_lens.shape, seq_lens.dtype, seq_lens.device, None,)
@@ -290,7 +290,7 @@ def _body_2(self, q, key_cache, value_cache, block_table, seq_lens):
 def _fake_2(q, key_cache, value_cache, block_table, seq_lens, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("PagedDecodeAttentionFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, q, key_cache, value_cache, block_table, seq_lens, None)
     _f_o = torch.empty(tuple(q.shape), dtype=q.dtype, device=q.device)
     _f_lse = torch.empty(tuple(q.shape[:2]), dtype=_DT_lse, device=q.device)
@@ -299,7 +299,7 @@ def _fake_2(q, key_cache, value_cache, block_table, seq_lens, key):
 def _impl_3(q, key_cache, value_cache, block_table, seq_lens, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("PagedDecodeAttentionFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(q, key_cache, value_cache, block_table, seq_lens, out, True)
     try:
         _s = (q.shape, q.dtype, q.device, key_cache.shape, key_cache.dtype, key_cache.device, value_cache.shape, value_cache.dtype, value_cache.device, block_table.shape, block_table.dtype, block_table.device, seq_lens.shape, seq_lens.dtype, seq_lens.device, (out.shape, out.dtype, out.device),)
@@ -367,7 +367,7 @@ def _body_3(self, q, key_cache, value_cache, block_table, seq_lens, out):
 def _fake_3(q, key_cache, value_cache, block_table, seq_lens, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("PagedDecodeAttentionFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, q, key_cache, value_cache, block_table, seq_lens, out)
     _f_lse = torch.empty(tuple(q.shape[:2]), dtype=_DT_lse, device=q.device)
     return _f_lse

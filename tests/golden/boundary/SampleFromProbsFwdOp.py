@@ -28,7 +28,7 @@ def _guard(probs, q):
 def _impl_0(probs, q, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("SampleFromProbsFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(probs, q)
     try:
         _s = (probs.shape, probs.dtype, probs.device, q.shape, q.dtype, q.device,)
@@ -76,7 +76,7 @@ def _body_0(self, probs, q):
 def _fake_0(probs, q, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("SampleFromProbsFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, probs, q)
     _f_token = torch.empty(tuple((probs.shape[0],)), dtype=_DT_token, device=probs.device)
     return _f_token

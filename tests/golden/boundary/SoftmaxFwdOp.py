@@ -40,7 +40,7 @@ def _guard(logits, temperature, out):
 def _impl_0(logits, temperature, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("SoftmaxFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(logits, temperature, None)
     try:
         _s = (logits.shape, logits.dtype, logits.device, None if temperature is None else (temperature.shape, temperature.dtype, temperature.device), None,)
@@ -88,7 +88,7 @@ def _body_0(self, logits, temperature):
 def _fake_0(logits, temperature, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("SoftmaxFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, logits, temperature, None)
     _f_probs = torch.empty(tuple(logits.shape), dtype=(self.out_dtype if self.out_dtype is not None else logits.dtype), device=logits.device)
     return _f_probs
@@ -96,7 +96,7 @@ def _fake_0(logits, temperature, key):
 def _impl_1(logits, temperature, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("SoftmaxFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(logits, temperature, out)
     try:
         _s = (logits.shape, logits.dtype, logits.device, None if temperature is None else (temperature.shape, temperature.dtype, temperature.device), (out.shape, out.dtype, out.device),)
@@ -150,7 +150,7 @@ def _body_1(self, logits, temperature, out):
 def _fake_1(logits, temperature, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("SoftmaxFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, logits, temperature, out)
     return None
 

@@ -17,7 +17,7 @@ def _guard(logits, return_values):
 def _impl_0(logits, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("TopKFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(logits, False)
     try:
         _s = (logits.shape, logits.dtype, logits.device,)
@@ -67,7 +67,7 @@ def _body_0(self, logits):
 def _fake_0(logits, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("TopKFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, logits)
     k = self.k
     _f_indices = torch.empty(tuple((logits.shape[0], k)), dtype=_DT_indices, device=logits.device)
@@ -76,7 +76,7 @@ def _fake_0(logits, key):
 def _impl_1(logits, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("TopKFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(logits, True)
     try:
         _s = (logits.shape, logits.dtype, logits.device,)
@@ -126,7 +126,7 @@ def _body_1(self, logits):
 def _fake_1(logits, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("TopKFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, logits)
     k = self.k
     _f_values = torch.empty(tuple((logits.shape[0], k)), dtype=logits.dtype, device=logits.device)

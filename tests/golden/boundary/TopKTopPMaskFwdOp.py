@@ -41,7 +41,7 @@ def _guard(logits, k, p, inplace):
 def _impl_0(logits, k, p, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("TopKTopPMaskFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(logits, k, p, False)
     try:
         _s = (logits.shape, logits.dtype, logits.device, None if k is None else (k.shape, k.dtype, k.device), None if p is None else (p.shape, p.dtype, p.device),)
@@ -91,7 +91,7 @@ def _body_0(self, logits, k, p):
 def _fake_0(logits, k, p, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("TopKTopPMaskFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, logits, k, p)
     _f_masked = torch.empty(tuple(logits.shape), dtype=logits.dtype, device=logits.device)
     return _f_masked
@@ -99,7 +99,7 @@ def _fake_0(logits, k, p, key):
 def _impl_1(logits, k, p, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("TopKTopPMaskFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(logits, k, p, True)
     try:
         _s = (logits.shape, logits.dtype, logits.device, None if k is None else (k.shape, k.dtype, k.device), None if p is None else (p.shape, p.dtype, p.device),)
@@ -153,7 +153,7 @@ def _body_1(self, logits, k, p):
 def _fake_1(logits, k, p, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("TopKTopPMaskFwdOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, logits, k, p)
     return None
 

@@ -23,7 +23,7 @@ def _guard(x, out):
 def _impl_0(x, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("ToyCastOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x, None)
     try:
         _s = (x.shape, x.dtype, x.device, None,)
@@ -69,7 +69,7 @@ def _body_0(self, x):
 def _fake_0(x, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("ToyCastOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x, None)
     _f_y = torch.empty(tuple(x.shape), dtype=(self.out_dtype if self.out_dtype is not None else x.dtype), device=x.device)
     return _f_y
@@ -77,7 +77,7 @@ def _fake_0(x, key):
 def _impl_1(x, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("ToyCastOp", key, self)
+        self = _recover(_CLS, key, self)
     _guard(x, out)
     try:
         _s = (x.shape, x.dtype, x.device, (out.shape, out.dtype, out.device),)
@@ -129,7 +129,7 @@ def _body_1(self, x, out):
 def _fake_1(x, out, key):
     self = _ref_of(key, _NO_REF)()
     if type(self) is not _CLS:
-        _wrong_instance("ToyCastOp", key, self)
+        self = _recover(_CLS, key, self)
     _check(self, x, out)
     return None
 
