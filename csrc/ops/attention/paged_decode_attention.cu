@@ -40,7 +40,7 @@
  * ==== Bad input (no host synchronisation to check it) ====================================
  * A block id outside [0, num_blocks) for a token the sequence holds is never dereferenced
  * (that row is zero-filled); the chunk's l becomes NaN, so the whole sequence's o and lse
- * come out NaN. A seq_lens[b] outside [0, max_blocks * BS) + 1 reads nothing: that
+ * come out NaN. A seq_lens[b] outside [0, max_blocks * BS] reads nothing: that
  * sequence's o and lse are NaN. Other sequences are unaffected.
  *
  * ==== CUDA graphs ============================================================================
