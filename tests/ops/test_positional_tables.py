@@ -315,8 +315,17 @@ def test_assigning_a_param_traces_again_with_the_new_values():
     assert torch.equal(f(), RopeCosSinCacheFwdOp(500000.0, 8, 16, rope_type="linear", factor=4.0)())
     op.max_position = 20
     assert f().shape == (20, 8)
+    traces = len(counting.graphs)
     op.rope_type, op.factor, op.base, op.max_position = "default", 1.0, 10000.0, 16
     assert torch.equal(f(), first)
+    # back to earlier values, or a param assigned its own value: the earlier trace serves
+    op.base = op.base
+    for _ in range(10):
+        op.base = 500000.0
+        f()
+        op.base = 10000.0
+        assert torch.equal(f(), first)
+    assert len(counting.graphs) == traces
 
 
 def test_two_instances_one_of_them_called_twice_in_one_graph():

@@ -133,7 +133,7 @@ class Op:
         self._memo: dict = {}       # (interface, memo key) -> launchable (skips selection)
         self._checked: set = set()  # inputs' metadata the generated checks passed for
         self._key = None
-        self._params_version = _new_version()
+        self._params_version = _version_of(self)
         if self._check_params is not None:   # an op without tensor inputs: see _traced_functions
             self._traced = _traced_functions(self)
 
@@ -158,9 +158,9 @@ class Op:
         for cache in ("_checked", "_memo", "_kernels"):
             if cache in d:
                 d[cache].clear()
-        # a string a compiled graph guards on (an op without tensor inputs): a new value
-        # of any param makes the next compiled call trace again, with the new outputs
-        object.__setattr__(self, "_params_version", _new_version())
+        # the string a compiled call of an op without tensor inputs guards on: new values
+        # of the params make the next compiled call trace again, with the new outputs
+        object.__setattr__(self, "_params_version", _version_of(self))
         if d.get("_key") is not None:
             registry.issue_key(self)
 
@@ -334,14 +334,15 @@ class Op:
         return f"{type(self).__name__}({ps})  # {self._key}"
 
 
-_versions = itertools.count()
 _stems = itertools.count()
 
 
-def _new_version() -> str:
-    """A params version never used before (a string: dynamo guards on its value, and never
-    makes a string symbolic as it may an int)."""
-    return f"v{next(_versions)}"
+def _version_of(op) -> str:
+    """The params' values as one string (a string: dynamo guards on its value and never
+    makes it symbolic, as it may an int). A compiled call traces once per distinct value:
+    assigning a param its current value, or returning to earlier values, traces nothing
+    new."""
+    return repr(tuple(op.__dict__.get(p.name) for p in op._entry.params))
 
 
 _CPU = torch.device("cpu")
@@ -370,10 +371,11 @@ def _traced_functions(op) -> tuple:
     the graph as a constant (a get_attr), not a node; the traced call returns a clone of
     it, a new tensor on every call. Its arguments are constants only (the version, the
     device, the call-time values: dynamo refuses an object there), the op is the
-    function's own. The trace is guarded on `version` (op._params_version, renewed
-    whenever a param is assigned), on the op's identity and on the device and call-time
-    values it read, so a changed param traces again instead
-    of returning a stale constant.
+    function's own. The trace is guarded on `version` (op._params_version, the params'
+    values, renewed whenever one is assigned), on the op's identity and on the device and
+    call-time values it read, so a changed param traces again instead of returning a stale
+    constant (once per distinct set of values: torch's recompile limit, 8 by default,
+    bounds how many one compiled function serves; past it, fullgraph=True raises).
 
     Dynamo names a constant's source after the function, and two sources of one name in
     a graph are refused (AOT autograd): so each instance has functions of its own name,
