@@ -133,7 +133,7 @@ def test_log_level_from_the_environment():
     code = textwrap.dedent("""
         import tileops, torch
         from tileops.norm import RMSNormFwdOp
-        torch.ops.tileops.norm_rms_norm_fwd(torch.randn(2, 8), None, 'RMSNormFwdOp#77(normalized_shape=(8,), eps=None)')
+        torch.ops.tileops.norm_rms_norm_fwd(torch.randn(2, 8), None, 'RMSNormFwdOp#77(normalized_shape=(8,), eps=None, cast_before_weight=False)')
         RMSNormFwdOp(8)(torch.randn(2, 8))
     """)
     r = _run(code=code, TILEOPS_LOG_LEVEL="info")

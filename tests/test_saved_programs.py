@@ -84,12 +84,12 @@ def save_and_load_exported(tmp_path, first, device):
     exactly the saving process's result."""
     path = tmp_path / "block.pt2"
     out = _run(MAKE, path, "export", device)
-    assert "saved RMSNormFwdOp#0(normalized_shape=(64,), eps=0.25)" in out, out
+    assert "saved RMSNormFwdOp#0(normalized_shape=(64,), eps=0.25, cast_before_weight=False)" in out, out
     out = _run(LOAD, path, "export", first, device)
     assert "max_err 0.0" in out, out
     if first == "other":
         # the new process's own instance took the '#0' the saved one had, with another eps
-        assert "other RMSNormFwdOp#0(normalized_shape=(64,), eps=1e-06)" in out, out
+        assert "other RMSNormFwdOp#0(normalized_shape=(64,), eps=1e-06, cast_before_weight=False)" in out, out
 
 
 def save_and_load_aoti(tmp_path, device):

@@ -56,7 +56,7 @@ def test_launch_shape_covers_every_token_and_head_within_the_block_bound():
     assert K.cuda_launch_shape(0, 32, 8, 8, 8, 2) == (0, 0, 0) and K.cuda_launch_shape(5, 32, 8, 0, 0, 2) == (0, 0, 0)
     assert K.cuda_launch_shape(1, 32, 8, 8, 8, 2, 132) == (1, 3, 64)     # decode: 20 slots over 3 blocks of 7
     assert K.cuda_launch_shape(4096, 32, 8, 8, 8, 2, 132) == (4096, 1, 160)
-    assert K.heads_per_thread(8) == K.HEADS_PER_THREAD and K.heads_per_thread(1) == 1
+    assert K.heads_per_thread(8) == K.HEADS_PER_THREAD and K.heads_per_thread(1) == 1 == K.heads_per_thread(8, True)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
@@ -65,5 +65,8 @@ def test_cast_cos_sin_builds_compile_without_spills(tmp_path, dt, neox, vec):
     """cast_cos_sin adds one define to the same build (Hugging Face's arithmetic in the dtype)."""
     plain = K.cuda_specialisation(dt, 4, 128, 128, neox, vec)
     source, kernel, opts, rot, passing = K.cuda_specialisation(dt, 4, 128, 128, neox, vec, cast=True)
-    assert opts == plain[2] + ("-DTILEOPS_CAST_COS_SIN=1",) and (rot, passing) == plain[3:]
+    # one define more, and one head per thread (two spill with the 16-bit cos/sin copies)
+    assert [o for o in opts if not o.startswith("-DTILEOPS_HB=")] == \
+        [o for o in plain[2] if not o.startswith("-DTILEOPS_HB=")] + ["-DTILEOPS_CAST_COS_SIN=1"]
+    assert "-DTILEOPS_HB=1" in opts and (rot, passing) == plain[3:]
     nvcc_build(tmp_path, source, kernel, opts)

@@ -54,16 +54,17 @@ def cuda_vec(dtype_code: int, head_size: int, rotary_dim: int, is_neox: bool, al
     return g if aligned16 and (head_size * e) % 16 == 0 and unit % g == 0 else 1
 
 
-def heads_per_thread(vec: int) -> int:
+def heads_per_thread(vec: int, cast: bool = False) -> int:
     """TILEOPS_HB: HEADS_PER_THREAD on the vector path; 1 on the scalar path, whose partial
-    groups would spill registers with more (it serves only views off 16-byte rows)."""
-    return HEADS_PER_THREAD if vec != 1 else 1
+    groups would spill registers with more (it serves only views off 16-byte rows), and
+    in the cast_cos_sin builds (its 16-bit cos/sin copies spill with two heads)."""
+    return HEADS_PER_THREAD if vec != 1 and not cast else 1
 
 
 def cuda_specialisation(dtype_code, pos_dtype_code, head_size, rotary_dim, is_neox, vec, cast=False):
     """(source, kernel, options, rotated units per head, pass-through units per head):
     pure, no GPU (tests compile every kind with nvcc). cast: cast_cos_sin's define."""
-    hb = heads_per_thread(vec)
+    hb = heads_per_thread(vec, cast)
     g = vec if vec != 1 else 16 // DTYPE[dtype_code].itemsize
     opts = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={head_size}", f"-DTILEOPS_RD={rotary_dim}",
             f"-DTILEOPS_NEOX={int(bool(is_neox))}", f"-DTILEOPS_POS64={int(DTYPE[pos_dtype_code] is torch.int64)}",
@@ -173,7 +174,7 @@ def _build_cuda(b):
         opts1 = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim, b.is_neox, 1, b.cast)[2]
         handles[1] = runtime.build(b.device, src, kernel, opts1, ARG_FORMAT_CUDA)
     vec_h, scalar_h = handles[b.vec], handles[1]
-    vec_hb = heads_per_thread(b.vec)
+    vec_hb = heads_per_thread(b.vec, b.cast)
     sm_count = runtime.device_attributes(b.device)["sm_count"]
     step = 16 // DTYPE[b.dtype].itemsize
     launch_raw = _C.cuda_launch

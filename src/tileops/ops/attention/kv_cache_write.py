@@ -1,6 +1,12 @@
 """KVCacheWriteFwdOp: a layer's new keys and values written into its paged KV cache."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # annotations only
+    import torch
+    from torch import Tensor
+
 from ...errors import InputValueError
 from ...kernels.attention.kv_cache_write import KVCacheWriteInterface, KVCacheWriteKernel
 from ..op import Op
@@ -28,7 +34,7 @@ class KVCacheWriteFwdOp(Op):
     kernel_types = {"kv_cache_write": KVCacheWriteKernel}
     interfaces = {"kv_cache_write": KVCacheWriteInterface}
 
-    def forward(self, k, v, key_cache, value_cache, slot_mapping):
+    def forward(self, k: Tensor, v: Tensor, key_cache: Tensor, value_cache: Tensor, slot_mapping: Tensor) -> None:
         kp, vp, n = key_cache.data_ptr(), value_cache.data_ptr(), key_cache.nbytes
         if n and kp < vp + n and vp < kp + n:   # contiguous, one shape: spans of n bytes
             raise InputValueError("KVCacheWriteFwdOp: argument 'value_cache': it overlaps key_cache in memory "

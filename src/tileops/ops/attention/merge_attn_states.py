@@ -1,6 +1,12 @@
 """MergeAttnStatesFwdOp: two partial attention states (o, lse) merged into one."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # annotations only
+    import torch
+    from torch import Tensor
+
 from ...kernels.attention.merge_attn_states import MergeAttnStatesInterface, MergeAttnStatesKernel
 from ..op import Op
 
@@ -26,7 +32,8 @@ class MergeAttnStatesFwdOp(Op):
     kernel_types = {"merge_attn_states": MergeAttnStatesKernel}
     interfaces = {"merge_attn_states": MergeAttnStatesInterface}
 
-    def forward(self, o_a, lse_a, o_b, lse_b, *, out=None):
+    def forward(self, o_a: Tensor, lse_a: Tensor, o_b: Tensor, lse_b: Tensor, *,
+                out: Tensor | None = None) -> tuple[Tensor, Tensor]:
         o, lse = self.allocate(o_a, lse_a, o_b, lse_b, out=out)
         self._kernel_for("merge_attn_states", o_a, lse_a, o_b, lse_b, o, lse)(o_a, lse_a, o_b, lse_b, o, lse)
         return o, lse

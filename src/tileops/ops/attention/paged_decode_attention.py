@@ -1,6 +1,12 @@
 """PagedDecodeAttentionFwdOp: decode attention over a paged KV cache (vLLM's layout)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # annotations only
+    import torch
+    from torch import Tensor
+
 from ...kernels.attention.paged_decode_attention import PagedDecodeAttentionInterface, PagedDecodeAttentionKernel
 from ..op import Op
 
@@ -46,13 +52,15 @@ class PagedDecodeAttentionFwdOp(Op):
     kernel_types = {"paged_decode_attention": PagedDecodeAttentionKernel}
     interfaces = {"paged_decode_attention": PagedDecodeAttentionInterface}
 
-    def __init__(self, head_size, block_size, scale=None, *, target=None):
+    def __init__(self, head_size: int, block_size: int, scale: float | None = None, *,
+                 target: str | None = None) -> None:
         super().__init__(target=target)
         self.head_size = head_size
         self.block_size = block_size
         self.scale = scale
 
-    def forward(self, q, key_cache, value_cache, block_table, seq_lens, *, return_lse=False, out=None):
+    def forward(self, q: Tensor, key_cache: Tensor, value_cache: Tensor, block_table: Tensor, seq_lens: Tensor, *,
+                return_lse: bool = False, out: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
         o, lse = self.allocate(q, key_cache, value_cache, block_table, seq_lens, return_lse=return_lse, out=out)
         self._kernel_for("paged_decode_attention", q, key_cache, value_cache, block_table, seq_lens, o, lse)(
             q, key_cache, value_cache, block_table, seq_lens, o, lse)

@@ -1,6 +1,12 @@
 """AlibiFwdOp: the ALiBi attention bias."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # annotations only
+    import torch
+    from torch import Tensor
+
 from ...kernels.positional.tables import AlibiInterface, AlibiKernel
 from ..op import Op
 
@@ -41,12 +47,12 @@ class AlibiFwdOp(Op):
     kernel_types = {"alibi": AlibiKernel}
     interfaces = {"alibi": AlibiInterface}
 
-    def __init__(self, num_heads, seq_len, *, target=None):
+    def __init__(self, num_heads: int, seq_len: int, *, target: str | None = None) -> None:
         self.num_heads = num_heads
         self.seq_len = seq_len
         super().__init__(target=target)
 
-    def forward(self, *, device=None):
+    def forward(self, *, device: torch.device | str | int | None = None) -> Tensor:
         bias = self.allocate(device=device)
         self._kernel_for("alibi", bias)(bias)
         return bias

@@ -1,6 +1,12 @@
 """RopeCosSinCacheFwdOp: vLLM's cos/sin cache, the table RopeFwdOp rotates by."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # annotations only
+    import torch
+    from torch import Tensor
+
 from ...kernels.positional.tables import RopeCosSinCacheInterface, RopeCosSinCacheKernel
 from ..op import Op
 
@@ -54,8 +60,9 @@ class RopeCosSinCacheFwdOp(Op):
     kernel_types = {"rope_cos_sin_cache": RopeCosSinCacheKernel}
     interfaces = {"rope_cos_sin_cache": RopeCosSinCacheInterface}
 
-    def __init__(self, base, rotary_dim, max_position, rope_type="default", factor=1.0, low_freq_factor=1.0,
-                 high_freq_factor=4.0, original_max_position_embeddings=8192, *, target=None):
+    def __init__(self, base: float, rotary_dim: int, max_position: int, rope_type: str = "default",
+                 factor: float = 1.0, low_freq_factor: float = 1.0, high_freq_factor: float = 4.0,
+                 original_max_position_embeddings: int = 8192, *, target: str | None = None) -> None:
         self.base = base
         self.rotary_dim = rotary_dim
         self.max_position = max_position
@@ -66,7 +73,7 @@ class RopeCosSinCacheFwdOp(Op):
         self.original_max_position_embeddings = original_max_position_embeddings
         super().__init__(target=target)
 
-    def forward(self, *, device=None):
+    def forward(self, *, device: torch.device | str | int | None = None) -> Tensor:
         cache = self.allocate(device=device)
         self._kernel_for("rope_cos_sin_cache", cache)(cache)
         return cache

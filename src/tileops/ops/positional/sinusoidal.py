@@ -1,6 +1,12 @@
 """SinusoidalFwdOp: the Transformer's sinusoidal positional table."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # annotations only
+    import torch
+    from torch import Tensor
+
 from ...kernels.positional.tables import SinusoidalInterface, SinusoidalKernel
 from ..op import Op
 
@@ -36,13 +42,13 @@ class SinusoidalFwdOp(Op):
     kernel_types = {"sinusoidal": SinusoidalKernel}
     interfaces = {"sinusoidal": SinusoidalInterface}
 
-    def __init__(self, seq_len, dim, base=10000.0, *, target=None):
+    def __init__(self, seq_len: int, dim: int, base: float = 10000.0, *, target: str | None = None) -> None:
         self.seq_len = seq_len
         self.dim = dim
         self.base = base
         super().__init__(target=target)
 
-    def forward(self, *, device=None):
+    def forward(self, *, device: torch.device | str | int | None = None) -> Tensor:
         table = self.allocate(device=device)
         self._kernel_for("sinusoidal", table)(table)
         return table

@@ -1,6 +1,12 @@
 """ArgmaxFwdOp: greedy decoding's token, argmax over the vocabulary."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # annotations only
+    import torch
+    from torch import Tensor
+
 from ...kernels.sampling.argmax import ArgmaxInterface, ArgmaxKernel
 from ..op import Op
 
@@ -17,7 +23,7 @@ class ArgmaxFwdOp(Op):
     kernel_types = {"argmax": ArgmaxKernel}
     interfaces = {"argmax": ArgmaxInterface}
 
-    def forward(self, logits):
+    def forward(self, logits: Tensor) -> Tensor:
         token = self.allocate(logits)
         self._kernel_for("argmax", logits, token)(logits, token)
         return token

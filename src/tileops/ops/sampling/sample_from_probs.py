@@ -1,6 +1,12 @@
 """SampleFromProbsFwdOp: vLLM's draw of a token, argmax(probs / q) with exponential noise q."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # annotations only
+    import torch
+    from torch import Tensor
+
 from ...kernels.sampling.sample_from_probs import SampleFromProbsInterface, SampleFromProbsKernel
 from ..op import Op
 
@@ -22,7 +28,7 @@ class SampleFromProbsFwdOp(Op):
     kernel_types = {"sample_from_probs": SampleFromProbsKernel}
     interfaces = {"sample_from_probs": SampleFromProbsInterface}
 
-    def forward(self, probs, q):
+    def forward(self, probs: Tensor, q: Tensor) -> Tensor:
         token = self.allocate(probs, q)
         self._kernel_for("sample_from_probs", probs, q, token)(probs, q, token)
         return token

@@ -1,6 +1,12 @@
 """SoftmaxFwdOp: a sampler's probabilities, softmax(logits / temperature)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # annotations only
+    import torch
+    from torch import Tensor
+
 from ...kernels.sampling.softmax import SoftmaxInterface, SoftmaxKernel
 from ..op import Op
 
@@ -32,11 +38,11 @@ class SoftmaxFwdOp(Op):
     kernel_types = {"softmax": SoftmaxKernel}
     interfaces = {"softmax": SoftmaxInterface}
 
-    def __init__(self, out_dtype=None, *, target=None):
+    def __init__(self, out_dtype: torch.dtype | str | None = None, *, target: str | None = None) -> None:
         super().__init__(target=target)
         self.out_dtype = out_dtype
 
-    def forward(self, logits, temperature=None, *, out=None):
+    def forward(self, logits: Tensor, temperature: Tensor | None = None, *, out: Tensor | None = None) -> Tensor:
         probs = self.allocate(logits, temperature, out=out)
         self._kernel_for("softmax", logits, temperature, probs)(logits, temperature, probs)
         return probs

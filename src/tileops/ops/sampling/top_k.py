@@ -1,6 +1,12 @@
 """TopKFwdOp: the k largest logits of each row and their indices."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # annotations only
+    import torch
+    from torch import Tensor
+
 from ...kernels.sampling.top_k import TopKInterface, TopKKernel
 from ..op import Op
 
@@ -27,11 +33,11 @@ class TopKFwdOp(Op):
     kernel_types = {"top_k": TopKKernel}
     interfaces = {"top_k": TopKInterface}
 
-    def __init__(self, k, *, target=None):
+    def __init__(self, k: int, *, target: str | None = None) -> None:
         super().__init__(target=target)
         self.k = k
 
-    def forward(self, logits, *, return_values=True):
+    def forward(self, logits: Tensor, *, return_values: bool = True) -> Tensor | tuple[Tensor, Tensor]:
         values, indices = self.allocate(logits, return_values=return_values)
         self._kernel_for("top_k", logits, values, indices)(logits, values, indices)
         return values, indices

@@ -1,6 +1,12 @@
 """TopKTopPMaskFwdOp: vLLM's top-k / top-p filter of the logits, without a sort."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # annotations only
+    import torch
+    from torch import Tensor
+
 from ...kernels.sampling.top_k_top_p_mask import TopKTopPMaskInterface, TopKTopPMaskKernel
 from ..op import Op
 
@@ -31,7 +37,8 @@ class TopKTopPMaskFwdOp(Op):
     kernel_types = {"top_k_top_p_mask": TopKTopPMaskKernel}
     interfaces = {"top_k_top_p_mask": TopKTopPMaskInterface}
 
-    def forward(self, logits, k=None, p=None, *, inplace=False):
+    def forward(self, logits: Tensor, k: Tensor | None = None, p: Tensor | None = None, *,
+                inplace: bool = False) -> Tensor:
         masked = self.allocate(logits, k, p, inplace=inplace)
         self._kernel_for("top_k_top_p_mask", logits, k, p, masked)(logits, k, p, masked)
         return masked
