@@ -475,7 +475,7 @@ static AI int ISA(vfirst_nan)(VF v) {
 /* ---- functions written once over the vector (every set) ----------------------------- */
 #if VEC16_ISA == VEC16_SCALAR && VEC16_X86
 /* The cold fallback on x86 (fmaf a library call): one out-of-line copy per function. */
-#define VEC16_STEP static __attribute__((noinline, noclone, unused))
+#define VEC16_STEP static OUTLINE __attribute__((unused))
 #else
 #define VEC16_STEP static AI
 #endif

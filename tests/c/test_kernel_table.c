@@ -65,7 +65,9 @@ static void test_errors(void) {
     const char *msg = tileops_last_error();
     CHECK(st == TILEOPS_ERR_INVALID_ARGUMENT && h == -1, "unknown name: %s, handle %d",
           tileops_status_name(st), h);
-    CHECK(strstr(msg, "no CPU kernel named 'no_such_kernel'") && strstr(msg, "test_add"),
+    /* the list is cut at the message buffer: which names it shows depends on link order */
+    CHECK(strstr(msg, "no CPU kernel named 'no_such_kernel'") && strstr(msg, "(registered: ") &&
+              !strstr(msg, "(registered: none)"),
           "unknown-name message names it and the registered kernels: '%s'", msg);
 
     st = tileops_cpu_kernel_lookup(NULL, &h);
