@@ -53,8 +53,15 @@ fi
 step "GPU tests"
 if [ "$MODE" = kit ]; then   # a short device budget: bounded steps; KIT_STEPS picks tests and/or bench
     if [[ "${KIT_STEPS:-tests,bench}" == *tests* ]]; then
-        timeout "${TEST_SECONDS:-240}" python3 -m pytest -q -p no:cacheprovider tests/gpu -rs ${TEST_K:+-k "$TEST_K"} 2>&1 | tee "$LOGS/tests_gpu.log" | tail -25
-        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        # -v: each test's name and outcome reach the log as it ends, so a run cut by the
+        # time limit still names its failures (printed below from the log)
+        timeout "${TEST_SECONDS:-240}" python3 -m pytest -v -p no:cacheprovider -rfs ${TEST_PATHS:-tests/gpu} ${TEST_K:+-k "$TEST_K"} \
+            >"$LOGS/tests_gpu.log" 2>&1
+        [ "$?" = 0 ] || status=1
+        grep -E " (FAILED|ERROR)" "$LOGS/tests_gpu.log" | grep -v "^FAILED\|^ERROR" | head -60
+        grep -E "^(FAILED|ERROR) " "$LOGS/tests_gpu.log" | cut -c1-400 | head -60
+        echo "passed: $(grep -c ' PASSED' "$LOGS/tests_gpu.log")  failed: $(grep -c ' FAILED' "$LOGS/tests_gpu.log")  skipped: $(grep -c ' SKIPPED' "$LOGS/tests_gpu.log")"
+        tail -3 "$LOGS/tests_gpu.log"
     fi
 else
     python3 -m pytest -q -p no:cacheprovider tests/gpu -x -rs 2>&1 | tee "$LOGS/tests_gpu.log" | tail -25

@@ -6,9 +6,11 @@ bit eager, new tensors), a CUDA graph replaying a warmed-up call, a second card.
 
 The bound, stated: each value is its double-precision angle's sine or cosine (the same
 tileops_sincos text on both sides) rounded once to float32, so CPU and GPU agree bit for
-bit wherever their pow (inverse frequencies) or exp2 (ALiBi slopes) agree, and within one
-float32 ulp where those differ in their last bit (CUDA's double pow is within 2 ulp,
-glibc's within 1): at most 1 ulp, on a small fraction of the values. Skipped without
+bit wherever their pow (inverse frequencies) or exp2 (ALiBi slopes) agree, and where
+those differ in their last bit (CUDA's double pow is within 2 ulp, glibc's within 1) the
+angle p * inv moves by ~p * 2^-52 rad (3e-11 at p = 131072): one float32 ulp where that
+flips a rounding, or, for values near zero (a tiny ulp), at most 1e-10 absolute; on a small
+fraction of the values (measured: 1.8e-4 of Llama-3.1's table for a 2-ulp pow). Skipped without
 CUDA (tests/gpu/conftest.py)."""
 import pytest
 import torch
@@ -47,7 +49,9 @@ def test_cuda_matches_the_cpu_kernel_and_float64_math(make):
     torch.cuda.synchronize()
     assert gpu.device.type == "cuda" and gpu.dtype == torch.float32 and gpu.is_contiguous() and gpu.shape == cpu.shape
     ulps = float32_ulps(gpu.cpu(), cpu)
-    assert int(ulps.max()) <= 1, f"GPU vs CPU: {int(ulps.max())} ulps"
+    # one ulp, or (values near zero, whose ulp is tiny) the angle's own double error
+    near = (gpu.cpu().double() - cpu.double()).abs() <= 1e-10
+    assert bool(((ulps <= 1) | near).all()), f"GPU vs CPU: {int(ulps[~near].max())} ulps"
     assert (ulps != 0).double().mean().item() <= 1e-3, f"GPU vs CPU: {int((ulps != 0).sum())} values differ"
     assert_one_rounding(gpu.cpu(), reference64(op), 1e-10, "GPU vs float64")
     if isinstance(op, AlibiFwdOp) and op.num_heads in (1, 2, 4, 8):   # slopes powers of two: exact
