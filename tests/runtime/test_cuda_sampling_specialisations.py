@@ -22,8 +22,8 @@ def test_the_row_split_of_the_real_vocabularies():
     assert K.row_plan(128256, 90, OPTIN) == K.RowPlan(8, 16032, 256, 8, False, 0, 4)
     # before sm_90 a row is one CTA: too long to keep on chip, read three times
     assert K.row_plan(128256, 80, 166912, 4) == K.RowPlan(1, 128256, 1024, 16, False, 0, 1)
-    # short rows: one CTA
-    assert K.row_plan(7, 90, OPTIN, 4) == K.RowPlan(1, 8, 128, 1, True, 32, 16)
+    # short rows: one CTA, registers for 1024 threads per SM (64 each: a batch of loads)
+    assert K.row_plan(7, 90, OPTIN, 4) == K.RowPlan(1, 8, 128, 1, True, 32, 8)
     assert K.row_plan(20000, 90, OPTIN, 4).cluster == 2
 
 

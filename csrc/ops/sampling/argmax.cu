@@ -20,17 +20,27 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_argmax(const 
     const long long no = (n + 7) / 8, o0 = c0 / 8;
     const char *xrow = (const char *)x + row * (long long)TILEOPS_N * TILEOPS_E;
     smp_u64 best = 0;
-    SMP_UNROLL
-    for (int j = 0; j < TILEOPS_OPT; j++) {
-        const long long o = (long long)j * TILEOPS_THREADS + tid;
-        if (o < no) {
-            float f[8];
-            smp_ld8(xrow, o0 + o, 0.0f, f);
+    SMP_BATCH_UNROLL
+    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMP_BATCH) {
+        struct tileops_v4 w[SMP_BATCH][SMP_WORDS];
+        const int full = smp_batch_full(o0, no, j0, SMP_BATCH, tid);
+        if (full) {
 #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const long long e = 8 * (o0 + o) + k;
-                const smp_u64 r = e < TILEOPS_N ? smp_rank(smp_key(f[k]), e) : 0;
-                best = r > best ? r : best;
+            for (int b = 0; b < SMP_BATCH; b++)
+                smp_ld_raw(xrow, o0 + (long long)(j0 + b) * TILEOPS_THREADS + tid, TILEOPS_E, w[b]);
+        }
+#pragma unroll
+        for (int b = 0; b < SMP_BATCH; b++) {
+            const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
+            if (o < no) {
+                float f[8];
+                smp_batch_octet(xrow, o0, no, j0, b, tid, full, w[b], 0.0f, f);
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    const long long e = 8 * (o0 + o) + k;
+                    const smp_u64 r = e < TILEOPS_N ? smp_rank(smp_key(f[k]), e) : 0;
+                    best = r > best ? r : best;
+                }
             }
         }
     }

@@ -13,6 +13,10 @@
  *   rows 16-byte aligned too. */
 #include "sampling_common.cuh"
 
+/* octets per batch: 4 or 3 loads of 16 bytes in flight (the IEEE division's registers
+ * leave no room for more under the 64-register cap) */
+#define SFP_BATCH (TILEOPS_E == 4 ? 1 : 2)
+
 /* q's elements 8o .. 8o + 7 (float32); past V: 1 */
 TILEOPS_DEV void sfp_ld8_q(const float *qrow, long long o, float *f) {
     const long long e = 8 * o;
@@ -42,18 +46,38 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_sample_from_p
     const char *prow = (const char *)probs + row * (long long)TILEOPS_N * TILEOPS_E;
     const float *qrow = q + row * (long long)TILEOPS_N;
     smp_u64 best = 0;
-    SMP_UNROLL
-    for (int j = 0; j < TILEOPS_OPT; j++) {
-        const long long o = (long long)j * TILEOPS_THREADS + tid;
-        if (o < no) {
-            float p[8], d[8];
-            smp_ld8(prow, o0 + o, 0.0f, p);
-            sfp_ld8_q(qrow, o0 + o, d);
+    /* batches of SFP_BATCH octets: q's float32 words and probs' in flight together */
+#pragma unroll 1
+    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SFP_BATCH) {
+        struct tileops_v4 w[SFP_BATCH][SMP_WORDS], wq[SFP_BATCH][2];
+        const int full = smp_batch_full(o0, no, j0, SFP_BATCH, tid);
+        if (full) {
 #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const float ratio = smp_div(p[k], d[k]);
-                const smp_u64 r = ratio > 0.0f ? smp_rank(smp_key(ratio), 8 * (o0 + o) + k) : 0;
-                best = r > best ? r : best;
+            for (int b = 0; b < SFP_BATCH; b++) {
+                const long long o = o0 + (long long)(j0 + b) * TILEOPS_THREADS + tid;
+                smp_ld_raw((const char *)qrow, o, 4, wq[b]);
+                smp_ld_raw(prow, o, TILEOPS_E, w[b]);
+            }
+        }
+#pragma unroll
+        for (int b = 0; b < SFP_BATCH; b++) {
+            const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
+            if (o < no) {
+                float p[8], d[8];
+                smp_batch_octet(prow, o0, no, j0, b, tid, full, w[b], 0.0f, p);
+                if (full) {
+#pragma unroll
+                    for (int k = 0; k < 8; k++)
+                        d[k] = tileops_as_float(wq[b][k >> 2].a[k & 3]);
+                } else {
+                    sfp_ld8_q(qrow, o0 + o, d);
+                }
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    const float ratio = smp_div(p[k], d[k]);
+                    const smp_u64 r = ratio > 0.0f ? smp_rank(smp_key(ratio), 8 * (o0 + o) + k) : 0;
+                    best = r > best ? r : best;
+                }
             }
         }
     }

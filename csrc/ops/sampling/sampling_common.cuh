@@ -46,12 +46,6 @@
 #define SMP_CLUSTER_DIMS
 #endif
 #define SMP_NO (TILEOPS_CHUNK / 8) /* octets of a chunk */
-/* a thread's loop over its octets: unrolled (its loads in flight together) when short */
-#if TILEOPS_OPT <= 8
-#define SMP_UNROLL _Pragma("unroll")
-#else
-#define SMP_UNROLL _Pragma("unroll 4")
-#endif
 #define SMP_NINF tileops_as_float(0xff800000u) /* -inf */
 
 typedef unsigned long long smp_u64;
@@ -151,6 +145,54 @@ TILEOPS_DEV void smp_ld8(const char *row, long long o, float fill, float *f) {
     for (int k = 0; k < 8; k++)
         f[k] = e + k < TILEOPS_N ? tileops_ld_elem(row, e + k) : fill;
 }
+
+/* Batches of a thread's octets: j0 .. j0 + nb - 1 of its loop (octet o0 + j THREADS + tid
+ * of the row). When all nb are full octets of the CTA's on the vector path
+ * (smp_batch_full), the caller issues every 16-byte load of the batch first (smp_ld_raw),
+ * then converts one octet at a time as it uses it (smp_batch_octet): nb loads in flight
+ * per thread, where a loop of smp_ld8 compiles to one at a time (a CTA then has a fraction
+ * of the bytes in flight that HBM needs). Otherwise smp_batch_octet loads each octet as
+ * smp_ld8 does. SMP_BATCH octets make 64 bytes per thread (16 registers). */
+#define SMP_WORDS (TILEOPS_E == 4 ? 2 : 1) /* 16-byte words per octet */
+#define SMP_BATCH (4 / SMP_WORDS)
+TILEOPS_DEV int smp_batch_full(long long o0, long long no, int j0, int nb, unsigned tid) {
+#if TILEOPS_VEC != 1
+    const long long last = (long long)(j0 + nb - 1) * TILEOPS_THREADS + tid;
+    return last < no && 8 * (o0 + last) + 8 <= TILEOPS_N;
+#else
+    (void)o0, (void)no, (void)j0, (void)nb, (void)tid;
+    return 0;
+#endif
+}
+/* the words of octet o of a row of `e`-byte elements (a full octet, 16-byte aligned) */
+TILEOPS_DEV void smp_ld_raw(const char *row, long long o, int e, struct tileops_v4 *w) {
+#pragma unroll
+    for (int h = 0; h < 8 * e / 16; h++)
+        w[h] = tileops_ld16_nc(row + 8 * o * e + 16 * h);
+}
+/* octet j0 + b of the batch as floats: from its words when the batch is full, else loaded
+ * (past the CTA's octets: `fill` throughout) */
+TILEOPS_DEV void smp_batch_octet(const char *row, long long o0, long long no, int j0, int b, unsigned tid, int full,
+                                 const struct tileops_v4 *w, float fill, float *f) {
+    const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
+    if (full) {
+#pragma unroll
+        for (int h = 0; h < SMP_WORDS; h++)
+            tileops_unpack(w[h], f + 4 * h);
+    } else if (o < no) {
+        smp_ld8(row, o0 + o, fill, f);
+    } else {
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            f[k] = fill;
+    }
+}
+/* the loop over a thread's batches: unrolled while short */
+#if TILEOPS_OPT <= 4 * SMP_BATCH
+#define SMP_BATCH_UNROLL _Pragma("unroll")
+#else
+#define SMP_BATCH_UNROLL _Pragma("unroll 1")
+#endif
 
 /* ---- block-wide reductions and scans (every thread of the CTA calls them) -------------- */
 /* Each leaves its result in every thread and `red` free for the next call (a barrier at the

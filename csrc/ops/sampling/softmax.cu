@@ -9,7 +9,8 @@
  * order; probs = e / S (IEEE division).
  *
  * ==== A row over a cluster, read once ======================================================
- * The row's CHUNK elements of a CTA (sampling_common.cuh) are read once, z kept in shared
+ * The row's CHUNK elements of a CTA (sampling_common.cuh) are read once (a thread's octets
+ * in batches of SMP_BATCH loads in flight), z kept in shared
  * memory (TILEOPS_STAGE 1: CHUNK floats of dynamic shared memory, element k of octet o at
  * k x CHUNK / 8 + o: a warp's accesses hit 32 banks), and the CTAs exchange
  * their maximum, then their sum, through distributed shared memory: the logits are read
@@ -105,9 +106,10 @@ TILEOPS_DEV void smx_st8(char *row, long long o, const float *f) {
     }
 }
 
-/* z of the row's octet o: loaded, divided by t; elements past V read as -inf */
-TILEOPS_DEV void smx_z8(const char *xrow, long long o, float t, float *z) {
-    smp_ld8(xrow, o, SMP_NINF, z);
+/* z of octet j0 + b of a thread's batch (smp_batch_octet), divided by t */
+TILEOPS_DEV void smx_z(const char *xrow, long long o0, long long no, int j0, int b, unsigned tid, int full,
+                       const struct tileops_v4 *w, float t, float *z) {
+    smp_batch_octet(xrow, o0, no, j0, b, tid, full, w, SMP_NINF, z);
 #if TILEOPS_TEMP
 #pragma unroll
     for (int k = 0; k < 8; k++)
@@ -115,6 +117,17 @@ TILEOPS_DEV void smx_z8(const char *xrow, long long o, float t, float *z) {
 #else
     (void)t;
 #endif
+}
+/* the batch's loads (when full) */
+TILEOPS_DEV int smx_issue(const char *xrow, long long o0, long long no, int j0, unsigned tid,
+                          struct tileops_v4 (*w)[SMP_WORDS]) {
+    const int full = smp_batch_full(o0, no, j0, SMP_BATCH, tid);
+    if (full) {
+#pragma unroll
+        for (int b = 0; b < SMP_BATCH; b++)
+            smp_ld_raw(xrow, o0 + (long long)(j0 + b) * TILEOPS_THREADS + tid, TILEOPS_E, w[b]);
+    }
+    return full;
 }
 
 extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const void *x, const float *temperature,
@@ -137,68 +150,87 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
 #endif
     /* pass 1: z (kept on chip), the maximum */
     float m = SMP_NINF;
-    SMP_UNROLL
-    for (int j = 0; j < TILEOPS_OPT; j++) {
-        const long long o = (long long)j * TILEOPS_THREADS + tid;
-        if (o < no) {
-            float z[8];
-            smx_z8(xrow, o0 + o, t, z);
+    SMP_BATCH_UNROLL
+    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMP_BATCH) {
+        struct tileops_v4 w[SMP_BATCH][SMP_WORDS];
+        const int full = smx_issue(xrow, o0, no, j0, tid, w);
 #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                m = smp_max(m, z[k]);
+        for (int b = 0; b < SMP_BATCH; b++) {
+            const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
+            if (o < no) {
+                float z[8];
+                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, z);
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    m = smp_max(m, z[k]);
 #if TILEOPS_STAGE
-                smx_stage[k * SMP_NO + o] = z[k];
+                    smx_stage[k * SMP_NO + o] = z[k];
 #endif
+                }
             }
         }
     }
     const float M = smp_cluster_f32(smp_block_max(m, red, tid), &slots[0], tid, 0);
     /* pass 2: e = exp(z - M) (kept on chip), its sum */
     float s = 0.0f;
-    SMP_UNROLL
-    for (int j = 0; j < TILEOPS_OPT; j++) {
-        const long long o = (long long)j * TILEOPS_THREADS + tid;
-        if (o < no) {
-            float z[8];
+    SMP_BATCH_UNROLL
+    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMP_BATCH) {
+#if !TILEOPS_STAGE
+        struct tileops_v4 w[SMP_BATCH][SMP_WORDS];
+        const int full = smx_issue(xrow, o0, no, j0, tid, w);
+#endif
+#pragma unroll
+        for (int b = 0; b < SMP_BATCH; b++) {
+            const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
+            if (o < no) {
+                float z[8];
 #if TILEOPS_STAGE
 #pragma unroll
-            for (int k = 0; k < 8; k++)
-                z[k] = smx_stage[k * SMP_NO + o];
+                for (int k = 0; k < 8; k++)
+                    z[k] = smx_stage[k * SMP_NO + o];
 #else
-            smx_z8(xrow, o0 + o, t, z);
+                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, z);
 #endif
 #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const float e = smp_exp(tileops_add(z[k], -M)); /* exp(-inf - M) = 0: a tail adds 0 */
-                s = tileops_add(s, e);
+                for (int k = 0; k < 8; k++) {
+                    const float e = smp_exp(tileops_add(z[k], -M)); /* exp(-inf - M) = 0: a tail adds 0 */
+                    s = tileops_add(s, e);
 #if TILEOPS_STAGE
-                smx_stage[k * SMP_NO + o] = e;
+                    smx_stage[k * SMP_NO + o] = e;
 #endif
+                }
             }
         }
     }
     const float S = smp_cluster_f32(smp_block_sum(s, red, tid), &slots[1], tid, 1);
     smp_cluster_arrive(); /* this CTA has read the others' slots: they may exit after their wait */
     /* pass 3: probs = e / S */
-    SMP_UNROLL
-    for (int j = 0; j < TILEOPS_OPT; j++) {
-        const long long o = (long long)j * TILEOPS_THREADS + tid;
-        if (o < no) {
-            float p[8];
-#if TILEOPS_STAGE
-#pragma unroll
-            for (int k = 0; k < 8; k++)
-                p[k] = smx_stage[k * SMP_NO + o];
-#else
-            smx_z8(xrow, o0 + o, t, p);
-#pragma unroll
-            for (int k = 0; k < 8; k++)
-                p[k] = smp_exp(tileops_add(p[k], -M));
+    SMP_BATCH_UNROLL
+    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMP_BATCH) {
+#if !TILEOPS_STAGE
+        struct tileops_v4 w[SMP_BATCH][SMP_WORDS];
+        const int full = smx_issue(xrow, o0, no, j0, tid, w);
 #endif
 #pragma unroll
-            for (int k = 0; k < 8; k++)
-                p[k] = smp_div(p[k], S);
-            smx_st8(yrow, o0 + o, p);
+        for (int b = 0; b < SMP_BATCH; b++) {
+            const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
+            if (o < no) {
+                float p[8];
+#if TILEOPS_STAGE
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    p[k] = smx_stage[k * SMP_NO + o];
+#else
+                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, p);
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    p[k] = smp_exp(tileops_add(p[k], -M));
+#endif
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    p[k] = smp_div(p[k], S);
+                smx_st8(yrow, o0 + o, p);
+            }
         }
     }
     smp_cluster_wait();

@@ -61,10 +61,13 @@ def row_plan(V: int, arch_: int, smem_optin: int, stage_bytes: int = 0) -> RowPl
     smem = smem if stage else 0
     octets = chunk // 8
     threads = min(1024, max(128, _pow2ceil(-(-octets // 8))))
-    # CTAs per SM the registers must allow: as many as the shared memory holds (staged),
-    # else 1024 threads (<= 64 registers: the octets a thread holds in flight fit)
-    per_sm = (smem_optin + 1024) // (smem + SMEM_RESERVE) if stage else 1024 // threads
-    return RowPlan(cluster, chunk, threads, -(-octets // threads), stage, smem, max(1, min(2048 // threads, per_sm)))
+    # CTAs per SM the registers must allow: 1024 threads (64 registers each: the batch of
+    # loads a thread keeps in flight, sampling_common.cuh, fits), fewer where the staged
+    # chunks' shared memory holds fewer
+    per_sm = 1024 // threads
+    if stage:
+        per_sm = min(per_sm, (smem_optin + 1024) // (smem + SMEM_RESERVE))
+    return RowPlan(cluster, chunk, threads, -(-octets // threads), stage, smem, max(1, per_sm))
 
 
 def selection_plan(V: int) -> RowPlan:
