@@ -15,7 +15,7 @@ from tileops.errors import InputValueError
 
 LLAMA3_8B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
              "num_key_value_heads": 8, "rms_norm_eps": 1e-5, "max_position_embeddings": 8192, "hidden_act": "silu",
-             "torch_dtype": "bfloat16", "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}
+             "torch_dtype": "bfloat16", "rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}
 
 
 def _write(tmp_path, cfg, name="config.json"):
@@ -26,26 +26,29 @@ def _write(tmp_path, cfg, name="config.json"):
 
 def test_the_plan_of_llama3_8b_is_the_patched_models_ops():
     calls = W.plan(LLAMA3_8B, torch.bfloat16)
-    assert [c.op for c in calls] == ["RMSNormFwdOp", "FusedAddRMSNormFwdOp", "SiluAndMulFwdOp", "RopeFwdOp"]
-    norm, fused, act, rope = calls
+    assert [c.op for c in calls] == ["RMSNormFwdOp", "FusedAddRMSNormFwdOp", "SiluAndMulFwdOp", "RopeFwdOp",
+                                     "RopeCosSinCacheFwdOp"]
+    norm, fused, act, rope, table = calls
     assert dict(norm.params) == {"normalized_shape": (4096,), "eps": 1e-5, "cast_before_weight": True}
     assert dict(fused.params) == dict(norm.params)
     assert dict(act.params) == {"cast_before_mul": True} and act.tensors == (("x", ("T", 28672), torch.bfloat16),)
     assert dict(rope.params) == {"head_size": 128, "rotary_dim": 128, "is_neox": True, "cast_cos_sin": True}
     assert rope.tensors == (("q", ("T", 32, 128), torch.bfloat16), ("k", ("T", 8, 128), torch.bfloat16),
                             ("positions", ("T",), torch.int64), ("cos_sin_cache", (8192, 128), torch.float32))
+    # the table tileops.nn.RotaryEmbedding computes on the device: no call-time tensor
+    assert dict(table.params) == {"base": 500000.0, "rotary_dim": 128, "max_position": 8192} and table.tensors == ()
 
 
 def test_qwen2_gelu_and_dynamic_rope_configs():
     qwen = {"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944, "num_attention_heads": 28,
             "num_key_value_heads": 4, "rms_norm_eps": 1e-6, "max_position_embeddings": 32768, "hidden_act": "silu"}
-    rope = W.plan(qwen, torch.float16)[-1]
+    rope = W.plan(qwen, torch.float16)[-2]
     assert rope.op == "RopeFwdOp" and rope.tensors[1] == ("k", ("T", 4, 128), torch.float16)
     gelu = dict(qwen, hidden_act="gelu_pytorch_tanh", rope_scaling={"rope_type": "dynamic", "factor": 2.0})
     assert [c.op for c in W.plan(gelu, torch.float16)] == ["RMSNormFwdOp", "FusedAddRMSNormFwdOp",
                                                            "GeluTanhAndMulFwdOp"]
     assert [c.op for c in W.plan(dict(qwen, hidden_act="relu"), torch.float16)] == [
-        "RMSNormFwdOp", "FusedAddRMSNormFwdOp", "RopeFwdOp"]
+        "RMSNormFwdOp", "FusedAddRMSNormFwdOp", "RopeFwdOp", "RopeCosSinCacheFwdOp"]
 
 
 def test_read_config_checks_what_the_plan_needs(tmp_path):

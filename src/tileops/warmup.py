@@ -8,7 +8,8 @@ config alone (`plan`): the RMSNorm of the input and the final norm and the fused
 add + RMSNorm, all in Hugging Face's rounding (hidden_size, rms_norm_eps), the gated MLP
 activation (2 x intermediate_size; silu, gelu or gelu-tanh by hidden_act) and RoPE (head_dim
 of num_attention_heads and num_key_value_heads, int64 positions, the float32 cache of
-max_position_embeddings rows). A CUDA build depends on those sizes and the dtype, not on
+max_position_embeddings rows), and that cache itself as tileops.nn.RotaryEmbedding makes it
+on the device (RopeCosSinCacheFwdOp). A CUDA build depends on those sizes and the dtype, not on
 the token count: each call runs at 1 token and at --max-batch tokens (the launch paths of
 decode and prefill), on 16-byte aligned tensors as the model's are (the vector builds; the
 RoPE build makes its scalar twin too).
@@ -89,6 +90,10 @@ def plan(cfg: dict, dtype: torch.dtype) -> list:
                                         ("cast_cos_sin", True)),
                           (("q", ("T", heads, head_dim), dtype), ("k", ("T", kv, head_dim), dtype),
                            ("positions", ("T",), torch.int64), ("cos_sin_cache", (max_pos, head_dim), torch.float32))))
+        # the float32 cos/sin table itself, as tileops.nn.RotaryEmbedding computes it on the
+        # device (its CUDA build depends on no size: one kernel whatever the scaling)
+        calls.append(Call("RopeCosSinCacheFwdOp", (("base", float(cfg.get("rope_theta", 10000.0))),
+                                                   ("rotary_dim", head_dim), ("max_position", max_pos)), ()))
     return calls
 
 
@@ -109,7 +114,10 @@ def run_call(call: Call, tokens: int, device) -> None:
     from .nn import instance
     from .ops import load
     op = instance(load(call.op), **dict(call.params))
-    op(*_tensors(call, tokens, device))
+    if call.tensors:
+        op(*_tensors(call, tokens, device))
+    else:                       # no call-time tensor (a table): made on the device
+        op(device=device)
 
 
 def _bar(done: int, total: int, label: str, stream) -> None:
@@ -147,7 +155,7 @@ def warmup(config_path: str, dtype_name: str | None, max_batch: int, device: str
     dev = torch.device(device)
     runtime.ensure_loaded()
     before = runtime.stats()
-    steps = [(c, t) for c in calls for t in sorted({1, max_batch})]
+    steps = [(c, t) for c in calls for t in (sorted({1, max_batch}) if c.tensors else (1,))]
     for i, (call, tokens) in enumerate(steps):
         _bar(i, len(steps), f"{call.label()} x {tokens}", stream)
         run_call(call, tokens, dev)
