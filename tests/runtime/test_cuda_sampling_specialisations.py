@@ -80,9 +80,17 @@ def test_each_kernel_compiles_with_the_cuda_headers_too(tmp_path, op):
 @NEEDS_NVCC
 @pytest.mark.parametrize("dt,V,aligned", [(0, 128256, True), (1, 152064, True), (2, 7, False), (2, 300, True),
                                           (0, 1, True)])
-def test_argmax_and_sample_builds_compile_bare_without_spills(tmp_path, dt, V, aligned):
-    nvcc_bare(tmp_path, *K.argmax_specialisation(dt, V, aligned, 90, OPTIN)[:3])
-    nvcc_bare(tmp_path, *K.sample_specialisation(dt, V, aligned, 90, OPTIN)[:3])
+@pytest.mark.parametrize("one_cta", [False, True])
+def test_argmax_and_sample_builds_compile_bare_without_spills(tmp_path, dt, V, aligned, one_cta):
+    nvcc_bare(tmp_path, *K.argmax_specialisation(dt, V, aligned, 90, OPTIN, one_cta=one_cta)[:3])
+    nvcc_bare(tmp_path, *K.sample_specialisation(dt, V, aligned, 90, OPTIN, one_cta=one_cta)[:3])
+
+
+def test_the_exact_kernels_batch_build_is_one_cta_per_row():
+    # argmax / sample from sm_count / 2 rows: a CTA of 1024 threads streams a row
+    assert K.row_plan(128256, 90, OPTIN, one_cta=True) == K.RowPlan(1, 128256, 1024, 16, False, 0, 1)
+    assert K.argmax_specialisation(2, 152064, True, 90, OPTIN, one_cta=True)[3].cluster == 1
+    assert K.argmax_specialisation(2, 152064, True, 90, OPTIN)[3].cluster == 8
 
 
 @NEEDS_NVCC

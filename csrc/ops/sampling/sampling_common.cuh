@@ -102,6 +102,30 @@ TILEOPS_DEV float smp_div(float a, float b) { /* IEEE division */
     return r;
 }
 /* exp(d) as 2^(d log2 e): NaN for NaN, 0 for -inf, subnormal results kept */
+/* RN(1/b): the IEEE reciprocal, once for the many divisions by b of smp_div_by */
+TILEOPS_DEV float smp_rcp(float b) {
+    float r;
+    asm("rcp.rn.f32 %0, %1;" : "=f"(r) : "f"(b));
+    return r;
+}
+/* a / b exactly as smp_div (div.rn.f32) rounds it, given y = smp_rcp(b), at the cost of a
+ * multiply and two fmas instead of div.rn's subroutine. Markstein's theorem: with y within
+ * half an ulp of 1/b and q = RN(a y) within one ulp of a/b, the residual a - b q is exact
+ * (one fma) and RN(q + (a - b q) y) = RN(a/b), while nothing underflows or overflows; so the
+ * corrected product is taken for |q| in [2^-100, 2^126], q itself for a = 0 (0 y is the
+ * signed zero, or the NaN, that a / b gives for every b), and div.rn elsewhere (tiny or
+ * huge quotients, infinities, NaN). */
+TILEOPS_DEV float smp_div_by(float a, float b, float y) {
+    const float q = tileops_mul(a, y);
+    const float m = tileops_as_float(tileops_as_uint(q) & 0x7fffffffu);
+    if (m >= tileops_as_float(0x0d800000u) && m <= tileops_as_float(0x7e800000u)) {
+        float r, q1;
+        asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(-q), "f"(b), "f"(a));
+        asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(q1) : "f"(r), "f"(y), "f"(q));
+        return q1;
+    }
+    return a == 0.0f ? q : smp_div(a, b);
+}
 TILEOPS_DEV float smp_exp(float d) {
     float r;
     asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(tileops_mul(d, 1.44269504088896341f)));

@@ -6,7 +6,9 @@
  * z = x / t is an IEEE division (the value torch's `logits.float() / t` holds); M = max z
  * (a NaN passed over); e = exp(z - M) by ex2.approx (NaN stays NaN: a row with a NaN or a
  * +inf, or of -inf only, comes out NaN throughout, as torch gives it); S = sum e in a fixed
- * order; probs = e / S (IEEE division).
+ * order; probs = e / S (IEEE division). Both divisions by smp_div_by: the correctly rounded
+ * quotient from the row's reciprocal (a multiply, two fmas), not div.rn's subroutine per
+ * element, which made the kernel bound by its arithmetic.
  *
  * ==== A row over a cluster, read once ======================================================
  * The row's CHUNK elements of a CTA (sampling_common.cuh) are read once (a thread's octets
@@ -108,14 +110,14 @@ TILEOPS_DEV void smx_st8(char *row, long long o, const float *f) {
 
 /* z of octet j0 + b of a thread's batch (smp_batch_octet), divided by t */
 TILEOPS_DEV void smx_z(const char *xrow, long long o0, long long no, int j0, int b, unsigned tid, int full,
-                       const struct tileops_v4 *w, float t, float *z) {
+                       const struct tileops_v4 *w, float t, float rt, float *z) {
     smp_batch_octet(xrow, o0, no, j0, b, tid, full, w, SMP_NINF, z);
 #if TILEOPS_TEMP
 #pragma unroll
     for (int k = 0; k < 8; k++)
-        z[k] = smp_div(z[k], t);
+        z[k] = smp_div_by(z[k], t, rt);
 #else
-    (void)t;
+    (void)t, (void)rt;
 #endif
 }
 /* the batch's loads (when full) */
@@ -143,9 +145,9 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
     const char *xrow = (const char *)x + row * (long long)TILEOPS_N * TILEOPS_E;
     char *yrow = (char *)y + row * (long long)TILEOPS_N * SMX_OE;
 #if TILEOPS_TEMP
-    const float t = temperature[row];
+    const float t = temperature[row], rt = smp_rcp(t);
 #else
-    const float t = 1.0f;
+    const float t = 1.0f, rt = 1.0f;
     (void)temperature;
 #endif
     /* pass 1: z (kept on chip), the maximum */
@@ -159,7 +161,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
             const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
             if (o < no) {
                 float z[8];
-                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, z);
+                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, rt, z);
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
                     m = smp_max(m, z[k]);
@@ -189,7 +191,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
                 for (int k = 0; k < 8; k++)
                     z[k] = smx_stage[k * SMP_NO + o];
 #else
-                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, z);
+                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, rt, z);
 #endif
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
@@ -202,7 +204,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
             }
         }
     }
-    const float S = smp_cluster_f32(smp_block_sum(s, red, tid), &slots[1], tid, 1);
+    const float S = smp_cluster_f32(smp_block_sum(s, red, tid), &slots[1], tid, 1), rS = smp_rcp(S);
     smp_cluster_arrive(); /* this CTA has read the others' slots: they may exit after their wait */
     /* pass 3: probs = e / S */
     SMP_BATCH_UNROLL
@@ -221,14 +223,14 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
                 for (int k = 0; k < 8; k++)
                     p[k] = smx_stage[k * SMP_NO + o];
 #else
-                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, p);
+                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, rt, p);
 #pragma unroll
                 for (int k = 0; k < 8; k++)
                     p[k] = smp_exp(tileops_add(p[k], -M));
 #endif
 #pragma unroll
                 for (int k = 0; k < 8; k++)
-                    p[k] = smp_div(p[k], S);
+                    p[k] = smp_div_by(p[k], S, rS);
                 smx_st8(yrow, o0 + o, p);
             }
         }

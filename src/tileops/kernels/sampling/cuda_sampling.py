@@ -4,15 +4,17 @@ nvcc, no GPU needed) and its launch.
 
 Launch rules (csrc/ops/sampling/sampling_common.cuh says what the kernels take):
   softmax, argmax, sample_from_probs: a row over a cluster of `cluster` CTAs (sm_90 and
-    later; 1 before): cluster = min(8, pow2ceil(V / 16384)), so a CTA takes at most 16384
+    later; 1 before; argmax and sample, whose result does not depend on the split, take one
+    CTA per row from sm_count / 2 rows on): cluster = min(8, pow2ceil(V / 16384)), so a CTA takes at most 16384
     elements where 8 CTAs suffice (128256: 8 CTAs of 16032; 152064: 8 of 19008). Softmax
     keeps its CTA's elements on chip (CHUNK floats of shared memory: 63 KiB and 74 KiB for
     those two) when they fit, and reads the row once; else three times. grid.x = rows x
     cluster (in pieces below 2^31), `threads` per CTA: the power of two at or above
     CHUNK / 64 (each thread 8 octets at most), in [128, 1024].
   top_k, top_k_top_p_mask: one CTA of 1024 threads per row, grid.x = rows.
-Every choice depends on V, the dtypes and the device's architecture, never on the number
-of rows: a row's bits are the same whatever else is in the batch."""
+Softmax's every choice depends on V, the dtypes and the device's architecture, never on
+the number of rows: a row's bits are the same whatever else is in the batch. Argmax's and
+sample's result is an index, exactly the same under every split."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -51,10 +53,11 @@ def arch(device_index: int) -> int:
     return 10 * major + minor
 
 
-def row_plan(V: int, arch_: int, smem_optin: int, stage_bytes: int = 0) -> RowPlan:
+def row_plan(V: int, arch_: int, smem_optin: int, stage_bytes: int = 0, one_cta: bool = False) -> RowPlan:
     """How a row of V elements is split over CTAs; stage_bytes: bytes per element a CTA
-    would keep on chip (softmax's float32 z; 0: nothing kept)."""
-    cluster = min(CLUSTER_MAX, _pow2ceil(-(-V // CLUSTER_ELEMS))) if arch_ >= 90 else 1
+    would keep on chip (softmax's float32 z; 0: nothing kept); one_cta: a CTA per row
+    whatever V (the exact kernels' batch build)."""
+    cluster = min(CLUSTER_MAX, _pow2ceil(-(-V // CLUSTER_ELEMS))) if arch_ >= 90 and not one_cta else 1
     chunk = -(-(-(-V // cluster)) // 8) * 8
     smem = chunk * stage_bytes
     stage = bool(stage_bytes) and smem + SMEM_RESERVE <= smem_optin
@@ -98,14 +101,14 @@ def softmax_specialisation(dtype_code, out_dtype_code, V, temperature, aligned16
     return "sampling/softmax.cu", "tileops_softmax", tuple(opts), plan
 
 
-def argmax_specialisation(dtype_code, V, aligned16, arch_, smem_optin):
-    plan = row_plan(V, arch_, smem_optin)
+def argmax_specialisation(dtype_code, V, aligned16, arch_, smem_optin, one_cta=False):
+    plan = row_plan(V, arch_, smem_optin, one_cta=one_cta)
     return "sampling/argmax.cu", "tileops_argmax", tuple(_row_opts(dtype_code, V, vec(DTYPE[dtype_code], V, aligned16),
                                                                     plan)), plan
 
 
-def sample_specialisation(dtype_code, V, aligned16, arch_, smem_optin):
-    plan = row_plan(V, arch_, smem_optin)   # q's float32 rows are aligned when probs' are
+def sample_specialisation(dtype_code, V, aligned16, arch_, smem_optin, one_cta=False):
+    plan = row_plan(V, arch_, smem_optin, one_cta=one_cta)   # q's float32 rows are aligned when probs' are
     v = vec(DTYPE[dtype_code], V, aligned16)
     return "sampling/sample_from_probs.cu", "tileops_sample_from_probs", tuple(_row_opts(dtype_code, V, v, plan)), plan
 
@@ -169,8 +172,28 @@ def build_softmax(b):
     return launch
 
 
+def _exact_rows_launcher(b, specialisation, arg_format: str):
+    """The launcher of an exact kernel (argmax, sample: a row's result is one index, the
+    same whatever the split, so the split may follow the batch): the V rule's cluster while
+    the rows leave SMs idle, one CTA per row (no cluster barrier, a CTA streams its row)
+    from sm_count / 2 rows on, where the clusters' short CTAs queued in waves. Each build
+    made on its first use (the warm-up rule: a call at the shape before a capture)."""
+    from ... import runtime
+    sm_count = runtime.device_attributes(b.device)["sm_count"]
+    launchers = {}
+
+    def launch(rows, ptrs):
+        whole = 2 * rows >= sm_count
+        run = launchers.get(whole)
+        if run is None:
+            run = launchers[whole] = _rows_launcher(
+                b, specialisation(b.dtype, b.V, b.vec, b.arch, _device_limits(b.device), one_cta=whole), arg_format)
+        run(rows, ptrs)
+    return launch
+
+
 def build_argmax(b):
-    run = _rows_launcher(b, argmax_specialisation(b.dtype, b.V, b.vec, b.arch, _device_limits(b.device)), "pp")
+    run = _exact_rows_launcher(b, argmax_specialisation, "pp")
     e = DTYPE[b.dtype].itemsize
 
     def launch(logits, token):
@@ -180,7 +203,7 @@ def build_argmax(b):
 
 
 def build_sample(b):
-    run = _rows_launcher(b, sample_specialisation(b.dtype, b.V, b.vec, b.arch, _device_limits(b.device)), "ppp")
+    run = _exact_rows_launcher(b, sample_specialisation, "ppp")
     e = DTYPE[b.dtype].itemsize
 
     def launch(probs, q, token):
