@@ -7,7 +7,7 @@
  * (a NaN passed over); e = exp(z - M) by ex2.approx (NaN stays NaN: a row with a NaN or a
  * +inf, or of -inf only, comes out NaN throughout, as torch gives it); S = sum e in a fixed
  * order; probs = e / S (IEEE division). Both divisions by smp_div_by: the correctly rounded
- * quotient from the row's reciprocal (a multiply, two fmas), not div.rn's subroutine per
+ * quotient from the row's reciprocal (a multiply, four fmas), not div.rn's subroutine per
  * element, which made the kernel bound by its arithmetic.
  *
  * ==== A row over a cluster, read once ======================================================
