@@ -641,10 +641,15 @@ def input_bytes(case):
 
 def select_cases(cls, *, dtypes=None, keep=None, max_input_bytes=None, quick=False):
     """The cases of ``cls``'s workloads to run, after ``--dtypes``, ``--workloads`` and the
-    input-size cap; ``quick``: the first of them only."""
+    input-size cap; ``quick``: the first of them only, or, when the cap leaves none (an
+    embedding table of 1 GB on the CPU), the smallest case the filters keep."""
     from .manifest.workloads import cases
-    out = [c for c in cases(cls._entry, dtypes=dtypes)
-           if (keep is None or keep(c)) and (max_input_bytes is None or input_bytes(c) <= max_input_bytes)]
+    kept = [c for c in cases(cls._entry, dtypes=dtypes) if keep is None or keep(c)]
+    out = [c for c in kept if max_input_bytes is None or input_bytes(c) <= max_input_bytes]
+    if quick and not out and kept:
+        out = [min(kept, key=input_bytes)]
+        print(f"[bench] {cls.__name__}: no case under the input cap of {max_input_bytes / 2**20:g} MiB; "
+              f"--quick runs the smallest, {out[0].name} ({input_bytes(out[0]) / 2**20:.0f} MiB)", file=sys.stderr)
     return out[:1] if quick else out
 
 
@@ -1059,8 +1064,8 @@ def add_arguments(ap):
                          "dynamic=False; dynamic compiles it once per op with dynamic=True, kept over the "
                          "op's cases (a compile per dtype and param set instead of one per case)")
     ap.add_argument("--budget-s", type=float, default=None,
-                    help="per op: start no case after this many seconds (the cases left are listed in "
-                         "metadata.cases_skipped); the JSON is rewritten after every case either way")
+                    help="per op: start no case (but the first) after this many seconds; the cases left "
+                         "are listed in metadata.cases_skipped. The JSON is rewritten after every case either way")
     return ap
 
 
@@ -1115,7 +1120,7 @@ def run(args):
             torch._dynamo.reset()   # this op's compiled references only
         with torch.no_grad():
             for n, case in enumerate(selected):
-                if args.budget_s and time.perf_counter() - t0 > args.budget_s:
+                if n and args.budget_s and time.perf_counter() - t0 > args.budget_s:   # at least one case
                     meta["cases_skipped"] = [c.name for c in selected[n:]]
                     meta["stopped"] = f"--budget-s {args.budget_s:g} s reached after {n} of {len(selected)} cases"
                     print(f"[bench] {name}: {meta['stopped']}; {len(selected) - n} cases not run", file=sys.stderr)
