@@ -35,9 +35,10 @@ Impls (each computes the same chain):
                    probs.div_(q).argmax(-1)
   torch.compile    that composition under torch.compile(fullgraph=True, dynamic=False),
                    compiled afresh per case
-  torch.compile(dynamic)  the same with dynamic=True: run where torch.compile failed for
-                   the case (or when --impls names it), so that a number stands beside
-                   the failure
+  torch.compile(dynamic)  the same with dynamic=True, one compiled function per chain and
+                   dtype shared by the cases (a compile for B = 1, one for the rest): run
+                   where torch.compile failed for the case, so that a number stands beside
+                   the failure, or for every case when --impls names it
   tileops+compile  (only when --impls names it) tileops' chain under torch.compile: each op
                    one opaque node, the torch ops around them fused by inductor
 
@@ -178,12 +179,19 @@ def make_inputs(B, V, dtype, device, seed=0):
     return logits, temperature, k, p, q
 
 
+_SHARED = {}   # (chain, dtype) -> the chain's function whose dynamic-shape compile the cases share
+
+
 def build(chain, impls, inputs, tag):
-    """impl -> zero-argument callable running the chain on ``inputs``; the compiled ones
-    each get a code object of their own (``tag``: the case), so they compile statically,
-    once, whatever else was compiled before."""
+    """impl -> zero-argument callable running the chain on ``inputs``. The static compiles
+    each get a code object of their own (``tag``: the case), so each case compiles once,
+    whatever was compiled before; the dynamic-shape compile shares one code object per
+    chain and dtype over the cases (a compile for B = 1 and one for the others)."""
     import torch
     ref = torch_vllm if chain == "vllm" else torch_fused
+    shared = (chain, inputs[0].dtype)
+    if shared not in _SHARED:
+        _SHARED[shared] = own_code(ref, f"{chain}_{str(inputs[0].dtype).replace('torch.', '')}_dynamic")
     fns = {}
     for impl in impls:
         if impl == "tileops":
@@ -193,7 +201,7 @@ def build(chain, impls, inputs, tag):
         elif impl == "torch.compile":
             fn = torch.compile(own_code(ref, tag), fullgraph=True, dynamic=False)
         elif impl == "torch.compile(dynamic)":
-            fn = torch.compile(own_code(ref, tag + "_dynamic"), fullgraph=True, dynamic=True)
+            fn = torch.compile(_SHARED[shared], fullgraph=True, dynamic=True)
         elif impl == "tileops+compile":
             tc = TileopsChain(chain)
             fn = torch.compile(own_code(lambda *a: tc(*a), tag + "_tileops"), fullgraph=True, dynamic=False)
@@ -307,7 +315,6 @@ def run_case(chain, B, V, dtype_name, impls, device, level, failures):
     base = {"workload": workload, "chain": chain, "B": B, "V": V, "dtype": dtype_name}
     inputs = make_inputs(B, V, dtype, device)
     tag = f"{chain}_{B}_{V}_{dtype_name}"
-    torch._dynamo.reset()   # the case's compiles only
     fns = build(chain, impls, inputs, tag)
     rows = {impl: dict(base, impl=impl) for impl in fns}
     want = torch_vllm(*inputs) if chain == "vllm" else torch_fused(*inputs)
@@ -438,6 +445,9 @@ def main(argv=None):
     metrics = ("cold_us", "hot_us", "eager_us") if cuda else ("us",)
     t0, load0 = time.perf_counter(), common.host_loadavg()
     rows, failures = [], []
+    torch._dynamo.reset()
+    import torch._dynamo.config as dynamo_config   # one code object per static case: no recompiles
+    dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, 64)
     with common.stream_context(args.device, args.side_stream), torch.no_grad():
         for chain in args.chains:
             for V in args.vocab:
