@@ -67,6 +67,7 @@ tileops_over_impl: {metric: ratio}, tokens_differing, error}``.
 """
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 import traceback
@@ -272,7 +273,7 @@ def time_case(ready, cuda, level, label):
             continue
         for metric, v in s.items():
             if v:
-                res[impl][metric] = sorted(v)[len(v) // 2]
+                res[impl][metric] = statistics.median(v)
                 res[impl][metric + "_rounds"] = v
         if impl in eager[0]:
             res[impl]["eager_us"] = eager[0][impl]
