@@ -1,8 +1,9 @@
 """One benchmark for every op, driven by the manifest: ``python -m tileops bench``.
 
-    python -m tileops bench [--op NAME] [--device cpu|cuda] [--out PATH] [--plot PATH]
+    python -m tileops bench [--op NAME[,NAME...]] [--device cpu|cuda] [--out PATH] [--plot PATH]
                             [--no-plot] [--workloads FILTER] [--dtypes ...] [--impls ...]
-                            [--max-input-mib N] [--quick]
+                            [--max-input-mib N] [--quick] [--fast] [--compile static|dynamic]
+                            [--budget-s S]
 
 For every implemented op (``tileops.all_op_classes()``, or ``--op``) and every case of its
 manifest workloads (``tileops.manifest.workloads.cases``), the impls of the case are timed
@@ -19,7 +20,10 @@ in interleaved rounds (the order rotated each round, the median round kept):
                  says one call moves (read + write = the same bytes)
 
 Nothing here knows an op: inputs are seeded standard normals of the case's shapes and
-dtype; outputs are named by the manifest; bytes come from the roofline rule.
+dtype, drawn directly on the device the run is for (index inputs and inputs with
+`values` as the manifest's rules and the workloads' `draws` say); outputs are named by
+the manifest; bytes come from the roofline rule. A baseline that raises is recorded
+with its error and the run goes on.
 
 Timing. CPU: wall time of a ``perf_counter`` loop (:func:`loop_times_us`). CUDA: L2-cold
 (:func:`cuda_cold_us`: CUDA events around each call, a 256 MB buffer written between
