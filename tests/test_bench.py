@@ -123,3 +123,99 @@ def test_case_filter_terms_and_their_parts():
     two = names("llama-3-8b&b=1&bs=16&ctx=4096,qwen2.5-7b&b=8&bs=64&ctx=1024")
     assert two == one | {"Qwen2.5-7B[B=8,BS=64,CTX=1024,D=128,H=28,HK=4]-float16"}, two
     assert not names("llama-3-8b&no-such-part")
+
+
+def _compile_that_fails(monkeypatch, after=0):
+    """torch.compile replaced by one whose compiled function raises what inductor 2.11
+    raised on vLLM's forward_native at B = 128, on its first call (after=0) or once it has
+    run `after` times (a baseline that breaks while timed)."""
+    calls = {"n": 0}
+
+    def fake_compile(fn, **kw):
+        def compiled(*a, **k):
+            calls["n"] += 1
+            if calls["n"] > after:
+                raise TypeError("list indices must be integers or slices, not tuple")
+            return fn(*a, **k)
+        return compiled
+    monkeypatch.setattr(torch, "compile", fake_compile)
+
+
+@pytest.mark.parametrize("after", [0, 1])
+def test_a_failing_baseline_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch, capsys, after):
+    """torch.compile raising (at its first call, or later while timed) is recorded with its
+    text in the row and the table; tileops and torch are still timed; the run is ok."""
+    _compile_that_fails(monkeypatch, after)
+    out = tmp_path / "r.json"
+    rc = bench.main(["--op", "ArgmaxFwdOp", "--device", "cpu", "--quick", "--out", str(out), "--no-plot"])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    data = json.loads(out.read_text())
+    assert data["metadata"]["status"] == "ok" and data["metadata"]["complete"] is True
+    row, = data["rows"]
+    failed = row["impls"]["torch.compile"]
+    assert failed["error"] == "TypeError: list indices must be integers or slices, not tuple"
+    assert "us" not in failed and row["impl_errors"] == {"torch.compile": failed["error"]}
+    assert row["impls"]["tileops"]["us"] > 0 and row["impls"]["torch"]["us"] > 0 and row["correct"] is True
+    assert "torch.compile: TypeError: list indices must be integers" in printed
+    table = printed[printed.index("tileops µs"):]
+    assert table.splitlines()[2].rstrip().endswith("torch.compile")   # the row's `failed` column
+
+
+def test_hot_timer_shrinks_for_slow_calls():
+    assert bench.hot_plan(50, 20, est_us=5.0, budget_ms=300) == (50, 20)
+    assert bench.hot_plan(50, 20, est_us=4000.0, budget_ms=300) == (3, 20)     # 240 ms of replays
+    assert bench.hot_plan(50, 20, est_us=40000.0, budget_ms=300) == (1, 7)     # a 40 ms reference
+    assert bench.hot_plan(20, 5, est_us=1e6, budget_ms=30) == (1, 3)
+    assert bench.hot_plan(50, 20) == (50, 20)
+
+
+def test_a_budget_stops_an_op_between_cases_and_says_so(tmp_path):
+    out = tmp_path / "r.json"
+    rc = bench.main(["--op", "ArgmaxFwdOp", "--device", "cpu", "--fast", "--budget-s", "1e-6", "--impls",
+                     "tileops,torch", "--dtypes", "float32", "--workloads", "llama-3", "--out", str(out), "--no-plot"])
+    assert rc == 0
+    data = json.loads(out.read_text())
+    meta = data["metadata"]
+    assert len(data["rows"]) == 1 and meta["complete"] is False and meta["cases"] == 3   # B = 256: over the cap
+    assert len(meta["cases_skipped"]) == 2 and "--budget-s" in meta["stopped"]
+    assert meta["timing"] == "fast" and data["rows"][0]["impls"]["tileops"]["us"] > 0
+
+
+def test_inputs_follow_the_manifests_draws_on_the_device():
+    """Paged decode attention's inputs: block tables a distinct choice of the cache's
+    blocks, every sequence at its table's full length, K/V drawn in the case's dtype on
+    the device asked for; the same seed gives the same inputs."""
+    from tileops.attention import PagedDecodeAttentionFwdOp
+    case, = bench.select_cases(PagedDecodeAttentionFwdOp, dtypes=["bfloat16"],
+                               keep=bench.case_filter("qwen2.5-7b&b=8&bs=64&ctx=1024"))
+    q, kc, vc, bt, sl = bench.make_inputs(PagedDecodeAttentionFwdOp._entry, case, "cpu")
+    assert q.shape == (8, 28, 128) and kc.shape == vc.shape == (8 * 16, 64, 4, 128)
+    assert kc.dtype == vc.dtype == q.dtype == torch.bfloat16 and all(t.device.type == "cpu" for t in (q, kc, bt, sl))
+    assert bt.dtype == sl.dtype == torch.int32 and bt.shape == (8, 16)
+    assert sorted(bt.flatten().tolist()) == list(range(128))          # distinct blocks, all of them
+    assert sl.tolist() == [1024] * 8                                   # draws: max
+    assert 0.9 < kc.float().std().item() < 1.1 and not torch.equal(kc, vc)
+    again = bench.make_inputs(PagedDecodeAttentionFwdOp._entry, case, "cpu")
+    assert all(torch.equal(a, b) for a, b in zip((q, kc, vc, bt, sl), again))
+
+
+def test_paged_decode_workloads_are_issue_13s():
+    """Three models, D = 128, B 1/8/32/128 at 1K and 4K, B 1/8/32 at 32K (128 x 32K left
+    out for the device budget), pages of 16 and 64, fp16 and bf16."""
+    from tileops.attention import PagedDecodeAttentionFwdOp
+    cases = bench.select_cases(PagedDecodeAttentionFwdOp)
+    got = {(c.label, c.dims["H"], c.dims["HK"], c.dims["B"], c.dims["CTX"], c.dims["BS"], c.dims["D"],
+            str(c.dtype)) for c in cases}
+    want = {(m, h, hk, b, ctx, bs, 128, dt)
+            for m, h, hk in (("Llama-3-8B", 32, 8), ("Qwen2.5-7B", 28, 4), ("Llama-3-70B TP4", 16, 2))
+            for b in (1, 8, 32, 128) for ctx in (1024, 4096, 32768) for bs in (16, 64)
+            for dt in ("torch.float16", "torch.bfloat16") if not (ctx == 32768 and b == 128)}
+    assert got == want and len(cases) == len(want) == 132
+
+
+def test_quick_takes_the_smallest_case_when_the_cap_leaves_none():
+    cls = tileops.all_op_classes()["EmbeddingFwdOp"]
+    assert not bench.select_cases(cls, max_input_bytes=64 << 20)
+    one, = bench.select_cases(cls, max_input_bytes=64 << 20, quick=True)
+    assert one.dims["V"] == 128256 and one.dims["H"] == 4096

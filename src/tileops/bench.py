@@ -1,8 +1,9 @@
 """One benchmark for every op, driven by the manifest: ``python -m tileops bench``.
 
-    python -m tileops bench [--op NAME] [--device cpu|cuda] [--out PATH] [--plot PATH]
+    python -m tileops bench [--op NAME[,NAME...]] [--device cpu|cuda] [--out PATH] [--plot PATH]
                             [--no-plot] [--workloads FILTER] [--dtypes ...] [--impls ...]
-                            [--max-input-mib N] [--quick]
+                            [--max-input-mib N] [--quick] [--fast] [--compile static|dynamic]
+                            [--budget-s S]
 
 For every implemented op (``tileops.all_op_classes()``, or ``--op``) and every case of its
 manifest workloads (``tileops.manifest.workloads.cases``), the impls of the case are timed
@@ -19,7 +20,10 @@ in interleaved rounds (the order rotated each round, the median round kept):
                  says one call moves (read + write = the same bytes)
 
 Nothing here knows an op: inputs are seeded standard normals of the case's shapes and
-dtype; outputs are named by the manifest; bytes come from the roofline rule.
+dtype, drawn directly on the device the run is for (index inputs and inputs with
+`values` as the manifest's rules and the workloads' `draws` say); outputs are named by
+the manifest; bytes come from the roofline rule. A baseline that raises is recorded
+with its error and the run goes on.
 
 Timing. CPU: wall time of a ``perf_counter`` loop (:func:`loop_times_us`). CUDA: L2-cold
 (:func:`cuda_cold_us`: CUDA events around each call, a 256 MB buffer written between
@@ -63,11 +67,20 @@ COPY = "copy"
 BASE_IMPLS = ("tileops", "torch", "torch.compile")
 CPU_MAX_INPUT_MIB = 64
 
-# Timing budgets: (full run, --quick).
-CPU_LOOP = ({"rounds": 7, "round_s": 0.1, "warmup": 3}, {"rounds": 3, "round_s": 0.01, "warmup": 1})
-CUDA_ROUNDS = (3, 1)
-CUDA_COLD = ({"warmup": 25, "rep": 100}, {"warmup": 5, "rep": 10})       # milliseconds
-CUDA_HOT = ({"calls": 50, "replays": 20}, {"calls": 10, "replays": 3})
+# Timing budgets per level: "full" (the default), "fast" (--fast: one round of short
+# timers, for a run of many cases on a short device budget), "quick" (--quick, the smoke
+# test). The hot timer's calls and replays shrink for slow calls (budget_ms of replays).
+CPU_LOOP = {"full": {"rounds": 7, "round_s": 0.1, "warmup": 3},
+            "fast": {"rounds": 3, "round_s": 0.03, "warmup": 1},
+            "quick": {"rounds": 3, "round_s": 0.01, "warmup": 1}}
+CUDA_ROUNDS = {"full": 3, "fast": 1, "quick": 1}
+CUDA_COLD = {"full": {"warmup": 25, "rep": 100},        # milliseconds
+             "fast": {"warmup": 5, "rep": 25},
+             "quick": {"warmup": 5, "rep": 10}}
+CUDA_HOT = {"full": {"calls": 50, "replays": 20, "budget_ms": 300},
+            "fast": {"calls": 20, "replays": 5, "budget_ms": 30},
+            "quick": {"calls": 10, "replays": 3, "budget_ms": 10}}
+COMPILE_MODES = ("static", "dynamic")
 FLUSH_BYTES = 256 * 1024 * 1024
 
 
@@ -157,13 +170,14 @@ def loop_times_us(fns, *, sync=None, warmup=3, rounds=7, round_s=0.1, max_calls=
 _FLUSH = {}  # device index -> the 256 MB buffer written between cold calls
 
 
-def cuda_cold_us(fn, warmup=25, rep=100):
+def cuda_cold_us(fn, warmup=25, rep=100, estimates=5):
     """L2-cold device time of one call of ``fn``, in microseconds.
 
-    The recipe of ``triton.testing.do_bench``, without triton: a first call, five (flush +
-    call) iterations to estimate one, ``warmup`` ms of calls, then ``rep`` ms of calls each
-    preceded by a 256 MB ``zero_()`` (which evicts the 50-60 MB L2 of an H100/H200) and
-    timed with CUDA events around the call alone; the median is returned.
+    The recipe of ``triton.testing.do_bench``, without triton: a first call, up to
+    ``estimates`` (flush + call) iterations to estimate one (a single one when it already
+    takes more than a tenth of ``rep``), ``warmup`` ms of calls, then ``rep`` ms of calls
+    (at least one) each preceded by a 256 MB ``zero_()`` (which evicts the 50-60 MB L2 of
+    an H100/H200) and timed with CUDA events around the call alone; the median is returned.
 
     The interval starts when the GPU reaches the start event: when a call's host cost
     exceeds the flush's device time (torch.compile's guards: tens of µs) the GPU waits
@@ -175,6 +189,8 @@ def cuda_cold_us(fn, warmup=25, rep=100):
         Launches the work on the current CUDA stream.
     warmup, rep : float
         Warm-up and measurement budgets in milliseconds.
+    estimates : int
+        Most (flush + call) iterations of the first estimate.
     """
     import torch
     dev = torch.cuda.current_device()
@@ -184,13 +200,17 @@ def cuda_cold_us(fn, warmup=25, rep=100):
     fn()
     torch.cuda.synchronize()
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(5):
+    done, total = 0, 0.0
+    while done < max(1, estimates):
+        s.record()
         flush.zero_()
         fn()
-    e.record()
-    torch.cuda.synchronize()
-    est = max(s.elapsed_time(e) / 5, 1e-3)
+        e.record()
+        torch.cuda.synchronize()
+        done, total = done + 1, total + s.elapsed_time(e)
+        if total / done > rep / 10:   # a slow call: one estimate is enough
+            break
+    est = max(total / done, 1e-3)
     for _ in range(max(1, int(warmup / est))):
         fn()
     n_rep = max(1, int(rep / est))
@@ -205,11 +225,27 @@ def cuda_cold_us(fn, warmup=25, rep=100):
     return statistics.median(a.elapsed_time(b) for a, b in zip(starts, ends)) * 1e3
 
 
-def cuda_hot_us(fn, calls=50, replays=20, warmup=3):
+def hot_plan(calls, replays, est_us=None, budget_ms=None):
+    """(calls, replays) of :func:`cuda_hot_us` that keep the device time of the timed
+    replays (``replays`` x ``calls`` x ``est_us``) within ``budget_ms``: fewer calls per
+    graph first (down to 1), then fewer replays (down to 3). Unchanged without an estimate
+    or a budget."""
+    if not est_us or not budget_ms:
+        return calls, replays
+    budget_us = budget_ms * 1e3
+    calls = max(1, min(calls, int(budget_us / (replays * est_us))))
+    replays = max(3, min(replays, int(budget_us / (calls * est_us))))
+    return calls, replays
+
+
+def cuda_hot_us(fn, calls=50, replays=20, warmup=3, est_us=None, budget_ms=None):
     """L2-hot per-call device time of ``fn``, launch overhead removed by a CUDA graph.
 
     Warm-up calls on a side stream, then ``calls`` back-to-back calls captured into one
     ``torch.cuda.CUDAGraph``, replayed ``replays`` times (each timed with CUDA events).
+    Given an estimate of one call (``est_us``, e.g. its cold time) and ``budget_ms``, the
+    calls and replays shrink (:func:`hot_plan`) so that a call of milliseconds (a
+    reference over gigabytes) does not take a thousand calls' time.
 
     Parameters
     ----------
@@ -223,6 +259,7 @@ def cuda_hot_us(fn, calls=50, replays=20, warmup=3):
         Median replay time / ``calls``, in µs.
     """
     import torch
+    calls, replays = hot_plan(calls, replays, est_us, budget_ms)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -490,14 +527,17 @@ def resolved_params(op):
 
 
 def make_inputs(entry, case, device, seed=0):
-    """The case's inputs in the manifest's order: seeded standard normals of each present
-    input's shape and dtype rule (drawn on the CPU, the same numbers on every device), an
-    index input's integers in [0, its bound), an input with `values` uniform in [low, high),
-    None for an input the case gives no shape."""
+    """The case's inputs in the manifest's order, each drawn directly on ``device`` with a
+    generator of that device seeded from ``seed`` (nothing drawn on the host and moved: a
+    paged KV cache of gigabytes is drawn in milliseconds on a GPU): standard normals of
+    each present input's shape and dtype rule, an index input's integers in [0, its bound)
+    drawn as the case's ``draws`` say (uniform, distinct, max), an input with `values`
+    uniform in [low, high), None for an input the case gives no shape."""
     import torch
 
     from .manifest.workloads import drawn_values, input_dtype
-    gen = torch.Generator(device="cpu").manual_seed(seed)
+    dev = torch.device(device)
+    gen = torch.Generator(device=dev).manual_seed(seed)
     made = {}
     for k, spec in sorted(enumerate(entry.inputs), key=lambda kv: kv[1].bounded):
         shape = case.shapes.get(spec.name)
@@ -507,9 +547,11 @@ def make_inputs(entry, case, device, seed=0):
         dt = input_dtype(spec, case.dtype, made)
         if spec.bounded:   # in [0, the bound its rule gives) as the workloads draw it, or in [low, high) of `values`
             made[spec.name] = drawn_values(spec, shape, dt, made, case.params, seed + k,
-                                           case.draws.get(spec.name, "uniform")).to(device)
+                                           case.draws.get(spec.name, "uniform"), device=dev)
+        elif dt.is_floating_point:
+            made[spec.name] = torch.randn(tuple(shape), generator=gen, device=dev, dtype=dt)
         else:
-            made[spec.name] = torch.randn(tuple(shape), generator=gen).to(device=device, dtype=dt)
+            made[spec.name] = torch.randn(tuple(shape), generator=gen, device=dev).to(dt)
     return [made[spec.name] for spec in entry.inputs]
 
 
@@ -603,10 +645,15 @@ def input_bytes(case):
 
 def select_cases(cls, *, dtypes=None, keep=None, max_input_bytes=None, quick=False):
     """The cases of ``cls``'s workloads to run, after ``--dtypes``, ``--workloads`` and the
-    input-size cap; ``quick``: the first of them only."""
+    input-size cap; ``quick``: the first of them only, or, when the cap leaves none (an
+    embedding table of 1 GB on the CPU), the smallest case the filters keep."""
     from .manifest.workloads import cases
-    out = [c for c in cases(cls._entry, dtypes=dtypes)
-           if (keep is None or keep(c)) and (max_input_bytes is None or input_bytes(c) <= max_input_bytes)]
+    kept = [c for c in cases(cls._entry, dtypes=dtypes) if keep is None or keep(c)]
+    out = [c for c in kept if max_input_bytes is None or input_bytes(c) <= max_input_bytes]
+    if quick and not out and kept:
+        out = [min(kept, key=input_bytes)]
+        print(f"[bench] {cls.__name__}: no case under the input cap of {max_input_bytes / 2**20:g} MiB; "
+              f"--quick runs the smallest, {out[0].name} ({input_bytes(out[0]) / 2**20:.0f} MiB)", file=sys.stderr)
     return out[:1] if quick else out
 
 
@@ -614,18 +661,27 @@ def select_cases(cls, *, dtypes=None, keep=None, max_input_bytes=None, quick=Fal
 # running a case
 # ---------------------------------------------------------------------------------------
 class Config:
-    """What one run does: device, impls asked for, timing budgets, quick mode."""
+    """What one run does: device, impls asked for, timing level (quick, fast or full) and
+    how torch.compile compiles the reference.
 
-    def __init__(self, device, impls=None, quick=False):
+    compile: "static" compiles the reference afresh for each case (``dynamic=False``, the
+    dynamo caches reset: torch.compile's best case, a compile per case); "dynamic"
+    compiles it once per op with ``dynamic=True`` and keeps it over the op's cases (a
+    compile per dtype and param set: for ops of many cases on a short device budget)."""
+
+    def __init__(self, device, impls=None, quick=False, fast=False, compile="static"):
+        if compile not in COMPILE_MODES:
+            raise ValueError(f"compile must be one of {COMPILE_MODES}, not {compile!r}")
         self.device = device
         self.cuda = device == "cuda"
         self.quick = quick
         self.impls = impls  # None: every impl that applies
-        q = 1 if quick else 0
-        self.loop = CPU_LOOP[q]
-        self.rounds = CUDA_ROUNDS[q]
-        self.cold = CUDA_COLD[q]
-        self.hot = CUDA_HOT[q]
+        self.level = "quick" if quick else "fast" if fast else "full"
+        self.compile = compile
+        self.loop = CPU_LOOP[self.level]
+        self.rounds = CUDA_ROUNDS[self.level]
+        self.cold = CUDA_COLD[self.level]
+        self.hot = CUDA_HOT[self.level]
         self.metrics = ("cold_us", "hot_us") if self.cuda else ("us",)
 
     def wants(self, impl):
@@ -666,8 +722,11 @@ def build_impls(cls, case, cfg, notes):
     if cfg.wants("torch"):
         fns["torch"] = lambda: ref(*inputs)
     if cfg.wants("torch.compile"):
-        torch._dynamo.reset()  # fresh per case: no recompile limit, no dynamic shapes
-        compiled = torch.compile(ref, fullgraph=True, dynamic=False)
+        if cfg.compile == "static":
+            torch._dynamo.reset()  # fresh per case: no recompile limit, no dynamic shapes
+        # "dynamic": the op's earlier cases' code is kept (dynamo's cache on the code of
+        # `ref`, guarded on the params and dtype); run() reset it when the op began
+        compiled = torch.compile(ref, fullgraph=True, dynamic=cfg.compile == "dynamic")
         fns["torch.compile"] = lambda: compiled(*inputs)
     for peer, spec in peer_specs(entry).items():
         if not cfg.wants(peer):
@@ -694,6 +753,46 @@ def add_copy(fns, nbytes, dtype, device):
     return 2 * numel * es
 
 
+def impl_failed(r, impl, label, e, cfg):
+    """Records that ``impl`` raised ``e`` in its row ``r`` (``error``: the exception's type
+    and text) and says so on stderr with the traceback; on CUDA the memory it held is
+    given back. The impl is not timed further; the run goes on."""
+    traceback.print_exc()
+    r["error"] = f"{type(e).__name__}: {e}"
+    print(f"[bench] {label} {impl} failed: {clip(r['error'], 300)}", file=sys.stderr, flush=True)
+    if cfg.cuda:
+        import torch
+        try:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        except Exception:   # a sticky CUDA error: what follows will say so
+            pass
+
+
+def clip(text, width):
+    """The first line of ``text`` cut to ``width`` characters (with an ellipsis)."""
+    text = str(text).strip().splitlines()[0] if str(text).strip() else ""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def time_cpu(ready, cfg, impl_rows, label):
+    """Per-call times of every ready impl on the CPU, interleaved (:func:`loop_times_us`);
+    when one raises, each is timed alone so that the others still get their numbers."""
+    try:
+        med, rounds = loop_times_us(ready, keep_rounds=True, **cfg.loop)
+    except Exception:
+        med, rounds = {}, {}
+        for impl, fn in ready.items():
+            try:
+                m, r = loop_times_us({impl: fn}, keep_rounds=True, **cfg.loop)
+                med.update(m)
+                rounds.update(r)
+            except Exception as e:
+                impl_failed(impl_rows[impl], impl, label, e, cfg)
+    for impl in med:
+        impl_rows[impl].update(us=med[impl], us_rounds=rounds[impl])
+
+
 def time_cuda(ready, cfg, impl_rows, label):
     """Cold and hot times of every ready impl, in ``cfg.rounds`` interleaved rounds (the
     order rotated each round); each number the median over the rounds, every round kept."""
@@ -709,15 +808,15 @@ def time_cuda(ready, cfg, impl_rows, label):
             fn = ready[impl]
             try:
                 torch.cuda.synchronize()
-                samples[impl]["cold_us"].append(cuda_cold_us(fn, **cfg.cold))
+                cold = cuda_cold_us(fn, **cfg.cold)
+                samples[impl]["cold_us"].append(cold)
             except Exception as e:
-                traceback.print_exc()
-                row["error"] = f"{type(e).__name__}: {e}"
+                impl_failed(row, impl, label, e, cfg)
                 continue
             if "hot_error" in row:
                 continue
             try:
-                samples[impl]["hot_us"].append(cuda_hot_us(fn, **cfg.hot))
+                samples[impl]["hot_us"].append(cuda_hot_us(fn, est_us=cold, **cfg.hot))
             except Exception as e:  # not capturable: keep the cold numbers
                 row["hot_error"] = f"{type(e).__name__}: {e}"
                 print(f"[bench] {label} {impl}: CUDA-graph capture failed: {row['hot_error']}",
@@ -777,14 +876,16 @@ def run_case(cls, case, cfg, notes, failures):
         try:
             got = fn()  # the first call compiles (NVRTC, inductor, triton) outside the timers
             sync()
-            got = result(got)
-        except Exception as e:
-            traceback.print_exc()
-            r["error"] = f"{type(e).__name__}: {e}"
+            # the reference's outputs as op(*inputs) returns them (compiled too: lse dropped)
+            got = result(got if impl == "tileops" else default_outputs(entry, got))
+            if impl not in (REFERENCE, COPY):
+                err, scaled, ok = check_close(got, expected, dt)
+                r.update(max_abs_err=err, scaled_err=scaled, correct=ok)
+        except Exception as e:  # a baseline that fails (torch.compile's crash) is recorded; the run goes on
+            impl_failed(r, impl, label, e, cfg)
+            got = None
             continue
         if impl not in (REFERENCE, COPY):
-            err, scaled, ok = check_close(got, expected, dt)
-            r.update(max_abs_err=err, scaled_err=scaled, correct=ok)
             if not ok:
                 r["error"] = f"output differs from the reference: scaled error {scaled:.3g} > {TOLERANCE.get(dt, 2e-2):g}"
                 print(f"[bench] {label} {impl}: {r['error']}", file=sys.stderr)
@@ -801,9 +902,14 @@ def run_case(cls, case, cfg, notes, failures):
     if ready and cfg.cuda:
         time_cuda(ready, cfg, impl_rows, label)
     elif ready:
-        med, rounds = loop_times_us(ready, keep_rounds=True, **cfg.loop)
-        for impl in ready:
-            impl_rows[impl].update(us=med[impl], us_rounds=rounds[impl])
+        time_cpu(ready, cfg, impl_rows, label)
+    if "error" in tile and "error" not in row:   # tileops failed while timed
+        row["error"] = f"tileops: {tile['error']}"
+        failures.append(f"{label}: {row['error']}")
+    errors = {i: r.get("error") or f"not capturable in a CUDA graph: {r['hot_error']}"
+              for i, r in impl_rows.items() if r.get("error") or r.get("hot_error")}
+    if errors:
+        row["impl_errors"] = errors
     for impl, r in impl_rows.items():
         nbytes = r.get("bytes", row.get("bytes"))
         for metric in cfg.metrics:
@@ -848,9 +954,28 @@ def print_table(rows, metric):
              for i in others]
     cols += [("GB/s", (lambda r: r.get("impls", {}).get("tileops", {}).get(gk)), ".1f"),
              ("copy GB/s", (lambda r: r.get("impls", {}).get(COPY, {}).get(gk)), ".1f"),
+             ("%copy", (lambda r: percent(r.get("ratios", {}).get(metric, {}).get(f"tileops/{COPY}"))), ".0f"),
              ("won", (lambda r: r.get("winner", {}).get(metric)), ""),
-             ("ok", (lambda r: {True: "ok", False: "MISMATCH"}.get(r.get("correct"), r.get("error") and "ERROR")), "")]
+             ("ok", (lambda r: {True: "ok", False: "MISMATCH"}.get(r.get("correct"), r.get("error") and "ERROR")), ""),
+             ("failed", (lambda r: ",".join(r.get("impl_errors", {})) or None), "")]
     print(format_table(rows, cols, left=1))
+
+
+def percent(t_over_copy):
+    """tileops' bandwidth as a percentage of the copy floor's (100 = the floor) from the
+    ratio tileops time / copy time; None without one."""
+    return 100.0 / t_over_copy if t_over_copy else None
+
+
+def print_failed_impls(rows, width=300):
+    """One line per impl that failed in a case (a baseline's crash included: what it
+    raised, its first line); nothing when none did."""
+    lines = [f"  {r['case']}  {impl}: {clip(err, width)}"
+             for r in rows for impl, err in r.get("impl_errors", {}).items()]
+    if lines:
+        print("\nimpls that failed (raised: not timed; a mismatch: flagged and timed; not capturable: "
+              "no hot time; the full text in the JSON's impl_errors):")
+        print("\n".join(lines))
 
 
 def plot_results(data, out_path):
@@ -920,7 +1045,7 @@ def save_figure(fig, out_path, tag, dpi):
 # ---------------------------------------------------------------------------------------
 def add_arguments(ap):
     """The arguments of ``python -m tileops bench``."""
-    ap.add_argument("--op", help="one op class name (default: every implemented op)")
+    ap.add_argument("--op", help="op class name(s), comma-separated (default: every implemented op)")
     ap.add_argument("--device", choices=("cpu", "cuda"), default=None,
                     help="default: cuda when torch sees a GPU, else cpu")
     ap.add_argument("--out", help="results JSON (default benchmarks/results/<device>/<op>.json; with "
@@ -935,6 +1060,16 @@ def add_arguments(ap):
                     help=f"skip cases whose inputs total more (default {CPU_MAX_INPUT_MIB} on cpu, "
                          "no limit on cuda; 0: no limit)")
     ap.add_argument("--quick", action="store_true", help="one case per op, few iterations (smoke test)")
+    ap.add_argument("--fast", action="store_true",
+                    help="short timers (CUDA: one round, 25 ms of cold calls, 5 replays of a graph of <= 20 "
+                         "calls; CPU: 3 rounds of 0.03 s): many cases on a short device budget")
+    ap.add_argument("--compile", choices=COMPILE_MODES, default="static",
+                    help="torch.compile of the reference: static (default) compiles it afresh per case, "
+                         "dynamic=False; dynamic compiles it once per op with dynamic=True, kept over the "
+                         "op's cases (a compile per dtype and param set instead of one per case)")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="per op: start no case (but the first) after this many seconds; the cases left "
+                         "are listed in metadata.cases_skipped. The JSON is rewritten after every case either way")
     return ap
 
 
@@ -953,70 +1088,110 @@ def run(args):
         return 2
     classes = tileops.all_op_classes()
     if args.op:
-        if args.op not in classes:
-            print(f"[bench] no op {args.op!r}; implemented: {', '.join(classes)}", file=sys.stderr)
+        unknown = [o for o in args.op.split(",") if o not in classes]
+        if unknown:
+            print(f"[bench] no op {', '.join(map(repr, unknown))}; implemented: {', '.join(classes)}", file=sys.stderr)
             return 2
-        classes = {args.op: classes[args.op]}
+        classes = {o: classes[o] for o in args.op.split(",")}
     cap = args.max_input_mib if args.max_input_mib is not None else (CPU_MAX_INPUT_MIB if device == "cpu" else 0)
     impls = args.impls.split(",") if args.impls else None
     known = set(BASE_IMPLS) | {COPY} | {p for c in classes.values() for p in peer_specs(c._entry)}
     if impls and not set(impls) <= known:
         print(f"[bench] unknown impl(s) {sorted(set(impls) - known)}; known: {sorted(known)}", file=sys.stderr)
         return 2
-    cfg = Config(device, impls, args.quick)
+    cfg = Config(device, impls, args.quick, fast=args.fast, compile=args.compile)
     keep = case_filter(args.workloads)
     dtypes = args.dtypes.split(",") if args.dtypes else None
+    if cfg.compile == "dynamic":   # one op's cases share dynamo's cache: a compile per dtype and param set
+        import torch._dynamo.config as dynamo_config
+        dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, 256)
 
-    results = []  # (name, rows, meta)
+    results = []  # (name, rows, meta), the op being run last
     for name, cls in classes.items():
         if cls._entry.workloads is None or not cls._entry.ref_api:
             print(f"[bench] {name}: no workloads or no ref_api in the manifest; skipped", file=sys.stderr)
             continue
-        t0, load0 = time.perf_counter(), host_loadavg()
+        t0 = time.perf_counter()
         rows, failures, notes = [], [], {}
         selected = select_cases(cls, dtypes=dtypes, keep=keep, quick=args.quick,
                                 max_input_bytes=int(cap * 2**20) if cap else None)
+        meta = metadata(device, op=name, metrics=list(cfg.metrics), quick=args.quick, timing=cfg.level,
+                        compile=cfg.compile, budget_s=args.budget_s, max_input_mib=cap or None, peers=notes,
+                        host_loadavg_1m_start=host_loadavg(), timer=timer_description(cfg), tolerance=TOLERANCE,
+                        failures=failures, cases=len(selected))
+        results.append((name, rows, meta))
+        if cfg.compile == "dynamic":
+            torch._dynamo.reset()   # this op's compiled references only
         with torch.no_grad():
-            for case in selected:
+            for n, case in enumerate(selected):
+                if n and args.budget_s and time.perf_counter() - t0 > args.budget_s:   # at least one case
+                    meta["cases_skipped"] = [c.name for c in selected[n:]]
+                    meta["stopped"] = f"--budget-s {args.budget_s:g} s reached after {n} of {len(selected)} cases"
+                    print(f"[bench] {name}: {meta['stopped']}; {len(selected) - n} cases not run", file=sys.stderr)
+                    break
                 tc = time.perf_counter()
                 rows.append(run_case(cls, case, cfg, notes, failures))
                 print(f"[bench] {name} {case.name}: {time.perf_counter() - tc:.1f} s", file=sys.stderr, flush=True)
-        meta = metadata(device, op=name, metrics=list(cfg.metrics), quick=args.quick,
-                        max_input_mib=cap or None, peers=notes, host_loadavg_1m_start=load0,
-                        timer=timer_description(cfg), tolerance=TOLERANCE,
-                        elapsed_s=round(time.perf_counter() - t0, 1),
-                        status="FAILED" if failures else "ok", failures=failures)
-        results.append((name, rows, meta))
+                update_status(meta, t0, done=False)
+                write_outputs(results, args, device, quiet=True)  # a run cut short keeps the cases done
+        update_status(meta, t0, done=True)
         print(f"\n{name} on {meta['device_name']} (torch {meta['torch_version']}): "
-              f"{len(rows)} cases, ratio < 1 = tileops faster")
+              f"{len(rows)} cases, ratio < 1 = tileops faster, %copy = tileops' GB/s / the copy's")
         for metric in cfg.metrics:
             print(f"\n{metric}:")
             print_table(rows, metric)
+        print_failed_impls(rows)
         for peer, why in notes.items():
             print(f"[bench] {peer}: {why}")
     if not results:
         return 2
-    outputs = []
-    if args.out and len(results) > 1:
-        merged = dict(results[0][2], op=[n for n, _, _ in results], status="FAILED" if any(
-            m["status"] != "ok" for _, _, m in results) else "ok",
-            failures=[f for _, _, m in results for f in m["failures"]],
-            elapsed_s=round(sum(m["elapsed_s"] for _, _, m in results), 1))
-        outputs.append((Path(args.out), [r for _, rows, _ in results for r in rows], merged))
-    else:
-        for name, rows, meta in results:
-            outputs.append((Path(args.out) if args.out else default_out(device, name), rows, meta))
     status = 0
-    for path, rows, meta in outputs:
-        write_results(path, rows, meta)
+    for path, rows, meta in write_outputs(results, args, device):
         print(f"\n[bench] wrote {path} ({meta['elapsed_s']} s)")
         if not args.no_plot:
             plot_results({"metadata": meta, "rows": rows},
-                         Path(args.plot) if args.plot and len(outputs) == 1 else path.with_suffix(".png"))
+                         Path(args.plot) if args.plot and len(results) == 1 else path.with_suffix(".png"))
+        if meta.get("stopped"):
+            print(f"[bench] incomplete: {meta['stopped']}", file=sys.stderr)
         if meta["failures"]:
             print("[bench] FAILED: " + "; ".join(meta["failures"]), file=sys.stderr)
             status = 1
     return status
+
+
+def update_status(meta, t0, done):
+    """The op's metadata after a case (``done`` False: the file says the run is still
+    going, which a run killed by its time limit leaves behind) or at its end."""
+    if not done:
+        meta["stopped"] = "running: the file is rewritten after each case"
+    elif meta.get("stopped", "").startswith("running"):
+        del meta["stopped"]
+    meta.update(elapsed_s=round(time.perf_counter() - t0, 1), status="FAILED" if meta["failures"] else "ok",
+                host_loadavg_1m_end=host_loadavg(), complete=done and not meta.get("stopped"))
+
+
+def write_outputs(results, args, device, quiet=False):
+    """Writes the results so far: one JSON per op (``--out`` for a single op, else
+    benchmarks/results/<device>/<op>.json), or all of them in ``--out`` when several ops
+    run. Returns [(path, rows, meta)] as written."""
+    if args.out and (len(results) > 1 or "," in (args.op or "") or not args.op):
+        metas = [m for _, _, m in results]
+        merged = dict(metas[0], op=[n for n, _, _ in results],
+                      status="FAILED" if any(m["status"] != "ok" for m in metas) else "ok",
+                      failures=[f for m in metas for f in m["failures"]],
+                      complete=all(m.get("complete") for m in metas),
+                      elapsed_s=round(sum(m.get("elapsed_s", 0) for m in metas), 1))
+        merged.pop("stopped", None)
+        stopped = [f"{m['op']}: {m['stopped']}" for m in metas if m.get("stopped")]
+        if stopped:
+            merged["stopped"] = "; ".join(stopped)
+        outputs = [(Path(args.out), [r for _, rows, _ in results for r in rows], merged)]
+    else:
+        outputs = [(Path(args.out) if args.out else default_out(device, name), rows, meta)
+                   for name, rows, meta in results]
+    for path, rows, meta in outputs:
+        write_results(path, rows, meta)
+    return outputs
 
 
 def prepare_device(device, tag):
@@ -1038,7 +1213,9 @@ def timer_description(cfg):
     if cfg.cuda:
         return {"cold": f"CUDA events around each call, {FLUSH_BYTES >> 20} MB buffer written between "
                         f"calls, median over {cfg.cold['rep']} ms of calls",
-                "hot": f"CUDA graph of {cfg.hot['calls']} calls, median of {cfg.hot['replays']} replays / calls",
+                "hot": f"CUDA graph of {cfg.hot['calls']} calls, median of {cfg.hot['replays']} replays / calls "
+                       f"(fewer calls, then replays, when they would take over {cfg.hot['budget_ms']} ms at the "
+                       f"cold time)",
                 "rounds": cfg.rounds}
     return {"loop": f"perf_counter loop of ~{cfg.loop['round_s']} s per impl, impls interleaved, "
                     f"median of {cfg.loop['rounds']} rounds",

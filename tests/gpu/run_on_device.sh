@@ -2,8 +2,10 @@
 # Runs on the lent GPU machine (the `device` tool), from the repository root:
 #   bash tests/gpu/run_on_device.sh [full|bench|quick|kit|sweep|experiments]
 #     kit: GPU tests (bounded by TEST_SECONDS) and `python -m tileops bench` for every op
-#     (filtered by BENCH_OPS / BENCH_WORKLOADS / BENCH_DTYPES; KIT_STEPS=tests or bench runs
-#     one of the two), logs and bench JSON in $OUT/logs.tar.gz
+#     (filtered by BENCH_OPS / BENCH_WORKLOADS / BENCH_DTYPES; BENCH_ARGS adds options, e.g.
+#     "--fast --compile dynamic --budget-s 75"; each op's run is cut at BENCH_SECONDS_PER_OP,
+#     its JSON rewritten after every case; KIT_STEPS=tests or bench runs one of the two),
+#     logs and bench JSON in $OUT/logs.tar.gz
 #     full: everything but the sweeps (~7 min); bench: all but the C smoke test and the CPU
 #     suite; quick: GPU tests; sweep: GPU tests and the two sweeps of dev/sweep_norm.py;
 #     experiments: GPU tests, the lab's bit-for-bit tests (dev/tests), the cluster / bulk /
@@ -79,7 +81,7 @@ if [ "$MODE" = kit ] && [[ "${KIT_STEPS:-tests,bench}" == *bench* ]]; then
     for op in ${BENCH_OPS:-$(python3 -c 'import tileops; print(" ".join(tileops.all_op_classes()))')}; do
         timeout "${BENCH_SECONDS_PER_OP:-300}" python3 -m tileops bench --device cuda --op "$op" \
             ${BENCH_WORKLOADS:+--workloads "$BENCH_WORKLOADS"} ${BENCH_DTYPES:+--dtypes "$BENCH_DTYPES"} \
-            --out "$LOGS/bench/$op.json" --no-plot 2>&1 | tee "$LOGS/bench_$op.log" | tail -40
+            ${BENCH_ARGS:-} --out "$LOGS/bench/$op.json" --no-plot 2>&1 | tee "$LOGS/bench_$op.log" | tail -${BENCH_TAIL:-40}
     done
 fi
 if [ "$MODE" = full ] || [ "$MODE" = bench ]; then

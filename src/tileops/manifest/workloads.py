@@ -117,49 +117,56 @@ def _numel(shape) -> int:
     return n
 
 
-def ranged_values(spec, shape, dtype, made: dict, params: dict, seed: int):
+def _generator(seed: int, device):
+    """A generator on `device` (the CPU when None) seeded with `seed` (31 bits)."""
+    return torch.Generator(device=torch.device(device or "cpu")).manual_seed(seed & 0x7fffffff)
+
+
+def ranged_values(spec, shape, dtype, made: dict, params: dict, seed: int, device=None):
     """Values of an input with `values: [low, high]`: uniform in [low, high) (integers:
-    randint), on the CPU, seeded; the bounds are rules evaluated over the inputs made so
-    far and the params."""
+    randint), seeded, drawn on `device` (the CPU when None) with that device's generator;
+    the bounds are rules evaluated over the inputs made so far and the params."""
     low, high = (eval(r, _RULE_GLOBALS, {**params, **made}) for r in spec.values)  # rules the schema checked
-    gen = torch.Generator().manual_seed(seed & 0x7fffffff)
+    gen = _generator(seed, device)
     if dtype.is_floating_point:
-        u = torch.rand(tuple(shape), generator=gen, dtype=torch.float64)
+        u = torch.rand(tuple(shape), generator=gen, dtype=torch.float64, device=gen.device)
         return (u * (float(high) - float(low)) + float(low)).to(dtype)
     if _numel(shape) and int(high) <= int(low):
         raise ValueError(f"input '{spec.name}': its values [{low}, {high}) are empty: no value to draw")
-    return torch.randint(int(low), max(int(high), int(low) + 1), tuple(shape), generator=gen, dtype=torch.int64).to(dtype)
+    return torch.randint(int(low), max(int(high), int(low) + 1), tuple(shape), generator=gen, dtype=torch.int64,
+                         device=gen.device).to(dtype)
 
 
-def drawn_values(spec, shape, dtype, made: dict, params: dict, seed: int, draw: str = "uniform"):
-    """An input whose values the manifest bounds (`index` or `values`), drawn there; None
-    for an input without bounds (the drivers draw standard normals)."""
+def drawn_values(spec, shape, dtype, made: dict, params: dict, seed: int, draw: str = "uniform", device=None):
+    """An input whose values the manifest bounds (`index` or `values`), drawn there, on
+    `device` (the CPU when None); None for an input without bounds (the drivers draw
+    standard normals)."""
     if spec.index is not None:
-        return index_values(spec, shape, dtype, made, params, seed, draw)
+        return index_values(spec, shape, dtype, made, params, seed, draw, device)
     if spec.values is not None:
-        return ranged_values(spec, shape, dtype, made, params, seed)
+        return ranged_values(spec, shape, dtype, made, params, seed, device)
     return None
 
 
-def index_values(spec, shape, dtype, made: dict, params: dict, seed: int, draw: str = "uniform"):
-    """Values of an index input (`index: <bound rule>`) in [0, bound), on the CPU, seeded;
-    the bound is the rule evaluated over the inputs made so far and the params. `draw`
-    (schema.DRAWS): "uniform" draws each value independently, "max" gives every value
-    bound - 1, "distinct" draws without repeats (numel <= bound); an input declared
-    `distinct` (a slot mapping) is always drawn so."""
+def index_values(spec, shape, dtype, made: dict, params: dict, seed: int, draw: str = "uniform", device=None):
+    """Values of an index input (`index: <bound rule>`) in [0, bound), seeded, drawn on
+    `device` (the CPU when None) with that device's generator; the bound is the rule
+    evaluated over the inputs made so far and the params. `draw` (schema.DRAWS): "uniform"
+    draws each value independently, "max" gives every value bound - 1, "distinct" draws
+    without repeats (numel <= bound); an input declared `distinct` (a slot mapping) is
+    always drawn so."""
     bound = int(eval(spec.index, _RULE_GLOBALS, {**params, **made}))  # a rule the schema checked
-    n = 1
-    for d in shape:
-        n *= d
+    n = _numel(shape)
     if n and bound < 1:
         raise ValueError(f"index input '{spec.name}': its bound `{spec.index}` is {bound}: no valid value to draw")
-    gen = torch.Generator().manual_seed(seed & 0x7fffffff)
+    gen = _generator(seed, device)
     if spec.distinct:
         draw = "distinct"
     if draw == "max":
-        return torch.full(tuple(shape), max(bound - 1, 0), dtype=torch.int64).to(dtype)
+        return torch.full(tuple(shape), max(bound - 1, 0), dtype=torch.int64, device=gen.device).to(dtype)
     if draw == "distinct":   # no value twice: a random choice of n of the bound's values
         if n > bound:
             raise ValueError(f"index input '{spec.name}': {n} distinct values asked of [0, {bound})")
-        return torch.randperm(max(bound, 1), generator=gen)[:n].reshape(tuple(shape)).to(dtype)
-    return torch.randint(0, max(bound, 1), tuple(shape), generator=gen, dtype=torch.int64).to(dtype)
+        return torch.randperm(max(bound, 1), generator=gen, device=gen.device)[:n].reshape(tuple(shape)).to(dtype)
+    return torch.randint(0, max(bound, 1), tuple(shape), generator=gen, dtype=torch.int64,
+                         device=gen.device).to(dtype)

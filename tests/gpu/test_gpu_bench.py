@@ -1,0 +1,64 @@
+"""The benchmarks on a GPU: `python -m tileops bench` draws its inputs on the device (a
+paged KV cache of gigabytes in well under a second, valid block tables and lengths), a
+paged decode attention case runs end to end with its baselines (SDPA on the gathered K/V,
+torch.compile of the reference) checked and timed, and benchmarks/sampler_chain.py runs
+its chains in CUDA graphs. Skipped without CUDA (tests/gpu/conftest.py)."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import torch
+
+from tileops import bench
+from tileops.attention import PagedDecodeAttentionFwdOp
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def _case(terms, dtype="float16"):
+    case, = bench.select_cases(PagedDecodeAttentionFwdOp, dtypes=[dtype], keep=bench.case_filter(terms))
+    return case
+
+
+def test_a_large_paged_cache_is_drawn_on_the_device_quickly():
+    bench.make_inputs(PagedDecodeAttentionFwdOp._entry, _case("llama-3-8b&b=1&bs=16&ctx=1024"), "cuda")  # CUDA up
+    torch.cuda.synchronize()
+    case = _case("llama-3-8b&b=32&bs=16&ctx=32768")
+    t0 = time.perf_counter()
+    q, kc, vc, bt, sl = bench.make_inputs(PagedDecodeAttentionFwdOp._entry, case, "cuda")
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    assert kc.is_cuda and kc.shape == (32 * 2048, 16, 8, 128) and kc.nbytes == 2**31
+    assert dt < 2.0, f"{dt:.2f} s to draw 4 GiB of K/V on the device"
+    assert torch.equal(bt.flatten().sort().values, torch.arange(32 * 2048, device="cuda", dtype=torch.int32))
+    assert sl.is_cuda and bool((sl == 32768).all())
+    assert 0.95 < kc[:1024].float().std().item() < 1.05
+
+
+def test_a_paged_decode_case_runs_with_its_baselines():
+    cfg = bench.Config("cuda", fast=True)
+    notes, failures = {}, []
+    row = bench.run_case(PagedDecodeAttentionFwdOp, _case("qwen2.5-7b&b=8&bs=16&ctx=1024", "bfloat16"),
+                         cfg, notes, failures)
+    assert not failures and row["correct"] is True and "impl_errors" not in row, row
+    assert set(row["impls"]) == {"tileops", "torch", "torch.compile", "sdpa_gathered", "copy"}, notes
+    for impl, r in row["impls"].items():
+        assert r["cold_us"] > 0 and r["hot_us"] > 0, (impl, r)
+    assert row["impls"]["sdpa_gathered"]["correct"] is True and row["impls"]["torch.compile"]["correct"] is True
+    kv = 8 * 1024 * 4 * 128 * 2 * 2
+    assert row["bytes"] == kv + 2 * 8 * 28 * 128 * 2
+
+
+def test_the_sampler_chain_runs_in_cuda_graphs(tmp_path):
+    out = tmp_path / "chain.json"
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "sampler_chain.py"), "--device", "cuda",
+                        "--quick", "--impls", "tileops,torch", "--chains", "vllm,fused", "--out", str(out),
+                        "--no-plot"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert len(rows) == 4
+    for x in rows:
+        assert "error" not in x and x["tokens_differing"] == 0, x
+        assert x["cold_us"] > 0 and x["hot_us"] > 0 and x["eager_us"] > 0, x
