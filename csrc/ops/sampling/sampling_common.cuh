@@ -102,39 +102,6 @@ TILEOPS_DEV float smp_div(float a, float b) { /* IEEE division */
     return r;
 }
 /* exp(d) as 2^(d log2 e): NaN for NaN, 0 for -inf, subnormal results kept */
-/* RN(1/b): the IEEE reciprocal, once for the many divisions by b of smp_div_by */
-TILEOPS_DEV float smp_rcp(float b) {
-    float r;
-    asm("rcp.rn.f32 %0, %1;" : "=f"(r) : "f"(b));
-    return r;
-}
-/* a / b exactly as smp_div (div.rn.f32) rounds it, given y = smp_rcp(b), at the cost of a
- * multiply and four fmas instead of div.rn's subroutine. q0 = RN(a y) may be 2 ulps off
- * (y's error and q0's rounding); one correction q1 = RN(q0 + RN(a - b q0) y) makes it
- * faithful, and then Markstein's theorem applies: with y within half an ulp of 1/b and q1
- * within one ulp of a/b, the residual a - b q1 is exact (one fma) and RN(q1 + (a - b q1) y)
- * = RN(a/b), while nothing underflows or overflows. So the corrected quotient is taken
- * when |a|, |q0| and |y| lie in [2^-100, 2^100]; a = 0 gives q0 (0 y is the signed zero,
- * or the NaN, that a / b gives for every b); anything else (tiny or huge values,
- * infinities, NaN) div.rn itself. tests/runtime/test_division_by_reciprocal.py checks the
- * sequence against exact rational division on 10^4 cases of every kind. */
-TILEOPS_DEV float smp_fma(float a, float b, float c) {
-    float r;
-    asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));
-    return r;
-}
-TILEOPS_DEV int smp_moderate(float v) { /* |v| in [2^-100, 2^100] (NaN: no) */
-    const float m = tileops_as_float(tileops_as_uint(v) & 0x7fffffffu);
-    return m >= tileops_as_float(0x0d800000u) && m <= tileops_as_float(0x71800000u);
-}
-TILEOPS_DEV float smp_div_by(float a, float b, float y) {
-    const float q0 = tileops_mul(a, y);
-    if (smp_moderate(q0) && smp_moderate(a) && smp_moderate(y)) {
-        const float q1 = smp_fma(smp_fma(-q0, b, a), y, q0);
-        return smp_fma(smp_fma(-q1, b, a), y, q1);
-    }
-    return a == 0.0f ? q0 : smp_div(a, b);
-}
 TILEOPS_DEV float smp_exp(float d) {
     float r;
     asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(tileops_mul(d, 1.44269504088896341f)));

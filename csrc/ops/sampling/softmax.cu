@@ -6,9 +6,7 @@
  * z = x / t is an IEEE division (the value torch's `logits.float() / t` holds); M = max z
  * (a NaN passed over); e = exp(z - M) by ex2.approx (NaN stays NaN: a row with a NaN or a
  * +inf, or of -inf only, comes out NaN throughout, as torch gives it); S = sum e in a fixed
- * order; probs = e / S (IEEE division). Both divisions by smp_div_by: the correctly rounded
- * quotient from the row's reciprocal (a multiply, four fmas), not div.rn's subroutine per
- * element, which made the kernel bound by its arithmetic.
+ * order; probs = e / S (IEEE division).
  *
  * ==== A row over a cluster, read once ======================================================
  * The row's CHUNK elements of a CTA (sampling_common.cuh) are read once (a thread's octets
@@ -110,14 +108,14 @@ TILEOPS_DEV void smx_st8(char *row, long long o, const float *f) {
 
 /* z of octet j0 + b of a thread's batch (smp_batch_octet), divided by t */
 TILEOPS_DEV void smx_z(const char *xrow, long long o0, long long no, int j0, int b, unsigned tid, int full,
-                       const struct tileops_v4 *w, float t, float rt, float *z) {
+                       const struct tileops_v4 *w, float t, float *z) {
     smp_batch_octet(xrow, o0, no, j0, b, tid, full, w, SMP_NINF, z);
 #if TILEOPS_TEMP
 #pragma unroll
     for (int k = 0; k < 8; k++)
-        z[k] = smp_div_by(z[k], t, rt);
+        z[k] = smp_div(z[k], t);
 #else
-    (void)t, (void)rt;
+    (void)t;
 #endif
 }
 /* the batch's loads (when full) */
@@ -145,9 +143,9 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
     const char *xrow = (const char *)x + row * (long long)TILEOPS_N * TILEOPS_E;
     char *yrow = (char *)y + row * (long long)TILEOPS_N * SMX_OE;
 #if TILEOPS_TEMP
-    const float t = temperature[row], rt = smp_rcp(t);
+    const float t = temperature[row];
 #else
-    const float t = 1.0f, rt = 1.0f;
+    const float t = 1.0f;
     (void)temperature;
 #endif
     /* pass 1: z (kept on chip), the maximum */
@@ -161,7 +159,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
             const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
             if (o < no) {
                 float z[8];
-                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, rt, z);
+                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, z);
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
                     m = smp_max(m, z[k]);
@@ -191,7 +189,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
                 for (int k = 0; k < 8; k++)
                     z[k] = smx_stage[k * SMP_NO + o];
 #else
-                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, rt, z);
+                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, z);
 #endif
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
@@ -204,7 +202,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
             }
         }
     }
-    const float S = smp_cluster_f32(smp_block_sum(s, red, tid), &slots[1], tid, 1), rS = smp_rcp(S);
+    const float S = smp_cluster_f32(smp_block_sum(s, red, tid), &slots[1], tid, 1);
     smp_cluster_arrive(); /* this CTA has read the others' slots: they may exit after their wait */
     /* pass 3: probs = e / S */
     SMP_BATCH_UNROLL
@@ -223,14 +221,14 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
                 for (int k = 0; k < 8; k++)
                     p[k] = smx_stage[k * SMP_NO + o];
 #else
-                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, rt, p);
+                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, p);
 #pragma unroll
                 for (int k = 0; k < 8; k++)
                     p[k] = smp_exp(tileops_add(p[k], -M));
 #endif
 #pragma unroll
                 for (int k = 0; k < 8; k++)
-                    p[k] = smp_div_by(p[k], S, rS);
+                    p[k] = smp_div(p[k], S);
                 smx_st8(yrow, o0 + o, p);
             }
         }
