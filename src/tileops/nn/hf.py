@@ -214,14 +214,20 @@ def _rope_module(model, target):
     head = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     if rotary.inv_freq.numel() * 2 != head:
         return None                                   # partial rotary: not Llama's or Qwen2's layout
-    positions = torch.arange(config.max_position_embeddings, device=rotary.inv_freq.device)[None]
+    cache = cos_sin_cache_of(rotary, config.max_position_embeddings, head)
+    return RotaryEmbedding.from_cos_sin_cache(cache, head, is_neox=True, cast_cos_sin=True, target=target)
+
+
+def cos_sin_cache_of(rotary, max_position, head):
+    """A Hugging Face rotary module's own cos/sin for positions 0 .. max_position - 1, as a
+    float32 cos/sin cache [max_position, head] (RopeFwdOp's layout)."""
+    positions = torch.arange(max_position, device=rotary.inv_freq.device)[None]
     probe = torch.zeros(1, dtype=torch.float32, device=rotary.inv_freq.device)
     with torch.no_grad():
         cos, sin = rotary(probe, position_ids=positions)
     half = head // 2
     # Hugging Face's cos/sin repeat their halves (emb = cat(freqs, freqs)): keep one
-    cache = torch.cat((cos[0, :, :half], sin[0, :, :half]), dim=-1).float().contiguous()
-    return RotaryEmbedding.from_cos_sin_cache(cache, head, is_neox=True, cast_cos_sin=True, target=target)
+    return torch.cat((cos[0, :, :half], sin[0, :, :half]), dim=-1).float().contiguous()
 
 
 # ---- the forwards of the swapped classes --------------------------------------------------
