@@ -111,13 +111,13 @@ class PagedAttention(OpModule):
             raise InputValueError(f"PagedAttention: argument 'kv_cache': expected caches [num_blocks, "
                                   f"{self.block_size}, {self.num_kv_heads}, {self.head_size}] (block_size "
                                   f"{self.block_size}), got {list(key_cache.shape)}")
+        if s == 1 and (block_table is None or seq_lens is None):
+            raise InputValueError("PagedAttention: a decode call (one query token per sequence) needs "
+                                  "block_table and seq_lens")
         kt = k.reshape(b * s, self.num_kv_heads, self.head_size)
         vt = v.reshape(b * s, self.num_kv_heads, self.head_size)
         self._write_op(kt, vt, key_cache, value_cache, slot_mapping.reshape(-1))
         if s == 1:
-            if block_table is None or seq_lens is None:
-                raise InputValueError("PagedAttention: a decode call (one query token per sequence) needs "
-                                      "block_table and seq_lens")
             o = self._op(q.reshape(b, self.num_heads, self.head_size), key_cache, value_cache, block_table,
                          seq_lens)
             o = o.view(b, 1, self.num_heads, self.head_size)
