@@ -47,3 +47,32 @@ def test_quick_cpu_run_without_hugging_face(tmp_path):
     rows = data["rows"]
     assert data["metadata"]["status"] == "ok" and data["metadata"]["hf_baseline"].startswith("no Hugging Face")
     assert [set(r["impls"]) for r in rows] == [{"tileops eager"}, {"tileops eager"}]
+
+
+def test_tp_script_on_two_gloo_processes(tmp_path):
+    """benchmarks/layer_tp.py --device cpu --quick: 2 gloo ranks started by the script, the
+    TP layer equal to the 1-process layer, each rank's compiled graph (aot_eager) one graph
+    with one node per tileops call and two all-reduces."""
+    import torch.distributed as dist
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is not available in this torch build")
+    out = tmp_path / "layer_tp.json"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "layer_tp.py"), "--device", "cpu", "--quick",
+                        "--batches", "2", "--compile-backend", "aot_eager", "--out", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads(out.read_text())
+    assert data["metadata"]["status"] == "ok" and data["metadata"]["world_size"] == 2
+    rows = data["rows"]
+    assert [(x["phase"], x["batch"]) for x in rows] == [("decode", 2), ("prefill", 1)]
+    for x in rows:
+        assert set(x["impls"]) == {"1 GPU eager", "TP eager", "TP torch.compile"}
+        assert all(c["ok"] for c in x["checks"].values()) and x["graph_ok"] is True
+        assert len(x["graph_nodes_by_rank"]) == 2
+    decode_nodes = rows[0]["graph_nodes_by_rank"][0][0]
+    assert [n for n in decode_nodes if n.startswith("tileops")] == [
+        "tileops::norm_fused_add_rms_norm_fwd", "tileops::positional_rope_fwd",
+        "tileops::attention_kv_cache_write_fwd_writes_key_cache_writes_value_cache",
+        "tileops::attention_paged_decode_attention_fwd_without_lse", "tileops::norm_fused_add_rms_norm_fwd",
+        "tileops::activation_silu_and_mul_fwd"]
+    assert sum("all_reduce" in n for n in decode_nodes) == 2
