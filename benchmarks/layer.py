@@ -77,20 +77,30 @@ HF_EAGER, HF_COMPILE = "hf eager", "hf torch.compile"
 def parse_args(argv=None):
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_arguments(ap, "layer.json")
+    ap.add_argument("--no-hf", action="store_true", help="time tileops alone")
+    ap.add_argument("--no-subops", action="store_true", help="no per-sub-op timing")
+    return finish_args(ap.parse_args(argv))
+
+
+def add_arguments(ap, results_name):
+    """The arguments layer.py and layer_tp.py share."""
     ap.add_argument("--device", choices=("cuda", "cpu"), required=True)
-    ap.add_argument("--out", help="results JSON (default benchmarks/results/<device>/layer.json)")
+    ap.add_argument("--out", help=f"results JSON (default benchmarks/results/<device>/{results_name})")
     ap.add_argument("--quick", action="store_true", help="tiny layer, short context, few iterations")
     ap.add_argument("--batches", help="decode batch sizes (default 1,32,128; --quick: 1,3)")
     ap.add_argument("--context", type=int, help="decode context in tokens (default 4096; --quick: 64)")
     ap.add_argument("--prefill", type=int, help="prefill tokens (default 2048; --quick: 32; 0: no prefill)")
     ap.add_argument("--block-size", type=int, default=16)
     ap.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16", "float32"))
-    ap.add_argument("--no-hf", action="store_true", help="time tileops alone")
-    ap.add_argument("--no-compile", action="store_true", help="no torch.compile of Hugging Face's layer")
+    ap.add_argument("--no-compile", action="store_true", help="no torch.compile impl")
     ap.add_argument("--compile-backend", default="inductor",
-                    help="torch.compile backend of the HF baseline (inductor; another backend takes no mode)")
-    ap.add_argument("--no-subops", action="store_true", help="no per-sub-op timing")
-    args = ap.parse_args(argv)
+                    help="torch.compile backend (inductor; aot_eager: the CPU smoke tests; a backend other "
+                         "than inductor takes no mode)")
+
+
+def finish_args(args):
+    """The defaults that depend on --quick."""
     quick = args.quick
     args.batches = [int(b) for b in (args.batches or ("1,3" if quick else "1,32,128")).split(",")]
     args.context = args.context or (64 if quick else 4096)
@@ -149,18 +159,10 @@ class Timer:
         flush = torch.empty(256 * 2 ** 20, dtype=torch.uint8, device="cuda")
 
         def graph_us(body):
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                body()
-            torch.cuda.current_stream().wait_stream(side)
-            torch.cuda.synchronize()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
+            def calls_of_body():
                 for _ in range(calls):
                     body()
-            g.replay()
-            torch.cuda.synchronize()
+            g, _ = capture(calls_of_body)
             out = []
             for _ in range(replays):
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -180,6 +182,24 @@ class Timer:
                 fn()
             res[name] = max(0.0, graph_us(body) - base)
         return res
+
+
+def capture(fn):
+    """(graph, fn's outputs): fn run once on a side stream (its kernels built: a capture
+    may not compile), then captured in a torch.cuda.CUDAGraph, replayed once."""
+    import torch
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+    g.replay()
+    torch.cuda.synchronize()
+    return g, out
 
 
 def copy_gbps():
@@ -277,12 +297,45 @@ def hf_call(hf, cache, x, pos, cos_sin):
               position_embeddings=cos_sin)
 
 
-def compiled_hf(hf, args):
+def compiled_hf(hf, args, mode):
     import torch
     torch._dynamo.reset()
     if args.compile_backend == "inductor":
-        return torch.compile(hf, mode=args.compile_mode, fullgraph=True, dynamic=False)
+        return torch.compile(hf, mode=mode, fullgraph=True, dynamic=False)
     return torch.compile(hf, backend=args.compile_backend, fullgraph=True, dynamic=False)
+
+
+def hf_impls(args, layers, cache, start, x, pos, mine_out, mode, row, fns):
+    """Adds Hugging Face's eager and compiled (torch.compile `mode`) calls on `cache` to
+    `fns`, each putting the cache's write position back to `start` first, and checks
+    tileops' output (mine_out) against the eager one, the compiled one against eager."""
+    import torch
+    _, hf, rotary, _, _ = layers
+    position = cache.layers[0].cumulative_length
+    cos_sin = rotary(x, pos)
+
+    def call(module):
+        def step():
+            position.fill_(start)
+            return hf_call(module, cache, x, pos, cos_sin)
+        return step
+    with torch.no_grad():
+        want = call(hf)()
+    row["checks"][TILEOPS_EAGER] = check(mine_out, want, args.dtype)
+    fns[HF_EAGER] = call(hf)
+    if args.no_compile:
+        return
+    t0 = time.perf_counter()
+    compiled = call(compiled_hf(hf, args, mode))
+    try:
+        with torch.no_grad():
+            for _ in range(3):          # cudagraph trees record on a later call than the first
+                got = compiled()
+        row["checks"][HF_COMPILE] = check(got, want, args.dtype)
+        fns[HF_COMPILE] = compiled
+    except Exception as e:              # a baseline that fails is reported, not fatal
+        row["impls"][HF_COMPILE] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    row["compile_s"] = round(time.perf_counter() - t0, 1)
 
 
 # ---- where the decode step's time goes ---------------------------------------------------------
@@ -328,7 +381,7 @@ def check(got, want, dtype_name):
 
 def decode_row(args, timer, layers, batch, dtype, failures):
     import torch
-    mine, hf, rotary, config, _ = layers
+    mine, hf, _, config, _ = layers
     dev, ctx, bs = args.device, args.context, args.block_size
     kv, table = paged_cache(mine, batch, ctx, dev, dtype, seed=batch)
     g = torch.Generator(device=dev).manual_seed(1000 + batch)
@@ -352,32 +405,7 @@ def decode_row(args, timer, layers, batch, dtype, failures):
     fns = {}
     if hf is not None:
         cache = hf_static_cache(config, kv, table, ctx, batch, dev, dtype)
-        position = cache.layers[0].cumulative_length
-        cos_sin = rotary(x_sum, pos)
-
-        def hf_step():
-            position.fill_(ctx - 1)
-            return hf_call(hf, cache, x_sum, pos, cos_sin)
-        with torch.no_grad():
-            want = hf_step()
-        row["checks"][TILEOPS_EAGER] = check(mine_out, want, args.dtype)
-        fns[HF_EAGER] = hf_step
-        if not args.no_compile:
-            t0 = time.perf_counter()
-            chf = compiled_hf(hf, args)
-
-            def hf_compiled_step():
-                position.fill_(ctx - 1)
-                return hf_call(chf, cache, x_sum, pos, cos_sin)
-            try:
-                with torch.no_grad():
-                    for _ in range(3):
-                        got = hf_compiled_step()
-                    row["checks"][HF_COMPILE] = check(got, want, args.dtype)
-                fns[HF_COMPILE] = hf_compiled_step
-            except Exception as e:     # a baseline that fails is reported, not fatal
-                row["impls"][HF_COMPILE] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
-            row["compile_s"] = round(time.perf_counter() - t0, 1)
+        hf_impls(args, layers, cache, ctx - 1, x_sum, pos, mine_out, "reduce-overhead", row, fns)
     ok = all(c["ok"] for k, c in row["checks"].items() if k.startswith("tileops"))
     if ok:
         def mine_eager():
@@ -385,16 +413,8 @@ def decode_row(args, timer, layers, batch, dtype, failures):
             return step()
         fns[TILEOPS_EAGER] = mine_eager
         if args.device == "cuda":
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side), torch.no_grad():
-                step()
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph), torch.no_grad():
-                g_out, g_res = step()
-            graph.replay()
-            torch.cuda.synchronize()
+            with torch.no_grad():
+                graph, (g_out, g_res) = capture(step)
             row["checks"][TILEOPS_GRAPH] = check(g_out + g_res, mine_out, args.dtype)
 
             def mine_graph():
@@ -415,7 +435,7 @@ def decode_row(args, timer, layers, batch, dtype, failures):
 
 def prefill_row(args, timer, layers, dtype, failures):
     import torch
-    mine, hf, rotary, config, _ = layers
+    mine, hf, _, config, _ = layers
     dev, n, bs = args.device, args.prefill, args.block_size
     kv, table = paged_cache(mine, 1, n, dev, dtype, seed=7)
     g = torch.Generator(device=dev).manual_seed(2000)
@@ -439,34 +459,7 @@ def prefill_row(args, timer, layers, dtype, failures):
         from transformers import StaticCache
         cache = StaticCache(config=config, max_cache_len=n)
         cache.early_initialization(1, config.num_key_value_heads, config.head_dim, dtype, torch.device(dev))
-        position = cache.layers[0].cumulative_length
-        cos_sin = rotary(x_sum, pos)
-
-        def hf_step():
-            position.fill_(0)
-            return hf_call(hf, cache, x_sum, pos, cos_sin)
-        with torch.no_grad():
-            want = hf_step()
-        row["checks"][TILEOPS_EAGER] = check(mine_out, want, args.dtype)
-        fns[HF_EAGER] = hf_step
-        if not args.no_compile:
-            t0 = time.perf_counter()
-            saved, args.compile_mode = args.compile_mode, "default"
-            chf = compiled_hf(hf, args)
-            args.compile_mode = saved
-
-            def hf_compiled_step():
-                position.fill_(0)
-                return hf_call(chf, cache, x_sum, pos, cos_sin)
-            try:
-                with torch.no_grad():
-                    for _ in range(2):
-                        got = hf_compiled_step()
-                    row["checks"][HF_COMPILE] = check(got, want, args.dtype)
-                fns[HF_COMPILE] = hf_compiled_step
-            except Exception as e:
-                row["impls"][HF_COMPILE] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
-            row["compile_s"] = round(time.perf_counter() - t0, 1)
+        hf_impls(args, layers, cache, 0, x_sum, pos, mine_out, "default", row, fns)
     if all(c["ok"] for k, c in row["checks"].items() if k.startswith("tileops")):
         fns[TILEOPS_EAGER] = step
     else:
@@ -505,7 +498,6 @@ def print_table(rows):
 
 def main(argv=None):
     args = parse_args(argv)
-    args.compile_mode = "reduce-overhead"
     torch = common.prepare_device(args.device, "layer")
     if torch is None:
         return 2
@@ -541,12 +533,18 @@ def main(argv=None):
         meta["transformers_version"] = transformers.__version__
     except ImportError:
         pass
-    out = Path(args.out) if args.out else common.default_out(args.device, "layer.json")
+    return write(args, "layer", rows, meta, print_table)
+
+
+def write(args, tag, rows, meta, table):
+    """Writes the JSON (--out or the default path), prints the table and the failures;
+    returns the exit status."""
+    out = Path(args.out) if args.out else common.default_out(args.device, f"{tag}.json")
     common.write_results(out, rows, meta)
-    print_table(rows)
-    print(f"\n[layer] wrote {out} ({meta['elapsed_s']} s)")
-    if failures:
-        print("[layer] FAILED: " + "; ".join(failures), file=sys.stderr)
+    table(rows)
+    print(f"\n[{tag}] wrote {out} ({meta['elapsed_s']} s)")
+    if meta["failures"]:
+        print(f"[{tag}] FAILED: " + "; ".join(meta["failures"]), file=sys.stderr)
         return 1
     return 0
 

@@ -51,24 +51,9 @@ TP_EAGER, TP_GRAPH, TP_COMPILE = "TP eager", "TP (CUDA graph)", "TP torch.compil
 def parse_args(argv=None):
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--device", choices=("cuda", "cpu"), required=True)
+    single.add_arguments(ap, "layer_tp.json")
     ap.add_argument("--nproc", type=int, default=2, help="ranks to start without torchrun (default 2)")
-    ap.add_argument("--out", help="results JSON (default benchmarks/results/<device>/layer_tp.json)")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--batches")
-    ap.add_argument("--context", type=int)
-    ap.add_argument("--prefill", type=int)
-    ap.add_argument("--block-size", type=int, default=16)
-    ap.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16", "float32"))
-    ap.add_argument("--no-compile", action="store_true")
-    ap.add_argument("--compile-backend", default="inductor", help="inductor, or aot_eager (the CPU smoke test)")
-    args = ap.parse_args(argv)
-    quick = args.quick
-    args.batches = [int(b) for b in (args.batches or ("1,3" if quick else "1,32,128")).split(",")]
-    args.context = args.context or (64 if quick else 4096)
-    args.prefill = (32 if quick else 2048) if args.prefill is None else args.prefill
-    args.shape = single.TINY if quick else single.LLAMA3_8B
-    return args
+    return single.finish_args(ap.parse_args(argv))
 
 
 def node_names(gm):
@@ -98,23 +83,6 @@ def compile_recording(layer, backend_name):
         graphs.append(gm)
         return inner(gm, example_inputs)
     return torch.compile(layer, backend=backend, fullgraph=True, dynamic=False), graphs
-
-
-def capture(fn, device):
-    """(graph, outputs) of fn captured in a CUDA graph after a warm-up on a side stream."""
-    import torch
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        out = fn()
-    g.replay()
-    torch.cuda.synchronize()
-    return g, out
 
 
 def case(args, rank, timer, full, tp, batch, n_tokens, decode, failures):
@@ -149,10 +117,10 @@ def case(args, rank, timer, full, tp, batch, n_tokens, decode, failures):
         row["checks"][TP_EAGER] = single.check(out + res, want, args.dtype)
         fns = {ONE_EAGER if args.device != "cuda" or not decode else ONE_GRAPH: one, TP_EAGER: tp_step}
         if args.device == "cuda" and decode:
-            g1, _ = capture(one, dev)
+            g1, _ = single.capture(one)
             fns[ONE_GRAPH] = g1.replay
             try:
-                gt, (o, rr) = capture(tp_step, dev)
+                gt, (o, rr) = single.capture(tp_step)
                 row["checks"][TP_GRAPH] = single.check(o + rr, want, args.dtype)
                 error = None
             except Exception as e:      # NCCL capture refused: reported, the eager TP still timed
@@ -248,12 +216,7 @@ def worker(rank, world, args, init):
                                    backend="nccl" if args.device == "cuda" else "gloo",
                                    status="FAILED" if failures else "ok", failures=failures,
                                    elapsed_s=round(time.perf_counter() - t_start, 1))
-            out = Path(args.out) if args.out else common.default_out(args.device, "layer_tp.json")
-            common.write_results(out, rows, meta)
-            print_table(rows)
-            print(f"\n[layer_tp] wrote {out} ({meta['elapsed_s']} s)")
-            if failures:
-                print("[layer_tp] FAILED: " + "; ".join(failures), file=sys.stderr)
+            single.write(args, "layer_tp", rows, meta, print_table)
         dist.barrier()
         return 1 if failures else 0
     finally:

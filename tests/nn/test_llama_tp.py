@@ -17,6 +17,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from compile_contract import graph_targets
+
 CFG = dict(hidden_size=64, intermediate_size=176, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
            max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=10000.0, attention_bias=True)
 BS, WORLD = 4, 2
@@ -34,15 +36,8 @@ DECODE_NODES = ["tileops::norm_fused_add_rms_norm_fwd", "tileops::positional_rop
 
 
 def _names(gm):
-    import operator
-    out = []
-    for n in gm.graph.nodes:
-        if n.op == "call_function" and n.target is not operator.getitem:
-            schema = getattr(n.target, "_schema", None)
-            name = schema.name if schema is not None else str(n.target)
-            if name.startswith(("tileops", "_c10d_functional")):
-                out.append(name)
-    return out
+    """The graph's tileops and collective nodes, in order."""
+    return [t for t in graph_targets(gm) if t.startswith(("tileops", "_c10d_functional"))]
 
 
 def _worker(rank, init_file):
