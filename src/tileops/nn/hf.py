@@ -33,8 +33,9 @@ key and tensor stays where it was, the swapped modules share the original Parame
              frequencies change with the sequence (dynamic, longrope) are left to Hugging
              Face; a call without position_ids falls back to Hugging Face's rotation. A
              position at or past max_position_embeddings is outside the cache: an error on
-             the CPU, a NaN row on a GPU. The attention kernel itself is Hugging Face's
-             until tileops has attention ops (attention.py).
+             the CPU, a NaN row on a GPU. The attention kernel itself stays Hugging
+             Face's: its cache is contiguous, tileops' attention reads a paged one
+             (PagedAttention, attention.py; the decoder layer of llama.py holds both).
 
 Numerics: in float16 and bfloat16 the swapped modules compute what Hugging Face's compute,
 in the same roundings (cast_before_weight, cast_before_mul, cast_cos_sin: the rotation in
