@@ -237,8 +237,7 @@ def build_layers(shape, dtype, device, block_size, want_hf, seed=0, **tileops_kw
     torch.manual_seed(seed)
     hf_mod = hf_module() if want_hf else "--no-hf"
     if isinstance(hf_mod, str):
-        with torch.device(device):
-            mine = tnn.LlamaDecoderLayer(shape, block_size=block_size, dtype=dtype, **tileops_kw)
+        mine = tnn.LlamaDecoderLayer(shape, block_size=block_size, device=device, dtype=dtype, **tileops_kw)
         with torch.no_grad():
             mine.input_layernorm.weight.normal_(1.0, 0.1)
             mine.post_attention_layernorm.weight.normal_(1.0, 0.1)

@@ -186,8 +186,7 @@ def worker(rank, world, args, init):
         dev = f"cuda:{rank}" if args.device == "cuda" else "cpu"
         dtype = getattr(torch, args.dtype)
         full, _, _, _, _ = single.build_layers(args.shape, dtype, dev, args.block_size, want_hf=False)
-        with torch.device(dev):
-            tp = tnn.TensorParallelLlamaDecoderLayer(args.shape, block_size=args.block_size, dtype=dtype)
+        tp = tnn.TensorParallelLlamaDecoderLayer(args.shape, block_size=args.block_size, device=dev, dtype=dtype)
         tp.load_state_dict(full.state_dict())
         timer = single.Timer(args.device, args.quick)
         failures, rows = [], []

@@ -139,7 +139,9 @@ def _decode_inputs(layer, paging, B, t, seed):
 
 def _filled_layer(B, max_len):
     torch.manual_seed(0)
-    layer = tnn.LlamaDecoderLayer(CFG, block_size=BS, device=DEV, dtype=torch.bfloat16)
+    with torch.device(DEV):             # the default-device context: the cos/sin cache follows it too
+        layer = tnn.LlamaDecoderLayer(CFG, block_size=BS, dtype=torch.bfloat16)
+    assert layer.self_attn.rotary_emb.cos_sin_cache.device.type == layer.self_attn.qkv_proj.weight.device.type
     _randomise_norms(layer)
     paging = _paging(B, max_len)
     kv = layer.new_kv_cache(paging.num_blocks)

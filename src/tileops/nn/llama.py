@@ -148,8 +148,11 @@ class LlamaAttention(torch.nn.Module):
                                         dtype=dtype)
         self.o_proj = torch.nn.Linear(heads * head_dim, hidden, bias=bias, device=device, dtype=dtype)
         base, scaling, max_position = rope
+        # on the weights' device (a `with torch.device(...)` context included, which the
+        # Linear modules follow and the cache's op, taking a device argument, would not)
         self.rotary_emb = RotaryEmbedding(head_dim, max_position=max_position, base=base, rope_scaling=scaling,
-                                          cast_cos_sin=hf_numerics, device=device, target=target)
+                                          cast_cos_sin=hf_numerics, device=self.qkv_proj.weight.device,
+                                          target=target)
         self.attn = PagedAttention(heads, head_dim, kv_heads, block_size=block_size, scale=scale, target=target)
 
     def forward(self, x, positions, kv_cache, slot_mapping, block_table, seq_lens):
