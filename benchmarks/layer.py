@@ -43,10 +43,10 @@ for tileops, a StaticCache of as many slots for Hugging Face), causal attention 
 torch's SDPA, it has no prefill attention op yet); impls tileops eager, hf eager, hf
 torch.compile (default mode, fullgraph=True, dynamic=False).
 
-Timing (CUDA): each impl's calls back to back in rounds of `iters` calls between two CUDA
-events, the rounds interleaved across impls, the median round / iters: the per-step time a
-serving loop sees, host overhead included where the impl has it. CPU: perf_counter loops
-(tileops.bench.loop_times_us). Where the time goes: each sub-op of the tileops decode step
+Timing: each impl's calls back to back in rounds of `iters` calls (calibrated to ~50 ms)
+between two CUDA events (CPU: perf_counter), the rounds interleaved across impls, the median
+round / iters: the per-step time a serving loop sees, host overhead included where the impl
+has it. Where the time goes: each sub-op of the tileops decode step
 (the norms, the three matmuls... each op) timed alone in a CUDA graph of `calls` calls,
 each call after a 256 MB write that evicts L2 (the write timed alone and subtracted): their
 sum against the whole step shows what the step costs beyond its kernels. `bytes` of a
@@ -112,42 +112,61 @@ def finish_args(args):
 # ---- timers ---------------------------------------------------------------------------------
 
 class Timer:
-    """Per-call times of several callables, interleaved in rounds (module docstring)."""
+    """Per-call times of several callables, interleaved in rounds (module docstring).
+    layer_tp.py's ranks: `agree` maps each callable's calls per round, as this process
+    calibrated them, to the counts every rank uses (ranks calling collectives must make
+    the same number of calls), `barrier` lines the ranks up before each timed loop (a rank
+    would otherwise time its wait for the others)."""
 
-    def __init__(self, device, quick):
+    def __init__(self, device, quick, agree=None, barrier=None):
         import torch
         self.torch = torch
         self.cuda = device == "cuda"
         self.rounds = 3 if quick else 7
         self.round_s = 0.01 if quick else 0.05
+        self.agree = agree or (lambda iters: iters)
+        self.barrier = barrier
+
+    def _sync(self):
+        if self.cuda:
+            self.torch.cuda.synchronize()
+        if self.barrier is not None:
+            self.barrier()
+            if self.cuda:
+                self.torch.cuda.synchronize()
 
     def times_us(self, fns):
-        if not self.cuda:
-            return common.loop_times_us(fns, rounds=self.rounds, round_s=self.round_s)
         torch = self.torch
         iters = {}
         for name, fn in fns.items():
             for _ in range(3):
                 fn()
-            torch.cuda.synchronize()
+            self._sync()
             t0 = time.perf_counter()
             fn()
-            torch.cuda.synchronize()
+            self._sync()
             one = max(time.perf_counter() - t0, 1e-6)
             iters[name] = max(3, min(200, int(self.round_s / one)))
+        iters = self.agree(iters)
         samples = {name: [] for name in fns}
         order = list(fns.items())
         for r in range(self.rounds):
             k = r % len(order)
             for name, fn in order[k:] + order[:k]:
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                torch.cuda.synchronize()
-                start.record()
+                self._sync()
+                if self.cuda:
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record()
+                t0 = time.perf_counter()
                 for _ in range(iters[name]):
                     fn()
-                end.record()
-                torch.cuda.synchronize()
-                samples[name].append(start.elapsed_time(end) * 1e3 / iters[name])
+                if self.cuda:
+                    end.record()
+                    torch.cuda.synchronize()
+                    us = start.elapsed_time(end) * 1e3
+                else:
+                    us = (time.perf_counter() - t0) * 1e6
+                samples[name].append(us / iters[name])
         return {name: statistics.median(v) for name, v in samples.items()}
 
     def cold_us(self, fns, calls=20, replays=5):

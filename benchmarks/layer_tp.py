@@ -29,8 +29,8 @@ bfloat16: the row-parallel partial products are rounded to bfloat16 before their
 mismatch flags the row and exits 1.
 
 Timing: layer.py's Timer (CUDA events around rounds of back-to-back calls, rounds interleaved,
-the median), every rank timing at once, a barrier between impls; the JSON has rank 0's times
-and the slowest rank's. Output: {"metadata", "rows"} (--out, default
+the median), every rank timing at once with the same calls per round, a barrier before each
+timed loop; the JSON has rank 0's times and the slowest rank's. Output: {"metadata", "rows"} (--out, default
 benchmarks/results/<device>/layer_tp.json) and a table."""
 from __future__ import annotations
 
@@ -188,7 +188,11 @@ def worker(rank, world, args, init):
         full, _, _, _, _ = single.build_layers(args.shape, dtype, dev, args.block_size, want_hf=False)
         tp = tnn.TensorParallelLlamaDecoderLayer(args.shape, block_size=args.block_size, device=dev, dtype=dtype)
         tp.load_state_dict(full.state_dict())
-        timer = single.Timer(args.device, args.quick)
+        def agree(iters):       # every rank makes the same number of calls (each call all-reduces)
+            seen = [None] * world
+            dist.all_gather_object(seen, iters)
+            return {k: max(d[k] for d in seen) for k in iters}
+        timer = single.Timer(args.device, args.quick, agree, dist.barrier)
         failures, rows = [], []
         t_start = time.perf_counter()
         for batch in args.batches:
