@@ -21,10 +21,12 @@ layer's output in Hugging Face's sense is their sum. residual None: the first la
 input is the residual stream itself).
 
 A composite, as the seed has it: the layer has no compile boundary of its own, dynamo
-traces its forward, and each tileops call in it is one node of the graph (decode: 6 with a
-residual, rms_norm, rope, kv_cache_write, paged_decode_attention, fused_add_rms_norm,
-silu_and_mul; prefill: 5, torch's attention in place of the decode op). Every op instance
-is interned (tileops.nn._intern), so N equal layers compile once region by region.
+traces its forward, and each tileops call in it is one node of the graph: a decode step
+has six (fused_add_rms_norm, or rms_norm without a residual; rope; kv_cache_write;
+paged_decode_attention; fused_add_rms_norm; silu_and_mul), a prefill five (torch's SDPA in
+place of the decode attention), beside torch's matmuls (and, tensor-parallel, two
+all-reduces). Every op instance is interned (tileops.nn._intern), so N equal layers
+compile once region by region.
 
 State dict: Hugging Face's LlamaDecoderLayer keys (self_attn.{q,k,v,o}_proj.weight,
 mlp.{gate,up,down}_proj.weight, input_layernorm.weight, post_attention_layernorm.weight;
