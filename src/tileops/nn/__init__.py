@@ -4,7 +4,8 @@
     SiluAndMul, GeluAndMul                                                  (activation.py)
     RotaryEmbedding                                                         (positional.py)
     Embedding                                                               (embedding.py)
-    attention modules: to come (attention.py says where)
+    PagedAttention (KV cache write + paged decode attention)               (attention.py)
+    LlamaDecoderLayer, TensorParallelLlamaDecoderLayer                      (llama.py)
 
 Each module owns its parameters under torch's and Hugging Face's state_dict names, follows
 `.to()` and device moves like any module, and calls an op instance interned by its params
@@ -14,9 +15,12 @@ whole model. The Hugging Face patcher (`tileops.patch`, `patch_llama`, `patch_qw
 `unpatch`) lives in hf.py."""
 from ._intern import instance, interned
 from .activation import GeluAndMul, SiluAndMul
+from .attention import PagedAttention
 from .embedding import Embedding
 from .norm import FusedAddLayerNorm, FusedAddRMSNorm, GemmaRMSNorm, LayerNorm, RMSNorm
+from .llama import LlamaDecoderLayer, TensorParallelLlamaDecoderLayer
 from .positional import RotaryEmbedding
 
 __all__ = ["RMSNorm", "LayerNorm", "FusedAddRMSNorm", "FusedAddLayerNorm", "GemmaRMSNorm", "SiluAndMul",
-           "GeluAndMul", "RotaryEmbedding", "Embedding", "instance", "interned"]
+           "GeluAndMul", "RotaryEmbedding", "Embedding", "PagedAttention", "LlamaDecoderLayer",
+           "TensorParallelLlamaDecoderLayer", "instance", "interned"]

@@ -33,8 +33,9 @@ key and tensor stays where it was, the swapped modules share the original Parame
              frequencies change with the sequence (dynamic, longrope) are left to Hugging
              Face; a call without position_ids falls back to Hugging Face's rotation. A
              position at or past max_position_embeddings is outside the cache: an error on
-             the CPU, a NaN row on a GPU. The attention kernel itself is Hugging Face's
-             until tileops has attention ops (attention.py).
+             the CPU, a NaN row on a GPU. The attention kernel itself stays Hugging
+             Face's: its cache is contiguous, tileops' attention reads a paged one
+             (PagedAttention, attention.py; the decoder layer of llama.py holds both).
 
 Numerics: in float16 and bfloat16 the swapped modules compute what Hugging Face's compute,
 in the same roundings (cast_before_weight, cast_before_mul, cast_cos_sin: the rotation in
@@ -214,14 +215,20 @@ def _rope_module(model, target):
     head = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     if rotary.inv_freq.numel() * 2 != head:
         return None                                   # partial rotary: not Llama's or Qwen2's layout
-    positions = torch.arange(config.max_position_embeddings, device=rotary.inv_freq.device)[None]
+    cache = cos_sin_cache_of(rotary, config.max_position_embeddings, head)
+    return RotaryEmbedding.from_cos_sin_cache(cache, head, is_neox=True, cast_cos_sin=True, target=target)
+
+
+def cos_sin_cache_of(rotary, max_position, head):
+    """A Hugging Face rotary module's own cos/sin for positions 0 .. max_position - 1, as a
+    float32 cos/sin cache [max_position, head] (RopeFwdOp's layout)."""
+    positions = torch.arange(max_position, device=rotary.inv_freq.device)[None]
     probe = torch.zeros(1, dtype=torch.float32, device=rotary.inv_freq.device)
     with torch.no_grad():
         cos, sin = rotary(probe, position_ids=positions)
     half = head // 2
     # Hugging Face's cos/sin repeat their halves (emb = cat(freqs, freqs)): keep one
-    cache = torch.cat((cos[0, :, :half], sin[0, :, :half]), dim=-1).float().contiguous()
-    return RotaryEmbedding.from_cos_sin_cache(cache, head, is_neox=True, cast_cos_sin=True, target=target)
+    return torch.cat((cos[0, :, :half], sin[0, :, :half]), dim=-1).float().contiguous()
 
 
 # ---- the forwards of the swapped classes --------------------------------------------------
