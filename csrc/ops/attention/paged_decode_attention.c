@@ -62,6 +62,16 @@ typedef struct pda_args {
     int64_t G, es, max_chunks;
 } pda_args_t;
 
+/* A KV head's rows lie Hkv x D elements apart (a row per page at 8 fp32 heads of 128): the
+ * hardware prefetchers, which stay within a page, miss every one. The chunk's score loop
+ * asks for the K row PDA_PF tokens ahead and for the token's V row (read by the value
+ * pass after the chunk's scores, from the cache by then). */
+#define PDA_PF 4
+static void pda_prefetch_row(const char *p, int64_t bytes) {
+    for (int64_t o = 0; o < bytes; o += 64)
+        __builtin_prefetch(p + o, 0, 3);
+}
+
 /* Row of token t of sequence b's KV head kvh in a cache (the block id was checked). */
 static const char *pda_row(const pda_args_t *a, const char *cache, int64_t b, int64_t kvh, int64_t t) {
     const int64_t blk = a->bt[b * a->MB + t / a->BS];
@@ -386,7 +396,11 @@ static AI TGT void ISA(chunk_impl)(const pda_args_t *a, int64_t b, int64_t kvh, 
     }
     /* scores: the K row in fp32 (converted once), each 16 channels dotted with up to 4
      * heads' q at a time (a running sum per head, in channel order), folded */
+    const int64_t row_bytes = D * a->es;
     for (int64_t t = 0; t < n; t++) {
+        if (t + PDA_PF < n)
+            pda_prefetch_row(kp[t + PDA_PF], row_bytes);
+        pda_prefetch_row(vp[t], row_bytes);
         const float *k32 = (const float *)kp[t];
         if (dt != F32) {
             for (int64_t i = 0; i < D; i += 16)
