@@ -98,6 +98,18 @@ TILEOPS_DEV unsigned tileops_nctaid(void) {
     asm("mov.u32 %0, %%nctaid.x;" : "=r"(r));
     return r;
 }
+/* grid.y's block index and size (RoPE splits a token's heads, paged decode a sequence's
+ * chunks over grid.y) */
+TILEOPS_DEV unsigned tileops_ctaid_y(void) {
+    unsigned r;
+    asm("mov.u32 %0, %%ctaid.y;" : "=r"(r));
+    return r;
+}
+TILEOPS_DEV unsigned tileops_nctaid_y(void) {
+    unsigned r;
+    asm("mov.u32 %0, %%nctaid.y;" : "=r"(r));
+    return r;
+}
 TILEOPS_DEV unsigned tileops_ntid(void) {
     unsigned r;
     asm("mov.u32 %0, %%ntid.x;" : "=r"(r));
