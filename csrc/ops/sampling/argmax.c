@@ -39,26 +39,11 @@ static uint64_t reference_chunk(const void *ctx, int64_t r, int64_t i0, int64_t 
     return best;
 }
 
-#define VEC16_ISA VEC16_SCALAR
-#include "argmax.c"
-#undef VEC16_ISA
-#if VEC16_X86
-#define VEC16_ISA VEC16_AVX2
-#include "argmax.c"
-#undef VEC16_ISA
-#define VEC16_ISA VEC16_AVX512
-#include "argmax.c"
-#undef VEC16_ISA
-#endif
+#define VEC16_SELF "ops/sampling/argmax.c"
+#include "cpu/dispatch_levels.h"
 
 static sampling_chunk_fn chunk_for(int level) {
-    switch (level) {
-#if VEC16_X86
-    case TILEOPS_SIMD_AVX512: return chunk_avx512;
-    case TILEOPS_SIMD_AVX2: return chunk_avx2;
-#endif
-    default: return chunk_scalar;
-    }
+    return VEC16_AT_LEVEL(level, chunk);
 }
 
 static tileops_status_t argmax_call(const tileops_arg_t *g, int reference) {
