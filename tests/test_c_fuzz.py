@@ -425,19 +425,23 @@ def table_verdict(base, args, bufs):
     return True, _in_buffers(out, rows * width * 4, bufs)
 
 
-def _contract_call(C, fz, stats, h, name, base, args, valid, fits):
+def _contract_call(C, fz, stats, h, name, base, args, valid, fits, label=None, untouched=()):
     """One call of the contract fuzz: a valid call within the buffers must run, an invalid
-    one must be rejected with INVALID_ARGUMENT naming the kernel; a valid call past the
-    buffers is skipped (memory C cannot see: the Python layer's check)."""
+    one must be rejected with INVALID_ARGUMENT naming the kernel (`name`, or `base` for a
+    reference that reports its op's name) and leave the `untouched` (address, bytes) spans
+    as they were; a valid call past the buffers is skipped (memory C cannot see: the
+    Python layer's check). `label`: how a failure names the call (default: name and args)."""
     if valid and not fits:
         stats["skipped"] += 1
         return
-    label = f"{name}{tuple(args)}"
+    label = label or f"{name}{tuple(args)}"
+    before = [ctypes.string_at(p, n) for p, n in untouched]
     try:
         C.cpu_launch(h, *args)
     except StatusError as e:
         assert not valid, f"{label}: a valid call was rejected: {e}"
         assert e.code == 1 and str(e).startswith((name + ":", base + ":")), f"{label}: {type(e).__name__}: {e}"
+        assert [ctypes.string_at(p, n) for p, n in untouched] == before, f"{label}: rejected, but wrote"
         stats["rejected"] += 1
     else:
         assert valid, f"{label}: an invalid call ran"
@@ -613,88 +617,6 @@ def group_cpu_launch(C):
     assert stats["rejected"] > 300 and stats["ran"] > 300, stats
     print("table contract fuzz:", stats)
 
-
-def kv_cache_write_verdict(args, slots, bufs):
-    """(valid by the contract, fits the buffers) for kv_cache_write's arguments; `slots`:
-    the values the slot buffer holds (the first T of them are read)."""
-    k, v, kc, vc, sp, T, H, D, n, kst, ksh, vst, vsh, dt, sdt = args
-    if dt not in ES or sdt not in (3, 4) or T < 0 or H < 1 or D < 1 or n < 0:
-        return False, False
-    es, ss = ES[dt], 4 if sdt == 3 else 8
-    if H > I64_MAX // es // D or n > I64_MAX // es // D // H:
-        return False, False
-    if T == 0:
-        return True, True
-    if not (k and v and kc and vc and sp) or min(kst, ksh, vst, vsh) < 0:
-        return False, False
-    extents = []
-    for st, sh in ((kst, ksh), (vst, vsh)):
-        last = (T - 1) * st + (H - 1) * sh + D
-        if last > I64_MAX // es:
-            return False, False
-        extents.append(last * es)
-    # the pointers themselves are what C cannot check (their extent, their alignment): a
-    # call with one outside the buffers or misaligned is skipped (the slots are read next)
-    spans = [(k, extents[0], es), (v, extents[1], es), (kc, n * H * D * es, es), (vc, n * H * D * es, es),
-             (sp, T * ss, ss)]
-    if not all(p % a == 0 and _in_buffers(p, nb, bufs) for p, nb, a in spans):
-        return True, False
-    return not any(s >= n for s in slots[:T]), True
-
-
-def kv_cache_write_contract(C, rng, bufs, hostile_ptrs):
-    """kv_cache_write (and its reference) with random arguments, valid or not, and random
-    slot values (in range, negative, past num_slots): an invalid call is rejected with
-    INVALID_ARGUMENT naming the kernel before it writes anything; a valid one within the
-    buffers runs (under the sanitizers: touching only its rows)."""
-    calls = 0
-    stats = {"rejected": 0, "ran": 0, "skipped": 0}
-    for name in ("kv_cache_write", "kv_cache_write_reference"):
-        h, fmt = C.cpu_kernel(name)
-        assert fmt == "pppppqqqqqqqqii", fmt
-        for _ in range(2500):
-            def pick(good, bad):
-                return rng.choice(good) if rng.random() < 0.85 else rng.choice(bad)
-
-            def ptr(slot):
-                return pick([bufs[slot]], [0, bufs[slot] + 1, bufs[slot] + 2] + hostile_ptrs)
-            T, H, D = pick(range(0, 5), [_hostile_size(rng, 4)]), pick(range(1, 4), [_hostile_size(rng, 3)]), \
-                pick(range(1, 9), [_hostile_size(rng, 8)])
-            n = pick(range(0, 9), [_hostile_size(rng, 8)])
-            hd = max(1, min(H, 2**20)) * max(1, min(D, 2**20))
-            st = [pick([hd, hd + rng.randint(0, 3)], [-1, I64_MAX, rng.randint(0, I64_MAX)]) for _ in range(2)]
-            sh = [pick([max(1, min(D, 2**20)), rng.randint(0, 9)], [-1, I64_MAX]) for _ in range(2)]
-            sdt = pick([3, 4], [0, 1, 2, -1, INT_MAX])
-            slots = [pick([rng.randint(-2, max(0, min(n, 64) - 1))], [n, n + 1, 2**31 - 1, 2**40]) for _ in range(8)]
-            if sdt in (3, 4):   # the slot values in their buffer (5)
-                for i, s_ in enumerate(slots):
-                    width = 4 if sdt == 3 else 8
-                    s_ = max(min(s_, 2**(8 * width - 1) - 1), -2**(8 * width - 1))
-                    slots[i] = s_
-                    ctypes.memmove(bufs[5] + i * width, s_.to_bytes(width, "little", signed=True), width)
-            args = [ptr(0), ptr(1), ptr(2), ptr(3), ptr(5), T, H, D, n, st[0], sh[0], st[1], sh[1],
-                    pick([0, 1, 2], [3, -1, 99]), sdt]
-            valid, fits = kv_cache_write_verdict(args, slots, bufs)
-            if valid and not fits:
-                stats["skipped"] += 1  # memory C cannot see: the Python layer's check
-                continue
-            before = [ctypes.string_at(bufs[i], BUF) for i in (2, 3)]
-            label = f"{name}{tuple(args)} slots {slots[:max(0, min(T, 8))]}"
-            try:
-                C.cpu_launch(h, *args)
-            except StatusError as e:
-                assert not valid, f"{label}: a valid call was rejected: {e}"
-                assert e.code == 1 and str(e).startswith(name + ":"), f"{label}: {type(e).__name__}: {e}"
-                assert [ctypes.string_at(bufs[i], BUF) for i in (2, 3)] == before, f"{label}: rejected, but wrote"
-                stats["rejected"] += 1
-            else:
-                assert valid, f"{label}: an invalid call ran"
-                stats["ran"] += 1
-            calls += 1
-    assert stats["rejected"] > 1000 and stats["ran"] > 600, stats
-    print("kv_cache_write contract fuzz:", stats)
-    return calls
-
     # the sampling kernels' contracts, the same way
     sstats = {"rejected": 0, "ran": 0, "skipped": 0}
     for name in names:
@@ -727,7 +649,76 @@ def kv_cache_write_contract(C, rng, bufs, hostile_ptrs):
             _contract_call(C, fz, sstats, h, name, base, args, *sampling_verdict(base, args, bufs))
     assert sstats["rejected"] > 1000 and sstats["ran"] > 1000, sstats
     print("sampling contract fuzz:", sstats)
-    return fz.calls + kv_cache_write_contract(C, rng, bufs, hostile_ptrs)
+
+    kv_cache_write_contract(C, fz, rng, bufs, hostile_ptrs)
+    return fz.calls
+
+
+def kv_cache_write_verdict(args, slots, bufs):
+    """(valid by the contract, fits the buffers) for kv_cache_write's arguments; `slots`:
+    the values the slot buffer holds (the first T of them are read)."""
+    k, v, kc, vc, sp, T, H, D, n, kst, ksh, vst, vsh, dt, sdt = args
+    if dt not in ES or sdt not in (3, 4) or T < 0 or H < 1 or D < 1 or n < 0:
+        return False, False
+    es, ss = ES[dt], 4 if sdt == 3 else 8
+    if H > I64_MAX // es // D or n > I64_MAX // es // D // H:
+        return False, False
+    if T == 0:
+        return True, True
+    if not (k and v and kc and vc and sp) or min(kst, ksh, vst, vsh) < 0:
+        return False, False
+    extents = []
+    for st, sh in ((kst, ksh), (vst, vsh)):
+        last = (T - 1) * st + (H - 1) * sh + D
+        if last > I64_MAX // es:
+            return False, False
+        extents.append(last * es)
+    # the pointers themselves are what C cannot check (their extent, their alignment): a
+    # call with one outside the buffers or misaligned is skipped (the slots are read next)
+    spans = [(k, extents[0], es), (v, extents[1], es), (kc, n * H * D * es, es), (vc, n * H * D * es, es),
+             (sp, T * ss, ss)]
+    if not all(p % a == 0 and _in_buffers(p, nb, bufs) for p, nb, a in spans):
+        return True, False
+    return not any(s >= n for s in slots[:T]), True
+
+
+def kv_cache_write_contract(C, fz, rng, bufs, hostile_ptrs):
+    """kv_cache_write (and its reference) with random arguments, valid or not, and random
+    slot values (in range, negative, past num_slots): an invalid call is rejected with
+    INVALID_ARGUMENT naming the kernel before it writes anything; a valid one within the
+    buffers runs (under the sanitizers: touching only its rows)."""
+    stats = {"rejected": 0, "ran": 0, "skipped": 0}
+    for name in ("kv_cache_write", "kv_cache_write_reference"):
+        h, fmt = C.cpu_kernel(name)
+        assert fmt == "pppppqqqqqqqqii", fmt
+        for _ in range(2500):
+            def pick(good, bad):
+                return rng.choice(good) if rng.random() < 0.85 else rng.choice(bad)
+
+            def ptr(slot):
+                return pick([bufs[slot]], [0, bufs[slot] + 1, bufs[slot] + 2] + hostile_ptrs)
+            T, H, D = pick(range(0, 5), [_hostile_size(rng, 4)]), pick(range(1, 4), [_hostile_size(rng, 3)]), \
+                pick(range(1, 9), [_hostile_size(rng, 8)])
+            n = pick(range(0, 9), [_hostile_size(rng, 8)])
+            hd = max(1, min(H, 2**20)) * max(1, min(D, 2**20))
+            st = [pick([hd, hd + rng.randint(0, 3)], [-1, I64_MAX, rng.randint(0, I64_MAX)]) for _ in range(2)]
+            sh = [pick([max(1, min(D, 2**20)), rng.randint(0, 9)], [-1, I64_MAX]) for _ in range(2)]
+            sdt = pick([3, 4], [0, 1, 2, -1, INT_MAX])
+            slots = [pick([rng.randint(-2, max(0, min(n, 64) - 1))], [n, n + 1, 2**31 - 1, 2**40]) for _ in range(8)]
+            if sdt in (3, 4):   # the slot values in their buffer (5)
+                for i, s_ in enumerate(slots):
+                    width = 4 if sdt == 3 else 8
+                    s_ = max(min(s_, 2**(8 * width - 1) - 1), -2**(8 * width - 1))
+                    slots[i] = s_
+                    ctypes.memmove(bufs[5] + i * width, s_.to_bytes(width, "little", signed=True), width)
+            args = [ptr(0), ptr(1), ptr(2), ptr(3), ptr(5), T, H, D, n, st[0], sh[0], st[1], sh[1],
+                    pick([0, 1, 2], [3, -1, 99]), sdt]
+            valid, fits = kv_cache_write_verdict(args, slots, bufs)
+            _contract_call(C, fz, stats, h, name, name, args, valid, fits,
+                           label=f"{name}{tuple(args)} slots {slots[:max(0, min(T, 8))]}",
+                           untouched=[(bufs[2], BUF), (bufs[3], BUF)])
+    assert stats["rejected"] > 1000 and stats["ran"] > 600, stats
+    print("kv_cache_write contract fuzz:", stats)
 
 
 # ---- group: cuda -------------------------------------------------------------------------------
