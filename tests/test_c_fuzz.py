@@ -501,6 +501,15 @@ def _hostile_size(rng, small):
                        2**31, 2**32 + 1, 2**40, 2**62, rng.randint(0, I64_MAX)])
 
 
+def _kernels_of(C, names, bases):
+    """(name, base, handle) of each table entry among `names` whose op (the name less
+    "_reference") is one of `bases`."""
+    for name in names:
+        base = name[:-len("_reference")] if name.endswith("_reference") else name
+        if base in bases:
+            yield name, base, C.cpu_kernel(name)[0]
+
+
 def group_cpu_launch(C):
     C.set_error_classes(tuple(STATUS[:C.STATUS_COUNT]))
     fz = Fuzz(C)
@@ -553,16 +562,12 @@ def group_cpu_launch(C):
 
     # the contracts: random arguments, valid or not; an invalid call must be rejected with
     # INVALID_ARGUMENT naming the kernel, a valid one within the buffers must run
-    stats = {"rejected": 0, "ran": 0, "skipped": 0}
-    for name in names:
-        base = name[:-len("_reference")] if name.endswith("_reference") else name
-        if base not in NORM_ROWS_OPS and base != "rms_norm":
-            continue
-        h, fmt = C.cpu_kernel(name)
-        for _ in range(1500):
-            def pick(good, bad):  # mostly in contract, so that valid calls run too
-                return rng.choice(good) if rng.random() < 0.85 else rng.choice(bad)
+    def pick(good, bad):  # mostly in contract, so that valid calls run too
+        return rng.choice(good) if rng.random() < 0.85 else rng.choice(bad)
 
+    stats = {"rejected": 0, "ran": 0, "skipped": 0}
+    for name, base, h in _kernels_of(C, names, set(NORM_ROWS_OPS) | {"rms_norm"}):
+        for _ in range(1500):
             def ptr(slot):
                 return pick([bufs[slot], bufs[slot] + 64],
                             [0, bufs[slot] + 1, bufs[slot] + 2, bufs[slot] + 4] + hostile_ptrs)
@@ -593,14 +598,8 @@ def group_cpu_launch(C):
 
     # the positional tables: sizes around the buffers' 4096 bytes, hostile doubles
     stats = {"rejected": 0, "ran": 0, "skipped": 0}
-    for name in names:
-        base = name[:-len("_reference")] if name.endswith("_reference") else name
-        if base not in TABLE_KERNELS:
-            continue
-        h, fmt = C.cpu_kernel(name)
+    for name, base, h in _kernels_of(C, names, TABLE_KERNELS):
         for _ in range(600):
-            def pick(good, bad):
-                return rng.choice(good) if rng.random() < 0.85 else rng.choice(bad)
             out = pick([bufs[0], bufs[1] + 16], [0, bufs[0] + 1, bufs[0] + 2] + hostile_ptrs)
             if base == "alibi":
                 args = [out, pick(range(0, 9), [_hostile_size(rng, 8)]), pick(range(0, 33), [_hostile_size(rng, 32)])]
@@ -619,15 +618,8 @@ def group_cpu_launch(C):
 
     # the sampling kernels' contracts, the same way
     sstats = {"rejected": 0, "ran": 0, "skipped": 0}
-    for name in names:
-        base = name[:-len("_reference")] if name.endswith("_reference") else name
-        if base not in SAMPLING_OPS:
-            continue
-        h, fmt = C.cpu_kernel(name)
+    for name, base, h in _kernels_of(C, names, SAMPLING_OPS):
         for _ in range(600):
-            def pick(good, bad):
-                return rng.choice(good) if rng.random() < 0.85 else rng.choice(bad)
-
             def ptr(slot, optional=False):
                 good = [bufs[slot], bufs[slot] + 64] + ([0] if optional else [])
                 return pick(good, [0, bufs[slot] + 1, bufs[slot] + 2, bufs[slot] + 4] + hostile_ptrs)
