@@ -565,12 +565,13 @@ def group_cpu_launch(C):
     def pick(good, bad):  # mostly in contract, so that valid calls run too
         return rng.choice(good) if rng.random() < 0.85 else rng.choice(bad)
 
+    def ptr(slot, optional=False):  # buffer `slot` (or at 64 bytes in, or 0 where optional), else a bad one
+        good = [bufs[slot], bufs[slot] + 64] + ([0] if optional else [])
+        return pick(good, [0, bufs[slot] + 1, bufs[slot] + 2, bufs[slot] + 4] + hostile_ptrs)
+
     stats = {"rejected": 0, "ran": 0, "skipped": 0}
     for name, base, h in _kernels_of(C, names, set(NORM_ROWS_OPS) | {"rms_norm"}):
         for _ in range(1500):
-            def ptr(slot):
-                return pick([bufs[slot], bufs[slot] + 64],
-                            [0, bufs[slot] + 1, bufs[slot] + 2, bufs[slot] + 4] + hostile_ptrs)
             dt = pick([0, 1, 2], [-1, 3, 6, 99, INT_MAX, INT_MIN])
             eps = rng.choice([1e-5, 1e-6, 0.0, -1.0, float("nan"), float("inf")])
             rows = pick(range(0, 5), [_hostile_size(rng, 4)])
@@ -620,9 +621,6 @@ def group_cpu_launch(C):
     sstats = {"rejected": 0, "ran": 0, "skipped": 0}
     for name, base, h in _kernels_of(C, names, SAMPLING_OPS):
         for _ in range(600):
-            def ptr(slot, optional=False):
-                good = [bufs[slot], bufs[slot] + 64] + ([0] if optional else [])
-                return pick(good, [0, bufs[slot] + 1, bufs[slot] + 2, bufs[slot] + 4] + hostile_ptrs)
             dt = pick([0, 1, 2], [-1, 3, 6, 99, INT_MAX, INT_MIN])
             B = pick(range(0, 5), [_hostile_size(rng, 4)])
             V = pick(range(1, 17), [0, _hostile_size(rng, 16)])
