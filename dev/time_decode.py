@@ -20,7 +20,7 @@ import sys
 
 import torch
 
-from lab import common, default_out
+from lab import common, default_out, min_rows, time_interleaved
 
 tileops = common.import_tileops()
 from tileops import _C, runtime  # noqa: E402
@@ -97,17 +97,7 @@ def main(argv=None):
                     def fn(h=h, grid=grid, threads=threads, args=args):
                         _C.cuda_launch(h, min(grid, 2**31 - 1), 1, 1, threads, 1, 1, 0, stream_of(0), *args)
                     fns[f"{op} {vname}"] = fn
-            names = list(fns)
-            times = {k: {"hot": [], "cold": []} for k in names}
-            for rnd in range(2):
-                for k in (names if rnd == 0 else names[::-1]):
-                    times[k]["hot"].append(common.cuda_hot_us(fns[k]))
-                    times[k]["cold"].append(common.cuda_cold_us(fns[k], warmup=10, rep=40))
-            for k in names:
-                row = {"workload": f"{rows}x{n}", "dtype": "float16", "impl": k,
-                       "hot_us": min(times[k]["hot"]), "cold_us": min(times[k]["cold"])}
-                results.append(row)
-                print(f"{rows:5d}x{n:<5d} {k:34s} hot {row['hot_us']:7.2f}  cold {row['cold_us']:7.2f}", flush=True)
+            results += min_rows(time_interleaved(fns), f"{rows}x{n}", f"{rows:5d}x{n:<5d}", 34, digits=7)
             del fns, x, r, w, b, y, ro
     out = a.out or str(default_out("decode_variants.json"))
     common.write_results(out, results, common.metadata("cuda", timing="norm rows decode variants"))

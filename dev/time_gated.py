@@ -18,7 +18,7 @@ import sys
 
 import torch
 
-from lab import common, default_out
+from lab import common, default_out, min_rows, time_interleaved
 
 tileops = common.import_tileops()
 from tileops import _C, runtime  # noqa: E402
@@ -71,16 +71,7 @@ def main(argv=None):
                     if ref is None:
                         ref = y.clone()
                     assert torch.equal(y, ref), k
-            times = {k: {"hot": [], "cold": []} for k in names}
-            for rnd in range(2):
-                for k in (names if rnd == 0 else names[::-1]):
-                    times[k]["hot"].append(common.cuda_hot_us(fns[k]))
-                    times[k]["cold"].append(common.cuda_cold_us(fns[k], warmup=10, rep=40))
-            for k in names:
-                row = {"workload": f"{rows}x{n}", "dtype": "float16", "impl": k,
-                       "hot_us": min(times[k]["hot"]), "cold_us": min(times[k]["cold"])}
-                results.append(row)
-                print(f"{rows:5d}x{n:<5d} {k:16s} hot {row['hot_us']:8.2f}  cold {row['cold_us']:8.2f}", flush=True)
+            results += min_rows(time_interleaved(fns), f"{rows}x{n}", f"{rows:5d}x{n:<5d}", 16)
             err = (ref.float() - silu_and_mul(x.double()).float()).abs().max().item()
             print(f"  max |y - float64 reference| {err:.3g}")
             del fns, x, y, c_src, c_dst

@@ -19,7 +19,7 @@ import sys
 
 import torch
 
-from lab import common, default_out
+from lab import common, default_out, time_interleaved
 
 tileops = common.import_tileops()
 from tileops import _C, runtime  # noqa: E402
@@ -94,14 +94,8 @@ def main(argv=None):
     for n in (int(v) for v in a.ns.split(",")):
         for rows in (int(v) for v in a.rows.split(",")):
             fns, keep = impls(rows, n)
-            names = list(fns)
-            times = {k: {"hot": [], "cold": []} for k in names}
-            for rnd in range(2):
-                for k in (names if rnd == 0 else names[::-1]):
-                    fn = fns[k][0]
-                    times[k]["hot"].append(common.cuda_hot_us(fn))
-                    times[k]["cold"].append(common.cuda_cold_us(fn, warmup=10, rep=40))
-            for k in names:
+            times = time_interleaved({k: f[0] for k, f in fns.items()})
+            for k in fns:
                 row = {"workload": f"{rows}x{n}", "dtype": "float16", "impl": k, "bytes": fns[k][1],
                        "hot_us": min(times[k]["hot"]), "cold_us": min(times[k]["cold"]),
                        "hot_us_rounds": times[k]["hot"], "cold_us_rounds": times[k]["cold"]}

@@ -148,3 +148,28 @@ def _toolkit_nvcc():
         if cand and os.path.isdir(os.path.join(os.path.dirname(os.path.dirname(cand)), "nvvm", "bin")):
             return cand
     return nvcc()
+
+
+def op_key(op_class, n, drop=(), **params):
+    """The instance key `op_class` issues as its n-th: "<Op>#<n>(<param>=<repr>, ...)" with
+    every constructor param of its manifest entry in the entry's order, each as given in
+    `params` or else at its manifest default (a dtype by its name, as keys write it), so
+    that a new param does not break tests that spell keys. `drop`: params left out (a key
+    that lacks them); params the entry does not have (`target`, or one it does not know)
+    follow, in the order given. tests/test_per_call_work.py pins the format literally."""
+    import dataclasses
+
+    import torch
+
+    def literal(v):
+        return str(v).removeprefix("torch.") if isinstance(v, torch.dtype) else v
+    spec = {p.name: p for p in op_class._entry.params}
+    parts = []
+    for name, p in spec.items():
+        if name in drop:
+            continue
+        if name not in params and p.default is dataclasses.MISSING:
+            raise TypeError(f"op_key: {op_class.__name__}'s param {name!r} has no default: give it")
+        parts.append(f"{name}={literal(params[name] if name in params else p.default)!r}")
+    parts += [f"{name}={literal(v)!r}" for name, v in params.items() if name not in spec]
+    return f"{op_class.__name__}#{n}({', '.join(parts)})"

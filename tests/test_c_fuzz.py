@@ -425,19 +425,23 @@ def table_verdict(base, args, bufs):
     return True, _in_buffers(out, rows * width * 4, bufs)
 
 
-def _contract_call(C, fz, stats, h, name, base, args, valid, fits):
+def _contract_call(C, fz, stats, h, name, base, args, valid, fits, label=None, untouched=()):
     """One call of the contract fuzz: a valid call within the buffers must run, an invalid
-    one must be rejected with INVALID_ARGUMENT naming the kernel; a valid call past the
-    buffers is skipped (memory C cannot see: the Python layer's check)."""
+    one must be rejected with INVALID_ARGUMENT naming the kernel (`name`, or `base` for a
+    reference that reports its op's name) and leave the `untouched` (address, bytes) spans
+    as they were; a valid call past the buffers is skipped (memory C cannot see: the
+    Python layer's check). `label`: how a failure names the call (default: name and args)."""
     if valid and not fits:
         stats["skipped"] += 1
         return
-    label = f"{name}{tuple(args)}"
+    label = label or f"{name}{tuple(args)}"
+    before = [ctypes.string_at(p, n) for p, n in untouched]
     try:
         C.cpu_launch(h, *args)
     except StatusError as e:
         assert not valid, f"{label}: a valid call was rejected: {e}"
         assert e.code == 1 and str(e).startswith((name + ":", base + ":")), f"{label}: {type(e).__name__}: {e}"
+        assert [ctypes.string_at(p, n) for p, n in untouched] == before, f"{label}: rejected, but wrote"
         stats["rejected"] += 1
     else:
         assert valid, f"{label}: an invalid call ran"
@@ -497,6 +501,15 @@ def _hostile_size(rng, small):
                        2**31, 2**32 + 1, 2**40, 2**62, rng.randint(0, I64_MAX)])
 
 
+def _kernels_of(C, names, bases):
+    """(name, base, handle) of each table entry among `names` whose op (the name less
+    "_reference") is one of `bases`."""
+    for name in names:
+        base = name[:-len("_reference")] if name.endswith("_reference") else name
+        if base in bases:
+            yield name, base, C.cpu_kernel(name)[0]
+
+
 def group_cpu_launch(C):
     C.set_error_classes(tuple(STATUS[:C.STATUS_COUNT]))
     fz = Fuzz(C)
@@ -549,19 +562,16 @@ def group_cpu_launch(C):
 
     # the contracts: random arguments, valid or not; an invalid call must be rejected with
     # INVALID_ARGUMENT naming the kernel, a valid one within the buffers must run
-    stats = {"rejected": 0, "ran": 0, "skipped": 0}
-    for name in names:
-        base = name[:-len("_reference")] if name.endswith("_reference") else name
-        if base not in NORM_ROWS_OPS and base != "rms_norm":
-            continue
-        h, fmt = C.cpu_kernel(name)
-        for _ in range(1500):
-            def pick(good, bad):  # mostly in contract, so that valid calls run too
-                return rng.choice(good) if rng.random() < 0.85 else rng.choice(bad)
+    def pick(good, bad):  # mostly in contract, so that valid calls run too
+        return rng.choice(good) if rng.random() < 0.85 else rng.choice(bad)
 
-            def ptr(slot):
-                return pick([bufs[slot], bufs[slot] + 64],
-                            [0, bufs[slot] + 1, bufs[slot] + 2, bufs[slot] + 4] + hostile_ptrs)
+    def ptr(slot, optional=False):  # buffer `slot` (or at 64 bytes in, or 0 where optional), else a bad one
+        good = [bufs[slot], bufs[slot] + 64] + ([0] if optional else [])
+        return pick(good, [0, bufs[slot] + 1, bufs[slot] + 2, bufs[slot] + 4] + hostile_ptrs)
+
+    stats = {"rejected": 0, "ran": 0, "skipped": 0}
+    for name, base, h in _kernels_of(C, names, set(NORM_ROWS_OPS) | {"rms_norm"}):
+        for _ in range(1500):
             dt = pick([0, 1, 2], [-1, 3, 6, 99, INT_MAX, INT_MIN])
             eps = rng.choice([1e-5, 1e-6, 0.0, -1.0, float("nan"), float("inf")])
             rows = pick(range(0, 5), [_hostile_size(rng, 4)])
@@ -589,14 +599,8 @@ def group_cpu_launch(C):
 
     # the positional tables: sizes around the buffers' 4096 bytes, hostile doubles
     stats = {"rejected": 0, "ran": 0, "skipped": 0}
-    for name in names:
-        base = name[:-len("_reference")] if name.endswith("_reference") else name
-        if base not in TABLE_KERNELS:
-            continue
-        h, fmt = C.cpu_kernel(name)
+    for name, base, h in _kernels_of(C, names, TABLE_KERNELS):
         for _ in range(600):
-            def pick(good, bad):
-                return rng.choice(good) if rng.random() < 0.85 else rng.choice(bad)
             out = pick([bufs[0], bufs[1] + 16], [0, bufs[0] + 1, bufs[0] + 2] + hostile_ptrs)
             if base == "alibi":
                 args = [out, pick(range(0, 9), [_hostile_size(rng, 8)]), pick(range(0, 33), [_hostile_size(rng, 32)])]
@@ -612,6 +616,32 @@ def group_cpu_launch(C):
             _contract_call(C, fz, stats, h, name, base, args, valid, fits)
     assert stats["rejected"] > 300 and stats["ran"] > 300, stats
     print("table contract fuzz:", stats)
+
+    # the sampling kernels' contracts, the same way
+    sstats = {"rejected": 0, "ran": 0, "skipped": 0}
+    for name, base, h in _kernels_of(C, names, SAMPLING_OPS):
+        for _ in range(600):
+            dt = pick([0, 1, 2], [-1, 3, 6, 99, INT_MAX, INT_MIN])
+            B = pick(range(0, 5), [_hostile_size(rng, 4)])
+            V = pick(range(1, 17), [0, _hostile_size(rng, 16)])
+            if base == "softmax":
+                args = [ptr(0), ptr(1, True), ptr(2), B, V, dt, pick([0, 1, 2], [-1, 4, INT_MAX])]
+            elif base == "argmax":
+                args = [ptr(0), ptr(1), B, V, dt]
+            elif base == "top_k":
+                args = [ptr(0), ptr(1, True), ptr(2), B, V, pick(range(0, 17), [-1, _hostile_size(rng, 16)]), dt]
+            elif base == "top_k_top_p_mask":
+                x = ptr(0)
+                args = [x, ptr(1, True), ptr(2, True), rng.choice([x, ptr(3)]), B, V, dt, pick([3, 4], [0, 2, -1])]
+            else:
+                args = [ptr(0), ptr(1), ptr(2), B, V, dt]
+            args = [min(max(a, I64_MIN), I64_MAX) if isinstance(a, int) else a for a in args]
+            _contract_call(C, fz, sstats, h, name, base, args, *sampling_verdict(base, args, bufs))
+    assert sstats["rejected"] > 1000 and sstats["ran"] > 1000, sstats
+    print("sampling contract fuzz:", sstats)
+
+    kv_cache_write_contract(C, fz, rng, bufs, hostile_ptrs)
+    return fz.calls
 
 
 def kv_cache_write_verdict(args, slots, bufs):
@@ -642,12 +672,11 @@ def kv_cache_write_verdict(args, slots, bufs):
     return not any(s >= n for s in slots[:T]), True
 
 
-def kv_cache_write_contract(C, rng, bufs, hostile_ptrs):
+def kv_cache_write_contract(C, fz, rng, bufs, hostile_ptrs):
     """kv_cache_write (and its reference) with random arguments, valid or not, and random
     slot values (in range, negative, past num_slots): an invalid call is rejected with
     INVALID_ARGUMENT naming the kernel before it writes anything; a valid one within the
     buffers runs (under the sanitizers: touching only its rows)."""
-    calls = 0
     stats = {"rejected": 0, "ran": 0, "skipped": 0}
     for name in ("kv_cache_write", "kv_cache_write_reference"):
         h, fmt = C.cpu_kernel(name)
@@ -675,59 +704,11 @@ def kv_cache_write_contract(C, rng, bufs, hostile_ptrs):
             args = [ptr(0), ptr(1), ptr(2), ptr(3), ptr(5), T, H, D, n, st[0], sh[0], st[1], sh[1],
                     pick([0, 1, 2], [3, -1, 99]), sdt]
             valid, fits = kv_cache_write_verdict(args, slots, bufs)
-            if valid and not fits:
-                stats["skipped"] += 1  # memory C cannot see: the Python layer's check
-                continue
-            before = [ctypes.string_at(bufs[i], BUF) for i in (2, 3)]
-            label = f"{name}{tuple(args)} slots {slots[:max(0, min(T, 8))]}"
-            try:
-                C.cpu_launch(h, *args)
-            except StatusError as e:
-                assert not valid, f"{label}: a valid call was rejected: {e}"
-                assert e.code == 1 and str(e).startswith(name + ":"), f"{label}: {type(e).__name__}: {e}"
-                assert [ctypes.string_at(bufs[i], BUF) for i in (2, 3)] == before, f"{label}: rejected, but wrote"
-                stats["rejected"] += 1
-            else:
-                assert valid, f"{label}: an invalid call ran"
-                stats["ran"] += 1
-            calls += 1
+            _contract_call(C, fz, stats, h, name, name, args, valid, fits,
+                           label=f"{name}{tuple(args)} slots {slots[:max(0, min(T, 8))]}",
+                           untouched=[(bufs[2], BUF), (bufs[3], BUF)])
     assert stats["rejected"] > 1000 and stats["ran"] > 600, stats
     print("kv_cache_write contract fuzz:", stats)
-    return calls
-
-    # the sampling kernels' contracts, the same way
-    sstats = {"rejected": 0, "ran": 0, "skipped": 0}
-    for name in names:
-        base = name[:-len("_reference")] if name.endswith("_reference") else name
-        if base not in SAMPLING_OPS:
-            continue
-        h, fmt = C.cpu_kernel(name)
-        for _ in range(600):
-            def pick(good, bad):
-                return rng.choice(good) if rng.random() < 0.85 else rng.choice(bad)
-
-            def ptr(slot, optional=False):
-                good = [bufs[slot], bufs[slot] + 64] + ([0] if optional else [])
-                return pick(good, [0, bufs[slot] + 1, bufs[slot] + 2, bufs[slot] + 4] + hostile_ptrs)
-            dt = pick([0, 1, 2], [-1, 3, 6, 99, INT_MAX, INT_MIN])
-            B = pick(range(0, 5), [_hostile_size(rng, 4)])
-            V = pick(range(1, 17), [0, _hostile_size(rng, 16)])
-            if base == "softmax":
-                args = [ptr(0), ptr(1, True), ptr(2), B, V, dt, pick([0, 1, 2], [-1, 4, INT_MAX])]
-            elif base == "argmax":
-                args = [ptr(0), ptr(1), B, V, dt]
-            elif base == "top_k":
-                args = [ptr(0), ptr(1, True), ptr(2), B, V, pick(range(0, 17), [-1, _hostile_size(rng, 16)]), dt]
-            elif base == "top_k_top_p_mask":
-                x = ptr(0)
-                args = [x, ptr(1, True), ptr(2, True), rng.choice([x, ptr(3)]), B, V, dt, pick([3, 4], [0, 2, -1])]
-            else:
-                args = [ptr(0), ptr(1), ptr(2), B, V, dt]
-            args = [min(max(a, I64_MIN), I64_MAX) if isinstance(a, int) else a for a in args]
-            _contract_call(C, fz, sstats, h, name, base, args, *sampling_verdict(base, args, bufs))
-    assert sstats["rejected"] > 1000 and sstats["ran"] > 1000, sstats
-    print("sampling contract fuzz:", sstats)
-    return fz.calls + kv_cache_write_contract(C, rng, bufs, hostile_ptrs)
 
 
 # ---- group: cuda -------------------------------------------------------------------------------

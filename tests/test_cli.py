@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 import torch
+from helpers import op_key
 
 import tileops
 from tileops import _C, _settings
@@ -130,10 +131,10 @@ def test_cache_clear_of_a_refused_or_disabled_cache_touches_nothing(tmp_path, cl
 
 def test_log_level_from_the_environment():
     # a rebuild (INFO) and a kernel selection (DEBUG)
-    code = textwrap.dedent("""
+    code = textwrap.dedent(f"""
         import tileops, torch
         from tileops.norm import RMSNormFwdOp
-        torch.ops.tileops.norm_rms_norm_fwd(torch.randn(2, 8), None, 'RMSNormFwdOp#77(normalized_shape=(8,), eps=None, cast_before_weight=False)')
+        torch.ops.tileops.norm_rms_norm_fwd(torch.randn(2, 8), None, {op_key(RMSNormFwdOp, 77, normalized_shape=(8,))!r})
         RMSNormFwdOp(8)(torch.randn(2, 8))
     """)
     r = _run(code=code, TILEOPS_LOG_LEVEL="info")

@@ -9,9 +9,10 @@ import types
 import driver
 import pytest
 import torch
+from helpers import op_key
 
 from tileops import TileOpsError
-from tileops.norm import RMSNormFwdOp
+from tileops.norm import LayerNormFwdOp, RMSNormFwdOp
 from tileops.ops import registry
 
 
@@ -105,13 +106,13 @@ def test_a_compiled_call_sees_a_param_assigned_after_compiling():
 
 @pytest.mark.parametrize("key, why", [
     ("RMSNormFwdOp#0", "names no params"),
-    ("RMSNormFwdOp#0(normalized_shape=(64,), eps=None, cast_before_weight=False, momentum=0.1)", "momentum"),
-    ("RMSNormFwdOp#0(normalized_shape=(64,), cast_before_weight=False)", "lacks ['eps']"),
+    (op_key(RMSNormFwdOp, 0, normalized_shape=(64,), momentum=0.1), "momentum"),
+    (op_key(RMSNormFwdOp, 0, normalized_shape=(64,), drop=("eps",)), "lacks ['eps']"),
     ("RMSNormFwdOp#0(normalized_shape=(64,), eps=__import__('os').getpid())", "not name=literal"),
-    ("RMSNormFwdOp#0(normalized_shape=(64,), eps=1, cast_before_weight=False)", "not exactly the saved"),
-    ("RMSNormFwdOp#0(normalized_shape=(-64,), eps=None, cast_before_weight=False)", "InputValueError"),
-    ("RMSNormFwdOp#0(normalized_shape=(64,), eps=None, cast_before_weight=False, target='nosuchtarget')", "raised"),
-    ("LayerNormFwdOp#0(normalized_shape=(64,), eps=1e-05)", "names a LayerNormFwdOp"),
+    (op_key(RMSNormFwdOp, 0, normalized_shape=(64,), eps=1), "not exactly the saved"),
+    (op_key(RMSNormFwdOp, 0, normalized_shape=(-64,)), "InputValueError"),
+    (op_key(RMSNormFwdOp, 0, normalized_shape=(64,), target="nosuchtarget"), "raised"),
+    (op_key(LayerNormFwdOp, 0, normalized_shape=(64,), eps=1e-05), "names a LayerNormFwdOp"),
 ])
 def test_a_key_that_cannot_be_rebuilt_fails_naming_the_key_and_why(key, why):
     with pytest.raises(TileOpsError, match="no live instance with key") as e:

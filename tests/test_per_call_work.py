@@ -9,6 +9,7 @@ import torch._dynamo.testing
 
 import toy_ops
 from dispatch_spy import Spy
+from helpers import op_key
 from tileops import TileOpsError
 from tileops.norm import RMSNormFwdOp
 from tileops.ops import registry
@@ -143,11 +144,13 @@ def test_a_dropped_op_leaves_the_registry_and_its_key_rebuilds_an_equal_op():
 def test_a_key_adopted_from_a_program_is_never_issued_to_a_new_instance():
     n = int(RMSNormFwdOp((N,))._key.split("#")[1].split("(")[0])
     # the key the next construction would take, adopted first (as from another process)
-    adopted = f"RMSNormFwdOp#{n + 1}(normalized_shape=({N},), eps=0.001, cast_before_weight=False)"
+    adopted = op_key(RMSNormFwdOp, n + 1, normalized_shape=(N,), eps=0.001)
     torch.ops.tileops.norm_rms_norm_fwd(torch.randn(2, N), None, adopted)
     op = RMSNormFwdOp((N,), eps=1e-3)
     assert op._key != adopted and registry.INSTANCES[adopted]() is not op
     assert op._key == f"RMSNormFwdOp#{n + 2}(normalized_shape=({N},), eps=0.001, cast_before_weight=False)"
+    # the format's pin above is literal; tests elsewhere spell keys with helpers.op_key
+    assert op._key == op_key(RMSNormFwdOp, n + 2, normalized_shape=(N,), eps=0.001)
 
 
 def test_a_required_input_given_none_fails_alike_on_both_paths():

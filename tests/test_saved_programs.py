@@ -12,8 +12,10 @@ import textwrap
 
 import pytest
 import torch
+from helpers import op_key
 
 import tileops
+from tileops.norm import RMSNormFwdOp
 
 MAKE = textwrap.dedent("""
     import sys, torch, tileops
@@ -84,12 +86,12 @@ def save_and_load_exported(tmp_path, first, device):
     exactly the saving process's result."""
     path = tmp_path / "block.pt2"
     out = _run(MAKE, path, "export", device)
-    assert "saved RMSNormFwdOp#0(normalized_shape=(64,), eps=0.25, cast_before_weight=False)" in out, out
+    assert "saved " + op_key(RMSNormFwdOp, 0, normalized_shape=(64,), eps=0.25) in out, out
     out = _run(LOAD, path, "export", first, device)
     assert "max_err 0.0" in out, out
     if first == "other":
         # the new process's own instance took the '#0' the saved one had, with another eps
-        assert "other RMSNormFwdOp#0(normalized_shape=(64,), eps=1e-06, cast_before_weight=False)" in out, out
+        assert "other " + op_key(RMSNormFwdOp, 0, normalized_shape=(64,), eps=1e-06) in out, out
 
 
 def save_and_load_aoti(tmp_path, device):

@@ -6,10 +6,11 @@
  * VEC16_X86, F32 / F16 / BF16, AI, the scalar conversions vec16_load1 / vec16_store1 and
  * vec16_store_rounded, which rounds a double once to the dtype).
  * With VEC16_ISA set to VEC16_SCALAR, VEC16_AVX2 or VEC16_AVX512 (a kernel file that
- * includes itself once per instruction set): the vector VF of that set and its operations,
- * named ISA(name) (name_scalar, name_avx2, name_avx512), every function target-attributed
- * with TGT. A 16-lane vector is one __m512, two __m256, or 16 floats; the three give the
- * same bits for the same operations (explicit FMA only, IEEE division, no contraction).
+ * includes itself once per instruction set through cpu/dispatch_levels.h): the vector VF of
+ * that set and its operations, named ISA(name) (name_scalar, name_avx2, name_avx512),
+ * every function target-attributed with TGT. A 16-lane vector is one __m512, two __m256,
+ * or 16 floats; the three give the same bits for the same operations (explicit FMA only,
+ * IEEE division, no contraction).
  *   vzero vset1 vadd vsub vmul vfma vdiv        arithmetic (vdiv: IEEE division)
  *   vmin vmax                                   b where a lane is unordered (x86's rule)
  *   vsel_neg(v, neg, pos)                       neg where v's sign bit is set, else pos

@@ -92,26 +92,11 @@ typedef struct gated_spans {
     span_fn span[3][3][2]; /* [act][dtype][cast_before_mul] */
 } gated_spans_t;
 
-#define VEC16_ISA VEC16_SCALAR
-#include "gated_act.c"
-#undef VEC16_ISA
-#if VEC16_X86
-#define VEC16_ISA VEC16_AVX2
-#include "gated_act.c"
-#undef VEC16_ISA
-#define VEC16_ISA VEC16_AVX512
-#include "gated_act.c"
-#undef VEC16_ISA
-#endif
+#define VEC16_SELF "ops/activation/gated_act.c"
+#include "cpu/dispatch_levels.h"
 
 static const gated_spans_t *spans_for(int level) {
-    switch (level) {
-#if VEC16_X86
-    case TILEOPS_SIMD_AVX512: return &spans_avx512;
-    case TILEOPS_SIMD_AVX2: return &spans_avx2;
-#endif
-    default: return &spans_scalar;
-    }
+    return VEC16_AT_LEVEL(level, spans);
 }
 
 typedef struct gated_job {

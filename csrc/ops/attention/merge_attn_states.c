@@ -48,26 +48,11 @@ typedef struct merge_args {
 /* o = pa a + pb b over a row of D elements (a, b, o may be one another) */
 typedef void (*merge_row_fn)(const void *a, const void *b, void *o, int64_t D, float pa, float pb, int dt);
 
-#define VEC16_ISA VEC16_SCALAR
-#include "merge_attn_states.c"
-#undef VEC16_ISA
-#if VEC16_X86
-#define VEC16_ISA VEC16_AVX2
-#include "merge_attn_states.c"
-#undef VEC16_ISA
-#define VEC16_ISA VEC16_AVX512
-#include "merge_attn_states.c"
-#undef VEC16_ISA
-#endif
+#define VEC16_SELF "ops/attention/merge_attn_states.c"
+#include "cpu/dispatch_levels.h"
 
 static merge_row_fn row_fn_for(int level) {
-    switch (level) {
-#if VEC16_X86
-    case TILEOPS_SIMD_AVX512: return merge_row_avx512;
-    case TILEOPS_SIMD_AVX2: return merge_row_avx2;
-#endif
-    default: return merge_row_scalar;
-    }
+    return VEC16_AT_LEVEL(level, merge_row);
 }
 
 typedef struct merge_job {

@@ -130,26 +130,13 @@ static tileops_status_t pda_reference(const pda_args_t *a) {
 typedef void (*pda_chunk_fn)(const pda_args_t *a, int64_t b, int64_t kvh, int nh, int64_t t0, int64_t t1,
                              const float *qf, float *sc, float *m, float *l, float *acc);
 
-#define VEC16_ISA VEC16_SCALAR
-#include "paged_decode_attention.c"
-#undef VEC16_ISA
-#if VEC16_X86
-#define VEC16_ISA VEC16_AVX2
-#include "paged_decode_attention.c"
-#undef VEC16_ISA
-#define VEC16_ISA VEC16_AVX512
-#include "paged_decode_attention.c"
-#undef VEC16_ISA
-#endif
+#define VEC16_SELF "ops/attention/paged_decode_attention.c"
+#include "cpu/dispatch_levels.h"
 
 static pda_chunk_fn pda_chunk_for(int level, int dt) {
-    switch (level) {
-#if VEC16_X86
-    case TILEOPS_SIMD_AVX512: return dt == F16 ? pda_chunk_f16_avx512 : dt == BF16 ? pda_chunk_bf16_avx512 : pda_chunk_f32_avx512;
-    case TILEOPS_SIMD_AVX2: return dt == F16 ? pda_chunk_f16_avx2 : dt == BF16 ? pda_chunk_bf16_avx2 : pda_chunk_f32_avx2;
-#endif
-    default: return dt == F16 ? pda_chunk_f16_scalar : dt == BF16 ? pda_chunk_bf16_scalar : pda_chunk_f32_scalar;
-    }
+    return dt == F16    ? VEC16_AT_LEVEL(level, pda_chunk_f16)
+           : dt == BF16 ? VEC16_AT_LEVEL(level, pda_chunk_bf16)
+                        : VEC16_AT_LEVEL(level, pda_chunk_f32);
 }
 
 /* (m, l, acc) <- (m, l, acc) (+) (mb, lb, accb): the one merge rule (a state with m = -inf,

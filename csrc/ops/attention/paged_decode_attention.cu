@@ -119,11 +119,6 @@
 #endif
 
 /* ---- small PTX helpers ------------------------------------------------------------------ */
-TILEOPS_DEV unsigned pda_ctaid_y(void) {
-    unsigned r;
-    asm("mov.u32 %0, %%ctaid.y;" : "=r"(r));
-    return r;
-}
 TILEOPS_DEV void pda_syncwarp(void) { asm volatile("bar.warp.sync 0xffffffff;" ::: "memory"); }
 TILEOPS_DEV float pda_neg_inf(void) { return tileops_as_float(0xff800000u); }
 TILEOPS_DEV float pda_nan(void) { return tileops_as_float(0x7fc00000u); }
@@ -290,7 +285,7 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
     const long long n_chunks = (len + PDA_CH - 1) / PDA_CH;
     long long c_begin = 0, c_end = n_chunks;
     if (split) {
-        c_begin = (long long)pda_ctaid_y() * cpc;
+        c_begin = (long long)tileops_ctaid_y() * cpc;
         c_end = c_begin + cpc < n_chunks ? c_begin + cpc : n_chunks;
         if (c_begin >= c_end)
             return;

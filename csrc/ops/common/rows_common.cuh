@@ -83,26 +83,22 @@ struct __attribute__((aligned(16))) tileops_v4 {
 };
 
 /* ---- thread indices and barriers (PTX special registers, no builtin header) ----------- */
-TILEOPS_DEV unsigned tileops_tid(void) {
-    unsigned r;
-    asm("mov.u32 %0, %%tid.x;" : "=r"(r));
-    return r;
-}
-TILEOPS_DEV unsigned tileops_ctaid(void) {
-    unsigned r;
-    asm("mov.u32 %0, %%ctaid.x;" : "=r"(r));
-    return r;
-}
-TILEOPS_DEV unsigned tileops_nctaid(void) {
-    unsigned r;
-    asm("mov.u32 %0, %%nctaid.x;" : "=r"(r));
-    return r;
-}
-TILEOPS_DEV unsigned tileops_ntid(void) {
-    unsigned r;
-    asm("mov.u32 %0, %%ntid.x;" : "=r"(r));
-    return r;
-}
+/* NAME(): the special register REG (one mov; no builtin header names them) */
+#define TILEOPS_SREG(NAME, REG)                                                                    \
+    TILEOPS_DEV unsigned NAME(void) {                                                              \
+        unsigned r;                                                                                \
+        asm("mov.u32 %0, %%" REG ";" : "=r"(r));                                                   \
+        return r;                                                                                  \
+    }
+TILEOPS_SREG(tileops_tid, "tid.x")
+TILEOPS_SREG(tileops_ntid, "ntid.x")
+TILEOPS_SREG(tileops_ctaid, "ctaid.x")
+TILEOPS_SREG(tileops_nctaid, "nctaid.x")
+/* grid.y's block index and size (RoPE splits a token's heads, paged decode a sequence's
+ * chunks over grid.y) */
+TILEOPS_SREG(tileops_ctaid_y, "ctaid.y")
+TILEOPS_SREG(tileops_nctaid_y, "nctaid.y")
+#undef TILEOPS_SREG
 TILEOPS_DEV void tileops_barrier(void) { asm volatile("bar.sync 0;" ::: "memory"); }
 TILEOPS_DEV float tileops_shfl_xor(float v, int offset) {
     float r;

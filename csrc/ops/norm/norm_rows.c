@@ -127,26 +127,11 @@ typedef struct norm_passes {
     write_fn write[3][4][2]; /* [dtype][W_*][has bias] */
 } norm_passes_t;
 
-#define VEC16_ISA VEC16_SCALAR
-#include "norm_rows.c"
-#undef VEC16_ISA
-#if VEC16_X86
-#define VEC16_ISA VEC16_AVX2
-#include "norm_rows.c"
-#undef VEC16_ISA
-#define VEC16_ISA VEC16_AVX512
-#include "norm_rows.c"
-#undef VEC16_ISA
-#endif
+#define VEC16_SELF "ops/norm/norm_rows.c"
+#include "cpu/dispatch_levels.h"
 
 static const norm_passes_t *passes_for(int level) {
-    switch (level) {
-#if VEC16_X86
-    case TILEOPS_SIMD_AVX512: return &passes_avx512;
-    case TILEOPS_SIMD_AVX2: return &passes_avx2;
-#endif
-    default: return &passes_scalar;
-    }
+    return VEC16_AT_LEVEL(level, passes);
 }
 
 /* ---- the fast kernel: rows ------------------------------------------------------------- */

@@ -90,26 +90,11 @@ typedef struct rope_rotates {
     rope_rotate_fn neox, gptj, neox_cast, gptj_cast;
 } rope_rotates_t;
 
-#define VEC16_ISA VEC16_SCALAR
-#include "rope.c"
-#undef VEC16_ISA
-#if VEC16_X86
-#define VEC16_ISA VEC16_AVX2
-#include "rope.c"
-#undef VEC16_ISA
-#define VEC16_ISA VEC16_AVX512
-#include "rope.c"
-#undef VEC16_ISA
-#endif
+#define VEC16_SELF "ops/positional/rope.c"
+#include "cpu/dispatch_levels.h"
 
 static const rope_rotates_t *rotates_for(int level) {
-    switch (level) {
-#if VEC16_X86
-    case TILEOPS_SIMD_AVX512: return &rotates_avx512;
-    case TILEOPS_SIMD_AVX2: return &rotates_avx2;
-#endif
-    default: return &rotates_scalar;
-    }
+    return VEC16_AT_LEVEL(level, rotates);
 }
 
 typedef struct rope_job {

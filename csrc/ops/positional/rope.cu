@@ -204,17 +204,6 @@ TILEOPS_DEV void rp_store(char *out, int u, int cnt, struct tileops_v4 va, struc
  * block (decode: one token's heads over several SMs); TT = min(UPH x that, THREADS)
  * threads serve a token (looping when more), the block serves ntid / TT tokens: the
  * launch side computes the same TT. */
-TILEOPS_DEV unsigned rp_ctaid_y(void) {
-    unsigned r;
-    asm("mov.u32 %0, %%ctaid.y;" : "=r"(r));
-    return r;
-}
-TILEOPS_DEV unsigned rp_nctaid_y(void) {
-    unsigned r;
-    asm("mov.u32 %0, %%nctaid.y;" : "=r"(r));
-    return r;
-}
-
 extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rope(const void *q, const void *k, const void *positions, const float *cache, void *q_out, void *k_out,
              long long T, long long H, long long Hk, long long P, long long q_st, long long q_sh, long long k_st,
@@ -225,7 +214,8 @@ tileops_rope(const void *q, const void *k, const void *positions, const float *c
     const int nh = (int)H + (k ? (int)Hk : 0);
     const int slots = (nh + TILEOPS_HB - 1) / TILEOPS_HB;
     /* grid.y splits a token's slots (decode: few tokens, many heads), ys per block */
-    const int ys = (slots + (int)rp_nctaid_y() - 1) / (int)rp_nctaid_y(), s0 = (int)rp_ctaid_y() * ys;
+    const int ys = (slots + (int)tileops_nctaid_y() - 1) / (int)tileops_nctaid_y();
+    const int s0 = (int)tileops_ctaid_y() * ys;
     const int tt = uph * ys < TILEOPS_THREADS ? uph * ys : TILEOPS_THREADS;
     const int tpb = (int)tileops_ntid() / tt;
     const int lt = (int)tileops_tid() / tt, j = (int)tileops_tid() - lt * tt;

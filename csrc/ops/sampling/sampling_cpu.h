@@ -1,6 +1,7 @@
 /* ops/sampling/sampling_cpu.h: what the sampling family's CPU kernels share (internal):
- * the ordered keys of float values, the argument checks, and the pool's row and chunk
- * splits.
+ * the ordered keys of float values, the argument checks, the pool's row and chunk splits,
+ * the rows' best element (argmax's and sample_from_probs' scan, sampling_best.c) and the
+ * selection kernels' full sort of a row.
  *
  * Batch invariance: a row's result depends on its own values and V only. A kernel splits
  * a row into chunks of a fixed size (never a function of B or of the thread count) and
@@ -17,6 +18,7 @@
 #include "tileops/dtype.h"
 #include "tileops/status.h"
 #include "cpu/memory.h"
+#include "cpu/vec16.h"
 
 /* The largest row the kernels take: indices travel as 32-bit numbers in keys. */
 #define SAMPLING_MAX_V ((int64_t)INT32_MAX)
@@ -124,6 +126,48 @@ static inline tileops_status_t sampling_reduce_rows(const char *k, sampling_chun
         token[r] = best == 0 ? -1 : sampling_rank_index(best);
     }
     free(j.part);
+    return TILEOPS_OK;
+}
+
+/* The best element of each row (sampling_best.c), the scan of argmax.c (q NULL: the first
+ * NaN, else the first maximum) and sample_from_probs.c (q given: the first of the largest
+ * ratios p / q > 0): token[r] its index, -1 for a row without one. p [B, V] of dtype dt,
+ * q [B, V] float32, contiguous; the arguments checked by the caller. reference: element by
+ * element, one thread; else chunks over the pool at the running SIMD level. */
+typedef struct sampling_best_args {
+    const void *p;
+    const float *q;
+    int64_t V;
+    int dt;
+} sampling_best_args_t;
+
+tileops_status_t sampling_best_rows(const char *k, const sampling_best_args_t *a, int64_t B, int reference,
+                                    int64_t *token);
+
+/* ---- rows over the pool, and a row's full sort (the selection kernels' references) ------ */
+
+/* qsort's order of ranks (sampling_rank): the largest first */
+static inline int sampling_by_rank_descending(const void *a, const void *b) {
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* order[i] = the rank of element i of the V from x + o (dtype dt), then sorted largest
+ * first: order[0] is the row's argmax, a NaN key (0xffffffff) when the row has one. */
+static inline void sampling_sorted_ranks(const void *x, int64_t o, int64_t V, int dt, uint64_t *order) {
+    for (int64_t i = 0; i < V; i++)
+        order[i] = sampling_rank(sampling_key(vec16_load1(x, o + i, dt)), i);
+    qsort(order, (size_t)V, sizeof *order, sampling_by_rank_descending);
+}
+
+/* range(ctx, r0, r1) over the rows [0, B) on the pool; *failed, set by a range that could
+ * not get its scratch (rows of V), makes the call an out-of-memory failure */
+static inline tileops_status_t sampling_rows_on_pool(const char *k, int64_t B, int64_t V, tileops_range_fn range,
+                                                     void *ctx, const int *failed) {
+    tileops_cpu_parallel_for(B, 1, range, ctx);
+    if (*failed)
+        return tileops_fail(TILEOPS_ERR_OUT_OF_MEMORY, "%s: no memory for the scratch of rows of %lld", k,
+                            (long long)V);
     return TILEOPS_OK;
 }
 

@@ -16,26 +16,12 @@ typedef struct rows_fns {
     void (*exp)(const float *z, int64_t n, float m, float *w);
 } rows_fns_t;
 
-#define VEC16_ISA VEC16_SCALAR
-#include "sampling_rows.c"
-#undef VEC16_ISA
-#if VEC16_X86
-#define VEC16_ISA VEC16_AVX2
-#include "sampling_rows.c"
-#undef VEC16_ISA
-#define VEC16_ISA VEC16_AVX512
-#include "sampling_rows.c"
-#undef VEC16_ISA
-#endif
+#define VEC16_SELF "ops/sampling/sampling_rows.c"
+#include "cpu/dispatch_levels.h"
 
 static const rows_fns_t *fns(void) {
-    switch (tileops_cpu_simd_active()) {
-#if VEC16_X86
-    case TILEOPS_SIMD_AVX512: return &fns_avx512;
-    case TILEOPS_SIMD_AVX2: return &fns_avx2;
-#endif
-    default: return &fns_scalar;
-    }
+    const int level = tileops_cpu_simd_active();
+    return VEC16_AT_LEVEL(level, fns);
 }
 
 float sampling_row_keys(const void *x, int dt, int64_t n, float *z, uint32_t *keys, int *nan) {

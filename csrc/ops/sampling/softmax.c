@@ -96,26 +96,11 @@ typedef struct softmax_fns {
     float (*exp1)(float d);
 } softmax_fns_t;
 
-#define VEC16_ISA VEC16_SCALAR
-#include "softmax.c"
-#undef VEC16_ISA
-#if VEC16_X86
-#define VEC16_ISA VEC16_AVX2
-#include "softmax.c"
-#undef VEC16_ISA
-#define VEC16_ISA VEC16_AVX512
-#include "softmax.c"
-#undef VEC16_ISA
-#endif
+#define VEC16_SELF "ops/sampling/softmax.c"
+#include "cpu/dispatch_levels.h"
 
 static const softmax_fns_t *fns_for(int level) {
-    switch (level) {
-#if VEC16_X86
-    case TILEOPS_SIMD_AVX512: return &fns_avx512;
-    case TILEOPS_SIMD_AVX2: return &fns_avx2;
-#endif
-    default: return &fns_scalar;
-    }
+    return VEC16_AT_LEVEL(level, fns);
 }
 
 typedef struct softmax_job {

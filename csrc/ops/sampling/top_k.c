@@ -19,7 +19,6 @@
 #include "tileops/cpu.h"
 #include "tileops/dtype.h"
 #include "tileops/kernel_table.h"
-#include "cpu/vec16.h"
 
 #define TOP_K_ARG_FORMAT "pppqqqi"
 
@@ -32,11 +31,6 @@ typedef struct top_k_args {
     int dt;
     int failed; /* set by a range that could not get its scratch */
 } top_k_args_t;
-
-static int by_rank_descending(const void *a, const void *b) {
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? 1 : x > y ? -1 : 0;
-}
 
 /* sel[0..k) by rank into the row's outputs */
 static void write_row(const top_k_args_t *a, int64_t r, const uint64_t *sel) {
@@ -69,7 +63,7 @@ static void rows_range(void *ctx, int64_t r0, int64_t r1) {
             for (int64_t i = 0; i < V && n < k; i++)
                 if (keys[i] > t || (keys[i] == t && ties-- > 0))
                     sel[n++] = sampling_rank(keys[i], i);
-            qsort(sel, (size_t)k, sizeof *sel, by_rank_descending);
+            qsort(sel, (size_t)k, sizeof *sel, sampling_by_rank_descending);
             write_row(a, r, sel);
         }
     }
@@ -84,9 +78,7 @@ static tileops_status_t reference_rows(const top_k_args_t *a) {
     if (all == NULL)
         return tileops_fail(TILEOPS_ERR_OUT_OF_MEMORY, "%s: no memory for a row of %lld", a->kernel, (long long)a->V);
     for (int64_t r = 0; r < a->B; r++) {
-        for (int64_t i = 0; i < a->V; i++)
-            all[i] = sampling_rank(sampling_key(vec16_load1(a->x, r * a->V + i, a->dt)), i);
-        qsort(all, (size_t)a->V, sizeof *all, by_rank_descending);
+        sampling_sorted_ranks(a->x, r * a->V, a->V, a->dt, all);
         write_row(a, r, all);
     }
     free(all);
@@ -115,11 +107,7 @@ static tileops_status_t top_k_call(const tileops_arg_t *g, int reference) {
         return st;
     if (reference)
         return reference_rows(&a);
-    tileops_cpu_parallel_for(a.B, 1, rows_range, &a);
-    if (a.failed)
-        return tileops_fail(TILEOPS_ERR_OUT_OF_MEMORY, "%s: no memory for the scratch of rows of %lld", a.kernel,
-                            (long long)a.V);
-    return TILEOPS_OK;
+    return sampling_rows_on_pool(a.kernel, a.B, a.V, rows_range, &a, &a.failed);
 }
 
 static tileops_status_t top_k_fast(const tileops_arg_t *g) { return top_k_call(g, 0); }

@@ -189,21 +189,11 @@ static void rows_range(void *ctx, int64_t r0, int64_t r1) {
 
 /* ---- reference: the definition over a full sort, in double ----------------------------- */
 
-static int by_rank_descending(const void *a, const void *b) {
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
 static void reference_row(const tkp_args_t *a, int64_t r, uint64_t *order, unsigned char *keep) {
     const int64_t V = a->V;
-    int nan = 0;
-    for (int64_t i = 0; i < V; i++) {
-        const float v = vec16_load1(a->x, r * V + i, a->dt);
-        nan |= v != v;
-        order[i] = sampling_rank(sampling_key(v), i);
-        keep[i] = 1;
-    }
-    qsort(order, (size_t)V, sizeof *order, by_rank_descending);
+    sampling_sorted_ranks(a->x, r * V, V, a->dt, order);
+    const int nan = (order[0] >> 32) == 0xffffffffu; /* the largest key: NaN's */
+    memset(keep, 1, (size_t)V);
     const int64_t k = k_at(a, r);
     if (!nan && k >= 1 && k < V) /* below the k-th largest value: masked */
         for (int64_t t = k; t < V; t++)
@@ -263,11 +253,7 @@ static tileops_status_t tkp_call(const tileops_arg_t *g, int reference) {
         return st;
     if (reference)
         return reference_rows(&a);
-    tileops_cpu_parallel_for(a.B, 1, rows_range, &a);
-    if (a.failed)
-        return tileops_fail(TILEOPS_ERR_OUT_OF_MEMORY, "%s: no memory for the scratch of rows of %lld", a.kernel,
-                            (long long)a.V);
-    return TILEOPS_OK;
+    return sampling_rows_on_pool(a.kernel, a.B, a.V, rows_range, &a, &a.failed);
 }
 
 static tileops_status_t tkp_fast(const tileops_arg_t *g) { return tkp_call(g, 0); }

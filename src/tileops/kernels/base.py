@@ -172,6 +172,68 @@ def launch_argument_error(head: str, name: str, t, expected: str) -> Exception:
                            f"strides {t.stride()} on {t.device}{', lazily negated' if t.is_neg() else ''}")
 
 
+def launch_where(device_index: int) -> str:
+    """Where a build runs, as its messages say it: "cpu" (device_index < 0) or "cuda:<i>"."""
+    return "cpu" if device_index < 0 else f"cuda:{device_index}"
+
+
+class Arg(NamedTuple):
+    """One tensor a LaunchGuard checks: of `dtype` on the build's device, not lazily negated,
+    contiguous unless `contiguous` is False, and `test(t, args)` true (args: the call's
+    tensors by name; the tests run in the guard's order, so a test may read the arguments
+    checked before it). `expected`: the message's "expected ..." text, or expected(args)."""
+    name: str
+    dtype: Any
+    test: Any = None
+    expected: Any = ""
+    contiguous: bool = True
+
+
+class Apart(NamedTuple):
+    """An output that shares no byte with `others` (names), unless it is one of `may_be`
+    itself (written in place); `note` follows the overlap message."""
+    name: str
+    others: tuple
+    may_be: tuple = ()
+    note: str = ""
+
+
+class LaunchGuard:
+    """A launchable's checks, declared: check(*tensors) (the interface's order, `names`)
+    tests each Arg in the order given, then each Apart, and raises with `head` (the kernel
+    and its build, launch_head) naming the argument: launch_argument_error for an Arg,
+    InputValueError "it overlaps another tensor in memory" for an Apart. O(1) attribute
+    reads and the byte-span comparisons of the Aparts; `checked(guard, unchecked)`."""
+
+    def __init__(self, head: str, device_index: int, names: tuple, args: tuple, apart: tuple = ()):
+        self.head, self.device_index, self.names = head, device_index, tuple(names)
+        self.args, self.apart = tuple(args), tuple(apart)
+
+    def __call__(self, *tensors):
+        got = dict(zip(self.names, tensors))
+        dev = self.device_index
+        for a in self.args:
+            t = got[a.name]
+            if not (isinstance(t, torch.Tensor) and t.dtype is a.dtype and t.get_device() == dev and not t.is_neg()
+                    and (not a.contiguous or t.is_contiguous()) and (a.test is None or a.test(t, got))):
+                expected = a.expected(got) if callable(a.expected) else a.expected
+                raise launch_argument_error(self.head, a.name, t, expected)
+        for o in self.apart:
+            out = got[o.name]
+            if any(out is got[n] for n in o.may_be):
+                continue
+            if overlaps(out, tuple(got[n] for n in o.others)):
+                from ..errors import InputValueError
+                raise InputValueError(f"{self.head}: argument '{o.name}': it overlaps another tensor in memory"
+                                      f"{o.note}")
+
+
+def launch_head(kernel: str, dtype, device_index: int, detail: str = "") -> str:
+    """How a launchable's messages name its build: "<kernel> (launch of the <dtype>
+    build<detail>, on <where>)"."""
+    return f"{kernel} (launch of the {dtype} build{detail}, on {launch_where(device_index)})"
+
+
 def checked(check, unchecked):
     """The public launchable: `check(*tensors)` (raises on what the kernel cannot take),
     then `unchecked(*tensors)`; `.unchecked` is the launch the op's body calls after its

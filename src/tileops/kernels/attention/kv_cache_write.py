@@ -20,7 +20,8 @@ import torch
 from ... import _C
 from ..._dtypes import CODE, DTYPE
 from ...errors import InputValueError
-from ..base import Kernel, KernelInterface, checked, identity_type, launch_argument_error, overlaps
+from ..base import (Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, identity_type, launch_head,
+                    launch_where)
 
 CpuBuild = identity_type("CpuKVCacheWriteBuild", "dtype slot_dtype")
 CudaBuild = identity_type("CudaKVCacheWriteBuild", "device dtype slot_dtype H D vec")
@@ -61,34 +62,31 @@ def _guard(b, device_index: int, H=None, D=None):
     """check(k, v, key_cache, value_cache, slot_mapping), in O(1) attribute reads.
     H, D: the build's (CUDA), or None (the CPU build takes any)."""
     dt, sdt = DTYPE[b.dtype], DTYPE[b.slot_dtype]
-    where = "cpu" if device_index < 0 else f"cuda:{device_index}"
-    head = f"kv_cache_write (launch of the {dt} build{'' if H is None else f', H_kv {H}, D {D}'}, on {where})"
+    where = launch_where(device_index)
 
-    def fail(name, t, expected):
-        raise launch_argument_error(head, name, t, expected)
+    def shape(a):
+        return tuple(a["key_cache"].shape)
 
-    def on(t, dtype):
-        return isinstance(t, torch.Tensor) and t.dtype is dtype and t.get_device() == device_index and not t.is_neg()
+    def token_rows(t, a):
+        return t.dim() == 3 and tuple(t.shape) == (a["slot_mapping"].shape[0],) + shape(a)[2:] and t.stride(2) == 1
 
-    def check(k, v, key_cache, value_cache, slot_mapping):
-        if not (on(slot_mapping, sdt) and slot_mapping.dim() == 1 and slot_mapping.is_contiguous()):
-            fail("slot_mapping", slot_mapping, f"a contiguous 1-d {sdt} tensor on {where}")
-        T = slot_mapping.shape[0]
-        if not (on(key_cache, dt) and key_cache.dim() == 4 and key_cache.is_contiguous()
-                and (H is None or tuple(key_cache.shape[2:]) == (H, D))):
-            fail("key_cache", key_cache, f"a contiguous {dt} tensor [num_blocks, block_size, "
-                                         f"{'H_kv, D' if H is None else f'{H}, {D}'}] on {where}")
-        shape = tuple(key_cache.shape)
-        if not (on(value_cache, dt) and tuple(value_cache.shape) == shape and value_cache.is_contiguous()):
-            fail("value_cache", value_cache, f"a contiguous {dt} tensor of key_cache's shape {shape} on {where}")
-        for name, t in (("k", k), ("v", v)):
-            if not (on(t, dt) and t.dim() == 3 and tuple(t.shape) == (T,) + shape[2:] and t.stride(2) == 1):
-                fail(name, t, f"a {dt} tensor [T={T}, {shape[2]}, {shape[3]}] on {where} with unit channel stride")
-        if overlaps(key_cache, (value_cache, k, v, slot_mapping)):
-            raise InputValueError(f"{head}: argument 'key_cache': it overlaps another tensor in memory")
-        if overlaps(value_cache, (k, v, slot_mapping)):
-            raise InputValueError(f"{head}: argument 'value_cache': it overlaps another tensor in memory")
-    return check
+    def token_rows_expected(a):
+        return (f"a {dt} tensor [T={a['slot_mapping'].shape[0]}, {shape(a)[2]}, {shape(a)[3]}] on {where} "
+                f"with unit channel stride")
+
+    heads = "H_kv, D" if H is None else f"{H}, {D}"
+    return LaunchGuard(
+        launch_head("kv_cache_write", dt, device_index, "" if H is None else f", H_kv {H}, D {D}"), device_index,
+        ("k", "v", "key_cache", "value_cache", "slot_mapping"),
+        (Arg("slot_mapping", sdt, lambda t, a: t.dim() == 1, f"a contiguous 1-d {sdt} tensor on {where}"),
+         Arg("key_cache", dt, lambda t, a: t.dim() == 4 and (H is None or tuple(t.shape[2:]) == (H, D)),
+             f"a contiguous {dt} tensor [num_blocks, block_size, {heads}] on {where}"),
+         Arg("value_cache", dt, lambda t, a: tuple(t.shape) == shape(a),
+             lambda a: f"a contiguous {dt} tensor of key_cache's shape {shape(a)} on {where}"),
+         Arg("k", dt, token_rows, token_rows_expected, contiguous=False),
+         Arg("v", dt, token_rows, token_rows_expected, contiguous=False)),
+        (Apart("key_cache", ("value_cache", "k", "v", "slot_mapping")),
+         Apart("value_cache", ("k", "v", "slot_mapping"))))
 
 
 def _strides(k, v):

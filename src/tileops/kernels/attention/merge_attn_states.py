@@ -17,8 +17,8 @@ import torch
 
 from ... import _C
 from ..._dtypes import CODE, DTYPE
-from ...errors import InputValueError
-from ..base import Kernel, KernelInterface, checked, identity_type, launch_argument_error, overlaps
+from ..base import (Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, identity_type, launch_head,
+                    launch_where)
 
 CpuBuild = identity_type("CpuMergeAttnStatesBuild", "dtype")
 CudaBuild = identity_type("CudaMergeAttnStatesBuild", "device dtype D vec")
@@ -49,32 +49,24 @@ def cuda_specialisation(dtype_code, D, aligned16):
 def _guard(b, device_index: int, D=None):
     """check(o_a, lse_a, o_b, lse_b, o, lse): what the kernels rely on, in O(1) attribute reads."""
     dt = DTYPE[b.dtype]
-    where = "cpu" if device_index < 0 else f"cuda:{device_index}"
-    head = f"merge_attn_states (launch of the {dt} build{'' if D is None else f', D {D}'}, on {where})"
+    where = launch_where(device_index)
 
-    def fail(name, t, expected):
-        raise launch_argument_error(head, name, t, expected)
+    def shape(a):
+        return tuple(a["o_a"].shape)
 
-    def ok(t, dtype):
-        return (isinstance(t, torch.Tensor) and t.dtype is dtype and t.get_device() == device_index
-                and t.is_contiguous() and not t.is_neg())
-
-    def check(o_a, lse_a, o_b, lse_b, o, lse):
-        if not (ok(o_a, dt) and o_a.dim() == 3 and (D is None or o_a.shape[2] == D)):
-            fail("o_a", o_a, f"a contiguous {dt} tensor [T, H, {'D' if D is None else D}] on {where}")
-        shape = tuple(o_a.shape)
-        for name, t in (("o_b", o_b), ("o", o)):
-            if not (ok(t, dt) and tuple(t.shape) == shape):
-                fail(name, t, f"a contiguous {dt} tensor of shape {shape} on {where}")
-        for name, t in (("lse_a", lse_a), ("lse_b", lse_b), ("lse", lse)):
-            if not (ok(t, torch.float32) and tuple(t.shape) == shape[:2]):
-                fail(name, t, f"a contiguous float32 tensor of shape {shape[:2]} on {where}")
-        if o is not o_a and o is not o_b and overlaps(o, (o_a, o_b, lse_a, lse_b, lse)):
-            raise InputValueError(f"{head}: argument 'o': it overlaps another tensor in memory (only o_a or o_b "
-                                  f"itself may be written in place)")
-        if overlaps(lse, (o_a, o_b, o, lse_a, lse_b)):
-            raise InputValueError(f"{head}: argument 'lse': it overlaps another tensor in memory")
-    return check
+    return LaunchGuard(
+        launch_head("merge_attn_states", dt, device_index, "" if D is None else f", D {D}"), device_index,
+        ("o_a", "lse_a", "o_b", "lse_b", "o", "lse"),
+        (Arg("o_a", dt, lambda t, a: t.dim() == 3 and (D is None or t.shape[2] == D),
+             f"a contiguous {dt} tensor [T, H, {'D' if D is None else D}] on {where}"),
+         *(Arg(name, dt, lambda t, a: tuple(t.shape) == shape(a),
+               lambda a: f"a contiguous {dt} tensor of shape {shape(a)} on {where}") for name in ("o_b", "o")),
+         *(Arg(name, torch.float32, lambda t, a: tuple(t.shape) == shape(a)[:2],
+               lambda a: f"a contiguous float32 tensor of shape {shape(a)[:2]} on {where}")
+           for name in ("lse_a", "lse_b", "lse"))),
+        (Apart("o", ("o_a", "o_b", "lse_a", "lse_b", "lse"), may_be=("o_a", "o_b"),
+               note=" (only o_a or o_b itself may be written in place)"),
+         Apart("lse", ("o_a", "o_b", "o", "lse_a", "lse_b"))))
 
 
 def _build_cpu(b):

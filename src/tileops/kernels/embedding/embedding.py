@@ -10,7 +10,9 @@ Launch rule (CUDA): a call of at least 2^20 16-byte groups of y takes UNROLL = 4
 per thread (their ids loaded first, then their rows: four groups in flight behind one id
 latency; H200 fp16 4096 x 4096: 18.1 us against 19.6 with one), a smaller one a group per
 thread (more blocks: 32 x 4096 1.43 us against 1.67 with four); 256 threads per block,
-enough blocks for every group (grid-stride past 2^31 - 1). Both builds give the same bits."""
+enough blocks for every group (grid-stride past 2^31 - 1). Both builds give the same bits;
+each is compiled on the first call that takes it (during CUDA graph capture, where nothing
+may be compiled, a call takes the other build if that one exists)."""
 from __future__ import annotations
 
 import torch
@@ -86,18 +88,40 @@ def _build_cpu(b):
 
 
 def _build_cuda(b):
+    """The launchable; it compiles each of the two builds (UNROLL and 1) on the first call
+    that takes it, so a build only calls of one size need is never compiled for the other."""
     from ... import runtime
-    src, kernel, opts, groups = cuda_specialisation(b.dtype, b.id_dtype, b.H, b.vec)
-    handle = runtime.build(b.device, src, kernel, opts, "pppqq")
-    handle1 = runtime.build(b.device, src, kernel, cuda_specialisation(b.dtype, b.id_dtype, b.H, b.vec, 1)[2], "pppqq")
+    from ...errors import NotReadyDuringCaptureError
+    src, kernel, _, groups = cuda_specialisation(b.dtype, b.id_dtype, b.H, b.vec)
+    builds = {}   # unroll -> handle, made on first use
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream
     device = b.device
 
+    def build_for(u):
+        """(unroll, handle) for a call that takes the `u` build. While torch's stream is being
+        captured into a CUDA graph nothing may be built: the other build serves if there is
+        one (both give the same bits), else the error says to call the op once first."""
+        h = builds.get(u)
+        if h is not None:
+            return u, h
+        opts = cuda_specialisation(b.dtype, b.id_dtype, b.H, b.vec, u)[2]
+        try:
+            h = builds[u] = runtime.build(device, src, kernel, opts, "pppqq")
+        except NotReadyDuringCaptureError as e:
+            built = list(builds.items())
+            if built:
+                return built[0]
+            raise NotReadyDuringCaptureError(
+                f"EmbeddingFwdOp: the {DTYPE[b.dtype]} build for rows of {b.H} on cuda:{device} is not built and the "
+                f"stream is being captured into a CUDA graph. Building (compile, load) is not allowed during "
+                f"capture: call the op once at this shape before capture (warm-up). [{e}]") from None
+        return u, h
+
     def unchecked(ids, weight, y):
         n = ids.numel()
         if n:
-            u, h = (UNROLL, handle) if n * groups >= UNROLL_FROM else (1, handle1)
+            u, h = build_for(UNROLL if n * groups >= UNROLL_FROM else 1)
             grid = min(-(-n * groups // (THREADS * u)), GRID_MAX)
             launch_raw(h, grid, 1, 1, THREADS, 1, 1, 0, stream_of(device), ids.data_ptr(), weight.data_ptr(),
                        y.data_ptr(), n, weight.shape[0])
