@@ -60,8 +60,7 @@ if [ "$MODE" = kit ]; then   # a short device budget: bounded steps; KIT_STEPS p
         timeout "${TEST_SECONDS:-240}" python3 -m pytest -v -p no:cacheprovider -rfs ${TEST_PATHS:-tests/gpu} ${TEST_K:+-k "$TEST_K"} \
             >"$LOGS/tests_gpu.log" 2>&1
         [ "$?" = 0 ] || status=1
-        grep -E " (FAILED|ERROR)" "$LOGS/tests_gpu.log" | grep -v "^FAILED\|^ERROR" | head -60
-        grep -E "^(FAILED|ERROR) " "$LOGS/tests_gpu.log" | cut -c1-400 | head -60
+        grep -E "^tests/.* (FAILED|ERROR)" "$LOGS/tests_gpu.log" | head -60
         echo "passed: $(grep -c ' PASSED' "$LOGS/tests_gpu.log")  failed: $(grep -c ' FAILED' "$LOGS/tests_gpu.log")  skipped: $(grep -c ' SKIPPED' "$LOGS/tests_gpu.log")"
         tail -3 "$LOGS/tests_gpu.log"
     fi

@@ -118,6 +118,23 @@ TILEOPS_DEV void smx_z(const char *xrow, long long o0, long long no, int j0, int
     (void)t;
 #endif
 }
+#if TILEOPS_STAGE
+extern __shared__ __attribute__((aligned(16))) float smx_stage[]; /* z, then e, of the CTA's chunk */
+#endif
+/* octet j0 + b's value kept by the previous pass: from shared memory (staged), else z
+ * loaded again (w: the batch's words when `full`) */
+TILEOPS_DEV void smx_again(const char *xrow, long long o0, long long no, int j0, int b, unsigned tid, int full,
+                           const struct tileops_v4 *w, float t, float *z) {
+#if TILEOPS_STAGE
+    const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        z[k] = smx_stage[k * SMP_NO + o];
+    (void)xrow, (void)o0, (void)no, (void)full, (void)w, (void)t;
+#else
+    smx_z(xrow, o0, no, j0, b, tid, full, w, t, z);
+#endif
+}
 /* the batch's loads (when full) */
 TILEOPS_DEV int smx_issue(const char *xrow, long long o0, long long no, int j0, unsigned tid,
                           struct tileops_v4 (*w)[SMP_WORDS]) {
@@ -132,9 +149,6 @@ TILEOPS_DEV int smx_issue(const char *xrow, long long o0, long long no, int j0, 
 
 extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const void *x, const float *temperature,
                                                                           void *y) {
-#if TILEOPS_STAGE
-    extern __shared__ __attribute__((aligned(16))) float smx_stage[];
-#endif
     __shared__ float red[TILEOPS_WARPS];
     __shared__ float slots[2];
     const unsigned tid = tileops_tid();
@@ -175,7 +189,10 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
     float s = 0.0f;
     SMP_BATCH_UNROLL
     for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMP_BATCH) {
-#if !TILEOPS_STAGE
+#if TILEOPS_STAGE
+        struct tileops_v4 *w[SMP_BATCH] = {0};
+        const int full = 0;
+#else
         struct tileops_v4 w[SMP_BATCH][SMP_WORDS];
         const int full = smx_issue(xrow, o0, no, j0, tid, w);
 #endif
@@ -184,13 +201,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
             const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
             if (o < no) {
                 float z[8];
-#if TILEOPS_STAGE
-#pragma unroll
-                for (int k = 0; k < 8; k++)
-                    z[k] = smx_stage[k * SMP_NO + o];
-#else
-                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, z);
-#endif
+                smx_again(xrow, o0, no, j0, b, tid, full, w[b], t, z);
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
                     const float e = smp_exp(tileops_add(z[k], -M)); /* exp(-inf - M) = 0: a tail adds 0 */
@@ -204,10 +215,13 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
     }
     const float S = smp_cluster_f32(smp_block_sum(s, red, tid), &slots[1], tid, 1);
     smp_cluster_arrive(); /* this CTA has read the others' slots: they may exit after their wait */
-    /* pass 3: probs = e / S */
+    /* pass 3: probs = e / S (e kept, or exp(z - M) again) */
     SMP_BATCH_UNROLL
     for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMP_BATCH) {
-#if !TILEOPS_STAGE
+#if TILEOPS_STAGE
+        struct tileops_v4 *w[SMP_BATCH] = {0};
+        const int full = 0;
+#else
         struct tileops_v4 w[SMP_BATCH][SMP_WORDS];
         const int full = smx_issue(xrow, o0, no, j0, tid, w);
 #endif
@@ -216,12 +230,8 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
             const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
             if (o < no) {
                 float p[8];
-#if TILEOPS_STAGE
-#pragma unroll
-                for (int k = 0; k < 8; k++)
-                    p[k] = smx_stage[k * SMP_NO + o];
-#else
-                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, p);
+                smx_again(xrow, o0, no, j0, b, tid, full, w[b], t, p);
+#if !TILEOPS_STAGE
 #pragma unroll
                 for (int k = 0; k < 8; k++)
                     p[k] = smp_exp(tileops_add(p[k], -M));
