@@ -200,7 +200,16 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
                 row, seg = idx // cfg.SEG, idx % cfg.SEG
                 tok = tok0 + row
                 nbytes, off = 0, 0
-                if tok < length:
+                if cfg.BS % TILE == 0:
+                    # a block holds whole tiles: one block id per tile (the kernel reads it a
+                    # tile ahead, pda_tile_block); the rows past the length are zero-filled
+                    blk = int(bt[b, tok0 // cfg.BS])
+                    if not 0 <= blk < N:
+                        bad[w, lane] = True
+                    elif tok < length:
+                        off = (blk * cfg.BS + tok0 % cfg.BS + row) * row_stride + kvh * cfg.RB + seg * 16
+                        nbytes = 16
+                elif tok < length:
                     blk = int(bt[b, tok // cfg.BS])
                     if 0 <= blk < N:
                         off = (blk * cfg.BS + tok % cfg.BS) * row_stride + kvh * cfg.RB + seg * 16
@@ -290,23 +299,31 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
                             F[GS8 * D + GS8 + nt * 8 + 2 * t4[T] + j] = np.nan if poisoned else ltot[T]
                     wm[w, nt, j] = -np.inf
                     wl[w, nt, j] = 0
-        for e in range(GS8 * D):
-            g, d = e // D, e % D
-            cm, cl, ca = fold[0, GS8 * D + g], fold[0, GS8 * D + GS8 + g], fold[0, e]
-            for ww in range(1, NW):
-                cm, cl, ca = merge(cm, cl, ca, fold[ww, GS8 * D + g], fold[ww, GS8 * D + GS8 + g], fold[ww, e])
-            if not split:
-                m, l_, a_ = merge(run_ml[c & 1, 0, g], run_ml[c & 1, 1, g], run_a[e], cm, cl, ca)
-                run_a[e] = a_
-                if d == 0:
-                    run_ml[(c + 1) & 1, 0, g] = m
-                    run_ml[(c + 1) & 1, 1, g] = l_
-            elif head_ok(g):
-                base = ((b * H + hbase + g) * max_chunks + c) * (D + 2)
-                ws[base + d] = ca
-                if d == 0:
-                    ws[base + D] = cm
-                    ws[base + D + 1] = cl
+        # thread tid folds channels fu + TPH i of head fg (the weights once per head)
+        TPH = 128 // GS8
+        seen = np.zeros(GS8 * D, dtype=int)
+        for tid in range(128):
+            fg, fu = tid // TPH, tid % TPH
+            for i in range(D // TPH):
+                d = fu + TPH * i
+                e = fg * D + d
+                seen[e] += 1
+                cm, cl, ca = fold[0, GS8 * D + fg], fold[0, GS8 * D + GS8 + fg], fold[0, e]
+                for ww in range(1, NW):
+                    cm, cl, ca = merge(cm, cl, ca, fold[ww, GS8 * D + fg], fold[ww, GS8 * D + GS8 + fg], fold[ww, e])
+                if not split:
+                    m, l_, a_ = merge(run_ml[c & 1, 0, fg], run_ml[c & 1, 1, fg], run_a[e], cm, cl, ca)
+                    run_a[e] = a_
+                    if fu == 0 and i == D // TPH - 1:   # written after the thread's last read of the slot
+                        run_ml[(c + 1) & 1, 0, fg] = m
+                        run_ml[(c + 1) & 1, 1, fg] = l_
+                elif head_ok(fg):
+                    base = ((b * H + hbase + fg) * max_chunks + c) * (D + 2)
+                    ws[base + d] = ca
+                    if fu == 0:
+                        ws[base + D] = cm
+                        ws[base + D + 1] = cl
+        assert (seen == 1).all(), "the fold's threads must cover every (head, channel) once"
     if split:
         return
     fin = run_ml[n_chunks & 1]

@@ -101,12 +101,23 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="the latency case and Llama-3-8B at 4K and 32K only")
     ap.add_argument("--out", default="paged_decode_timing.json")
+    ap.add_argument("--cases", default=None, help="comma list of MODEL:B:CTX[:BS] (MODEL 8B, Qwen or 70B), "
+                                                   "instead of the default set")
     ap.add_argument("--stages", type=int, default=None, help="each warp's ring depth (1 .. 4; default: the kernel's "
                                                               "choice, kernels/attention/paged_decode_attention.py)")
     args = ap.parse_args()
     if args.stages is not None:
         from tileops.kernels.attention import paged_decode_attention as K
         K.STAGES = args.stages
+    if args.cases:
+        short = {"8B": "Llama-3-8B", "Qwen": "Qwen2.5-7B", "70B": "Llama-3-70B TP4"}
+        rows = []
+        for spec in args.cases.split(","):
+            m, B, ctx, *bs = spec.split(":")
+            H, Hkv = MODELS[short[m]]
+            rows.append(case(short[m], H, Hkv, int(B), int(ctx), BS=int(bs[0]) if bs else 16))
+            print(rows[-1]["case"], flush=True)
+        return report(rows, args.out)
     rows = [case("Llama-3-8B", 32, 8, 1, 1024)]
     for label, (H, Hkv) in MODELS.items():
         if args.quick and label != "Llama-3-8B":
@@ -119,12 +130,17 @@ def main():
                 print(rows[-1]["case"], flush=True)
     rows.append(case("Llama-3-8B", 32, 8, 8, 4096, BS=64))
     rows.append(case("Llama-3-8B", 32, 8, 8, 4096, dtype=torch.bfloat16))
-    hdr = f"{'case':44s} {'hot us':>9s} {'cold us':>9s} {'GB/s':>7s} {'of copy':>8s} {'sdpa hot':>9s}"
+    report(rows, args.out)
+
+
+def report(rows, out):
+    hdr = f"{'case':44s} {'hot us':>9s} {'cold us':>9s} {'GB/s':>7s} {'of copy':>8s} {'sdpa hot':>9s} {'sdpa cold':>9s} {'copy cold':>9s}"
     print(hdr)
     for r in rows:
         print(f"{r['case']:44s} {r['tileops_hot_us']:9.2f} {r['tileops_cold_us']:9.2f} {r['tileops_cold_gbps']:7.0f} "
-              f"{r['of_copy_cold']:8.2f} {r.get('sdpa_gathered_hot_us', float('nan')):9.2f}")
-    with open(args.out, "w") as f:
+              f"{r['of_copy_cold']:8.2f} {r.get('sdpa_gathered_hot_us', float('nan')):9.2f} "
+              f"{r.get('sdpa_gathered_cold_us', float('nan')):9.2f} {r['copy_cold_us']:9.2f}")
+    with open(out, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
 
 

@@ -34,8 +34,10 @@
  * Each warp streams its tiles' K and V rows into its own PDA_STAGES-deep ring of shared
  * memory with 16-byte cp.async (K and V read once per KV head: all query heads of the group
  * use them), rows XOR-swizzled per 16-byte segment (conflict-free ldmatrix; pda_swz). A token at or
- * past seq_lens[b] is never read (its rows are zero-filled); the block table entries past
- * a sequence's blocks are never read.
+ * past seq_lens[b] is never read (its rows are zero-filled). Block table entries past a
+ * sequence's blocks are never used; with block sizes that are multiples of 16 a tile's block
+ * id is read ahead, before the length is known, so an entry inside the table's row (of
+ * max_blocks) past them may be read, never one outside it.
  *
  * ==== Bad input (no host synchronisation to check it) ====================================
  * A block id outside [0, num_blocks) for a token the sequence holds is never dereferenced
@@ -109,7 +111,8 @@
 #define PDA_P_OFF (PDA_Q_OFF + 4 * PDA_GS8 * PDA_D)
 #define PDA_SMEM (PDA_P_OFF + 4 * PDA_NW * PDA_GS8 * PDA_TILE)
 #endif
-#define PDA_EPT (PDA_GS8 * PDA_D / TILEOPS_THREADS) /* fold elements per thread */
+#define PDA_TPH (TILEOPS_THREADS / PDA_GS8)         /* fold: threads per query head (16 or 8) */
+#define PDA_EPT (PDA_D / PDA_TPH)                   /* fold: channels per thread, fu + PDA_TPH i of head fg */
 #define PDA_LN2 0.693147180559945309f
 
 #if TILEOPS_DTYPE == 1
@@ -143,15 +146,22 @@ TILEOPS_DEV void pda_commit(void) { asm volatile("cp.async.commit_group;" ::: "m
 
 /* ---- the merge rule: (m, l, a) <- (m, l, a) (+) (mb, lb, ab) ------------------------------ */
 /* m in log2 units. A state with m = -inf (no token) weighs 0; the result is the same
- * operations on the same values wherever it is applied (a CTA's fold or the merge kernel). */
-TILEOPS_DEV void pda_merge(float *m, float *l, float *a, float mb, float lb, float ab) {
+ * operations on the same values wherever it is applied (a CTA's fold or the merge kernel).
+ * The weights depend on m and mb only: pda_weigh computes them (and folds l, m) once per
+ * head, pda_apply folds each channel's a with them; pda_merge is the two for one channel. */
+TILEOPS_DEV void pda_weigh(float *m, float *l, float mb, float lb, float *sa, float *sb) {
     const float ninf = pda_neg_inf();
     const float mm = tileops_maxf(*m, mb);
-    const float sa = *m == ninf ? 0.0f : tileops_ex2(tileops_sub(*m, mm));
-    const float sb = mb == ninf ? 0.0f : tileops_ex2(tileops_sub(mb, mm));
-    *l = tileops_fma(lb, sb, tileops_mul(*l, sa));
-    *a = tileops_fma(ab, sb, tileops_mul(*a, sa));
+    *sa = *m == ninf ? 0.0f : tileops_ex2(tileops_sub(*m, mm));
+    *sb = mb == ninf ? 0.0f : tileops_ex2(tileops_sub(mb, mm));
+    *l = tileops_fma(lb, *sb, tileops_mul(*l, *sa));
     *m = mm;
+}
+TILEOPS_DEV float pda_apply(float a, float ab, float sa, float sb) { return tileops_fma(ab, sb, tileops_mul(a, sa)); }
+TILEOPS_DEV void pda_merge(float *m, float *l, float *a, float mb, float lb, float ab) {
+    float sa, sb;
+    pda_weigh(m, l, mb, lb, &sa, &sb);
+    *a = pda_apply(*a, ab, sa, sb);
 }
 
 /* o and lse of a folded state (l == 0: no token: o = 0, lse = -inf) */
@@ -205,10 +215,11 @@ TILEOPS_DEV unsigned pda_swz(int row, int seg) {
 
 /* ---- one warp's work ---------------------------------------------------------------------- */
 struct pda_seq {
-    const char *kc, *vc;     /* the caches */
+    const char *kc;          /* the key cache at this KV head (its bytes inside a cache row) */
+    long long vk;            /* value_cache - key_cache, bytes */
     const int *bt;           /* this sequence's block table row */
-    long long len, nblocks, kv_off; /* kv_off: bytes of the KV head inside a cache row */
-    long long row_stride;    /* bytes between cache rows (H_kv * D * E) */
+    long long len, nblocks, max_blocks;
+    int row_stride;          /* bytes between cache rows (H_kv * D * E; the host keeps a block < 2 GiB) */
     int c0;                  /* first chunk of this CTA */
     int w, lane;
 };
@@ -218,34 +229,65 @@ TILEOPS_DEV long long pda_tile_tok(const struct pda_seq *s, int k) {
     return (long long)(s->c0 + k / PDA_TPW) * PDA_CH + s->w * (PDA_TPW * PDA_TILE) + (k % PDA_TPW) * PDA_TILE;
 }
 
-/* issues the copies of tile k's K and V rows into ring slot `slot` (tokens at or past len
- * are zero-filled; a bad block id too, and *bad is set) */
-TILEOPS_DEV void pda_issue(const struct pda_seq *s, int k, unsigned ring, int *bad) {
+/* The block id that tile k reads when a block holds whole tiles (PDA_BS a multiple of 16:
+ * a tile starts at a multiple of 16, so its 16 rows lie in one block): read a tile ahead of
+ * its copies (pda_issue's `blk`), so that no copy waits on the block table. It is read
+ * before the length is known: an entry inside the table's row (max_blocks of them) past the
+ * sequence's blocks may be read, never used; past the row, nothing is read (-1). */
+TILEOPS_DEV int pda_tile_block(const struct pda_seq *s, int k) {
+#if PDA_BS % PDA_TILE == 0
+    const long long i = pda_tile_tok(s, k) / PDA_BS;
+    return i < s->max_blocks ? s->bt[i] : -1;
+#else
+    (void)s;
+    (void)k;
+    return -1;
+#endif
+}
+
+/* issues the copies of tile k's K and V rows into ring slot k % PDA_STAGES (rows at or past
+ * len are zero-filled; a bad block id's rows too, and *bad is set). blk: pda_tile_block(k)
+ * when blocks hold whole tiles; otherwise each row's block id is read here. */
+TILEOPS_DEV void pda_issue(const struct pda_seq *s, int k, int blk, unsigned ring, int *bad) {
     const long long tok0 = pda_tile_tok(s, k);
     if (tok0 >= s->len)
         return;
     const unsigned kt = ring + (unsigned)((k % PDA_STAGES) * 2 * PDA_TILE_BYTES), vt = kt + PDA_TILE_BYTES;
-#pragma unroll 2
+    const int rows = s->len - tok0 < PDA_TILE ? (int)(s->len - tok0) : PDA_TILE; /* rows holding tokens */
+#if PDA_BS % PDA_TILE == 0
+    const int ok = blk >= 0 && blk < s->nblocks;
+    if (!ok)
+        *bad = 1;
+    /* row 0 of the tile; a bad block reads nothing and points at the cache's start */
+    const char *base = s->kc + (ok ? ((long long)blk * PDA_BS + tok0 % PDA_BS) * s->row_stride : 0);
+#else
+    (void)blk;
+#endif
+#pragma unroll
     for (int j = 0; j < (PDA_TILE * PDA_SEG + 31) / 32; j++) {
         const int idx = s->lane + 32 * j;
         if (PDA_TILE * PDA_SEG % 32 != 0 && idx >= PDA_TILE * PDA_SEG)
             break;
         const int row = idx / PDA_SEG, seg = idx % PDA_SEG;
-        const long long tok = tok0 + row;
-        const char *src = s->kc;
+#if PDA_BS % PDA_TILE == 0
+        const int bytes = ok && row < rows ? 16 : 0;
+        const char *src = base + (unsigned)(row * s->row_stride + seg * 16);
+#else
         int bytes = 0;
-        long long off = 0;
-        if (tok < s->len) {
-            const long long blk = s->bt[tok / PDA_BS];
-            if (blk >= 0 && blk < s->nblocks) {
-                off = (blk * PDA_BS + tok % PDA_BS) * s->row_stride + s->kv_off + seg * 16;
+        const char *src = s->kc;
+        if (row < rows) {
+            const long long tok = tok0 + row;
+            const long long b = s->bt[tok / PDA_BS];
+            if (b >= 0 && b < s->nblocks) {
+                src += (b * PDA_BS + tok % PDA_BS) * s->row_stride + seg * 16;
                 bytes = 16;
             } else {
                 *bad = 1;
             }
         }
-        pda_cp16(kt + pda_swz(row, seg), bytes ? s->kc + off : src, bytes);
-        pda_cp16(vt + pda_swz(row, seg), bytes ? s->vc + off : src, bytes);
+#endif
+        pda_cp16(kt + pda_swz(row, seg), src, bytes);
+        pda_cp16(vt + pda_swz(row, seg), src + s->vk, bytes);
     }
 }
 
@@ -259,12 +301,31 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
     const unsigned tid = tileops_tid();
     const int w = (int)(tid >> 5), lane = (int)(tid & 31u);
     const int gq = lane >> 2, t4 = lane & 3;
+    const int fg = (int)tid / PDA_TPH, fu = (int)tid % PDA_TPH; /* the fold's head and first channel */
     const long long x = tileops_ctaid();
     const long long z = x % zs, pair = x / zs, kvh = pair % H_kv, b = pair / H_kv;
     const long long hbase = kvh * PDA_G + z * PDA_GS;  /* the CTA's first query head */
-    const long long len = seq_lens[b];
-    const float ninf = pda_neg_inf();
     const int split = ws != 0;
+
+    /* what does not depend on the length first: the first tiles' block ids are read here,
+     * in flight together with seq_lens[b] (tiles past the length never use theirs) */
+    struct pda_seq s;
+    s.kc = (const char *)key_cache + kvh * PDA_RB;
+    s.vk = (const char *)value_cache - (const char *)key_cache;
+    s.bt = block_table + b * max_blocks;
+    s.max_blocks = max_blocks;
+    s.nblocks = num_blocks;
+    s.row_stride = (int)(H_kv * PDA_RB);
+    s.c0 = split ? (int)(tileops_ctaid_y() * cpc) : 0;
+    s.w = w;
+    s.lane = lane;
+    int first_blk[PDA_STAGES];
+#pragma unroll
+    for (int k = 0; k < PDA_STAGES; k++)
+        first_blk[k] = pda_tile_block(&s, k);
+    const long long len = seq_lens[b];
+    s.len = len;
+    const float ninf = pda_neg_inf();
 
     /* query head hl (0 .. PDA_GS8) of this CTA: one of its heads, and one of the group's */
     #define PDA_HEAD_OK(hl) ((hl) < PDA_GS && z * PDA_GS + (hl) < PDA_G)
@@ -290,18 +351,6 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
         if (c_begin >= c_end)
             return;
     }
-
-    struct pda_seq s;
-    s.kc = (const char *)key_cache;
-    s.vc = (const char *)value_cache;
-    s.bt = block_table + b * max_blocks;
-    s.len = len;
-    s.nblocks = num_blocks;
-    s.row_stride = H_kv * PDA_RB;
-    s.kv_off = kvh * PDA_RB;
-    s.c0 = (int)c_begin;
-    s.w = w;
-    s.lane = lane;
     const unsigned ring = pda_smem_addr(pda_smem) + (unsigned)(w * PDA_WARP_BYTES);
     float *fold = (float *)(pda_smem + PDA_FOLD_OFF);
 
@@ -345,8 +394,8 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
     float *run_a = (float *)(pda_smem + PDA_RUN_OFF), *run_ml = run_a + PDA_GS8 * PDA_D;
     if (!split) {
 #pragma unroll
-        for (int e8 = 0; e8 < PDA_EPT; e8++)
-            run_a[(int)tid + TILEOPS_THREADS * e8] = 0.0f;
+        for (int i = 0; i < PDA_EPT; i++)
+            run_a[fg * PDA_D + fu + PDA_TPH * i] = 0.0f;
         if (tid < PDA_GS8) {
             run_ml[tid] = ninf;          /* slot 0: m */
             run_ml[PDA_GS8 + tid] = 0.0f; /* slot 0: l */
@@ -359,12 +408,17 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
 #pragma unroll
     for (int k = 0; k < PDA_STAGES - 1; k++) {
         if (k < nk)
-            pda_issue(&s, k, ring, &bad);
+            pda_issue(&s, k, first_blk[k], ring, &bad);
         pda_commit();
     }
+    /* the block id of the next tile to issue, read one tile ahead */
+    int next_blk = first_blk[PDA_STAGES - 1];
     for (int k = 0; k < nk; k++) {
-        if (k + PDA_STAGES - 1 < nk)
-            pda_issue(&s, k + PDA_STAGES - 1, ring, &bad);
+        if (k + PDA_STAGES - 1 < nk) {
+            pda_issue(&s, k + PDA_STAGES - 1, next_blk, ring, &bad);
+            if (k + PDA_STAGES < nk)
+                next_blk = pda_tile_block(&s, k + PDA_STAGES);
+        }
         pda_commit();
         PDA_WAIT(PDA_STAGES - 1);
         pda_syncwarp();
@@ -512,29 +566,42 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
             }
         }
         tileops_barrier();
-#pragma unroll
-        for (int e8 = 0; e8 < PDA_EPT; e8++) {
-            const int e = (int)tid + TILEOPS_THREADS * e8, g = e / PDA_D, d = e % PDA_D;
-            float cm = fold[PDA_GS8 * PDA_D + g], cl = fold[PDA_GS8 * PDA_D + PDA_GS8 + g], ca = fold[e];
+        {
+            /* the warps' states, folded in warp order: the weights once for the thread's head */
+            float cm = fold[PDA_GS8 * PDA_D + fg], cl = fold[PDA_GS8 * PDA_D + PDA_GS8 + fg];
+            float sa[PDA_NW], sb[PDA_NW];
 #pragma unroll
             for (int ww = 1; ww < PDA_NW; ww++) {
                 const float *G = fold + ww * PDA_FOLD_W;
-                pda_merge(&cm, &cl, &ca, G[PDA_GS8 * PDA_D + g], G[PDA_GS8 * PDA_D + PDA_GS8 + g], G[e]);
+                pda_weigh(&cm, &cl, G[PDA_GS8 * PDA_D + fg], G[PDA_GS8 * PDA_D + PDA_GS8 + fg], &sa[ww], &sb[ww]);
             }
+            /* then into the CTA's running fold (no split) */
+            float rm = 0.0f, rl = 0.0f, rsa = 0.0f, rsb = 0.0f;
             if (!split) {
                 const float *in = run_ml + (c & 1) * 2 * PDA_GS8;
-                float *outs = run_ml + ((c + 1) & 1) * 2 * PDA_GS8;
-                float m = in[g], l = in[PDA_GS8 + g], a = run_a[e];
-                pda_merge(&m, &l, &a, cm, cl, ca);
-                run_a[e] = a;
-                if (d == 0) {
-                    outs[g] = m;
-                    outs[PDA_GS8 + g] = l;
-                }
-            } else if (PDA_HEAD_OK(g)) {
-                float *P = ws + ((b * H + hbase + g) * max_chunks + c) * (PDA_D + 2);
-                P[d] = ca;
-                if (d == 0) {
+                rm = in[fg];
+                rl = in[PDA_GS8 + fg];
+                pda_weigh(&rm, &rl, cm, cl, &rsa, &rsb);
+            }
+            float *P = split ? ws + ((b * H + hbase + fg) * max_chunks + c) * (PDA_D + 2) : 0;
+#pragma unroll
+            for (int i = 0; i < PDA_EPT; i++) {
+                const int d = fu + PDA_TPH * i, e = fg * PDA_D + d;
+                float ca = fold[e];
+#pragma unroll
+                for (int ww = 1; ww < PDA_NW; ww++)
+                    ca = pda_apply(ca, fold[ww * PDA_FOLD_W + e], sa[ww], sb[ww]);
+                if (!split)
+                    run_a[e] = pda_apply(run_a[e], ca, rsa, rsb);
+                else if (PDA_HEAD_OK(fg))
+                    P[d] = ca;
+            }
+            if (fu == 0) {
+                if (!split) {
+                    float *outs = run_ml + ((c + 1) & 1) * 2 * PDA_GS8;
+                    outs[fg] = rm;
+                    outs[PDA_GS8 + fg] = rl;
+                } else if (PDA_HEAD_OK(fg)) {
                     P[PDA_D] = cm;
                     P[PDA_D + 1] = cl;
                 }
@@ -547,15 +614,16 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
         return;
     /* ---- no split: o and lse of the folded state (slot n_chunks & 1, past the last barrier) ---- */
     const float *fin = run_ml + (n_chunks & 1) * 2 * PDA_GS8;
+    if (!PDA_HEAD_OK(fg))
+        return;
 #pragma unroll
-    for (int e8 = 0; e8 < PDA_EPT; e8++) {
-        const int e = (int)tid + TILEOPS_THREADS * e8, g = e / PDA_D, d = e % PDA_D;
-        if (!PDA_HEAD_OK(g))
-            continue;
-        tileops_st_elem((char *)o + ((b * H + hbase + g) * PDA_D) * TILEOPS_E, d, pda_out(fin[PDA_GS8 + g], run_a[e]));
-        if (d == 0 && lse)
-            lse[b * H + hbase + g] = pda_lse(fin[g], fin[PDA_GS8 + g]);
+    for (int i = 0; i < PDA_EPT; i++) {
+        const int d = fu + PDA_TPH * i;
+        tileops_st_elem((char *)o + ((b * H + hbase + fg) * PDA_D) * TILEOPS_E, d,
+                        pda_out(fin[PDA_GS8 + fg], run_a[fg * PDA_D + d]));
     }
+    if (fu == 0 && lse)
+        lse[b * H + hbase + fg] = pda_lse(fin[fg], fin[PDA_GS8 + fg]);
 }
 
 /* ---- the merge kernel (split): each chunk's partial, folded in chunk order ---------------- */

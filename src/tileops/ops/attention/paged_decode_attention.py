@@ -35,7 +35,8 @@ class PagedDecodeAttentionFwdOp(Op):
     [B, H, D] (new, or `out` filled), and with return_lse=True (o, lse), lse float32
     [B, H] the natural log-sum-exp of each head's scaled scores (to merge with other
     partial attentions). A sequence of length 0 gives o = 0 and lse = -inf. Block table
-    entries past a sequence's blocks are never read, and blocks may be shared.
+    entries past a sequence's blocks are never used (any value, out of range too), and blocks
+    may be shared.
 
     A length outside [0, max_blocks * block_size] or a block id outside [0, num_blocks)
     among a sequence's blocks raises on the CPU (naming the argument, the index and the

@@ -1,0 +1,52 @@
+"""One case per process for Nsight Compute: warm up (NVRTC compile, module load), then the
+calls ncu profiles (it is told to skip the warm-up launches by --launch-skip).
+
+    ncu --clock-control none --set full -k regex:paged_decode_attention$ --launch-skip 3 \\
+        --launch-count 1 python3 dev/probes/ncu_cases.py pda --B 128 --ctx 4096
+
+Cases: pda (PagedDecodeAttentionFwdOp, Llama-3-8B heads unless --H/--Hkv), softmax,
+argmax (bf16 logits [B, V]). Each case makes 3 warm-up calls, then 2 more."""
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=("pda", "softmax", "argmax"))
+    ap.add_argument("--B", type=int, default=128)
+    ap.add_argument("--ctx", type=int, default=4096)
+    ap.add_argument("--H", type=int, default=32)
+    ap.add_argument("--Hkv", type=int, default=8)
+    ap.add_argument("--V", type=int, default=128256)
+    ap.add_argument("--stages", type=int, default=None)
+    a = ap.parse_args()
+    dev = "cuda"
+    if a.case == "pda":
+        from tileops.attention import PagedDecodeAttentionFwdOp
+        if a.stages is not None:
+            from tileops.kernels.attention import paged_decode_attention as K
+            K.STAGES = a.stages
+        BS, D, dt = 16, 128, torch.float16
+        nb = a.ctx // BS
+        kc = torch.randn(a.B * nb, BS, a.Hkv, D, device=dev, dtype=dt)
+        vc = torch.randn_like(kc)
+        q = torch.randn(a.B, a.H, D, device=dev, dtype=dt)
+        bt = torch.randperm(a.B * nb, device=dev).view(a.B, nb).to(torch.int32)
+        sl = torch.full((a.B,), a.ctx, dtype=torch.int32, device=dev)
+        op = PagedDecodeAttentionFwdOp(D, BS)
+        fn = lambda: op(q, kc, vc, bt, sl)   # noqa: E731
+    else:
+        from tileops.sampling import ArgmaxFwdOp, SoftmaxFwdOp
+        x = torch.randn(a.B, a.V, device=dev, dtype=torch.bfloat16)
+        op = SoftmaxFwdOp(out_dtype=torch.float32) if a.case == "softmax" else ArgmaxFwdOp()
+        fn = lambda: op(x)   # noqa: E731
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Nsight Compute over dev/probes/ncu_cases.py (on the lent GPU, after the kit's build):
+#   NCU_CASES="pda_b128:pda --B 128 --ctx 4096;softmax:softmax --B 128" bash dev/probes/ncu_run.sh
+# Each NAME:ARGS profiles one launch of the case's main kernel (--set full, clocks left alone)
+# and writes NAME.details.txt (every section) and NAME.source.csv (per-SASS-instruction
+# samples) into $OUT/ncu/, tarred into $OUT/ncu.tar.gz.
+set -uo pipefail
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+[ -n "$NCU" ] || { echo "no ncu"; exit 1; }
+mkdir -p /tmp/ncu
+declare -A KERNEL=([pda]='regex:paged_decode_attention$' [softmax]='regex:tileops_softmax$' [argmax]='regex:tileops_argmax$')
+IFS=';' read -ra CASES <<<"${NCU_CASES}"
+for spec in "${CASES[@]}"; do
+    name=${spec%%:*}; args=${spec#*:}; kind=${args%% *}
+    echo "--- ncu $name ($args)"
+    timeout 150 "$NCU" --clock-control none --set full --import-source yes -k "${KERNEL[$kind]}" --launch-skip 3 \
+        --launch-count 1 -f -o "/tmp/ncu/$name" python3 dev/probes/ncu_cases.py $args >"/tmp/ncu/$name.log" 2>&1 \
+        || { echo "ncu failed"; tail -20 "/tmp/ncu/$name.log"; continue; }
+    "$NCU" --import "/tmp/ncu/$name.ncu-rep" --page details --print-details all >"/tmp/ncu/$name.details.txt" 2>&1
+    "$NCU" --import "/tmp/ncu/$name.ncu-rep" --page source --csv --print-source sass >"/tmp/ncu/$name.source.csv" 2>&1
+    grep -E "Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Stall|Eligible" \
+        "/tmp/ncu/$name.details.txt" | head -40
+done
+rm -f /tmp/ncu/*.ncu-rep
+tar czf "$OUT/ncu.tar.gz" -C /tmp ncu
