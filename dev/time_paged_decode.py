@@ -105,7 +105,11 @@ def main():
                                                    "instead of the default set")
     ap.add_argument("--stages", type=int, default=None, help="each warp's ring depth (1 .. 4; default: the kernel's "
                                                               "choice, kernels/attention/paged_decode_attention.py)")
+    ap.add_argument("--cpc", type=int, default=None, help="chunks per CTA, forced (the split plan's knob)")
     args = ap.parse_args()
+    if args.cpc is not None:
+        from tileops.kernels.attention import paged_decode_attention as K
+        K.SPLIT_CPC = args.cpc
     if args.stages is not None:
         from tileops.kernels.attention import paged_decode_attention as K
         K.STAGES = args.stages

@@ -103,8 +103,7 @@
 #define PDA_WARP_BYTES (PDA_STAGES * 2 * PDA_TILE_BYTES)
 #define PDA_FOLD_OFF (PDA_NW * PDA_WARP_BYTES)
 #define PDA_FOLD_W (PDA_GS8 * (PDA_D + 2))          /* floats of one warp's state */
-#define PDA_RUN_OFF (PDA_FOLD_OFF + 4 * PDA_NW * PDA_FOLD_W)
-#define PDA_Q_OFF (PDA_RUN_OFF + 4 * (PDA_GS8 * PDA_D + 4 * PDA_GS8))
+#define PDA_Q_OFF (PDA_FOLD_OFF + 4 * PDA_NW * PDA_FOLD_W)
 #if PDA_MMA
 #define PDA_SMEM PDA_Q_OFF
 #else
@@ -114,6 +113,7 @@
 #define PDA_TPH (TILEOPS_THREADS / PDA_GS8)         /* fold: threads per query head (16 or 8) */
 #define PDA_EPT (PDA_D / PDA_TPH)                   /* fold: channels per thread, fu + PDA_TPH i of head fg */
 #define PDA_LN2 0.693147180559945309f
+#define PDA_MB 16                                   /* merge kernel: chunks loaded at once */
 
 #if TILEOPS_DTYPE == 1
 #define PDA_MMA_T "f16"
@@ -388,20 +388,12 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
         for (int md = 0; md < PDA_KS; md++)
             acc[nt][md][0] = acc[nt][md][1] = acc[nt][md][2] = acc[nt][md][3] = 0.0f;
     }
-    /* the CTA's running fold (no split), in shared memory: a[e] for the elements e = tid +
-     * 128 k each thread owns; m and l per head in two slots, read from slot (c & 1) and
-     * written to the other at chunk c (a barrier between a slot's writes and its reads) */
-    float *run_a = (float *)(pda_smem + PDA_RUN_OFF), *run_ml = run_a + PDA_GS8 * PDA_D;
-    if (!split) {
+    /* the CTA's running fold (no split), in registers: the thread's channels fu + PDA_TPH i of
+     * head fg (the fold's mapping, below), and that head's m and l */
+    float ra[PDA_EPT], rm = ninf, rl = 0.0f;
 #pragma unroll
-        for (int i = 0; i < PDA_EPT; i++)
-            run_a[fg * PDA_D + fu + PDA_TPH * i] = 0.0f;
-        if (tid < PDA_GS8) {
-            run_ml[tid] = ninf;          /* slot 0: m */
-            run_ml[PDA_GS8 + tid] = 0.0f; /* slot 0: l */
-        }
-        tileops_barrier();
-    }
+    for (int i = 0; i < PDA_EPT; i++)
+        ra[i] = 0.0f;
     int bad = 0;
 
     const int nk = (int)(c_end - c_begin) * PDA_TPW;
@@ -477,12 +469,15 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
                     wl[nt][j] = tileops_fma(wl[nt][j], al[nt][j], tileops_add(pv[nt][j], pv[nt][2 + j]));
                     wm[nt][j] = mn;
                 }
+                /* rescale only when some head's max moved (x * 1 is x: the same bits) */
+                if (pda_any(al[nt][0] != 1.0f || al[nt][1] != 1.0f)) {
 #pragma unroll
-                for (int md = 0; md < PDA_KS; md++) {
-                    acc[nt][md][0] = tileops_mul(acc[nt][md][0], al[nt][0]);
-                    acc[nt][md][1] = tileops_mul(acc[nt][md][1], al[nt][1]);
-                    acc[nt][md][2] = tileops_mul(acc[nt][md][2], al[nt][0]);
-                    acc[nt][md][3] = tileops_mul(acc[nt][md][3], al[nt][1]);
+                    for (int md = 0; md < PDA_KS; md++) {
+                        acc[nt][md][0] = tileops_mul(acc[nt][md][0], al[nt][0]);
+                        acc[nt][md][1] = tileops_mul(acc[nt][md][1], al[nt][1]);
+                        acc[nt][md][2] = tileops_mul(acc[nt][md][2], al[nt][0]);
+                        acc[nt][md][3] = tileops_mul(acc[nt][md][3], al[nt][1]);
+                    }
                 }
             }
             /* ---- O^T += V^T P^T: rows gq, gq + 8 of each 16 channels, columns 2 t4, 2 t4 + 1 ---- */
@@ -576,13 +571,9 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
                 pda_weigh(&cm, &cl, G[PDA_GS8 * PDA_D + fg], G[PDA_GS8 * PDA_D + PDA_GS8 + fg], &sa[ww], &sb[ww]);
             }
             /* then into the CTA's running fold (no split) */
-            float rm = 0.0f, rl = 0.0f, rsa = 0.0f, rsb = 0.0f;
-            if (!split) {
-                const float *in = run_ml + (c & 1) * 2 * PDA_GS8;
-                rm = in[fg];
-                rl = in[PDA_GS8 + fg];
+            float rsa = 0.0f, rsb = 0.0f;
+            if (!split)
                 pda_weigh(&rm, &rl, cm, cl, &rsa, &rsb);
-            }
             float *P = split ? ws + ((b * H + hbase + fg) * max_chunks + c) * (PDA_D + 2) : 0;
 #pragma unroll
             for (int i = 0; i < PDA_EPT; i++) {
@@ -592,19 +583,13 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
                 for (int ww = 1; ww < PDA_NW; ww++)
                     ca = pda_apply(ca, fold[ww * PDA_FOLD_W + e], sa[ww], sb[ww]);
                 if (!split)
-                    run_a[e] = pda_apply(run_a[e], ca, rsa, rsb);
+                    ra[i] = pda_apply(ra[i], ca, rsa, rsb);
                 else if (PDA_HEAD_OK(fg))
                     P[d] = ca;
             }
-            if (fu == 0) {
-                if (!split) {
-                    float *outs = run_ml + ((c + 1) & 1) * 2 * PDA_GS8;
-                    outs[fg] = rm;
-                    outs[PDA_GS8 + fg] = rl;
-                } else if (PDA_HEAD_OK(fg)) {
-                    P[PDA_D] = cm;
-                    P[PDA_D + 1] = cl;
-                }
+            if (split && fu == 0 && PDA_HEAD_OK(fg)) {
+                P[PDA_D] = cm;
+                P[PDA_D + 1] = cl;
             }
         }
         tileops_barrier();
@@ -612,21 +597,36 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
     PDA_WAIT(0);
     if (split)
         return;
-    /* ---- no split: o and lse of the folded state (slot n_chunks & 1, past the last barrier) ---- */
-    const float *fin = run_ml + (n_chunks & 1) * 2 * PDA_GS8;
+    /* ---- no split: o and lse of the folded state ---- */
     if (!PDA_HEAD_OK(fg))
         return;
 #pragma unroll
-    for (int i = 0; i < PDA_EPT; i++) {
-        const int d = fu + PDA_TPH * i;
-        tileops_st_elem((char *)o + ((b * H + hbase + fg) * PDA_D) * TILEOPS_E, d,
-                        pda_out(fin[PDA_GS8 + fg], run_a[fg * PDA_D + d]));
-    }
+    for (int i = 0; i < PDA_EPT; i++)
+        tileops_st_elem((char *)o + ((b * H + hbase + fg) * PDA_D) * TILEOPS_E, fu + PDA_TPH * i, pda_out(rl, ra[i]));
     if (fu == 0 && lse)
-        lse[b * H + hbase + fg] = pda_lse(fin[fg], fin[PDA_GS8 + fg]);
+        lse[b * H + hbase + fg] = pda_lse(rm, rl);
 }
 
 /* ---- the merge kernel (split): each chunk's partial, folded in chunk order ---------------- */
+/* chunks c0 .. c0 + PDA_MB - 1 (those < n) of channel d: their m, l and a */
+TILEOPS_DEV void pda_merge_load(const float *P, long long c0, long long n, int d, float *pm, float *pl, float *pa) {
+#pragma unroll
+    for (int j = 0; j < PDA_MB; j++) {
+        const float *Q = P + (c0 + j) * (PDA_D + 2);
+        const int in = c0 + j < n;
+        pm[j] = in ? Q[PDA_D] : 0.0f;
+        pl[j] = in ? Q[PDA_D + 1] : 0.0f;
+        pa[j] = in ? Q[d] : 0.0f;
+    }
+}
+TILEOPS_DEV void pda_merge_fold(long long c0, long long n, float *m, float *l, float *a, const float *pm,
+                                const float *pl, const float *pa) {
+#pragma unroll
+    for (int j = 0; j < PDA_MB; j++)
+        if (c0 + j < n)
+            pda_merge(m, l, a, pm[j], pl[j], pa[j]);
+}
+
 extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws, const int *seq_lens, void *o,
                                                                 float *lse, long long H, long long max_blocks,
                                                                 long long max_chunks) {
@@ -644,9 +644,18 @@ extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws,
     }
     const long long n_chunks = (len + PDA_CH - 1) / PDA_CH;
     float m = pda_neg_inf(), l = 0.0f, a = 0.0f;
+    /* The partials are loaded PDA_MB chunks at a time into one of two register batches while
+     * the other batch is folded, one chunk after the other in chunk order (a 32K-token
+     * sequence has 128 chunks: a load latency each would be the kernel's time). */
     const float *P = ws + bh * max_chunks * (PDA_D + 2);
-    for (long long c = 0; c < n_chunks; c++, P += PDA_D + 2)
-        pda_merge(&m, &l, &a, P[PDA_D], P[PDA_D + 1], P[d]);
+    float am[PDA_MB], al[PDA_MB], aa[PDA_MB], bm[PDA_MB], bl[PDA_MB], ba[PDA_MB];
+    pda_merge_load(P, 0, n_chunks, d, am, al, aa);
+    for (long long c0 = 0; c0 < n_chunks; c0 += 2 * PDA_MB) {
+        pda_merge_load(P, c0 + PDA_MB, n_chunks, d, bm, bl, ba);
+        pda_merge_fold(c0, n_chunks, &m, &l, &a, am, al, aa);
+        pda_merge_load(P, c0 + 2 * PDA_MB, n_chunks, d, am, al, aa);
+        pda_merge_fold(c0 + PDA_MB, n_chunks, &m, &l, &a, bm, bl, ba);
+    }
     tileops_st_elem(orow, d, pda_out(l, a));
     if (d == 0 && lse)
         lse[bh] = pda_lse(m, l);

@@ -12,10 +12,9 @@ their head counts' ratio).
 
 Launch rule (CUDA), from shapes only (CUDA-graph safe: nothing reads seq_lens or
 block_table on the host): CTAs of 128 threads, one per (sequence, KV head, head slice of
-<= 16 query heads (8 for head_size 256)); when these fill less than one wave of the GPU
-(SM count x CTAs per SM) and a sequence may hold several 256-token chunks, each is split
-along the sequence into S CTAs of `cpc` chunks (S x CTAs about two waves, at most one
-chunk each), which write each chunk's partial state to a float32 workspace of
+<= 16 query heads (8 for head_size 256)); when a sequence may hold several 256-token chunks
+it may be split along the sequence into S CTAs of `cpc` chunks (split_plan: the S that
+minimises an estimate of waves x a CTA's time), which write each chunk's partial state to a float32 workspace of
 B x H x max_chunks x (head_size + 2) taken per call from torch's caching allocator
 (stream-ordered, so capture-safe: a graph keeps its allocation), and a second kernel folds
 them. The result is bitwise the same whichever way (see the .cu).
@@ -49,7 +48,10 @@ GRID_MAX = 2**31 - 1
 SPLIT_MAX = 65535           # gridDim.y
 SM_SHARED = 233472          # shared memory per SM on sm_90 (228 KiB); a CTA also takes 1 KiB
 PER_BLOCK_SHARED = 232448   # the opt-in limit per CTA on sm_90 (227 KiB)
-WAVES = 2                   # a split aims at about this many waves of CTAs
+START = 0.25                # split_plan's cost model, in chunks of one CTA's streaming: a CTA's start,
+WS_COST = 0.05              # a chunk's partial written and read back (a split), the merge kernel
+MERGE_COST = 0.5
+SPLIT_CPC = None            # a dev knob (dev/time_paged_decode.py --cpc): chunks per CTA, forced
 # The dtypes (codes) the tensor-core path serves; the others take the fp32-FMA path, which
 # serves every dtype: empty this set (before an op's first call) to run float16 and
 # bfloat16 on the FMA path too (tests/gpu compare the two).
@@ -78,26 +80,25 @@ def heads_per_cta(head_size: int, group: int) -> int:
 
 def smem_bytes(dtype_code: int, head_size: int, heads: int, stages: int, mma: bool) -> int:
     """Dynamic shared memory of the main kernel (PDA_SMEM in the .cu): each warp's ring of
-    `stages` K and V tiles of 16 rows, the warps' states, the running fold, and for the
-    FMA path q and P in fp32."""
+    `stages` K and V tiles of 16 rows, the warps' states (the running fold is in registers),
+    and for the FMA path q and P in fp32."""
     e = DTYPE[dtype_code].itemsize
     g8 = -(-heads // 8) * 8
     rows = WARPS * stages * 2 * TILE * head_size * e
     fold = 4 * WARPS * g8 * (head_size + 2)
-    run = 4 * (g8 * head_size + 4 * g8)
     extra = 0 if mma else 4 * g8 * head_size + 4 * WARPS * g8 * TILE
-    return rows + fold + run + extra
+    return rows + fold + extra
 
 
 def choose_stages(dtype_code: int, head_size: int, heads: int, mma: bool,
                   per_block: int = PER_BLOCK_SHARED, per_sm: int = SM_SHARED) -> tuple:
-    """(stages, CTAs per SM): the deepest ring (<= 3) that still lets two CTAs share an SM,
-    else the deepest one CTA can hold."""
+    """(stages, CTAs per SM): a 2-deep ring where two CTAs share an SM, else the deepest
+    ring (<= 3) one CTA can hold."""
     def fits(st):
         return per_sm // (smem_bytes(dtype_code, head_size, heads, st, mma) + 1024)
     if STAGES is not None and smem_bytes(dtype_code, head_size, heads, STAGES, mma) <= per_block:
         return STAGES, max(1, fits(STAGES))
-    for st in (3, 2):
+    for st in (2,):   # H200: 2 CTAs of 2 stages beat 2 CTAs of 3 (dev/NOTES.md, session 8)
         if fits(st) >= 2 and smem_bytes(dtype_code, head_size, heads, st, mma) <= per_block:
             return st, fits(st)
     for st in (3, 2, 1):
@@ -118,14 +119,27 @@ def cuda_specialisation(dtype_code, head_size, group, heads, block_size, mma, st
 
 
 def split_plan(ctas: int, max_chunks: int, slots: int) -> tuple:
-    """(S, cpc): CTAs per (sequence, KV head, slice) along the sequence and chunks per CTA.
-    No split (1, max_chunks) when the CTAs fill a wave of `slots` or a sequence holds one
-    chunk at most; else S x ctas about WAVES waves, every CTA with cpc chunks."""
-    if ctas >= slots or max_chunks < 2:
+    """(S, cpc): CTAs per (sequence, KV head, slice) along the sequence and chunks per CTA,
+    from shapes only. Every CTA streams cpc chunks, so the time is about the number of waves
+    of `slots` CTAs times a CTA's time: cpc chunks plus START (a CTA's first copies and its
+    fold, in chunks); a split (S > 1) also writes and reads each chunk's partial (WS_COST per
+    chunk) and launches the merge (MERGE_COST). The plan minimises that estimate over cpc
+    (the fewer waves, then the fewer CTAs, on a tie): one wave of long CTAs where
+    ctas x S fills it (a last wave a fifth full costs a whole wave), short CTAs when a
+    sequence's chunks must spread over idle SMs. SPLIT_CPC (a dev knob) forces cpc."""
+    if max_chunks < 2:
         return 1, max_chunks
-    s = min(max_chunks, SPLIT_MAX, -(-WAVES * slots // ctas))
-    cpc = -(-max_chunks // s)
-    return -(-max_chunks // cpc), cpc
+    best = None
+    for cpc in ([SPLIT_CPC] if SPLIT_CPC else range(1, max_chunks + 1)):
+        s = -(-max_chunks // cpc)
+        if s > SPLIT_MAX:
+            continue
+        cpc = -(-max_chunks // s)                # the same S with the fewest chunks per CTA
+        waves = -(-ctas * s // slots)
+        cost = waves * (cpc * (1 + (WS_COST if s > 1 else 0)) + START) + (MERGE_COST if s > 1 else 0)
+        if best is None or cost < best[0] - 1e-9:
+            best = (cost, s, cpc)
+    return best[1], best[2]
 
 
 # ---- what a launchable checks before it hands pointers to C ---------------------------------
