@@ -1,5 +1,6 @@
 """The benchmark driver (`python -m tileops bench`): a quick CPU run writes the JSON the
 README describes, every impl timed; peers are called as the manifest describes them."""
+import dataclasses
 import json
 import subprocess
 import sys
@@ -219,3 +220,94 @@ def test_quick_takes_the_smallest_case_when_the_cap_leaves_none():
     assert not bench.select_cases(cls, max_input_bytes=64 << 20)
     one, = bench.select_cases(cls, max_input_bytes=64 << 20, quick=True)
     assert one.dims["V"] == 128256 and one.dims["H"] == 4096
+
+
+def _nucleus_edge_case(monkeypatch):
+    """TopKTopPMaskFwdOp on bfloat16 logits with p placed a few float32 ulps either side of
+    a row's nucleus edge: the reference (softmax and cumsum of the bf16 logits in float32)
+    decides the edge element otherwise than the same reference in float64 on some rows --
+    what Qwen's vocabulary does to ~1.5% of random rows. The bench's inputs are these."""
+    from tileops.manifest.workloads import cases
+    from tileops.reference import sampling as ref
+    cls = tileops.all_op_classes()["TopKTopPMaskFwdOp"]
+    V = 4096
+    row = torch.randn(V, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+    cum = row.double().sort().values.softmax(-1).cumsum(-1)
+    base = torch.tensor(1 - cum[V - 40].item(), dtype=torch.float32)
+    p = base + torch.arange(-64, 64, dtype=torch.float32) * torch.finfo(torch.float32).eps * base
+    logits = row.expand(len(p), V).contiguous()
+    low, high = ref.top_k_top_p_mask(logits, None, p), ref.top_k_top_p_mask(logits.double(), None, p.double())
+    assert ((low == -torch.inf) != (high == -torch.inf)).any(), "no row where float32 and float64 decide otherwise"
+    monkeypatch.setattr(bench, "make_inputs", lambda entry, case, device, seed=0: [logits.clone(), None, p.clone()])
+    case = next(c for c in cases(cls._entry, dtypes=["bfloat16"]))
+    case = dataclasses.replace(case, shapes={"logits": (len(p), V), "p": (len(p),)}, dims={"B": len(p), "V": V})
+    return cls, case, bench.Config("cpu", impls=["tileops", "torch"], quick=True)
+
+
+def test_a_result_the_float64_reference_confirms_is_accepted(monkeypatch):
+    """Where the reference computed in low precision decides the nucleus' edge otherwise,
+    the bench asks the reference again on float64 inputs: tileops agrees with it exactly,
+    is accepted, timed, and the row says the float64 opinion decided."""
+    cls, case, cfg = _nucleus_edge_case(monkeypatch)
+    failures = []
+    row = bench.run_case(cls, case, cfg, {}, failures)
+    tile = row["impls"]["tileops"]
+    assert tile["scaled_err"] > bench.TOLERANCE["bfloat16"], tile          # the first opinion disagrees
+    assert tile["float64_scaled_err"] == tile["float64_max_abs_err"] == 0, tile
+    assert row["correct"] is True and row["check"] == tile["check"] == "float64", row
+    assert not failures and "error" not in row and tile["us"] > 0
+    assert row["impls"]["torch"].get("check") is None                      # the reference is not checked
+
+
+def test_a_wrong_result_is_flagged_by_both_opinions(monkeypatch):
+    """A genuinely wrong result (each row's largest logit masked) disagrees with the float64
+    reference too: flagged, not timed, the run fails."""
+    cls, case, cfg = _nucleus_edge_case(monkeypatch)
+    real = cls._forward
+
+    def wrong(self, logits, k=None, p=None, **kw):
+        out = real(self, logits, k, p, **kw)
+        return out.scatter(-1, logits.argmax(-1, keepdim=True), float("-inf"))
+    monkeypatch.setattr(cls, "_forward", wrong)
+    failures = []
+    row = bench.run_case(cls, case, cfg, {}, failures)
+    tile = row["impls"]["tileops"]
+    assert row["correct"] is False and row["check"] == "float64" and failures, row
+    assert tile["float64_scaled_err"] > bench.TOLERANCE["bfloat16"] and "us" not in tile
+    assert "and from the float64 reference" in row["error"], row["error"]
+
+
+def test_a_reference_that_cannot_run_in_float64_keeps_the_first_opinion(monkeypatch):
+    """No float64 opinion (the reference refuses float64): the first opinion stands, and
+    the row says why there was no second one."""
+    cls, case, cfg = _nucleus_edge_case(monkeypatch)
+    from tileops import reference
+    real = reference.resolve
+
+    def resolve(path):
+        fn = real(path)
+
+        def no_float64(*a, **kw):
+            if any(isinstance(t, torch.Tensor) and t.dtype == torch.float64 for t in a):
+                raise TypeError("float64 not supported")
+            return fn(*a, **kw)
+        return no_float64
+    monkeypatch.setattr(reference, "resolve", resolve)
+    failures = []
+    row = bench.run_case(cls, case, cfg, {}, failures)
+    assert row["correct"] is False and row["check"] == "reference" and failures, row
+    assert row["check_note"] == "no float64 opinion: the reference raised TypeError: float64 not supported"
+    assert "float64_scaled_err" not in row["impls"]["tileops"] and row["check_note"] in row["error"]
+
+
+def test_check_close_compares_indices_exactly_and_ignores_masked_infinities():
+    """An index one off is a mismatch however large the indices; a -inf of a masked logit
+    neither hides the error of the kept values nor counts where both have it."""
+    idx = torch.tensor([100000, 5])
+    assert bench.check_close(idx, idx.clone(), "bfloat16") == (0.0, 0.0, True)
+    assert bench.check_close(idx + torch.tensor([1, 0]), idx, "bfloat16") == (1.0, 1.0, False)
+    ref = torch.tensor([-torch.inf, 2.0, 3.0, torch.nan])
+    assert bench.check_close(ref.clone(), ref, "float32")[2]
+    err, scaled, ok = bench.check_close(torch.tensor([-torch.inf, 2.0, 3.5, torch.nan]), ref, "float32")
+    assert (err, scaled, ok) == (0.5, 0.5 / 3.0, False)
+    assert not bench.check_close(torch.tensor([0.0, 2.0, 3.0, torch.nan]), ref, "float32")[2]

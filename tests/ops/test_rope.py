@@ -156,6 +156,22 @@ def test_the_launchable_kernel_for_returns_checks_what_the_kernel_relies_on():
         launch(q, k, p, cs, buf[:T * H * D].view(T, H, D), buf[T * H * D - 1:-1].view(T, Hk, D))
 
 
+
+def test_the_launchable_refuses_a_lazily_negated_cache_and_takes_outputs_in_place():
+    """The launch guard reads the cache's negation bit (C would read the un-negated values:
+    a silent wrong rotation) and lets an output be its input itself (in place)."""
+    T, H, Hk, D = 3, 2, 1, 16
+    g = torch.Generator().manual_seed(6)
+    q, k = torch.randn(T, H, D, generator=g), torch.randn(T, Hk, D, generator=g)
+    p, cs = torch.tensor([0, 5, 2]), cache(8, D)
+    op = RopeFwdOp(D, D)
+    launch = op.kernel_for("rope", q, k, p, cs, q, k)
+    with pytest.raises(InputValueError, match="'cos_sin_cache': expected a contiguous float32 .* lazily negated"):
+        launch(q, k, p, torch._neg_view(cs), q, k)
+    want = reference(q, k, p, cs, head_size=D, rotary_dim=D, is_neox=True)
+    launch(q, k, p, cs, q, k)
+    torch.testing.assert_close((q, k), want, rtol=1e-5, atol=1e-5)
+
 # ---- cast_cos_sin: Hugging Face's arithmetic in the dtype ------------------------------------
 # (not a manifest workload: against float64 its error is the dtype's, by design, larger than
 # the generic driver's bound where a rotation cancels)

@@ -20,7 +20,7 @@ import torch
 from ... import _C
 from ..._dtypes import CODE, DTYPE
 from ...errors import InputValueError
-from ..base import Kernel, KernelInterface, checked, identity_type, launch_argument_error, overlaps
+from ..base import Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, identity_type, launch_head, launch_where
 
 CpuBuild = identity_type("CpuEmbeddingBuild", "dtype id_dtype H")
 CudaBuild = identity_type("CudaEmbeddingBuild", "device dtype id_dtype H vec")
@@ -52,26 +52,15 @@ def cuda_specialisation(dtype_code, id_dtype_code, H, aligned16, unroll=UNROLL):
 def _guard(b, device_index):
     """check(ids, weight, y): what the kernels rely on, in O(1) attribute reads."""
     dt, idt = DTYPE[b.dtype], DTYPE[b.id_dtype]
-    where = "cpu" if device_index < 0 else f"cuda:{device_index}"
-    head = f"embedding (launch of the {dt} build, rows of {b.H}, on {where})"
-
-    def fail(name, t, expected):
-        raise launch_argument_error(head, name, t, expected)
-
-    def ok(t, dtype):
-        return (isinstance(t, torch.Tensor) and t.dtype is dtype and t.get_device() == device_index
-                and t.is_contiguous() and not t.is_neg())
-
-    def check(ids, weight, y):
-        if not ok(ids, idt):
-            fail("ids", ids, f"a contiguous {idt} tensor on {where}")
-        if not (ok(weight, dt) and weight.dim() == 2 and weight.shape[1] == b.H):
-            fail("weight", weight, f"a contiguous {dt} tensor [V, {b.H}] on {where}")
-        if not (ok(y, dt) and y.numel() == ids.numel() * b.H):
-            fail("y", y, f"a contiguous {dt} tensor of {ids.numel()} rows of {b.H} on {where}")
-        if overlaps(y, (weight, ids)):
-            raise InputValueError(f"{head}: argument 'y': it overlaps the table or the ids in memory")
-    return check
+    where = launch_where(device_index)
+    return LaunchGuard(
+        launch_head("embedding", dt, device_index, f", rows of {b.H}"), device_index, ("ids", "weight", "y"),
+        (Arg("ids", idt, None, f"a contiguous {idt} tensor on {where}"),
+         Arg("weight", dt, lambda t, a: t.dim() == 2 and t.shape[1] == b.H,
+             f"a contiguous {dt} tensor [V, {b.H}] on {where}"),
+         Arg("y", dt, lambda t, a: t.numel() == a["ids"].numel() * b.H,
+             lambda a: f"a contiguous {dt} tensor of {a['ids'].numel()} rows of {b.H} on {where}")),
+        (Apart("y", ("weight", "ids"), note=" (the table or the ids)"),))
 
 
 def _build_cpu(b):

@@ -21,7 +21,8 @@ import torch
 from ... import _C
 from ..._dtypes import CODE, DTYPE
 from ...errors import InputValueError
-from ..base import Kernel, KernelInterface, checked, identity_type, launch_argument_error, overlaps
+from ..base import (Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, identity_type, launch_head,
+                    launch_where)
 
 # cast: the op's cast_cos_sin (the C entry "rope_cast", the CUDA define TILEOPS_CAST_COS_SIN)
 CpuBuild = identity_type("CpuRopeBuild", "dtype pos_dtype head_size rotary_dim is_neox cast")
@@ -79,44 +80,37 @@ def cuda_specialisation(dtype_code, pos_dtype_code, head_size, rotary_dim, is_ne
 # op's body, whose generated checks guaranteed the same.
 
 def _guard(b, device_index: int):
+    """check(q, k, positions, cos_sin_cache, q_out, k_out). q, k and their outputs take any
+    token and head strides (unit channel stride); an output that is not its input itself
+    is new and contiguous, and shares no memory with the other tensors."""
     dt, pdt = DTYPE[b.dtype], DTYPE[b.pos_dtype]
     D, R = b.head_size, b.rotary_dim
-    where = "cpu" if device_index < 0 else f"cuda:{device_index}"
-    head = f"rope (launch of the {dt} build, head_size {D}, rotary_dim {R}, on {where})"
+    where = launch_where(device_index)
 
-    def fail(name, expected, t):
-        raise launch_argument_error(head, name, t, expected)
+    def heads(t, a):
+        return t.dim() == 3 and t.shape[0] == a["positions"].shape[0] and t.shape[2] == D and t.stride(2) == 1
 
-    def heads_ok(t, T):
-        return (t.dtype is dt and t.get_device() == device_index and t.dim() == 3 and t.shape[0] == T
-                and t.shape[2] == D and t.stride(2) == 1 and not t.is_neg())
+    def heads_expected(kind):
+        return lambda a: f"a {dt} tensor [T={a['positions'].shape[0]}, {kind}, {D}] on {where} with unit channel stride"
 
-    def check(q, k, positions, cache, q_out, k_out):
-        if not (isinstance(positions, torch.Tensor) and positions.dtype is pdt and positions.dim() == 1
-                and positions.get_device() == device_index):
-            fail("positions", f"a 1-d {pdt} tensor on {where}", positions)
-        T = positions.shape[0]
-        for name, t in (("q", q), ("k", k), ("cos_sin_cache", cache), ("q_out", q_out), ("k_out", k_out)):
-            if not isinstance(t, torch.Tensor):
-                fail(name, "a Tensor", t)
-        if not heads_ok(q, T):
-            fail("q", f"a {dt} tensor [T={T}, H, {D}] on {where} with unit channel stride", q)
-        if not heads_ok(k, T):
-            fail("k", f"a {dt} tensor [T={T}, H_kv, {D}] on {where} with unit channel stride", k)
-        if not (cache.dtype is torch.float32 and cache.get_device() == device_index and cache.dim() == 2
-                and cache.shape[1] == R and cache.is_contiguous() and (T == 0 or cache.shape[0] >= 1)):
-            fail("cos_sin_cache", f"a contiguous float32 tensor [max_position >= 1, {R}] on {where}", cache)
-        for name, o, i in (("q_out", q_out, q), ("k_out", k_out, k)):
-            if o is i:
-                continue
-            if not (heads_ok(o, T) and o.shape == i.shape and o.is_contiguous()):
-                fail(name, f"the input it replaces or a new contiguous {dt} tensor of shape {tuple(i.shape)}", o)
-            if overlaps(o, (q, k, positions, cache) + ((q_out,) if o is k_out else ())):
-                raise InputValueError(f"{head}: argument '{name}': it overlaps another tensor in memory (only an "
-                                      f"output that is the input it replaces may share its memory)")
-        if not positions.is_contiguous():
-            fail("positions", "a contiguous tensor", positions)
-    return check
+    def output(i):
+        return Arg(i + "_out", dt,
+                   lambda t, a: t is a[i] or (heads(t, a) and t.shape == a[i].shape and t.is_contiguous()),
+                   lambda a: f"the input it replaces or a new contiguous {dt} tensor of shape {tuple(a[i].shape)}",
+                   contiguous=False)
+
+    shared = " (only an output that is the input it replaces may share its memory)"
+    return LaunchGuard(
+        launch_head("rope", dt, device_index, f", head_size {D}, rotary_dim {R}"), device_index, TENSORS,
+        (Arg("positions", pdt, lambda t, a: t.dim() == 1, f"a contiguous 1-d {pdt} tensor on {where}"),
+         Arg("q", dt, heads, heads_expected("H"), contiguous=False),
+         Arg("k", dt, heads, heads_expected("H_kv"), contiguous=False),
+         Arg("cos_sin_cache", torch.float32, lambda t, a: t.dim() == 2 and t.shape[1] == R
+             and (a["positions"].shape[0] == 0 or t.shape[0] >= 1),
+             f"a contiguous float32 tensor [max_position >= 1, {R}] on {where}"),
+         output("q"), output("k")),
+        (Apart("q_out", ("q", "k", "positions", "cos_sin_cache"), may_be=("q",), note=shared),
+         Apart("k_out", ("q", "k", "positions", "cos_sin_cache", "q_out"), may_be=("k",), note=shared)))
 
 
 def _args(q, k, positions, cache, q_out, k_out):
