@@ -9,7 +9,8 @@ and cold (L2 flushed by a 256 MiB write before each call, CUDA events around it;
 of 10) times of tileops, of torch.argmax and of the copy floor (dst.copy_(src) of the same
 bytes, timed the same way); GB/s of the logits read and tileops over the copy (the goal:
 <= 1.1 cold at B >= 32). Before timing a case its result is checked equal to
-torch.argmax's (random normal logits: no ties), so a wrong kernel cannot be timed as fast.
+torch.argmax's (random normal logits; a bfloat16 tie goes to the lowest index in both), so a
+wrong kernel cannot be timed as fast.
 B = 1, 32 run a row over a cluster of CTAs, B = 128, 256 a CTA per row
 (kernels/sampling/cuda_sampling.py). --batch-bytes: the bytes of loads in flight per thread
 of the argmax kernel (-DTILEOPS_BATCH, csrc/ops/sampling/argmax.cu; default 64);
@@ -19,55 +20,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
 import torch
+from time_paged_decode import cold_us, hot_us   # dev/: the same timers (20-call graph; 256 MiB flush)
 
 from tileops.sampling import ArgmaxFwdOp, SampleFromProbsFwdOp
 
 BS = (1, 32, 128, 256)
 VS = (128256, 152064)
 DTYPES = (torch.bfloat16, torch.float32)
-
-
-def hot_us(fn, calls=20, replays=10):
-    fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    best = math.inf
-    for _ in range(replays):
-        start.record()
-        g.replay()
-        end.record()
-        torch.cuda.synchronize()
-        best = min(best, start.elapsed_time(end) * 1e3 / calls)
-    return best
-
-
-_FLUSH = None
-
-
-def cold_us(fn, reps=10):
-    global _FLUSH
-    if _FLUSH is None:
-        _FLUSH = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    fn()
-    times = []
-    for _ in range(reps):
-        _FLUSH.fill_(1)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return sorted(times)[len(times) // 2]
 
 
 def set_batch_bytes(nbytes):
