@@ -112,6 +112,116 @@ def test_the_draw_is_vllms_and_the_cpu_kernels(dtype, V):
     assert torch.equal(got.cpu()[ok], (probs.float() / q).argmax(-1)[ok])
 
 
+# ---- argmax and the draw at the kernels' seams, under both launch shapes ------------------
+
+def _launch_shapes(V, rows):
+    """(B, plan) of each launch shape of the exact kernels at V on this GPU
+    (cuda_sampling._exact_rows_launcher): `rows` rows (a row over the V rule's cluster of
+    CTAs) and sm_count / 2 rows or more (one CTA per row)."""
+    from tileops import runtime
+    from tileops.kernels.sampling import cuda_sampling as K
+    a, sms = K.arch(0), runtime.device_attributes(0)["sm_count"]
+    assert 2 * rows < sms
+    return [(rows, K.row_plan(V, a, 0)), (max(rows, -(-sms // 2)), K.row_plan(V, a, 0, one_cta=True))]
+
+
+def _seams(V, plan):
+    """pos(c, t, j, k): the element of CTA c's thread t, its j-th octet (-1: its last), k-th
+    element (sampling_common.cuh's split); None where that is past the row."""
+    def pos(c, t, j, k):
+        n = min(plan.chunk, V - c * plan.chunk)
+        no = -(-n // 8)
+        if n <= 0 or t >= no:
+            return None
+        if j < 0:
+            j = (no - 1 - t) // plan.threads
+        e = c * plan.chunk + 8 * (j * plan.threads + t) + k
+        return e if 8 * (j * plan.threads + t) < no * 8 and e < min(V, (c + 1) * plan.chunk) else None
+    return pos
+
+
+def _put(row, positions, value):
+    for e in positions:
+        if e is not None:
+            row[e] = value
+
+
+def _first_best(x):
+    """torch.argmax's rule in float64, row by row: the first NaN, else the first maximum
+    (-0.0 equal to 0.0)."""
+    out = []
+    for r in x.double():
+        nan = r.isnan().nonzero()
+        out.append(int(nan[0]) if len(nan) else int((r == r.max()).nonzero()[0]))
+    return torch.tensor(out)
+
+
+def _seam_rows(V, plan, dtype):
+    """Rows whose maximum (or first NaN) is tied across the seams of the split: two
+    threads, two batches of one thread, two octets of a batch, two CTAs, the row's last
+    partial octet; -0.0 and 0.0; NaN after +inf; rows of -inf."""
+    pos, T, C = _seams(V, plan), plan.threads, plan.chunk
+    x = sc.logits_like(14, V, dtype, "cpu", seed=31)
+    top = 64.0
+    _put(x[0], [pos(0, 5, -1, 0), pos(0, 6, 0, 2)], top)                    # two threads
+    _put(x[1], [pos(0, 3, 0, 7), pos(0, 3, -1, 0), pos(0, 3, 1, 0)], top)   # one thread's batches
+    _put(x[2], [pos(0, 2, 2, 1), pos(0, 2, 1, 6), pos(0, 2, 1, 4)], top)    # octets of a batch
+    _put(x[3], [V - 1, V // 2] + [e for e in (C - 1, C, C + 8 * T) if e < V], top)   # CTAs
+    x[4] = -1.0
+    _put(x[4], [pos(0, 4, -1, 1)], -0.0)
+    _put(x[4], [pos(0, 9, 0, 5), pos(0, 1, 1, 3)], 0.0)
+    x[5] = -1.0
+    _put(x[5], [pos(0, 4, -1, 1), pos(1, 0, 0, 0)], 0.0)
+    _put(x[5], [pos(0, 9, 0, 5), pos(0, 1, 1, 3)], -0.0)
+    x[6, 0] = INF
+    _put(x[6], [pos(0, 5, -1, 3), pos(0, 6, 0, 1)], NAN)                    # NaN: two threads
+    _put(x[7], [pos(0, 3, 0, 0)], INF)
+    _put(x[7], [pos(0, 3, -1, 2), pos(0, 3, 0, 6), pos(0, 3, 1, 1)], NAN)   # a thread's first NaN
+    _put(x[8], [e for e in (C + 3, C - 1, V - 1) if e < V], NAN)            # NaN: two CTAs
+    x[9] = -INF
+    x[10] = -INF
+    x[10, V - 1] = NAN
+    x[11] = -INF
+    x[11, V - 1] = -5.0                                                      # the partial octet
+    x[12] = 1.0
+    _put(x[13], [8 * T * j + 8 for j in range(plan.opt) if 8 * T * j + 8 < V] + [V - 1], top)   # thread 1
+    return x
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", VS)
+def test_argmax_ties_and_nans_across_threads_batches_and_ctas_in_both_launch_shapes(dtype, V):
+    for B, plan in _launch_shapes(V, 14):
+        rows = _seam_rows(V, plan, dtype)
+        x = torch.cat([rows, sc.logits_like(B - 14, V, dtype, "cpu", seed=32)]) if B > 14 else rows
+        want = _first_best(x)
+        got = _sync(ArgmaxFwdOp()(x.to(DEV)))
+        assert torch.equal(got.cpu(), want), (plan, (got.cpu() != want).nonzero().flatten().tolist())
+        assert torch.equal(got, torch.argmax(x.to(DEV), -1)) and torch.equal(got.cpu(), ArgmaxFwdOp()(x))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", VS)
+def test_the_draw_ties_across_threads_batches_and_ctas_in_both_launch_shapes(dtype, V):
+    for B, plan in _launch_shapes(V, 8):
+        pos, T, C = _seams(V, plan), plan.threads, plan.chunk
+        probs = torch.full((B, V), 2.0 ** -20).to(dtype)
+        q = torch.ones(B, V)
+        ties = [[pos(0, 5, -1, 0), pos(0, 6, 0, 2)], [pos(0, 3, 0, 7), pos(0, 3, -1, 0)],
+                [pos(0, 2, 2, 1), pos(0, 2, 1, 4)], [V - 1] + [e for e in (C - 1, C) if e < V]]
+        for r, at in enumerate(ties):
+            _put(probs[r], at, 2.0 ** -10)
+        probs[4, : V - 1] = NAN                  # a NaN ratio never wins: the last element does
+        probs[5] = 0.0
+        probs[5, V // 2] = NAN                   # none > 0: -1
+        q[6] = INF                               # every ratio 0: -1
+        probs[7] = 2.0 ** -10                    # every ratio equal: the first
+        want = torch.tensor([min([e for e in at if e is not None] or [0]) for at in ties] + [V - 1, -1, -1, 0])
+        got = _sync(SampleFromProbsFwdOp()(probs.to(DEV), q.to(DEV))).cpu()
+        assert torch.equal(got[:8], want), (plan, got[:8].tolist(), want.tolist())
+        assert torch.equal(got, ref.sample_from_probs(probs, q)) and torch.equal(got, SampleFromProbsFwdOp()(probs, q))
+
+
 # ---- top-k -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -86,6 +86,15 @@ def test_argmax_and_sample_builds_compile_bare_without_spills(tmp_path, dt, V, a
     nvcc_bare(tmp_path, *K.sample_specialisation(dt, V, aligned, 90, OPTIN, one_cta=one_cta)[:3])
 
 
+@NEEDS_NVCC
+@pytest.mark.parametrize("dt,V", [(0, 128256), (2, 128256), (1, 152064)])
+@pytest.mark.parametrize("one_cta", [False, True])
+def test_argmax_builds_with_the_lab_batch_knob_compile_bare_without_spills(tmp_path, dt, V, one_cta):
+    # dev/time_argmax.py --batch-bytes 128: -DTILEOPS_BATCH, twice the default loads in flight
+    source, kernel, opts, plan = K.argmax_specialisation(dt, V, True, 90, OPTIN, one_cta=one_cta)
+    nvcc_bare(tmp_path, source, kernel, opts + (f"-DTILEOPS_BATCH={16 // (2 if dt else 4)}",))
+
+
 def test_the_exact_kernels_batch_build_is_one_cta_per_row():
     # argmax / sample from sm_count / 2 rows: a CTA of 1024 threads streams a row
     assert K.row_plan(128256, 90, OPTIN, one_cta=True) == K.RowPlan(1, 128256, 1024, 16, False, 0, 1)

@@ -3,14 +3,42 @@
  * spliced in by the runtime):
  *   token[r] = argmax(logits[r, :]) as torch.argmax gives it: the lowest index of the
  *   maximum, a NaN the maximum (the first NaN), -0.0 equal to 0.0.
- * Each element's rank (smp_rank: its ordered key, then its index reversed) is compared as
- * one integer; the best of a thread, of a CTA (a butterfly and the warps in order) and of
- * the cluster's CTAs is the row's argmax, exactly, whatever the split.
+ * Each thread scans its elements in increasing index order keeping the largest value and
+ * its index (sampling_common.cuh: a strict comparison, a tie keeps the earlier element;
+ * the maximum NaN-sticky, a thread whose best is NaN reads its elements again for the
+ * first NaN); its (key, index) rank (smp_rank) is compared as one integer with the other
+ * threads' (a butterfly and the warps in order) and the cluster's CTAs': the row's argmax,
+ * exactly, whatever the split.
  *
  * ==== Parameters (arg_format "pp") ========================================================
  *   (const void *logits, long long *token): logits contiguous [rows, V]; grid.x = rows x
  *   TILEOPS_CLUSTER, block TILEOPS_THREADS (a row over a cluster: sampling_common.cuh). */
 #include "sampling_common.cuh"
+
+/* octets per batch: SMP_BATCH (64 bytes of loads in flight per thread), or TILEOPS_BATCH
+ * when defined (a lab knob: dev/time_argmax.py --batch) */
+#ifdef TILEOPS_BATCH
+#define AM_BATCH TILEOPS_BATCH
+#else
+#define AM_BATCH SMP_BATCH
+#endif
+#if TILEOPS_OPT <= 4 * AM_BATCH
+#define AM_UNROLL _Pragma("unroll")
+#else
+#define AM_UNROLL _Pragma("unroll 1")
+#endif
+
+/* Batch j0's octets (their words w when full, else loaded; past the CTA's elements -inf,
+ * never larger) into the thread's best (*at: the best's offset in the batch) */
+TILEOPS_DEV void am_batch(const char *xrow, long long o0, long long no, int j0, unsigned tid, int full,
+                          struct tileops_v4 (*w)[SMP_WORDS], float *best, int *at) {
+#pragma unroll
+    for (int b = 0; b < AM_BATCH; b++) {
+        float f[8];
+        smp_batch_octet(xrow, o0, no, j0, b, tid, full, w[b], SMP_NINF, f);
+        smp_best_octet(f, 8 * b * TILEOPS_THREADS, 1, best, at);
+    }
+}
 
 extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_argmax(const void *x, long long *token) {
     __shared__ smp_u64 red[TILEOPS_WARPS];
@@ -19,34 +47,32 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_argmax(const 
     const long long row = smp_row(), c0 = smp_chunk_first(), n = smp_chunk_count(c0);
     const long long no = (n + 7) / 8, o0 = c0 / 8;
     const char *xrow = (const char *)x + row * (long long)TILEOPS_N * TILEOPS_E;
-    smp_u64 best = 0;
-    SMP_BATCH_UNROLL
-    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMP_BATCH) {
-        struct tileops_v4 w[SMP_BATCH][SMP_WORDS];
-        const int full = smp_batch_full(o0, no, j0, SMP_BATCH, tid);
-        if (full) {
+    float best = SMP_NINF;
+    long long idx = 8 * (o0 + tid); /* the thread's first element until one is larger */
+    const char *xt = xrow + idx * TILEOPS_E;
+    AM_UNROLL
+    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += AM_BATCH) {
+        const float before = best;
+        int at = 0;
+        struct tileops_v4 w[AM_BATCH][SMP_WORDS];
+        if (smp_batch_full(o0, no, j0, AM_BATCH, tid)) { /* one branch per batch, not per octet */
+            const char *xb = xt + (long long)j0 * TILEOPS_THREADS * 8 * TILEOPS_E;
 #pragma unroll
-            for (int b = 0; b < SMP_BATCH; b++)
-                smp_ld_raw(xrow, o0 + (long long)(j0 + b) * TILEOPS_THREADS + tid, TILEOPS_E, w[b]);
+            for (int b = 0; b < AM_BATCH; b++)
+                smp_ld_raw(xb, b * TILEOPS_THREADS, TILEOPS_E, w[b]);
+            am_batch(xrow, o0, no, j0, tid, 1, w, &best, &at);
+        } else {
+            am_batch(xrow, o0, no, j0, tid, 0, w, &best, &at);
         }
-#pragma unroll
-        for (int b = 0; b < SMP_BATCH; b++) {
-            const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
-            if (o < no) {
-                float f[8];
-                smp_batch_octet(xrow, o0, no, j0, b, tid, full, w[b], 0.0f, f);
-#pragma unroll
-                for (int k = 0; k < 8; k++) {
-                    const long long e = 8 * (o0 + o) + k;
-                    const smp_u64 r = e < TILEOPS_N ? smp_rank(smp_key(f[k]), e) : 0;
-                    best = r > best ? r : best;
-                }
-            }
-        }
+        if (best > before)
+            idx = 8 * (o0 + (long long)j0 * TILEOPS_THREADS + tid) + at;
     }
-    best = smp_cluster_max_u64(smp_block_max_u64(best, red, tid), &slot, tid);
+    if (best != best)
+        idx = smp_first_nan(xrow, o0, no, tid);
+    smp_u64 rank = tid < no ? smp_rank(smp_key(best), idx) : 0;
+    rank = smp_cluster_max_u64(smp_block_max_u64(rank, red, tid), &slot, tid);
     smp_cluster_arrive();
     if (tid == 0 && smp_rank_in_cluster() == 0)
-        token[row] = smp_rank_index(best);
+        token[row] = smp_rank_index(rank);
     smp_cluster_wait();
 }

@@ -3,9 +3,10 @@
  * builtin headers (sampling_common.cuh and ../common/rows_common.cuh spliced in):
  *   token[r] = the lowest index of the largest probs[r, i] / q[r, i] (an IEEE float32
  *   division) among the ratios > 0; -1 where there is none (all zero, negative or NaN).
- * As argmax.cu: each ratio's rank (smp_rank) compared as one integer (0 for a ratio that
- * is not > 0), the best over the thread, the CTA and the cluster: the same token as the CPU
- * kernel (the same divisions, an exact maximum), whatever the split or the batch.
+ * As argmax.cu: each thread's largest ratio, starting from +0 (a ratio not > 0, NaN
+ * included, is never larger), the earliest on a tie; its rank (smp_rank; 0 for none)
+ * compared as one integer over the CTA and the cluster: the same token as the CPU kernel
+ * (the same divisions, an exact maximum), whatever the split or the batch.
  *
  * ==== Parameters (arg_format "ppp") =======================================================
  *   (const void *probs, const float *q, long long *token): contiguous [rows, V]; grid.x =
@@ -45,7 +46,8 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_sample_from_p
     const long long no = (n + 7) / 8, o0 = c0 / 8;
     const char *prow = (const char *)probs + row * (long long)TILEOPS_N * TILEOPS_E;
     const float *qrow = q + row * (long long)TILEOPS_N;
-    smp_u64 best = 0;
+    float best = 0.0f;
+    long long idx = -1; /* none > 0 yet */
     /* batches of SFP_BATCH octets: q's float32 words and probs' in flight together */
 #pragma unroll 1
     for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SFP_BATCH) {
@@ -59,11 +61,13 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_sample_from_p
                 smp_ld_raw(prow, o, TILEOPS_E, w[b]);
             }
         }
+        const float before = best;
+        int at = 0;
 #pragma unroll
         for (int b = 0; b < SFP_BATCH; b++) {
             const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
             if (o < no) {
-                float p[8], d[8];
+                float p[8], d[8], ratio[8];
                 smp_batch_octet(prow, o0, no, j0, b, tid, full, w[b], 0.0f, p);
                 if (full) {
 #pragma unroll
@@ -73,17 +77,18 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_sample_from_p
                     sfp_ld8_q(qrow, o0 + o, d);
                 }
 #pragma unroll
-                for (int k = 0; k < 8; k++) {
-                    const float ratio = smp_div(p[k], d[k]);
-                    const smp_u64 r = ratio > 0.0f ? smp_rank(smp_key(ratio), 8 * (o0 + o) + k) : 0;
-                    best = r > best ? r : best;
-                }
+                for (int k = 0; k < 8; k++)
+                    ratio[k] = smp_div(p[k], d[k]);
+                smp_best_octet(ratio, 8 * b * TILEOPS_THREADS, 0, &best, &at);
             }
         }
+        if (best > before)
+            idx = 8 * (o0 + (long long)j0 * TILEOPS_THREADS + tid) + at;
     }
-    best = smp_cluster_max_u64(smp_block_max_u64(best, red, tid), &slot, tid);
+    smp_u64 rank = idx < 0 ? 0 : smp_rank(smp_key(best), idx);
+    rank = smp_cluster_max_u64(smp_block_max_u64(rank, red, tid), &slot, tid);
     smp_cluster_arrive();
     if (tid == 0 && smp_rank_in_cluster() == 0)
-        token[row] = best == 0 ? -1 : smp_rank_index(best);
+        token[row] = rank == 0 ? -1 : smp_rank_index(rank);
     smp_cluster_wait();
 }

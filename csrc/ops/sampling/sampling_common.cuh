@@ -194,6 +194,55 @@ TILEOPS_DEV void smp_batch_octet(const char *row, long long o0, long long no, in
 #define SMP_BATCH_UNROLL _Pragma("unroll 1")
 #endif
 
+/* ---- a thread's best element (argmax, sample_from_probs) ------------------------------
+ * A thread scans its elements in increasing index order keeping the largest value seen
+ * and its index: a strict comparison, so a tie keeps the earlier element and no index is
+ * compared per element. Per batch (smp_best_octet over its octets) the index is kept
+ * relative to the batch's first element (a constant per element: one select), made
+ * absolute at the batch's end when its best rose. The (key, index) rank (smp_rank) is
+ * formed once per thread, for the CTA's and the cluster's reductions. */
+
+/* max(best, f) into best: NaN when either is (nan_wins: a NaN, once the best, stays it),
+ * else NaN passed over */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#define SMP_MAX_NAN "max.NaN.f32 %0, %0, %2;"
+#else
+#define SMP_MAX_NAN "{ .reg .pred q; .reg .f32 t, s; setp.nan.f32 q, %0, %2; max.f32 t, %0, %2; add.f32 s, %0, %2; " \
+                    "selp.f32 %0, s, t, q; }"
+#endif
+/* One octet of a batch, its element k at `rel0` + k from the batch's first: *at = that
+ * offset where f[k] > *best (the best so far in the batch); *best the running maximum
+ * (NaN-sticky when nan_wins, else NaN passed over). One asm statement per element, in
+ * order: written in C, the compiler computes every running maximum first and keeps them
+ * alive for the selects (spills). */
+TILEOPS_DEV void smp_best_octet(const float *f, int rel0, int nan_wins, float *best, int *at) {
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        if (nan_wins)
+            asm volatile("{ .reg .pred p; setp.gt.f32 p, %2, %0; selp.b32 %1, %3, %1, p; " SMP_MAX_NAN " }"
+                         : "+f"(*best), "+r"(*at)
+                         : "f"(f[k]), "r"(rel0 + k));
+        else
+            asm volatile("{ .reg .pred p; setp.gt.f32 p, %2, %0; selp.b32 %1, %3, %1, p; selp.f32 %0, %2, %0, p; }"
+                         : "+f"(*best), "+r"(*at)
+                         : "f"(f[k]), "r"(rel0 + k));
+    }
+}
+/* The first NaN among the thread's elements (one whose best is NaN: read again, rare);
+ * -1 for none. */
+TILEOPS_DEV long long smp_first_nan(const char *row, long long o0, long long no, unsigned tid) {
+#pragma unroll 1
+    for (long long o = tid; o < no; o += TILEOPS_THREADS) {
+        float f[8];
+        smp_ld8(row, o0 + o, 0.0f, f);
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (f[k] != f[k])
+                return 8 * (o0 + o) + k;
+    }
+    return -1;
+}
+
 /* ---- block-wide reductions and scans (every thread of the CTA calls them) -------------- */
 /* Each leaves its result in every thread and `red` free for the next call (a barrier at the
  * end). The order of the float sum is fixed (tileops_row_sum). */

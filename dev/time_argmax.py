@@ -1,0 +1,124 @@
+"""Times ArgmaxFwdOp on a GPU against issue 14's goal (run on the H200): argmax within 1.1x
+of the copy floor at B >= 32.
+
+    PYTHONPATH=src python3 dev/time_argmax.py [--quick] [--batch-bytes N] [--sample] [--out argmax_timing.json]
+
+For B in {1, 32, 128, 256} x V in {128256, 152064} x dtype {bfloat16, float32}: hot (20
+calls captured in a CUDA graph, replayed; the minimum of 10 replays, microseconds per call)
+and cold (L2 flushed by a 256 MiB write before each call, CUDA events around it; the median
+of 10) times of tileops, of torch.argmax and of the copy floor (dst.copy_(src) of the same
+bytes, timed the same way); GB/s of the logits read and tileops over the copy (the goal:
+<= 1.1 cold at B >= 32). Before timing a case its result is checked equal to
+torch.argmax's (random normal logits; a bfloat16 tie goes to the lowest index in both), so a
+wrong kernel cannot be timed as fast.
+B = 1, 32 run a row over a cluster of CTAs, B = 128, 256 a CTA per row
+(kernels/sampling/cuda_sampling.py). --batch-bytes: the bytes of loads in flight per thread
+of the argmax kernel (-DTILEOPS_BATCH, csrc/ops/sampling/argmax.cu; default 64);
+--sample: SampleFromProbsFwdOp too, next to (probs / q).argmax(-1). Prints a table,
+writes JSON."""
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+from time_paged_decode import cold_us, hot_us   # dev/: the same timers (20-call graph; 256 MiB flush)
+
+from tileops.sampling import ArgmaxFwdOp, SampleFromProbsFwdOp
+
+BS = (1, 32, 128, 256)
+VS = (128256, 152064)
+DTYPES = (torch.bfloat16, torch.float32)
+
+
+def set_batch_bytes(nbytes):
+    """Every argmax build from now on with -DTILEOPS_BATCH = nbytes / 8 elements' bytes."""
+    from tileops.kernels.sampling import cuda_sampling as K
+    from tileops._dtypes import DTYPE
+    plain = K.argmax_specialisation
+
+    def spec(dtype_code, V, aligned16, arch_, smem_optin, one_cta=False):
+        source, kernel, opts, plan = plain(dtype_code, V, aligned16, arch_, smem_optin, one_cta=one_cta)
+        octets = max(1, nbytes // (8 * DTYPE[dtype_code].itemsize))
+        return source, kernel, opts + (f"-DTILEOPS_BATCH={octets}",), plan
+    K.argmax_specialisation = spec
+
+
+def time_fns(fns):
+    row = {}
+    for name, fn in fns.items():
+        row[name + "_hot_us"] = hot_us(fn)
+        row[name + "_cold_us"] = cold_us(fn)
+    return row
+
+
+def argmax_case(B, V, dtype):
+    x = torch.randn(B, V, device="cuda").to(dtype)
+    op = ArgmaxFwdOp()
+    got, want = op(x), torch.argmax(x, -1)
+    torch.cuda.synchronize()
+    assert torch.equal(got, want), f"argmax B={B} V={V} {dtype}: {int((got != want).sum())} rows differ from torch"
+    nbytes = x.numel() * x.element_size()
+    dst = torch.empty_like(x)
+    row = {"case": f"argmax B={B} V={V} {str(dtype)[6:]}", "B": B, "V": V, "dtype": str(dtype)[6:], "bytes": nbytes}
+    row.update(time_fns({"tileops": lambda: op(x), "torch": lambda: torch.argmax(x, -1), "copy": lambda: dst.copy_(x)}))
+    return row
+
+
+def sample_case(B, V, dtype):
+    probs = torch.softmax(torch.randn(B, V, device="cuda") * 3, -1).to(dtype)
+    q = torch.empty(B, V, device="cuda").exponential_()
+    op = SampleFromProbsFwdOp()
+    got, want = op(probs, q), (probs.float() / q).argmax(-1)
+    torch.cuda.synchronize()
+    assert torch.equal(got, want), f"sample B={B} V={V} {dtype}: {int((got != want).sum())} rows differ from torch"
+    nbytes = probs.numel() * probs.element_size() + q.numel() * 4
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    row = {"case": f"sample B={B} V={V} {str(dtype)[6:]}", "B": B, "V": V, "dtype": str(dtype)[6:], "bytes": nbytes}
+    row.update(time_fns({"tileops": lambda: op(probs, q), "torch": lambda: (probs.float() / q).argmax(-1),
+                         "copy": lambda: dst.copy_(src)}))
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="B = 32, 128 and V = 128256 only")
+    ap.add_argument("--batch-bytes", type=int, default=None,
+                    help="bytes of loads in flight per thread of the argmax kernel (default: the kernel's 64)")
+    ap.add_argument("--sample", action="store_true", help="time SampleFromProbsFwdOp too")
+    ap.add_argument("--out", default="argmax_timing.json")
+    args = ap.parse_args()
+    if args.batch_bytes is not None:
+        set_batch_bytes(args.batch_bytes)
+    rows = []
+    for dtype in DTYPES:
+        for V in VS:
+            for B in BS:
+                if args.quick and (B not in (32, 128) or V != 128256):
+                    continue
+                rows.append(argmax_case(B, V, dtype))
+                if args.sample:
+                    rows.append(sample_case(B, V, dtype))
+                print(rows[-1]["case"], flush=True)
+    for r in rows:
+        for m in ("hot", "cold"):
+            r[f"tileops_{m}_gbps"] = r["bytes"] / r[f"tileops_{m}_us"] / 1e3
+            r[f"over_copy_{m}"] = r[f"tileops_{m}_us"] / r[f"copy_{m}_us"]
+            r[f"over_torch_{m}"] = r[f"tileops_{m}_us"] / r[f"torch_{m}_us"]
+    hdr = (f"{'case':34s} {'hot us':>8s} {'cold us':>8s} {'GB/s':>6s} {'copy hot':>9s} {'copy cold':>9s} "
+           f"{'/copy h':>8s} {'/copy c':>8s} {'torch hot':>9s} {'torch cold':>10s}")
+    print(hdr)
+    for r in rows:
+        goal = "" if r["B"] < 32 or not r["case"].startswith("argmax") else (
+            "  ok" if r["over_copy_cold"] <= 1.1 else "  > 1.1x copy")
+        print(f"{r['case']:34s} {r['tileops_hot_us']:8.2f} {r['tileops_cold_us']:8.2f} {r['tileops_cold_gbps']:6.0f} "
+              f"{r['copy_hot_us']:9.2f} {r['copy_cold_us']:9.2f} {r['over_copy_hot']:8.2f} {r['over_copy_cold']:8.2f} "
+              f"{r['torch_hot_us']:9.2f} {r['torch_cold_us']:10.2f}{goal}")
+    with open(args.out, "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "batch_bytes": args.batch_bytes or 64, "rows": rows},
+                  f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
