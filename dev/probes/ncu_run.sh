@@ -8,13 +8,18 @@ set -uo pipefail
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "no ncu"; exit 1; }
 mkdir -p /tmp/ncu
-declare -A KERNEL=([pda]='regex:paged_decode_attention$' [softmax]='regex:tileops_softmax$' [argmax]='regex:tileops_argmax$')
+declare -A KERNEL=([pda]='regex:paged_decode_attention$' [softmax]='regex:tileops_softmax$' [argmax]='regex:tileops_argmax$'
+                   [pdaall]='regex:paged_decode_attention')
+# pdaall: the main kernel and the merge kernel of one call (a split call launches both)
+declare -A SKIP=([pdaall]=6) COUNT=([pdaall]=2)
 IFS=';' read -ra CASES <<<"${NCU_CASES}"
 for spec in "${CASES[@]}"; do
     name=${spec%%:*}; args=${spec#*:}; kind=${args%% *}
     echo "--- ncu $name ($args)"
-    timeout 150 "$NCU" --clock-control none --set full --import-source yes -k "${KERNEL[$kind]}" --launch-skip 3 \
-        --launch-count 1 -f -o "/tmp/ncu/$name" python3 dev/probes/ncu_cases.py $args >"/tmp/ncu/$name.log" 2>&1 \
+    pyargs=${args/#pdaall/pda}
+    timeout 150 "$NCU" --clock-control none --set full --import-source yes -k "${KERNEL[$kind]}" \
+        --launch-skip "${SKIP[$kind]:-3}" --launch-count "${COUNT[$kind]:-1}" -f -o "/tmp/ncu/$name" \
+        python3 dev/probes/ncu_cases.py $pyargs >"/tmp/ncu/$name.log" 2>&1 \
         || { echo "ncu failed"; tail -20 "/tmp/ncu/$name.log"; continue; }
     "$NCU" --import "/tmp/ncu/$name.ncu-rep" --page details --print-details all >"/tmp/ncu/$name.details.txt" 2>&1
     "$NCU" --import "/tmp/ncu/$name.ncu-rep" --page source --csv --print-source sass >"/tmp/ncu/$name.source.csv" 2>&1

@@ -619,12 +619,20 @@ TILEOPS_DEV void pda_merge_load(const float *P, long long c0, long long n, int d
         pa[j] = in ? Q[d] : 0.0f;
     }
 }
+/* folds chunks c0 .. (those < n) into (m, l, a) in chunk order; branch-free (a chunk past n
+ * leaves the state as it was, by selection), so that the weights' exp2 of successive
+ * chunks overlap: only m's max, l's and a's multiply-adds chain from chunk to chunk */
 TILEOPS_DEV void pda_merge_fold(long long c0, long long n, float *m, float *l, float *a, const float *pm,
                                 const float *pl, const float *pa) {
 #pragma unroll
-    for (int j = 0; j < PDA_MB; j++)
-        if (c0 + j < n)
-            pda_merge(m, l, a, pm[j], pl[j], pa[j]);
+    for (int j = 0; j < PDA_MB; j++) {
+        float m2 = *m, l2 = *l, a2 = *a;
+        pda_merge(&m2, &l2, &a2, pm[j], pl[j], pa[j]);
+        const int in = c0 + j < n;
+        *m = in ? m2 : *m;
+        *l = in ? l2 : *l;
+        *a = in ? a2 : *a;
+    }
 }
 
 extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws, const int *seq_lens, void *o,
@@ -634,6 +642,11 @@ extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws,
     if (d >= PDA_D)
         return;
     const long long bh = tileops_ctaid(), b = bh / H;
+    /* the first batch of partials is read while seq_lens[b] is (inside the workspace: the
+     * chunks past the sequence's are read and never used) */
+    const float *P = ws + bh * max_chunks * (PDA_D + 2);
+    float am[PDA_MB], al[PDA_MB], aa[PDA_MB], bm[PDA_MB], bl[PDA_MB], ba[PDA_MB];
+    pda_merge_load(P, 0, max_chunks, d, am, al, aa);
     const long long len = seq_lens[b];
     char *orow = (char *)o + bh * PDA_D * TILEOPS_E;
     if (len < 0 || len > max_blocks * PDA_BS) {
@@ -647,9 +660,6 @@ extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws,
     /* The partials are loaded PDA_MB chunks at a time into one of two register batches while
      * the other batch is folded, one chunk after the other in chunk order (a 32K-token
      * sequence has 128 chunks: a load latency each would be the kernel's time). */
-    const float *P = ws + bh * max_chunks * (PDA_D + 2);
-    float am[PDA_MB], al[PDA_MB], aa[PDA_MB], bm[PDA_MB], bl[PDA_MB], ba[PDA_MB];
-    pda_merge_load(P, 0, n_chunks, d, am, al, aa);
     for (long long c0 = 0; c0 < n_chunks; c0 += 2 * PDA_MB) {
         pda_merge_load(P, c0 + PDA_MB, n_chunks, d, bm, bl, ba);
         pda_merge_fold(c0, n_chunks, &m, &l, &a, am, al, aa);
