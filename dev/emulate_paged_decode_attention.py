@@ -137,7 +137,7 @@ def merge(m, l, a, mb, lb, ab):
 
 # ---- the main kernel, one CTA ----------------------------------------------------------------
 
-def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws, max_chunks):
+def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws, max_chunks, groups=1):
     D, G, GS, GS8, NT, KS = cfg.D, cfg.G, cfg.GS, cfg.GS8, cfg.NT, cfg.KS
     H, Hkv, N, MB = q.shape[1], kc.shape[2], kc.shape[0], bt.shape[1]
     hbase = kvh * G + z * GS
@@ -161,11 +161,14 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
     kbytes = kc.reshape(-1).view(np.uint8)
     vbytes = vc.reshape(-1).view(np.uint8)
     row_stride = Hkv * cfg.RB
-    smem = np.zeros(NW * cfg.WARP_BYTES, dtype=np.uint8)
-    fold = np.zeros((NW, GS8 * (D + 2)), dtype=np.float32)
+    NWT = NW * groups                     # warps of the CTA: `groups` chunk groups of NW
+    smem = np.zeros(NWT * cfg.WARP_BYTES, dtype=np.uint8)
+    fold = np.zeros((NWT, GS8 * (D + 2)), dtype=np.float32)
+    # the running fold, in each fold thread's registers: every channel with its own copy of
+    # its head's m and l (the head's threads compute the same)
     run_a = np.zeros(GS8 * D, dtype=np.float32)
-    run_ml = np.zeros((2, 2, GS8), dtype=np.float32)
-    run_ml[0, 0] = -np.inf
+    run_m = np.full(GS8 * D, -np.inf, dtype=np.float32)
+    run_l = np.zeros(GS8 * D, dtype=np.float32)
     lanes = np.arange(32)
     gq, t4 = lanes >> 2, lanes & 3
 
@@ -180,15 +183,21 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
                     qf[nt, ks, 0, T] = qrow[ks * 16 + 2 * t4[T]:ks * 16 + 2 * t4[T] + 2]
                     qf[nt, ks, 1, T] = qrow[ks * 16 + 8 + 2 * t4[T]:ks * 16 + 8 + 2 * t4[T] + 2]
 
-    def tile_tok(w, k):
-        return (c_begin + k // TPW) * CH + w * (TPW * TILE) + (k % TPW) * TILE
+    def tile_chunk(w, k):   # round k // TPW: chunks c_begin + round x groups + the warp's group
+        return c_begin + (k // TPW) * groups + w // NW
 
-    bad = np.zeros((NW, 32), dtype=bool)
+    def tile_tok(w, k):
+        return tile_chunk(w, k) * CH + (w % NW) * (TPW * TILE) + (k % TPW) * TILE
+
+    def live(w, k):
+        return tile_chunk(w, k) < c_end and tile_tok(w, k) < length
+
+    bad = np.zeros((NWT, 32), dtype=bool)
 
     def issue(w, k):
-        tok0 = tile_tok(w, k)
-        if tok0 >= length:
+        if not live(w, k):
             return
+        tok0 = tile_tok(w, k)
         ring = w * cfg.WARP_BYTES
         kt = ring + (k % cfg.stages) * 2 * cfg.TILE_BYTES
         vt = kt + cfg.TILE_BYTES
@@ -220,20 +229,20 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
                 smem[dk:dk + 16] = kbytes[off:off + 16] if nbytes else 0
                 smem[dv:dv + 16] = vbytes[off:off + 16] if nbytes else 0
 
-    wm = np.full((NW, NT, 2, 32), -np.inf, dtype=np.float32)
-    wl = np.zeros((NW, NT, 2, 32), dtype=np.float32)
-    acc = np.zeros((NW, NT, KS, 32, 4), dtype=np.float32)
-    nk = (c_end - c_begin) * TPW
-    for w in range(NW):
+    wm = np.full((NWT, NT, 2, 32), -np.inf, dtype=np.float32)
+    wl = np.zeros((NWT, NT, 2, 32), dtype=np.float32)
+    acc = np.zeros((NWT, NT, KS, 32, 4), dtype=np.float32)
+    nk = -(-(c_end - c_begin) // groups) * TPW
+    for w in range(NWT):
         for k in range(cfg.stages - 1):
             if k < nk:
                 issue(w, k)
     for k in range(nk):
-        for w in range(NW):
+        for w in range(NWT):
             if k + cfg.stages - 1 < nk:
                 issue(w, k + cfg.stages - 1)
             tok0 = tile_tok(w, k)
-            if tok0 >= length:
+            if not live(w, k):
                 continue
             ring = w * cfg.WARP_BYTES
             kt = ring + (k % cfg.stages) * 2 * cfg.TILE_BYTES
@@ -277,8 +286,8 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
                     mma(acc[w, nt, md], a, pb[nt, 0], pb[nt, 1])
         if k % TPW != TPW - 1:
             continue
-        c = c_begin + k // TPW
-        for w in range(NW):
+        c_round = c_begin + (k // TPW) * groups
+        for w in range(NWT):
             poisoned = bad[w].any()
             F = fold[w]
             for nt in range(NT):
@@ -299,42 +308,43 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
                             F[GS8 * D + GS8 + nt * 8 + 2 * t4[T] + j] = np.nan if poisoned else ltot[T]
                     wm[w, nt, j] = -np.inf
                     wl[w, nt, j] = 0
-        # thread tid folds channels fu + TPH i of head fg (the weights once per head)
-        TPH = 128 // GS8
-        seen = np.zeros(GS8 * D, dtype=int)
-        for tid in range(128):
-            fg, fu = tid // TPH, tid % TPH
-            for i in range(D // TPH):
-                d = fu + TPH * i
-                e = fg * D + d
-                seen[e] += 1
-                cm, cl, ca = fold[0, GS8 * D + fg], fold[0, GS8 * D + GS8 + fg], fold[0, e]
-                for ww in range(1, NW):
-                    cm, cl, ca = merge(cm, cl, ca, fold[ww, GS8 * D + fg], fold[ww, GS8 * D + GS8 + fg], fold[ww, e])
-                if not split:
-                    m, l_, a_ = merge(run_ml[c & 1, 0, fg], run_ml[c & 1, 1, fg], run_a[e], cm, cl, ca)
-                    run_a[e] = a_
-                    if fu == 0 and i == D // TPH - 1:   # written after the thread's last read of the slot
-                        run_ml[(c + 1) & 1, 0, fg] = m
-                        run_ml[(c + 1) & 1, 1, fg] = l_
-                elif head_ok(fg):
-                    base = ((b * H + hbase + fg) * max_chunks + c) * (D + 2)
-                    ws[base + d] = ca
-                    if fu == 0:
-                        ws[base + D] = cm
-                        ws[base + D + 1] = cl
-        assert (seen == 1).all(), "the fold's threads must cover every (head, channel) once"
+        # thread tid folds channels fu + TPH i of head fg (the weights once per head), for
+        # each group's chunk of the round in chunk order
+        TPH = 128 * groups // GS8
+        for gi in range(groups):
+            c = c_round + gi
+            if c >= c_end:
+                break
+            F0 = fold[gi * NW:(gi + 1) * NW]
+            seen = np.zeros(GS8 * D, dtype=int)
+            for tid in range(128 * groups):
+                fg, fu = tid // TPH, tid % TPH
+                for i in range(D // TPH):
+                    d = fu + TPH * i
+                    e = fg * D + d
+                    seen[e] += 1
+                    cm, cl, ca = F0[0, GS8 * D + fg], F0[0, GS8 * D + GS8 + fg], F0[0, e]
+                    for ww in range(1, NW):
+                        cm, cl, ca = merge(cm, cl, ca, F0[ww, GS8 * D + fg], F0[ww, GS8 * D + GS8 + fg], F0[ww, e])
+                    if not split:
+                        run_m[e], run_l[e], run_a[e] = merge(run_m[e], run_l[e], run_a[e], cm, cl, ca)
+                    elif head_ok(fg):
+                        base = ((b * H + hbase + fg) * max_chunks + c) * (D + 2)
+                        ws[base + d] = ca
+                        if fu == 0:
+                            ws[base + D] = cm
+                            ws[base + D + 1] = cl
+            assert (seen == 1).all(), "the fold's threads must cover every (head, channel) once"
     if split:
         return
-    fin = run_ml[n_chunks & 1]
     for e in range(GS8 * D):
         g, d = e // D, e % D
         if not head_ok(g):
             continue
-        lv = fin[1, g]
+        lv = run_l[e]
         o[b, hbase + g, d] = 0.0 if lv == 0 else run_a[e] / lv
         if d == 0:
-            lse[b, hbase + g] = -np.inf if lv == 0 else (fin[0, g] + np.log2(lv)) * math.log(2)
+            lse[b, hbase + g] = -np.inf if lv == 0 else (run_m[e] + np.log2(lv)) * math.log(2)
 
 
 def merge_kernel(cfg, ws, sl, o, lse, H, MB, max_chunks):
@@ -357,8 +367,9 @@ def merge_kernel(cfg, ws, sl, o, lse, H, MB, max_chunks):
         lse[b, h] = -np.inf if l_[0] == 0 else (m[0] + np.log2(l_[0])) * math.log(2)
 
 
-def run(q, kc, vc, bt, sl, scale, BS, split_s=1, stages=2):
-    """o, lse as the kernels compute them, with S = split_s CTAs along each sequence."""
+def run(q, kc, vc, bt, sl, scale, BS, split_s=1, stages=2, groups=1):
+    """o, lse as the kernels compute them, with S = split_s CTAs along each sequence, each
+    CTA of `groups` chunk groups."""
     B, H, D = q.shape
     Hkv = kc.shape[2]
     G = H // Hkv
@@ -376,7 +387,8 @@ def run(q, kc, vc, bt, sl, scale, BS, split_s=1, stages=2):
         z, pair = x % zs, x // zs
         kvh, b = pair % Hkv, pair // Hkv
         for y in range(split_s):
-            cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale * math.log2(math.e), o, lse, ws, max_chunks)
+            cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale * math.log2(math.e), o, lse, ws, max_chunks,
+                groups)
     if split:
         merge_kernel(cfg, ws, sl, o, lse, H, MB, max_chunks)
     return o, lse

@@ -106,7 +106,11 @@ def main():
     ap.add_argument("--stages", type=int, default=None, help="each warp's ring depth (1 .. 4; default: the kernel's "
                                                               "choice, kernels/attention/paged_decode_attention.py)")
     ap.add_argument("--cpc", type=int, default=None, help="chunks per CTA, forced (the split plan's knob)")
+    ap.add_argument("--groups", type=int, default=None, help="chunk groups a CTA (1 or 2), forced")
     args = ap.parse_args()
+    if args.groups is not None:
+        from tileops.kernels.attention import paged_decode_attention as K
+        K.CHUNK_GROUPS = args.groups
     if args.cpc is not None:
         from tileops.kernels.attention import paged_decode_attention as K
         K.SPLIT_CPC = args.cpc

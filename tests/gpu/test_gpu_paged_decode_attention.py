@@ -179,3 +179,29 @@ def test_a_misaligned_tensor_is_refused_naming_the_alignment():
     shifted.copy_(q)
     with pytest.raises(KernelSelectionError, match="16-byte aligned"):
         PagedDecodeAttentionFwdOp(64, 16)(shifted, kc, vc, bt, sl)
+
+
+# (H, H_kv, head_size, block_size): the models two chunk groups serve (G 4, 7, 8; a 20-head group's
+# slices; D 64 with 5-token blocks) -- every build groups_allowed admits
+GROUP_MODELS = [(32, 8, 128, 16), (28, 4, 128, 64), (16, 2, 128, 16), (40, 2, 128, 16), (8, 1, 64, 5)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("H,Hkv,D,BS", GROUP_MODELS)
+def test_two_chunk_groups_give_one_groups_bits(monkeypatch, dtype, H, Hkv, D, BS):
+    """A CTA of two chunk groups (8 warps, two chunks a round, folded in chunk order) gives
+    the one-group kernel's o and lse bit for bit, split or not: odd chunk counts (a round with
+    one group idle), a split's last CTA with a partial round, length 0 and 1."""
+    assert K.groups_allowed(D, K.heads_per_cta(D, H // Hkv), 1, True)   # the knob takes effect
+    lens = [4100, 0, 1, 257, 1000, 513]
+    op = PagedDecodeAttentionFwdOp(D, BS)
+    args = make(len(lens), H, Hkv, D, BS, lens, dtype, seed=11, device=DEV)
+    got = {}
+    for groups in (1, 2):
+        for cpc in (None, 3):            # the plan's split (or none), and 3 chunks a CTA
+            monkeypatch.setattr(K, "CHUNK_GROUPS", groups)
+            monkeypatch.setattr(K, "SPLIT_CPC", cpc)
+            got[groups, cpc] = run(op, *args)
+    for cpc in (None, 3):
+        assert torch.equal(got[1, cpc][0], got[2, cpc][0]) and torch.equal(got[1, cpc][1], got[2, cpc][1]), cpc
+    check_close(op, args, *got[2, None], dtype)

@@ -66,6 +66,32 @@ def test_every_kind_of_build_compiles_without_spills(tmp_path, dt, D, G, BS):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("dt,D,G,BS", [c for c in CASES
+                                       if K.groups_allowed(c[1], K.heads_per_cta(c[1], c[2]), c[0], c[0] != 0)])
+def test_every_two_group_build_compiles_without_spills(tmp_path, dt, D, G, BS):
+    """The launch rule's second variant: two chunk groups, 8 warps a CTA, one CTA an SM."""
+    heads = K.heads_per_cta(D, G)
+    mma = dt != 0
+    stages, per_sm = K.choose_stages(dt, D, heads, mma, groups=2)
+    assert per_sm >= 1 and K.smem_bytes(dt, D, heads, stages, mma, 2) <= K.PER_BLOCK_SHARED
+    source, kernel, merge, opts = K.cuda_specialisation(dt, D, G, heads, BS, mma, stages, 2)
+    assert "-DPDA_CG=2" in opts and "-DTILEOPS_THREADS=256" in opts
+    nvcc_build(tmp_path, source, kernel, opts)
+
+
+def test_two_groups_where_one_group_would_need_a_split():
+    slots1, slots2 = 132 * 2, 132
+    assert K.launch_plan(128, 128, slots1, slots2, True) == (2, 1, 128)   # Qwen2.5 B = 32, 32K: no split
+    assert K.split_plan(128, 128, slots1) == (2, 64)                        # (one group would split)
+    assert K.launch_plan(1024, 16, slots1, slots2, True) == (1, 1, 16)     # Llama-3-8B B = 128, 4K
+    assert K.launch_plan(256, 128, slots1, slots2, True) == (1, 1, 128)    # B = 32, 32K: one wave of one group
+    assert K.launch_plan(8, 4, slots1, slots2, True) == (1, 4, 1)          # B = 1, 1K: a tie keeps one group
+    assert K.launch_plan(128, 128, slots1, slots2, False)[0] == 1          # a head size 256 threads can't split
+    assert K.groups_allowed(128, 4) and K.groups_allowed(16, 16) and not K.groups_allowed(48, 7)
+    assert not K.groups_allowed(256, 8)                                     # no ring fits 8 warps' shared memory
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
 @pytest.mark.parametrize("dt,D,G", [(1, 128, 8), (2, 64, 4)])
 def test_the_fma_path_compiles_for_16_bit_dtypes_too(tmp_path, dt, D, G):
     """The fp32-FMA path serves every dtype (a fallback for the tensor-core one)."""

@@ -40,6 +40,14 @@ def _inputs(H, Hkv, D, BS, lens, dtype, seed=0):
     return q, kc, vc, bt, np.array(lens, dtype=np.int32)
 
 
+def _close_to_reference(o, lse, q, kc, vc, bt, sl, D, BS, scale):
+    ro, rl = reference(*(torch.from_numpy(t).double() for t in (q, kc, vc)), torch.from_numpy(bt),
+                       torch.from_numpy(sl), head_size=D, block_size=BS, scale=scale)
+    # p is rounded to float16 for P V, as on the GPU
+    np.testing.assert_allclose(o, ro.numpy(), rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(lse, rl.numpy(), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("H,Hkv,D,BS,lens,split,stages", [
     (8, 1, 32, 16, [300, 17], 1, 2),       # two chunks folded in the CTA; G 8, one n-tile
     (8, 1, 32, 16, [300, 17], 3, 3),       # the split: partials in the workspace, the merge kernel
@@ -51,11 +59,25 @@ def test_the_emulated_kernels_match_the_reference(H, Hkv, D, BS, lens, split, st
     q, kc, vc, bt, sl = _inputs(H, Hkv, D, BS, lens, np.float16)
     scale = 1 / math.sqrt(D)
     o, lse = emu.run(q, kc, vc, bt, sl, scale, BS, split_s=split, stages=stages)
-    ro, rl = reference(*(torch.from_numpy(t).double() for t in (q, kc, vc)), torch.from_numpy(bt),
-                       torch.from_numpy(sl), head_size=D, block_size=BS, scale=scale)
-    # p is rounded to float16 for P V, as on the GPU
-    np.testing.assert_allclose(o, ro.numpy(), rtol=2e-3, atol=2e-3)
-    np.testing.assert_allclose(lse, rl.numpy(), rtol=1e-5, atol=1e-5)
+    _close_to_reference(o, lse, q, kc, vc, bt, sl, D, BS, scale)
+
+
+@pytest.mark.parametrize("H,Hkv,D,BS,lens,split", [
+    (8, 1, 32, 16, [1000, 17, 0], 1),      # two chunk groups: 4 chunks in 2 rounds, 1 chunk (group 1 idle)
+    (8, 1, 32, 16, [1000, 300], 2),        # split: 2 chunks a CTA, one round; the other CTA's last round half
+    (4, 2, 64, 64, [777, 1], 1),           # 3 chunks: the second round's group 1 has none
+    (20, 1, 16, 16, [600], 1),             # 16-head slices: 16 fold threads a head, one channel each
+])
+def test_two_chunk_groups_give_the_one_group_kernels_values(H, Hkv, D, BS, lens, split):
+    """A CTA of two chunk groups (8 warps, PDA_CG 2) streams two chunks a round and folds
+    them in chunk order: the same values as one group, chunk after chunk."""
+    q, kc, vc, bt, sl = _inputs(H, Hkv, D, BS, lens, np.float16)
+    scale = 1 / math.sqrt(D)
+    o, lse = emu.run(q, kc, vc, bt, sl, scale, BS, split_s=split, groups=2)
+    o1, lse1 = emu.run(q, kc, vc, bt, sl, scale, BS, split_s=split, groups=1)
+    np.testing.assert_array_equal(o, o1)
+    np.testing.assert_array_equal(lse, lse1)
+    _close_to_reference(o, lse, q, kc, vc, bt, sl, D, BS, scale)
 
 
 def test_a_bad_block_id_gives_that_sequence_nan_in_both_launch_plans():

@@ -11,9 +11,12 @@
  * ==== Batch invariance: chunks, and one fixed fold ========================================
  * A sequence's tokens fall into chunks of PDA_CH = 256 tokens, whatever the batch. A chunk's
  * partial state (m: the max of its scores in log2 units, l: the sum of 2^(s - m), a[D]: the
- * sum of 2^(s - m) v, per query head) is computed by one CTA of 4 warps, each warp taking
- * 64 consecutive tokens in tiles of 16 (online softmax inside the warp), the 4 warp states
- * then folded in warp order. The sequence's result is the left fold of its chunks' partials
+ * sum of 2^(s - m) v, per query head) is computed by a chunk group of 4 warps, each warp
+ * taking 64 consecutive tokens in tiles of 16 (online softmax inside the warp), the 4 warp
+ * states then folded in warp order. A CTA holds PDA_CG groups (1 or 2): in each round its
+ * groups take its next PDA_CG chunks, one each, and their partials are folded in chunk
+ * order (the same operations on the same values as one group, chunk after chunk). The
+ * sequence's result is the left fold of its chunks' partials
  * in chunk order, starting from the empty state (m = -inf, l = 0, a = 0), by one merge rule
  * (pda_merge) in explicitly rounded fp32, then o = a / l, lse = (m + log2 l) ln 2. Whether
  * one CTA walks all of a sequence's chunks and folds as it goes (no split), or several CTAs
@@ -53,7 +56,7 @@
  * tileops_paged_decode_attention (arg format "ppppppppqqqqqqqf"):
  *   (q, key_cache, value_cache, block_table, seq_lens, o, lse, ws, H, H_kv, num_blocks,
  *    max_blocks, max_chunks, cpc, zs, scale_log2)
- *   grid (B * H_kv * zs, S), block 128, dynamic shared memory PDA_SMEM bytes (the same
+ *   grid (B * H_kv * zs, S), block 128 x PDA_CG, dynamic shared memory PDA_SMEM bytes (the same
  *   formula as kernels/attention/paged_decode_attention.py smem_bytes). CTA (x, y): sequence
  *   b, KV head kvh, head slice z (x = (b * H_kv + kvh) * zs + z: query heads kvh * G + z *
  *   PDA_GS .. + PDA_GS, those < G), chunks [y * cpc, y * cpc + cpc). lse may be 0 (not
@@ -67,10 +70,11 @@
  *
  * ==== Defines ============================================================================
  *   TILEOPS_DTYPE 0 float32, 1 float16, 2 bfloat16 (and the common TILEOPS_N = D,
- *   TILEOPS_VEC = 16 / element size, TILEOPS_THREADS = 128);  PDA_D head size (a multiple
+ *   TILEOPS_VEC = 16 / element size, TILEOPS_THREADS = 128 x PDA_CG);  PDA_D head size (a multiple
  *   of 16, <= 256);  PDA_G query heads per KV head;  PDA_GS query heads per CTA (<= 16, <= 8
  *   for D > 128);  PDA_BS block size;  PDA_MMA 1 tensor cores (16-bit dtypes), 0 fp32 FMAs;
- *   PDA_STAGES 1 .. 4, the depth of each warp's ring. */
+ *   PDA_STAGES 1 .. 4, the depth of each warp's ring;  PDA_CG chunk groups a CTA (1 or 2;
+ *   default 1; 2 needs D a multiple of 256 / (PDA_GS rounded up to 8)). */
 #include "../common/rows_common.cuh"
 
 #if !defined(PDA_D) || !defined(PDA_G) || !defined(PDA_GS) || !defined(PDA_BS) || !defined(PDA_MMA) || \
@@ -83,14 +87,18 @@
 #if PDA_G < 1 || PDA_GS < 1 || PDA_GS > PDA_G || PDA_GS > 16 || (PDA_D > 128 && PDA_GS > 8)
 #error "PDA_GS must be in [1, min(PDA_G, 16)] (8 for PDA_D > 128)"
 #endif
-#if PDA_BS < 1 || PDA_STAGES < 1 || PDA_STAGES > 4 || TILEOPS_THREADS != 128
-#error "PDA_BS >= 1, PDA_STAGES in [1, 4], TILEOPS_THREADS = 128"
+#ifndef PDA_CG
+#define PDA_CG 1
+#endif
+#if PDA_BS < 1 || PDA_STAGES < 1 || PDA_STAGES > 4 || (PDA_CG != 1 && PDA_CG != 2) || TILEOPS_THREADS != 128 * PDA_CG
+#error "PDA_BS >= 1, PDA_STAGES in [1, 4], PDA_CG 1 or 2, TILEOPS_THREADS = 128 x PDA_CG"
 #endif
 #if PDA_MMA && TILEOPS_E != 2
 #error "the tensor-core path (PDA_MMA 1) takes float16 or bfloat16"
 #endif
 
-#define PDA_NW 4                                    /* warps per CTA */
+#define PDA_NW 4                                    /* warps per chunk (a chunk group) */
+#define PDA_NWT (PDA_NW * PDA_CG)                   /* warps per CTA */
 #define PDA_TILE 16                                 /* tokens per tile */
 #define PDA_TPW 4                                   /* tiles per warp per chunk */
 #define PDA_CH (PDA_NW * PDA_TPW * PDA_TILE)        /* tokens per chunk: 256 */
@@ -101,16 +109,19 @@
 #define PDA_SEG (PDA_RB / 16)                       /* 16-byte segments per row */
 #define PDA_TILE_BYTES (PDA_TILE * PDA_RB)
 #define PDA_WARP_BYTES (PDA_STAGES * 2 * PDA_TILE_BYTES)
-#define PDA_FOLD_OFF (PDA_NW * PDA_WARP_BYTES)
+#define PDA_FOLD_OFF (PDA_NWT * PDA_WARP_BYTES)
 #define PDA_FOLD_W (PDA_GS8 * (PDA_D + 2))          /* floats of one warp's state */
-#define PDA_Q_OFF (PDA_FOLD_OFF + 4 * PDA_NW * PDA_FOLD_W)
+#define PDA_Q_OFF (PDA_FOLD_OFF + 4 * PDA_NWT * PDA_FOLD_W)
 #if PDA_MMA
 #define PDA_SMEM PDA_Q_OFF
 #else
 #define PDA_P_OFF (PDA_Q_OFF + 4 * PDA_GS8 * PDA_D)
-#define PDA_SMEM (PDA_P_OFF + 4 * PDA_NW * PDA_GS8 * PDA_TILE)
+#define PDA_SMEM (PDA_P_OFF + 4 * PDA_NWT * PDA_GS8 * PDA_TILE)
 #endif
-#define PDA_TPH (TILEOPS_THREADS / PDA_GS8)         /* fold: threads per query head (16 or 8) */
+#define PDA_TPH (TILEOPS_THREADS / PDA_GS8)         /* fold: threads per query head (8 .. 32) */
+#if PDA_D % PDA_TPH != 0
+#error "PDA_CG 2 needs PDA_D a multiple of 256 / PDA_GS8 (each fold thread takes whole channels)"
+#endif
 #define PDA_EPT (PDA_D / PDA_TPH)                   /* fold: channels per thread, fu + PDA_TPH i of head fg */
 #define PDA_LN2 0.693147180559945309f
 #define PDA_MB 16                                   /* merge kernel: chunks loaded at once */
@@ -221,12 +232,21 @@ struct pda_seq {
     long long len, nblocks, max_blocks;
     int row_stride;          /* bytes between cache rows (H_kv * D * E; the host keeps a block < 2 GiB) */
     int c0;                  /* first chunk of this CTA */
-    int w, lane;
+    long long c_end;         /* past its last chunk */
+    int w, grp, lane;        /* the warp's place in its chunk group, the group */
 };
 
+/* the chunk of tile k of this warp: round k / PDA_TPW takes chunks c0 + round x PDA_CG + group */
+TILEOPS_DEV long long pda_tile_chunk(const struct pda_seq *s, int k) {
+    return (long long)s->c0 + (k / PDA_TPW) * PDA_CG + s->grp;
+}
 /* first token of tile k of this warp */
 TILEOPS_DEV long long pda_tile_tok(const struct pda_seq *s, int k) {
-    return (long long)(s->c0 + k / PDA_TPW) * PDA_CH + s->w * (PDA_TPW * PDA_TILE) + (k % PDA_TPW) * PDA_TILE;
+    return pda_tile_chunk(s, k) * PDA_CH + s->w * (PDA_TPW * PDA_TILE) + (k % PDA_TPW) * PDA_TILE;
+}
+/* tile k holds tokens of this CTA (its chunk is the CTA's; some of its tokens are < len) */
+TILEOPS_DEV int pda_tile_live(const struct pda_seq *s, int k) {
+    return pda_tile_chunk(s, k) < s->c_end && pda_tile_tok(s, k) < s->len;
 }
 
 /* The block id that tile k reads when a block holds whole tiles (PDA_BS a multiple of 16:
@@ -249,9 +269,9 @@ TILEOPS_DEV int pda_tile_block(const struct pda_seq *s, int k) {
  * len are zero-filled; a bad block id's rows too, and *bad is set). blk: pda_tile_block(k)
  * when blocks hold whole tiles; otherwise each row's block id is read here. */
 TILEOPS_DEV void pda_issue(const struct pda_seq *s, int k, int blk, unsigned ring, int *bad) {
-    const long long tok0 = pda_tile_tok(s, k);
-    if (tok0 >= s->len)
+    if (!pda_tile_live(s, k))
         return;
+    const long long tok0 = pda_tile_tok(s, k);
     const unsigned kt = ring + (unsigned)((k % PDA_STAGES) * 2 * PDA_TILE_BYTES), vt = kt + PDA_TILE_BYTES;
     const int rows = s->len - tok0 < PDA_TILE ? (int)(s->len - tok0) : PDA_TILE; /* rows holding tokens */
 #if PDA_BS % PDA_TILE == 0
@@ -317,8 +337,10 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
     s.nblocks = num_blocks;
     s.row_stride = (int)(H_kv * PDA_RB);
     s.c0 = split ? (int)(tileops_ctaid_y() * cpc) : 0;
-    s.w = w;
+    s.w = w % PDA_NW;
+    s.grp = w / PDA_NW;
     s.lane = lane;
+    s.c_end = max_chunks;   /* the CTA's own end, below, once the length is known */
     int first_blk[PDA_STAGES];
 #pragma unroll
     for (int k = 0; k < PDA_STAGES; k++)
@@ -351,6 +373,7 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
         if (c_begin >= c_end)
             return;
     }
+    s.c_end = c_end;
     const unsigned ring = pda_smem_addr(pda_smem) + (unsigned)(w * PDA_WARP_BYTES);
     float *fold = (float *)(pda_smem + PDA_FOLD_OFF);
 
@@ -396,7 +419,9 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
         ra[i] = 0.0f;
     int bad = 0;
 
-    const int nk = (int)(c_end - c_begin) * PDA_TPW;
+    /* rounds of PDA_CG chunks (the last may leave a group without one: its warps copy and
+     * compute nothing, and take part in the round's barriers) */
+    const int nk = (int)((c_end - c_begin + PDA_CG - 1) / PDA_CG) * PDA_TPW;
 #pragma unroll
     for (int k = 0; k < PDA_STAGES - 1; k++) {
         if (k < nk)
@@ -415,7 +440,7 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
         PDA_WAIT(PDA_STAGES - 1);
         pda_syncwarp();
         const long long tok0 = pda_tile_tok(&s, k);
-        if (tok0 < len) {
+        if (pda_tile_live(&s, k)) {
             const unsigned kt = ring + (unsigned)((k % PDA_STAGES) * 2 * PDA_TILE_BYTES), vt = kt + PDA_TILE_BYTES;
             /* ---- S^T: rows gq, gq + 8 (tokens), columns 2 t4, 2 t4 + 1 (heads) ---- */
             float sc[PDA_NT][4];
@@ -530,8 +555,8 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
 
         if (k % PDA_TPW != PDA_TPW - 1)
             continue;
-        /* ---- the end of a chunk: the warps' states -> the chunk's partial ---- */
-        const long long c = c_begin + k / PDA_TPW;
+        /* ---- the end of a round: each group's warps' states -> its chunk's partial ---- */
+        const long long c_round = c_begin + (k / PDA_TPW) * PDA_CG;
         const int poisoned = pda_any(bad);
         float *F = fold + w * PDA_FOLD_W;
 #pragma unroll
@@ -561,13 +586,18 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
             }
         }
         tileops_barrier();
-        {
+#pragma unroll
+        for (int gi = 0; gi < PDA_CG; gi++) {   /* the round's chunks, in chunk order */
+            const long long c = c_round + gi;
+            if (c >= c_end)
+                break;
+            const float *F0 = fold + gi * PDA_NW * PDA_FOLD_W;   /* the group's first warp's state */
             /* the warps' states, folded in warp order: the weights once for the thread's head */
-            float cm = fold[PDA_GS8 * PDA_D + fg], cl = fold[PDA_GS8 * PDA_D + PDA_GS8 + fg];
+            float cm = F0[PDA_GS8 * PDA_D + fg], cl = F0[PDA_GS8 * PDA_D + PDA_GS8 + fg];
             float sa[PDA_NW], sb[PDA_NW];
 #pragma unroll
             for (int ww = 1; ww < PDA_NW; ww++) {
-                const float *G = fold + ww * PDA_FOLD_W;
+                const float *G = F0 + ww * PDA_FOLD_W;
                 pda_weigh(&cm, &cl, G[PDA_GS8 * PDA_D + fg], G[PDA_GS8 * PDA_D + PDA_GS8 + fg], &sa[ww], &sb[ww]);
             }
             /* then into the CTA's running fold (no split) */
@@ -578,10 +608,10 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
 #pragma unroll
             for (int i = 0; i < PDA_EPT; i++) {
                 const int d = fu + PDA_TPH * i, e = fg * PDA_D + d;
-                float ca = fold[e];
+                float ca = F0[e];
 #pragma unroll
                 for (int ww = 1; ww < PDA_NW; ww++)
-                    ca = pda_apply(ca, fold[ww * PDA_FOLD_W + e], sa[ww], sb[ww]);
+                    ca = pda_apply(ca, F0[ww * PDA_FOLD_W + e], sa[ww], sb[ww]);
                 if (!split)
                     ra[i] = pda_apply(ra[i], ca, rsa, rsb);
                 else if (PDA_HEAD_OK(fg))

@@ -11,13 +11,16 @@ scale is a launch argument. The interface declares q and key_cache shape-depende
 their head counts' ratio).
 
 Launch rule (CUDA), from shapes only (CUDA-graph safe: nothing reads seq_lens or
-block_table on the host): CTAs of 128 threads, one per (sequence, KV head, head slice of
-<= 16 query heads (8 for head_size 256)); when a sequence may hold several 256-token chunks
-it may be split along the sequence into S CTAs of `cpc` chunks (split_plan: the S that
-minimises an estimate of waves x a CTA's time), which write each chunk's partial state to a float32 workspace of
-B x H x max_chunks x (head_size + 2) taken per call from torch's caching allocator
-(stream-ordered, so capture-safe: a graph keeps its allocation), and a second kernel folds
-them. The result is bitwise the same whichever way (see the .cu).
+block_table on the host): one CTA per (sequence, KV head, head slice of <= 16 query heads
+(8 for head_size 256)), of one chunk group (4 warps, two CTAs an SM) or two (8 warps, one
+CTA an SM: two of the sequence's 256-token chunks at a time); when a sequence may hold
+several chunks it may be split along the sequence into S CTAs of `cpc` chunks (launch_plan:
+the groups and S that minimise an estimate of waves x a CTA's time), which write each
+chunk's partial state to a float32 workspace of B x H x max_chunks x (head_size + 2) taken
+per call from torch's caching allocator (stream-ordered, so capture-safe: a graph keeps its
+allocation), and a second kernel folds them. The result is bitwise the same whichever way
+(see the .cu); each of the two variants is built on the first call that takes it (during
+capture, where nothing may be built, a call takes the other if that one is built).
 
 A CUDA build needs q, the caches and o 16-byte aligned (cp.async, 16-byte stores): a call
 with another alignment is refused (KernelSelectionError naming the tensor); tensors from
@@ -52,6 +55,7 @@ START = 0.25                # split_plan's cost model, in chunks of one CTA's st
 WS_COST = 0.05              # a chunk's partial written and read back (a split), the merge kernel
 MERGE_COST = 0.5
 SPLIT_CPC = None            # a dev knob (dev/time_paged_decode.py --cpc): chunks per CTA, forced
+CHUNK_GROUPS = None         # a dev knob (--groups): 1 or 2 chunk groups a CTA for every call; None: the rule
 # The dtypes (codes) the tensor-core path serves; the others take the fp32-FMA path, which
 # serves every dtype: empty this set (before an op's first call) to run float16 and
 # bfloat16 on the FMA path too (tests/gpu compare the two).
@@ -78,57 +82,79 @@ def heads_per_cta(head_size: int, group: int) -> int:
     return min(group, 16 if head_size <= 128 else 8)
 
 
-def smem_bytes(dtype_code: int, head_size: int, heads: int, stages: int, mma: bool) -> int:
+def smem_bytes(dtype_code: int, head_size: int, heads: int, stages: int, mma: bool, groups: int = 1) -> int:
     """Dynamic shared memory of the main kernel (PDA_SMEM in the .cu): each warp's ring of
     `stages` K and V tiles of 16 rows, the warps' states (the running fold is in registers),
-    and for the FMA path q and P in fp32."""
+    and for the FMA path q and P in fp32; a CTA has 4 x `groups` warps."""
     e = DTYPE[dtype_code].itemsize
     g8 = -(-heads // 8) * 8
-    rows = WARPS * stages * 2 * TILE * head_size * e
-    fold = 4 * WARPS * g8 * (head_size + 2)
-    extra = 0 if mma else 4 * g8 * head_size + 4 * WARPS * g8 * TILE
+    warps = WARPS * groups
+    rows = warps * stages * 2 * TILE * head_size * e
+    fold = 4 * warps * g8 * (head_size + 2)
+    extra = 0 if mma else 4 * g8 * head_size + 4 * warps * g8 * TILE
     return rows + fold + extra
 
 
+def groups_allowed(head_size: int, heads: int, dtype_code: int = 1, mma: bool = True,
+                   per_block: int = PER_BLOCK_SHARED) -> bool:
+    """Two chunk groups (8 warps): each of the fold's 256 threads takes whole channels
+    (head_size a multiple of 256 / (heads rounded up to 8)), and a 2-deep ring fits a CTA's
+    shared memory."""
+    return (head_size % (2 * THREADS // (-(-heads // 8) * 8)) == 0
+            and smem_bytes(dtype_code, head_size, heads, 2, mma, 2) <= per_block)
+
+
 def choose_stages(dtype_code: int, head_size: int, heads: int, mma: bool,
-                  per_block: int = PER_BLOCK_SHARED, per_sm: int = SM_SHARED) -> tuple:
-    """(stages, CTAs per SM): a 2-deep ring where two CTAs share an SM, else the deepest
-    ring (<= 3) one CTA can hold."""
+                  per_block: int = PER_BLOCK_SHARED, per_sm: int = SM_SHARED, groups: int = 1) -> tuple:
+    """(stages, CTAs per SM): one chunk group: a 2-deep ring where two CTAs share an SM, else
+    the deepest ring (<= 3) one CTA can hold; two groups (8 warps, one CTA an SM): a 2-deep
+    ring (groups_allowed says it fits)."""
+    def size(st):
+        return smem_bytes(dtype_code, head_size, heads, st, mma, groups)
+
     def fits(st):
-        return per_sm // (smem_bytes(dtype_code, head_size, heads, st, mma) + 1024)
-    if STAGES is not None and smem_bytes(dtype_code, head_size, heads, STAGES, mma) <= per_block:
+        return per_sm // (size(st) + 1024)
+    if STAGES is not None and size(STAGES) <= per_block:
         return STAGES, max(1, fits(STAGES))
-    for st in (2,):   # H200: 2 CTAs of 2 stages beat 2 CTAs of 3 (dev/NOTES.md, session 8)
-        if fits(st) >= 2 and smem_bytes(dtype_code, head_size, heads, st, mma) <= per_block:
-            return st, fits(st)
-    for st in (3, 2, 1):
-        if smem_bytes(dtype_code, head_size, heads, st, mma) <= per_block:
+    if groups == 1:
+        for st in (2,):   # H200: 2 CTAs of 2 stages beat 2 CTAs of 3 (dev/NOTES.md, session 8)
+            if fits(st) >= 2 and size(st) <= per_block:
+                return st, fits(st)
+    for st in ((3, 2, 1) if groups == 1 else (2,)):
+        if size(st) <= per_block:
             return st, max(1, fits(st))
     raise ValueError(f"paged_decode_attention: no ring fits {per_block} bytes of shared memory "
-                     f"(head_size {head_size}, {heads} heads per CTA)")
+                     f"(head_size {head_size}, {heads} heads per CTA, {groups} chunk groups)")
 
 
-def cuda_specialisation(dtype_code, head_size, group, heads, block_size, mma, stages):
+def cuda_specialisation(dtype_code, head_size, group, heads, block_size, mma, stages, groups=1):
     """(source, kernel, merge kernel, options): pure, no GPU."""
     e = DTYPE[dtype_code].itemsize
     opts = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={head_size}", f"-DTILEOPS_VEC={16 // e}",
-            f"-DTILEOPS_THREADS={THREADS}", f"-DPDA_D={head_size}", f"-DPDA_G={group}", f"-DPDA_GS={heads}",
-            f"-DPDA_BS={block_size}", f"-DPDA_MMA={int(bool(mma))}", f"-DPDA_STAGES={stages}")
+            f"-DTILEOPS_THREADS={THREADS * groups}", f"-DPDA_D={head_size}", f"-DPDA_G={group}",
+            f"-DPDA_GS={heads}", f"-DPDA_BS={block_size}", f"-DPDA_MMA={int(bool(mma))}",
+            f"-DPDA_STAGES={stages}", f"-DPDA_CG={groups}")
     return ("attention/paged_decode_attention.cu", "tileops_paged_decode_attention",
             "tileops_paged_decode_attention_merge", opts)
 
 
-def split_plan(ctas: int, max_chunks: int, slots: int) -> tuple:
+def split_plan(ctas: int, max_chunks: int, slots: int, groups: int = 1) -> tuple:
     """(S, cpc): CTAs per (sequence, KV head, slice) along the sequence and chunks per CTA,
     from shapes only. Every CTA streams cpc chunks, so the time is about the number of waves
     of `slots` CTAs times a CTA's time: cpc chunks plus START (a CTA's first copies and its
     fold, in chunks); a split (S > 1) also writes and reads each chunk's partial (WS_COST per
     chunk) and launches the merge (MERGE_COST). The plan minimises that estimate over cpc
-    (the fewer waves, then the fewer CTAs, on a tie): one wave of long CTAs where
-    ctas x S fills it (a last wave a fifth full costs a whole wave), short CTAs when a
-    sequence's chunks must spread over idle SMs. SPLIT_CPC (a dev knob) forces cpc."""
+    (the fewer CTAs on a tie): one wave of long CTAs where ctas x S fills it (a last wave a
+    fifth full costs a whole wave), short CTAs when a sequence's chunks must spread over
+    idle SMs. A CTA of `groups` chunk groups streams that many chunks at once
+    (ceil(cpc / groups) rounds). SPLIT_CPC (a dev knob) forces cpc."""
+    return _plan(ctas, max_chunks, slots, groups)[1:]
+
+
+def _plan(ctas: int, max_chunks: int, slots: int, groups: int) -> tuple:
+    """(estimated cost, S, cpc) of split_plan."""
     if max_chunks < 2:
-        return 1, max_chunks
+        return (-(-ctas // slots) * (1 + START), 1, max_chunks)
     best = None
     for cpc in ([SPLIT_CPC] if SPLIT_CPC else range(1, max_chunks + 1)):
         s = -(-max_chunks // cpc)
@@ -136,10 +162,27 @@ def split_plan(ctas: int, max_chunks: int, slots: int) -> tuple:
             continue
         cpc = -(-max_chunks // s)                # the same S with the fewest chunks per CTA
         waves = -(-ctas * s // slots)
-        cost = waves * (cpc * (1 + (WS_COST if s > 1 else 0)) + START) + (MERGE_COST if s > 1 else 0)
-        if best is None or cost < best[0] - 1e-9:
+        rounds = -(-cpc // groups)
+        cost = waves * (rounds * (1 + (WS_COST if s > 1 else 0)) + START) + (MERGE_COST if s > 1 else 0)
+        if best is None or cost < best[0] - 1e-9 or (cost < best[0] + 1e-9 and s < best[1]):
             best = (cost, s, cpc)
-    return best[1], best[2]
+    return best
+
+
+def launch_plan(ctas: int, max_chunks: int, slots1: int, slots2: int, allowed: bool) -> tuple:
+    """(groups, S, cpc): one chunk group a CTA (4 warps, `slots1` CTAs a wave) or two (8
+    warps, `slots2`), whichever split_plan's estimate finds cheaper (one on a tie): two
+    where one group would need a split's workspace to fill the GPU and two need none (few
+    (sequence, KV head) pairs, long sequences: Qwen2.5's 4 KV heads at B = 32). Both give
+    the same bits. CHUNK_GROUPS (a dev knob) forces the groups."""
+    plans = {1: _plan(ctas, max_chunks, slots1, 1)}
+    if allowed and CHUNK_GROUPS != 1:
+        plans[2] = _plan(ctas, max_chunks, slots2, 2)
+    if CHUNK_GROUPS in plans:
+        g = CHUNK_GROUPS
+    else:
+        g = min(plans, key=lambda k: (plans[k][0] - (1e-9 if k == 1 else 0), k))
+    return (g,) + plans[g][1:]
 
 
 # ---- what a launchable checks before it hands pointers to C ---------------------------------
@@ -211,21 +254,50 @@ def _build_cpu(b):
 
 
 def _build_cuda(b):
+    """The launchable. Its two variants (one chunk group a CTA, or two) compute the same
+    bits; each is built on the first call that takes it (during CUDA graph capture, where
+    nothing may be built, a call takes the other if that one exists)."""
     from ... import runtime
-    src, kernel, merge_kernel, opts = cuda_specialisation(b.dtype, b.head_size, b.group, b.heads_per_cta,
-                                                          b.block_size, b.mma, b.stages)
-    handle = runtime.build(b.device, src, kernel, opts, ARG_FORMAT_CUDA)
-    merge = runtime.build(b.device, src, merge_kernel, opts, ARG_FORMAT_MERGE)
-    smem = smem_bytes(b.dtype, b.head_size, b.heads_per_cta, b.stages, b.mma)
-    slots = b.sm_count * b.ctas_per_sm
-    zs = -(-b.group // b.heads_per_cta)
+    from ...errors import NotReadyDuringCaptureError
     D, BS, device = b.head_size, b.block_size, b.device
+    per_block = runtime.device_attributes(device)["max_shared_per_block"]
+    allowed = groups_allowed(D, b.heads_per_cta, b.dtype, b.mma, per_block)
+    zs = -(-b.group // b.heads_per_cta)
     scale_log2 = b.scale * math.log2(math.e)
     merge_threads = max(32, -(-D // 32) * 32)
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream
     empty = torch.empty
     f32 = torch.float32
+    variants = {}   # groups -> (handle, merge, smem, slots)
+
+    def variant(g):
+        v = variants.get(g)
+        if v is not None:
+            return g, v
+        stages, per_sm = ((b.stages, b.ctas_per_sm) if g == 1 else
+                          choose_stages(b.dtype, D, b.heads_per_cta, b.mma, per_block=per_block, groups=g))
+        src, kernel, merge_kernel, opts = cuda_specialisation(b.dtype, D, b.group, b.heads_per_cta, BS, b.mma,
+                                                              stages, g)
+        try:
+            v = (runtime.build(device, src, kernel, opts, ARG_FORMAT_CUDA),
+                 runtime.build(device, src, merge_kernel, opts, ARG_FORMAT_MERGE),
+                 smem_bytes(b.dtype, D, b.heads_per_cta, stages, b.mma, g), b.sm_count * per_sm)
+        except NotReadyDuringCaptureError as e:
+            if variants:
+                return next(iter(variants.items()))
+            raise NotReadyDuringCaptureError(
+                f"PagedDecodeAttentionFwdOp: the {DTYPE[b.dtype]} build for head_size {D}, group {b.group}, "
+                f"block_size {BS} on cuda:{device} is not built and the stream is being captured into a CUDA "
+                f"graph. Building (compile, load) is not allowed during capture: call the op once at this "
+                f"batch size before capture (warm-up). [{e}]") from None
+        variants[g] = v
+        return g, v
+
+    variant(1)   # the one-group build: made with the op's first call, as before
+    slots1 = variants[1][3]
+    slots2 = b.sm_count * (choose_stages(b.dtype, D, b.heads_per_cta, b.mma, per_block=per_block, groups=2)[1]
+                           if allowed else 1)
 
     def unchecked(q, key_cache, value_cache, block_table, seq_lens, o, lse):
         B, H, _ = q.shape
@@ -234,13 +306,16 @@ def _build_cuda(b):
             return
         max_chunks = -(-mb * BS // CHUNK)
         ctas = B * h_kv * zs
-        s, cpc = split_plan(ctas, max_chunks, slots)
         if ctas > GRID_MAX or B * H > GRID_MAX:
             raise InputValueError(f"PagedDecodeAttentionFwdOp: {B} sequences x {H} heads exceed the CUDA grid")
+        g, s, cpc = launch_plan(ctas, max_chunks, slots1, slots2, allowed)
+        g2, (handle, merge, smem, slots) = variant(g)
+        if g2 != g:   # capturing, the other variant built: its own plan (the same bits)
+            g, (s, cpc) = g2, split_plan(ctas, max_chunks, slots, g2)
         ws = empty(B * H * max_chunks * (D + 2), dtype=f32, device=q.device) if s > 1 else None
         stream = stream_of(device)
         lse_p = 0 if lse is None else lse.data_ptr()
-        launch_raw(handle, ctas, s, 1, THREADS, 1, 1, smem, stream, q.data_ptr(), key_cache.data_ptr(),
+        launch_raw(handle, ctas, s, 1, THREADS * g, 1, 1, smem, stream, q.data_ptr(), key_cache.data_ptr(),
                    value_cache.data_ptr(), block_table.data_ptr(), seq_lens.data_ptr(), o.data_ptr(), lse_p,
                    0 if ws is None else ws.data_ptr(), H, h_kv, key_cache.shape[0], mb, max_chunks, cpc, zs, scale_log2)
         if ws is not None:
