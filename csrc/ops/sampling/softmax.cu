@@ -9,24 +9,28 @@
  * order; probs = e / S (IEEE division).
  *
  * ==== A row over a cluster, read once ======================================================
- * The row's CHUNK elements of a CTA (sampling_common.cuh) are read once (a thread's octets
- * in batches of SMP_BATCH loads in flight), z kept in shared
- * memory (TILEOPS_STAGE 1: CHUNK floats of dynamic shared memory, element k of octet o at
- * k x CHUNK / 8 + o: a warp's accesses hit 32 banks), and the CTAs exchange
- * their maximum, then their sum, through distributed shared memory: the logits are read
- * once and the probabilities written once, the bytes of a copy. A 128256-element row of
- * float32 is 501 KiB, more than one SM holds: it is split over a cluster of 8 CTAs of
- * 63 KiB each (152064: 74 KiB each), 2 to 3 CTAs per SM. TILEOPS_STAGE 0 (a row too long
- * for 8 CTAs' shared memory, or a GPU before sm_90 with rows over one CTA's) reads the
- * row three times instead (max, sum, write).
- * Order of the sum: each thread adds its elements (octets in increasing order, each
- * octet's 8 in order), the threads' sums by tileops_row_sum's fixed tree, the CTAs' in
- * rank order: fixed by V, the dtype and the architecture (the launch rule), never by B.
+ * The row's CHUNK elements of a CTA (sampling_common.cuh) are read once: thread t takes
+ * the slots t, t + THREADS, ... (OPT of them, 4 where the chunk allows: the launch rule),
+ * a slot an octet of the chunk or, past the chunk's octets, a pad (z = -inf, e = 0). A
+ * thread's loads of a batch (all its octets for a 16-bit row: 64 bytes) are issued, each
+ * predicated, before the first is used. z is kept in shared memory (TILEOPS_STAGE 1:
+ * OPT x THREADS slots of 8 floats, half h of slot o at (h OPT THREADS + o) x 4 floats: a
+ * warp's 16-byte accesses are conflict-free), then e over it; the CTAs exchange their
+ * maximum, then their sum, by st.async into every CTA's slots, counted by an mbarrier
+ * (no release barrier on the path): the logits are read once and the probabilities
+ * written once, the bytes of a copy. A 128256-element row is split over a cluster of 8
+ * CTAs of 512 threads (64 KiB of slots each, 3 CTAs per SM; 152064: 80 KiB, 2 per SM).
+ * TILEOPS_STAGE 0 (a row too long for 8 CTAs' shared memory, or a GPU before sm_90 with
+ * rows over one CTA's) reads the row three times instead (max, sum, write).
+ * Order of the sum: each thread adds its slots' elements (slots in increasing order, each
+ * slot's 8 in order; a pad adds +0, which changes no sum), the threads' sums by
+ * tileops_row_sum's fixed tree, the CTAs' in rank order: fixed by V, the dtype and the
+ * architecture (the launch rule), never by B.
  *
  * ==== Parameters (arg_format "ppp") ======================================================
  *   (const void *logits, const float *temperature /+ 0 when TILEOPS_TEMP 0 +/, void *probs)
  *   contiguous [rows, V]; grid.x = rows x TILEOPS_CLUSTER, block TILEOPS_THREADS, dynamic
- *   shared memory TILEOPS_CHUNK x 4 bytes when TILEOPS_STAGE (else 0).
+ *   shared memory TILEOPS_OPT x TILEOPS_THREADS x 32 bytes when TILEOPS_STAGE (else 0).
  *
  * ==== Defines (besides sampling_common.cuh's) ============================================
  *   TILEOPS_ODTYPE the output's dtype (0 float32, 1 float16, 2 bfloat16); TILEOPS_OVEC 1

@@ -7,10 +7,11 @@ Launch rules (csrc/ops/sampling/sampling_common.cuh says what the kernels take):
     later; 1 before; argmax and sample, whose result does not depend on the split, take one
     CTA per row from sm_count / 2 rows on): cluster = min(8, pow2ceil(V / 16384)), so a CTA takes at most 16384
     elements where 8 CTAs suffice (128256: 8 CTAs of 16032; 152064: 8 of 19008). Softmax
-    keeps its CTA's elements on chip (CHUNK floats of shared memory: 63 KiB and 74 KiB for
-    those two) when they fit, and reads the row once; else three times. grid.x = rows x
-    cluster (in pieces below 2^31), `threads` per CTA: the power of two at or above
-    CHUNK / 64 (each thread 8 octets at most), in [128, 1024].
+    keeps its CTA's elements on chip (OPT x THREADS slots of 8 floats: 64 KiB and 80 KiB
+    for those two) when they fit, and reads the row once; else three times; its `threads`:
+    the power of two at or above CHUNK / 32 (4 octets a thread) in [128, 512] (1024 when
+    read three times). grid.x = rows x cluster (in pieces below 2^31); argmax's and
+    sample's `threads`: the power of two at or above CHUNK / 64 (8 octets), in [128, 1024].
   top_k, top_k_top_p_mask: one CTA of 1024 threads per row, grid.x = rows.
 Softmax's every choice depends on V, the dtypes and the device's architecture, never on
 the number of rows: a row's bits are the same whatever else is in the batch. Argmax's and
