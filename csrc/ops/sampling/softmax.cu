@@ -123,10 +123,13 @@ TILEOPS_DEV void smx_st8(char *row, long long o, const float *f) {
 #else
 #define SMX_FILLW 0xff80ff80u
 #endif
-/* octets of a batch: 64 bytes a thread (a 16-bit thread's 4 octets at once); 32 with a
- * float32 temperature build (its divisions' registers beside the words: no spill at 40) */
+/* octets of a batch: 64 bytes a thread (a 16-bit thread's 4 octets at once; its 5 when it
+ * has 5: 80 bytes); 32 with a float32 temperature build (its divisions' registers beside
+ * the words: no spill at 40) */
 #if TILEOPS_E == 4 && TILEOPS_TEMP
 #define SMX_BATCH 1
+#elif TILEOPS_E == 2 && TILEOPS_OPT == 5
+#define SMX_BATCH 5
 #else
 #define SMX_BATCH SMP_BATCH
 #endif
