@@ -256,7 +256,7 @@ TILEOPS_DEV void smx_send(float v, float *slot, smp_u64 *bar, unsigned rank) {
 }
 /* every CTA's partial received (the mbarrier's first phase) */
 TILEOPS_DEV void smx_received(smp_u64 *bar) {
-    asm volatile("{ .reg .pred p; SMX_WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0; @!p bra SMX_WAIT; }" ::"r"(
+    asm volatile("{ .reg .pred p; SMX_WAIT: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], 0; @!p bra SMX_WAIT; }" ::"r"(
                      smp_smem_addr(bar))
                  : "memory");
 }
