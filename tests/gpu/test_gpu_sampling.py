@@ -73,6 +73,32 @@ def test_softmax_rows_torch_gives_nan_are_nan():
         torch.testing.assert_close(got[3:], want[3:], rtol=3e-5, atol=1e-9)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", [128256, 152064, 20000, 16385, 301])
+def test_softmax_peaks_in_every_cta_and_pads_under_negative_temperature(dtype, V):
+    # the row's peak at the first and at the last element of each CTA's chunk (the cluster
+    # exchange: every rank's max and sum), temperatures of both signs (a pad slot past the
+    # chunk's octets, or past V in the last octet, stays -inf: x / t of its fill would be
+    # +inf under t < 0); a NaN in each rank's chunk gives that row NaN, the others none
+    from tileops.kernels.sampling import cuda_sampling as K
+    plan = K.row_plan(V, K.arch(torch.cuda.current_device()), 232448, 4)
+    pos = sorted({min(V - 1, r * plan.chunk + d) for r in range(plan.cluster) for d in (0, plan.chunk - 1)} | {V - 1})
+    x = sc.logits_like(len(pos), V, dtype, DEV, seed=V)
+    for i, q in enumerate(pos):
+        x[i, q] = 12.0
+    t = torch.tensor([(-0.7 if i % 2 else 1.3) for i in range(len(pos))], device=DEV)
+    got = _sync(SoftmaxFwdOp(torch.float32)(x, t))
+    exact = torch.softmax(x.double() / t.double()[:, None], -1)
+    torch.testing.assert_close(got.double(), exact, rtol=1e-5, atol=1e-12)
+    plain = _sync(SoftmaxFwdOp(torch.float32)(x))
+    torch.testing.assert_close(plain.double(), torch.softmax(x.double(), -1), rtol=1e-5, atol=1e-12)
+    y = x.clone()
+    for i, q in enumerate(pos):
+        y[i, q] = NAN
+    got = _sync(SoftmaxFwdOp(torch.float32)(torch.cat([y, x]), torch.cat([t, t])))
+    assert got[: len(pos)].isnan().all() and not got[len(pos):].isnan().any()
+
+
 # ---- argmax and the draw: the same tokens as torch and as the CPU ---------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)

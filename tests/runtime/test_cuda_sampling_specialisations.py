@@ -14,16 +14,18 @@ NEEDS_NVCC = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the
 
 
 def test_the_row_split_of_the_real_vocabularies():
-    # Llama-3: 8 CTAs of 16032 elements, kept on chip (63 KiB each), 3 CTAs per SM
-    assert K.row_plan(128256, 90, OPTIN, 4) == K.RowPlan(8, 16032, 256, 8, True, 64128, 3)
-    # Qwen2.5: 8 CTAs of 19008 (74 KiB each), 2 per SM
-    assert K.row_plan(152064, 90, OPTIN, 4) == K.RowPlan(8, 19008, 512, 5, True, 76032, 2)
+    # Llama-3: 8 CTAs of 16032 elements, 512 threads of 4 octets (2048 slots of 8 floats kept
+    # on chip: 64 KiB each), 3 CTAs per SM
+    assert K.row_plan(128256, 90, OPTIN, 4) == K.RowPlan(8, 16032, 512, 4, True, 65536, 3)
+    # Qwen2.5: 8 CTAs of 19008, 512 threads of 5 octets (80 KiB each), 2 per SM
+    assert K.row_plan(152064, 90, OPTIN, 4) == K.RowPlan(8, 19008, 512, 5, True, 81920, 2)
     # nothing kept on chip (argmax, sample): the same split, registers for 1024 threads per SM
     assert K.row_plan(128256, 90, OPTIN) == K.RowPlan(8, 16032, 256, 8, False, 0, 4)
     # before sm_90 a row is one CTA: too long to keep on chip, read three times
     assert K.row_plan(128256, 80, 166912, 4) == K.RowPlan(1, 128256, 1024, 16, False, 0, 1)
-    # short rows: one CTA, registers for 1024 threads per SM (64 each: a batch of loads)
-    assert K.row_plan(7, 90, OPTIN, 4) == K.RowPlan(1, 8, 128, 1, True, 32, 8)
+    # short rows: one CTA (softmax: registers for 1536 threads per SM, 40 each)
+    assert K.row_plan(7, 90, OPTIN, 4) == K.RowPlan(1, 8, 128, 1, True, 4096, 12)
+    assert K.row_plan(7, 90, OPTIN) == K.RowPlan(1, 8, 128, 1, False, 0, 8)
     assert K.row_plan(20000, 90, OPTIN, 4).cluster == 2
 
 

@@ -9,24 +9,28 @@
  * order; probs = e / S (IEEE division).
  *
  * ==== A row over a cluster, read once ======================================================
- * The row's CHUNK elements of a CTA (sampling_common.cuh) are read once (a thread's octets
- * in batches of SMP_BATCH loads in flight), z kept in shared
- * memory (TILEOPS_STAGE 1: CHUNK floats of dynamic shared memory, element k of octet o at
- * k x CHUNK / 8 + o: a warp's accesses hit 32 banks), and the CTAs exchange
- * their maximum, then their sum, through distributed shared memory: the logits are read
- * once and the probabilities written once, the bytes of a copy. A 128256-element row of
- * float32 is 501 KiB, more than one SM holds: it is split over a cluster of 8 CTAs of
- * 63 KiB each (152064: 74 KiB each), 2 to 3 CTAs per SM. TILEOPS_STAGE 0 (a row too long
- * for 8 CTAs' shared memory, or a GPU before sm_90 with rows over one CTA's) reads the
- * row three times instead (max, sum, write).
- * Order of the sum: each thread adds its elements (octets in increasing order, each
- * octet's 8 in order), the threads' sums by tileops_row_sum's fixed tree, the CTAs' in
- * rank order: fixed by V, the dtype and the architecture (the launch rule), never by B.
+ * The row's CHUNK elements of a CTA (sampling_common.cuh) are read once: thread t takes
+ * the slots t, t + THREADS, ... (OPT of them, 4 where the chunk allows: the launch rule),
+ * a slot an octet of the chunk or, past the chunk's octets, a pad (z = -inf, e = 0). A
+ * thread's loads of a batch (all its octets for a 16-bit row: 64 bytes) are issued, each
+ * predicated, before the first is used. z is kept in shared memory (TILEOPS_STAGE 1:
+ * OPT x THREADS slots of 8 floats, half h of slot o at (h OPT THREADS + o) x 4 floats: a
+ * warp's 16-byte accesses are conflict-free), then e over it; the CTAs exchange their
+ * maximum, then their sum, by st.async into every CTA's slots, counted by an mbarrier
+ * (no release barrier on the path): the logits are read once and the probabilities
+ * written once, the bytes of a copy. A 128256-element row is split over a cluster of 8
+ * CTAs of 512 threads (64 KiB of slots each, 3 CTAs per SM; 152064: 80 KiB, 2 per SM).
+ * TILEOPS_STAGE 0 (a row too long for 8 CTAs' shared memory, or a GPU before sm_90 with
+ * rows over one CTA's) reads the row three times instead (max, sum, write).
+ * Order of the sum: each thread adds its slots' elements (slots in increasing order, each
+ * slot's 8 in order; a pad adds +0, which changes no sum), the threads' sums by
+ * tileops_row_sum's fixed tree, the CTAs' in rank order: fixed by V, the dtype and the
+ * architecture (the launch rule), never by B.
  *
  * ==== Parameters (arg_format "ppp") ======================================================
  *   (const void *logits, const float *temperature /+ 0 when TILEOPS_TEMP 0 +/, void *probs)
  *   contiguous [rows, V]; grid.x = rows x TILEOPS_CLUSTER, block TILEOPS_THREADS, dynamic
- *   shared memory TILEOPS_CHUNK x 4 bytes when TILEOPS_STAGE (else 0).
+ *   shared memory TILEOPS_OPT x TILEOPS_THREADS x 32 bytes when TILEOPS_STAGE (else 0).
  *
  * ==== Defines (besides sampling_common.cuh's) ============================================
  *   TILEOPS_ODTYPE the output's dtype (0 float32, 1 float16, 2 bfloat16); TILEOPS_OVEC 1
@@ -106,56 +110,193 @@ TILEOPS_DEV void smx_st8(char *row, long long o, const float *f) {
     }
 }
 
-/* z of octet j0 + b of a thread's batch (smp_batch_octet), divided by t */
-TILEOPS_DEV void smx_z(const char *xrow, long long o0, long long no, int j0, int b, unsigned tid, int full,
-                       const struct tileops_v4 *w, float t, float *z) {
-    smp_batch_octet(xrow, o0, no, j0, b, tid, full, w, SMP_NINF, z);
-#if TILEOPS_TEMP
-#pragma unroll
-    for (int k = 0; k < 8; k++)
-        z[k] = smp_div(z[k], t);
+/* ---- octets of the CTA's chunk --------------------------------------------------------
+ * Slot o (0 <= o < SMX_SLOTS = OPT x THREADS) is octet o of the chunk when o < no, else a
+ * pad whose z is -inf (exp gives 0: the sum is unchanged). A thread's loads of a batch are
+ * all issued (predicated, the pad's words the fill) before the first is used. */
+#define SMX_SLOTS (TILEOPS_OPT * TILEOPS_THREADS)
+#define SMX_ALLFULL (TILEOPS_VEC != 1 && TILEOPS_N % 8 == 0) /* every octet in the row is whole */
+#if TILEOPS_E == 4
+#define SMX_FILLW 0xff800000u /* a word of the fill: -inf */
+#elif TILEOPS_DTYPE == 1
+#define SMX_FILLW 0xfc00fc00u
 #else
-    (void)t;
+#define SMX_FILLW 0xff80ff80u
+#endif
+/* octets of a batch: 64 bytes a thread (a 16-bit thread's 4 octets at once; its 5 when it
+ * has 5: 80 bytes); 32 with a float32 temperature build (its divisions' registers beside
+ * the words: no spill at 40) */
+#if TILEOPS_E == 4 && TILEOPS_TEMP
+#define SMX_BATCH 1
+#elif TILEOPS_E == 2 && TILEOPS_OPT == 5
+#define SMX_BATCH 5
+#else
+#define SMX_BATCH SMP_BATCH
+#endif
+#if TILEOPS_OPT <= 2 * SMX_BATCH
+#define SMX_UNROLL _Pragma("unroll")
+#else
+#define SMX_UNROLL _Pragma("unroll 1")
+#endif
+/* octet o of the chunk (o0 its first octet in the row) is whole and on the vector path */
+TILEOPS_DEV int smx_whole(long long o0, int no, int o) {
+#if SMX_ALLFULL
+    (void)o0;
+    return o < no;
+#elif TILEOPS_VEC != 1
+    return o < no && 8 * (o0 + o) + 8 <= TILEOPS_N;
+#else
+    (void)o0, (void)no, (void)o;
+    return 0;
 #endif
 }
-#if TILEOPS_STAGE
-extern __shared__ __attribute__((aligned(16))) float smx_stage[]; /* z, then e, of the CTA's chunk */
-#endif
-/* octet j0 + b's value kept by the previous pass: from shared memory (staged), else z
- * loaded again (w: the batch's words when `full`) */
-TILEOPS_DEV void smx_again(const char *xrow, long long o0, long long no, int j0, int b, unsigned tid, int full,
-                           const struct tileops_v4 *w, float t, float *z) {
-#if TILEOPS_STAGE
-    const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
+/* the 16 bytes at p when `pred`, else the fill */
+TILEOPS_DEV struct tileops_v4 smx_ld16_if(const char *p, int pred) {
+    struct tileops_v4 v;
 #pragma unroll
-    for (int k = 0; k < 8; k++)
-        z[k] = smx_stage[k * SMP_NO + o];
-    (void)xrow, (void)o0, (void)no, (void)full, (void)w, (void)t;
-#else
-    smx_z(xrow, o0, no, j0, b, tid, full, w, t, z);
-#endif
+    for (int k = 0; k < 4; k++)
+        v.a[k] = SMX_FILLW;
+    asm volatile("{ .reg .pred q; setp.ne.s32 q, %4, 0; @q ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%5]; }"
+                 : "+r"(v.a[0]), "+r"(v.a[1]), "+r"(v.a[2]), "+r"(v.a[3])
+                 : "r"(pred), "l"(p));
+    return v;
 }
-/* the batch's loads (when full) */
-TILEOPS_DEV int smx_issue(const char *xrow, long long o0, long long no, int j0, unsigned tid,
-                          struct tileops_v4 (*w)[SMP_WORDS]) {
-    const int full = smp_batch_full(o0, no, j0, SMP_BATCH, tid);
-    if (full) {
+/* the loads of slots j0 .. j0 + SMX_BATCH - 1 of the thread (those at or past OPT: none) */
+TILEOPS_DEV void smx_issue(const char *xt, long long o0, int no, int j0, unsigned tid, struct tileops_v4 (*w)[SMP_WORDS],
+                           int *whole) {
 #pragma unroll
-        for (int b = 0; b < SMP_BATCH; b++)
-            smp_ld_raw(xrow, o0 + (long long)(j0 + b) * TILEOPS_THREADS + tid, TILEOPS_E, w[b]);
+    for (int b = 0; b < SMX_BATCH; b++) {
+        const int o = (j0 + b) * TILEOPS_THREADS + (int)tid;
+        whole[b] = j0 + b < TILEOPS_OPT && smx_whole(o0, no, o);
+#pragma unroll
+        for (int h = 0; h < SMP_WORDS; h++)
+            w[b][h] = smx_ld16_if(xt + (long long)(j0 + b) * (TILEOPS_THREADS * 8 * TILEOPS_E) + 16 * h, whole[b]);
     }
-    return full;
+}
+/* z of slot o: x / t (IEEE) of its elements, -inf for a pad or past V; w: its words (or the
+ * fill) when whole or a pad, else its elements are loaded one by one */
+TILEOPS_DEV void smx_z8(const char *xrow, long long o0, int no, int o, int whole,
+                        const struct tileops_v4 *w, float t, float *z) {
+    if (SMX_ALLFULL || whole || o >= no) {
+#pragma unroll
+        for (int h = 0; h < SMP_WORDS; h++)
+            tileops_unpack(w[h], z + 4 * h);
+#if TILEOPS_TEMP
+        const int in = o < no; /* a pad stays -inf whatever t's sign */
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            z[k] = in ? smp_div(z[k], t) : SMP_NINF;
+#else
+        (void)no, (void)t;
+#endif
+    } else {
+        const long long e = 8 * (o0 + o);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            z[k] = SMP_NINF;
+            if (e + k < TILEOPS_N) {
+#if TILEOPS_TEMP
+                z[k] = smp_div(tileops_ld_elem(xrow, e + k), t);
+#else
+                z[k] = tileops_ld_elem(xrow, e + k);
+#endif
+            }
+        }
+    }
+}
+
+#if TILEOPS_STAGE
+/* The staged slots: half h (elements 4h .. 4h + 3) of slot o at float (h SLOTS + o) x 4, a
+ * 16-byte access per half (a warp's 32 consecutive slots: 512 contiguous bytes, no bank
+ * conflict). z after pass 1, e after pass 2. */
+extern __shared__ __attribute__((aligned(16))) float smx_stage[];
+TILEOPS_DEV void smx_put(int o, const float *v) {
+    const unsigned a = smp_smem_addr(smx_stage) + 16u * (unsigned)o;
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(a + 16u * SMX_SLOTS * h), "f"(v[4 * h]),
+                     "f"(v[4 * h + 1]), "f"(v[4 * h + 2]), "f"(v[4 * h + 3])
+                     : "memory");
+}
+TILEOPS_DEV void smx_get(int o, float *v) {
+    const unsigned a = smp_smem_addr(smx_stage) + 16u * (unsigned)o;
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                     : "=f"(v[4 * h]), "=f"(v[4 * h + 1]), "=f"(v[4 * h + 2]), "=f"(v[4 * h + 3])
+                     : "r"(a + 16u * SMX_SLOTS * h)
+                     : "memory");
+}
+#endif
+
+/* ---- the cluster's exchange -------------------------------------------------------------
+ * Each CTA sends its partial (max, then sum) into slot[rank] of every CTA's shared memory
+ * by st.async, counted by the receiver's mbarrier (4 x CLUSTER bytes expected): no
+ * release barrier (a MEMBAR.ALL.GPU each) on the path. The mbarriers are made before the
+ * loads and published by a relaxed cluster arrive, waited for before the first send; a
+ * last relaxed cluster barrier keeps every CTA alive until all have received. The slots
+ * are combined in rank order (the same value as a combine in any CTA). */
+#if TILEOPS_CLUSTER > 1
+TILEOPS_DEV void smx_cluster_arrive_relaxed(void) { asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory"); }
+TILEOPS_DEV void smx_mbar_init(smp_u64 *bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smp_smem_addr(bar)) : "memory");
+}
+TILEOPS_DEV void smx_mbar_publish(void) { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+/* v into slot[rank] of every CTA (one thread calls it) */
+TILEOPS_DEV void smx_send(float v, float *slot, smp_u64 *bar, unsigned rank) {
+    const unsigned a = smp_smem_addr(slot + rank), b = smp_smem_addr(bar);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(4 * TILEOPS_CLUSTER)
+                 : "memory");
+#pragma unroll
+    for (unsigned r = 0; r < TILEOPS_CLUSTER; r++)
+        asm volatile("{ .reg .u32 ra, rb; mapa.shared::cluster.u32 ra, %0, %2; mapa.shared::cluster.u32 rb, %1, %2; "
+                     "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [ra], %3, [rb]; }" ::"r"(a),
+                     "r"(b), "r"(r), "r"(tileops_as_uint(v))
+                     : "memory");
+}
+/* every CTA's partial received (the mbarrier's first phase) */
+TILEOPS_DEV void smx_received(smp_u64 *bar) {
+    asm volatile("{ .reg .pred p; SMX_WAIT: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], 0; @!p bra SMX_WAIT; }" ::"r"(
+                     smp_smem_addr(bar))
+                 : "memory");
+}
+#endif
+/* the CTAs' v (every thread's) combined over the cluster: the maximum, or the sum */
+TILEOPS_DEV float smx_combine(float v, float *slot, smp_u64 *bar, unsigned tid, int sum) {
+#if TILEOPS_CLUSTER > 1
+    if (tid == 0)
+        smx_send(v, slot, bar, smp_rank_in_cluster());
+    smx_received(bar);
+    float a = slot[0];
+#pragma unroll
+    for (int r = 1; r < TILEOPS_CLUSTER; r++)
+        a = sum ? tileops_add(a, slot[r]) : smp_max(a, slot[r]);
+    return a;
+#else
+    (void)slot, (void)bar, (void)tid, (void)sum;
+    return v;
+#endif
 }
 
 extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const void *x, const float *temperature,
                                                                           void *y) {
     __shared__ float red[TILEOPS_WARPS];
-    __shared__ float slots[2];
+    __shared__ float slots[2][TILEOPS_CLUSTER];
+    __shared__ __attribute__((aligned(8))) smp_u64 bars[2];
     const unsigned tid = tileops_tid();
-    const long long row = smp_row(), c0 = smp_chunk_first(), n = smp_chunk_count(c0);
-    const long long no = (n + 7) / 8, o0 = c0 / 8; /* this CTA's octets, the first's index in the row */
+    const long long row = smp_row(), c0 = smp_chunk_first(), o0 = c0 / 8; /* o0: the chunk's first octet */
+    const int no = (int)((smp_chunk_count(c0) + 7) / 8);                       /* the chunk's octets */
     const char *xrow = (const char *)x + row * (long long)TILEOPS_N * TILEOPS_E;
     char *yrow = (char *)y + row * (long long)TILEOPS_N * SMX_OE;
+    const char *xt = xrow + (o0 + tid) * (8 * TILEOPS_E); /* the thread's first octet; slot j: j THREADS on */
+#if TILEOPS_CLUSTER > 1
+    if (tid == 0) {
+        smx_mbar_init(&bars[0]);
+        smx_mbar_init(&bars[1]);
+        smx_mbar_publish();
+    }
+    smx_cluster_arrive_relaxed(); /* waited for before the first send */
+#endif
 #if TILEOPS_TEMP
     const float t = temperature[row];
 #else
@@ -164,84 +305,102 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
 #endif
     /* pass 1: z (kept on chip), the maximum */
     float m = SMP_NINF;
-    SMP_BATCH_UNROLL
-    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMP_BATCH) {
-        struct tileops_v4 w[SMP_BATCH][SMP_WORDS];
-        const int full = smx_issue(xrow, o0, no, j0, tid, w);
+    SMX_UNROLL
+    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMX_BATCH) {
+        struct tileops_v4 w[SMX_BATCH][SMP_WORDS];
+        int whole[SMX_BATCH];
+        smx_issue(xt, o0, no, j0, tid, w, whole);
 #pragma unroll
-        for (int b = 0; b < SMP_BATCH; b++) {
-            const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
-            if (o < no) {
+        for (int b = 0; b < SMX_BATCH; b++) {
+            if (j0 + b < TILEOPS_OPT) {
+                const int o = (j0 + b) * TILEOPS_THREADS + (int)tid;
                 float z[8];
-                smx_z(xrow, o0, no, j0, b, tid, full, w[b], t, z);
+                smx_z8(xrow, o0, no, o, whole[b], w[b], t, z);
 #pragma unroll
-                for (int k = 0; k < 8; k++) {
+                for (int k = 0; k < 8; k++)
                     m = smp_max(m, z[k]);
 #if TILEOPS_STAGE
-                    smx_stage[k * SMP_NO + o] = z[k];
+                smx_put(o, z);
 #endif
-                }
             }
         }
     }
-    const float M = smp_cluster_f32(smp_block_max(m, red, tid), &slots[0], tid, 0);
-    /* pass 2: e = exp(z - M) (kept on chip), its sum */
+    m = smp_block_max(m, red, tid);
+#if TILEOPS_CLUSTER > 1
+    smp_cluster_wait(); /* every CTA's mbarriers are made */
+#endif
+    const float M = smx_combine(m, slots[0], &bars[0], tid, 0);
+    /* pass 2: e = exp(z - M) (kept on chip), its sum (a pad adds +0: the same sum) */
     float s = 0.0f;
-    SMP_BATCH_UNROLL
-    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMP_BATCH) {
 #if TILEOPS_STAGE
-        struct tileops_v4 *w[SMP_BATCH] = {0};
-        const int full = 0;
+    SMX_UNROLL
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const int o = j * TILEOPS_THREADS + (int)tid;
+        float e[8];
+        smx_get(o, e);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            e[k] = smp_exp(tileops_add(e[k], -M)); /* exp(-inf - M) = 0 */
+            s = tileops_add(s, e[k]);
+        }
+        smx_put(o, e);
+    }
 #else
-        struct tileops_v4 w[SMP_BATCH][SMP_WORDS];
-        const int full = smx_issue(xrow, o0, no, j0, tid, w);
-#endif
+    SMX_UNROLL
+    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMX_BATCH) {
+        struct tileops_v4 w[SMX_BATCH][SMP_WORDS];
+        int whole[SMX_BATCH];
+        smx_issue(xt, o0, no, j0, tid, w, whole);
 #pragma unroll
-        for (int b = 0; b < SMP_BATCH; b++) {
-            const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
-            if (o < no) {
+        for (int b = 0; b < SMX_BATCH; b++) {
+            if (j0 + b < TILEOPS_OPT) {
+                const int o = (j0 + b) * TILEOPS_THREADS + (int)tid;
                 float z[8];
-                smx_again(xrow, o0, no, j0, b, tid, full, w[b], t, z);
+                smx_z8(xrow, o0, no, o, whole[b], w[b], t, z);
 #pragma unroll
-                for (int k = 0; k < 8; k++) {
-                    const float e = smp_exp(tileops_add(z[k], -M)); /* exp(-inf - M) = 0: a tail adds 0 */
-                    s = tileops_add(s, e);
-#if TILEOPS_STAGE
-                    smx_stage[k * SMP_NO + o] = e;
-#endif
-                }
+                for (int k = 0; k < 8; k++)
+                    s = tileops_add(s, smp_exp(tileops_add(z[k], -M)));
             }
         }
     }
-    const float S = smp_cluster_f32(smp_block_sum(s, red, tid), &slots[1], tid, 1);
-    smp_cluster_arrive(); /* this CTA has read the others' slots: they may exit after their wait */
+#endif
+    s = smp_block_sum(s, red, tid);
+    const float S = smx_combine(s, slots[1], &bars[1], tid, 1);
+#if TILEOPS_CLUSTER > 1
+    smx_cluster_arrive_relaxed(); /* this CTA has received all: the others may exit after their wait */
+#endif
     /* pass 3: probs = e / S (e kept, or exp(z - M) again) */
-    SMP_BATCH_UNROLL
-    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMP_BATCH) {
 #if TILEOPS_STAGE
-        struct tileops_v4 *w[SMP_BATCH] = {0};
-        const int full = 0;
+    SMX_UNROLL
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const int o = j * TILEOPS_THREADS + (int)tid;
+        float p[8];
+        smx_get(o, p);
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            p[k] = smp_div(p[k], S);
+        if (o < no)
+            smx_st8(yrow, o0 + o, p);
+    }
 #else
-        struct tileops_v4 w[SMP_BATCH][SMP_WORDS];
-        const int full = smx_issue(xrow, o0, no, j0, tid, w);
-#endif
+    SMX_UNROLL
+    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMX_BATCH) {
+        struct tileops_v4 w[SMX_BATCH][SMP_WORDS];
+        int whole[SMX_BATCH];
+        smx_issue(xt, o0, no, j0, tid, w, whole);
 #pragma unroll
-        for (int b = 0; b < SMP_BATCH; b++) {
-            const long long o = (long long)(j0 + b) * TILEOPS_THREADS + tid;
-            if (o < no) {
+        for (int b = 0; b < SMX_BATCH; b++) {
+            const int o = (j0 + b) * TILEOPS_THREADS + (int)tid;
+            if (j0 + b < TILEOPS_OPT && o < no) {
                 float p[8];
-                smx_again(xrow, o0, no, j0, b, tid, full, w[b], t, p);
-#if !TILEOPS_STAGE
+                smx_z8(xrow, o0, no, o, whole[b], w[b], t, p);
 #pragma unroll
                 for (int k = 0; k < 8; k++)
-                    p[k] = smp_exp(tileops_add(p[k], -M));
-#endif
-#pragma unroll
-                for (int k = 0; k < 8; k++)
-                    p[k] = smp_div(p[k], S);
+                    p[k] = smp_div(smp_exp(tileops_add(p[k], -M)), S);
                 smx_st8(yrow, o0 + o, p);
             }
         }
     }
+#endif
     smp_cluster_wait();
 }

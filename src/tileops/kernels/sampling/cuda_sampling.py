@@ -7,10 +7,11 @@ Launch rules (csrc/ops/sampling/sampling_common.cuh says what the kernels take):
     later; 1 before; argmax and sample, whose result does not depend on the split, take one
     CTA per row from sm_count / 2 rows on): cluster = min(8, pow2ceil(V / 16384)), so a CTA takes at most 16384
     elements where 8 CTAs suffice (128256: 8 CTAs of 16032; 152064: 8 of 19008). Softmax
-    keeps its CTA's elements on chip (CHUNK floats of shared memory: 63 KiB and 74 KiB for
-    those two) when they fit, and reads the row once; else three times. grid.x = rows x
-    cluster (in pieces below 2^31), `threads` per CTA: the power of two at or above
-    CHUNK / 64 (each thread 8 octets at most), in [128, 1024].
+    keeps its CTA's elements on chip (OPT x THREADS slots of 8 floats: 64 KiB and 80 KiB
+    for those two) when they fit, and reads the row once; else three times; its `threads`:
+    the power of two at or above CHUNK / 32 (4 octets a thread) in [128, 512] (1024 when
+    read three times). grid.x = rows x cluster (in pieces below 2^31); argmax's and
+    sample's `threads`: the power of two at or above CHUNK / 64 (8 octets), in [128, 1024].
   top_k, top_k_top_p_mask: one CTA of 1024 threads per row, grid.x = rows.
 Softmax's every choice depends on V, the dtypes and the device's architecture, never on
 the number of rows: a row's bits are the same whatever else is in the batch. Argmax's and
@@ -59,18 +60,33 @@ def row_plan(V: int, arch_: int, smem_optin: int, stage_bytes: int = 0, one_cta:
     whatever V (the exact kernels' batch build)."""
     cluster = min(CLUSTER_MAX, _pow2ceil(-(-V // CLUSTER_ELEMS))) if arch_ >= 90 and not one_cta else 1
     chunk = -(-(-(-V // cluster)) // 8) * 8
-    smem = chunk * stage_bytes
-    stage = bool(stage_bytes) and smem + SMEM_RESERVE <= smem_optin
-    smem = smem if stage else 0
     octets = chunk // 8
+    if stage_bytes:
+        return _softmax_plan(cluster, chunk, octets, stage_bytes, smem_optin)
     threads = min(1024, max(128, _pow2ceil(-(-octets // 8))))
     # CTAs per SM the registers must allow: 1024 threads (64 registers each: the batch of
-    # loads a thread keeps in flight, sampling_common.cuh, fits), fewer where the staged
-    # chunks' shared memory holds fewer
-    per_sm = 1024 // threads
+    # loads a thread keeps in flight, sampling_common.cuh, fits)
+    return RowPlan(cluster, chunk, threads, -(-octets // threads), False, 0, max(1, 1024 // threads))
+
+
+def _softmax_plan(cluster: int, chunk: int, octets: int, stage_bytes: int, smem_optin: int) -> RowPlan:
+    """Softmax: 4 octets a thread where they fit (threads: the power of two at or above
+    octets / 4, in [128, 512]; 1024 when the row is read three times), so a thread's loads of a 16-bit chunk are one batch, all in flight; the
+    chunk kept on chip in OPT x THREADS slots of 8 floats (the pads' z -inf) when they fit.
+    Registers for 1536 threads per SM (40 each) where the staged chunks' shared memory allows
+    as many CTAs, 1024 when read three times."""
+    threads = min(512, max(128, _pow2ceil(-(-octets // 4))))
+    opt = -(-octets // threads)
+    smem = opt * threads * 8 * stage_bytes
+    stage = smem + SMEM_RESERVE <= smem_optin
+    if not stage:   # read three times: 1024 threads where the row is that long
+        threads = min(1024, max(128, _pow2ceil(-(-octets // 4))))
+        opt = -(-octets // threads)
     if stage:
-        per_sm = min(per_sm, (smem_optin + 1024) // (smem + SMEM_RESERVE))
-    return RowPlan(cluster, chunk, threads, -(-octets // threads), stage, smem, max(1, per_sm))
+        per_sm = min(1536 // threads, (smem_optin + 1024) // (smem + SMEM_RESERVE))
+    else:
+        smem, per_sm = 0, 1024 // threads
+    return RowPlan(cluster, chunk, threads, opt, stage, smem, max(1, per_sm))
 
 
 def selection_plan(V: int) -> RowPlan:

@@ -1,0 +1,89 @@
+"""Times SoftmaxFwdOp on a GPU against issue 14's goal (run on the H200): softmax within 1.1x
+of the copy floor of its bytes at B >= 32.
+
+    PYTHONPATH=src python3 dev/time_softmax.py [--quick] [--temperature] [--out softmax_timing.json]
+
+For B in {1, 32, 128, 256} x V in {128256, 152064} x logits {bfloat16, float32}, probabilities
+float32 out (as samplers keep them); --temperature: a per-row temperature too; --quick: B =
+128, 256, V = 128256, bfloat16 only. Hot (20 calls captured in a CUDA graph, replayed; the
+minimum of 10 replays, microseconds per call) and cold (L2 flushed by a 256 MiB write before
+each call, CUDA events around it; the median of 10) times of tileops, of
+torch.softmax(x.float() / t) (the samplers' expression), of torch.compile of it and of the
+copy floor (dst.copy_(src) moving the same bytes: a copy of half the bytes read + written);
+tileops over the copy (the goal: <= 1.1 at B >= 32). Before timing, a case's result is
+checked against float64 (rtol 1e-5, tests/gpu/test_gpu_sampling.py's tolerance) and
+torch's float32 result, so a wrong kernel cannot be timed as fast. Prints a table, writes JSON."""
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+from time_argmax import time_fns   # dev/: the same timers (20-call graph; 256 MiB flush)
+
+from tileops.sampling import SoftmaxFwdOp
+
+BS = (1, 32, 128, 256)
+VS = (128256, 152064)
+DTYPES = (torch.bfloat16, torch.float32)
+
+
+def reference(x, t):
+    return torch.softmax(x.float() if t is None else x.float() / t[:, None], -1)
+
+
+def softmax_case(B, V, dtype, temperature):
+    g = torch.Generator(device="cuda").manual_seed(B * 7 + V)
+    x = (torch.randn(B, V, device="cuda", generator=g) * 3).to(dtype)
+    t = (torch.rand(B, device="cuda", generator=g) * 1.75 + 0.25) if temperature else None
+    op = SoftmaxFwdOp(torch.float32)
+    got = op(x, t)
+    z = x.double() if t is None else x.double() / t.double()[:, None]
+    torch.testing.assert_close(got.double(), torch.softmax(z, -1), rtol=1e-5, atol=1e-12)
+    torch.testing.assert_close(got, reference(x, t), rtol=3e-5, atol=1e-9)
+    compiled = torch.compile(reference)
+    compiled(x, t)
+    nbytes = x.numel() * x.element_size() + got.numel() * 4 + (0 if t is None else t.numel() * 4)
+    src = torch.ones(nbytes // 2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    name = f"softmax B={B} V={V} {str(dtype)[6:]}{' t' if temperature else ''}"
+    row = {"case": name, "B": B, "V": V, "dtype": str(dtype)[6:], "temperature": temperature, "bytes": nbytes}
+    row.update(time_fns({"tileops": lambda: op(x, t), "torch": lambda: reference(x, t),
+                         "compile": lambda: compiled(x, t), "copy": lambda: dst.copy_(src)}))
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="B = 128, 256, V = 128256, bfloat16 only")
+    ap.add_argument("--temperature", action="store_true", help="with a per-row temperature too")
+    ap.add_argument("--out", default="softmax_timing.json")
+    args = ap.parse_args()
+    rows = []
+    for temperature in ((False, True) if args.temperature else (False,)):
+        for dtype in DTYPES:
+            for V in VS:
+                for B in BS:
+                    if args.quick and (B not in (128, 256) or V != 128256 or dtype != torch.bfloat16):
+                        continue
+                    rows.append(softmax_case(B, V, dtype, temperature))
+                    print(rows[-1]["case"], flush=True)
+    for r in rows:
+        for m in ("hot", "cold"):
+            r[f"tileops_{m}_gbps"] = r["bytes"] / r[f"tileops_{m}_us"] / 1e3
+            r[f"over_copy_{m}"] = r[f"tileops_{m}_us"] / r[f"copy_{m}_us"]
+    hdr = (f"{'case':36s} {'hot us':>8s} {'cold us':>8s} {'GB/s':>6s} {'copy hot':>9s} {'copy cold':>9s} "
+           f"{'/copy h':>8s} {'/copy c':>8s} {'torch hot':>9s} {'compile hot':>11s} {'compile cold':>12s}")
+    print(hdr)
+    for r in rows:
+        goal = "" if r["B"] < 32 else ("  ok" if max(r["over_copy_hot"], r["over_copy_cold"]) <= 1.1
+                                      else "  > 1.1x copy")
+        print(f"{r['case']:36s} {r['tileops_hot_us']:8.2f} {r['tileops_cold_us']:8.2f} {r['tileops_cold_gbps']:6.0f} "
+              f"{r['copy_hot_us']:9.2f} {r['copy_cold_us']:9.2f} {r['over_copy_hot']:8.2f} {r['over_copy_cold']:8.2f} "
+              f"{r['torch_hot_us']:9.2f} {r['compile_hot_us']:11.2f} {r['compile_cold_us']:12.2f}{goal}")
+    with open(args.out, "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
