@@ -192,7 +192,18 @@ def test_two_chunk_groups_give_one_groups_bits(monkeypatch, dtype, H, Hkv, D, BS
     """A CTA of two chunk groups (8 warps, two chunks a round, folded in chunk order) gives
     the one-group kernel's o and lse bit for bit, split or not: odd chunk counts (a round with
     one group idle), a split's last CTA with a partial round, length 0 and 1."""
-    assert K.groups_allowed(D, K.heads_per_cta(D, H // Hkv), 1, True)   # the knob takes effect
+    _groups_same_bits(monkeypatch, dtype, H, Hkv, D, BS, mma=True)
+
+
+def test_two_chunk_groups_give_one_groups_bits_on_the_fma_path(monkeypatch, fma_path):
+    """The same on the fp32-FMA path (float16 on it: its q and P staging in shared memory
+    for 8 warps)."""
+    _groups_same_bits(monkeypatch, torch.float16, 28, 4, 128, 64, mma=False)
+
+
+def _groups_same_bits(monkeypatch, dtype, H, Hkv, D, BS, mma):
+    code = {torch.float16: 1, torch.bfloat16: 2}[dtype]
+    assert K.groups_allowed(D, K.heads_per_cta(D, H // Hkv), code, mma)   # the knob takes effect
     lens = [4100, 0, 1, 257, 1000, 513]
     op = PagedDecodeAttentionFwdOp(D, BS)
     args = make(len(lens), H, Hkv, D, BS, lens, dtype, seed=11, device=DEV)

@@ -94,11 +94,14 @@ def test_two_groups_where_one_group_would_need_a_split():
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
 @pytest.mark.parametrize("dt,D,G", [(1, 128, 8), (2, 64, 4)])
 def test_the_fma_path_compiles_for_16_bit_dtypes_too(tmp_path, dt, D, G):
-    """The fp32-FMA path serves every dtype (a fallback for the tensor-core one)."""
+    """The fp32-FMA path serves every dtype (a fallback for the tensor-core one), with one
+    chunk group a CTA or two (its shared memory holds them for 16-bit dtypes)."""
     heads = K.heads_per_cta(D, G)
-    stages, _ = K.choose_stages(dt, D, heads, False)
-    source, kernel, merge, opts = K.cuda_specialisation(dt, D, G, heads, 16, False, stages)
-    nvcc_build(tmp_path, source, kernel, opts)
+    for groups in (1, 2):
+        assert groups == 1 or K.groups_allowed(D, heads, dt, False)
+        stages, _ = K.choose_stages(dt, D, heads, False, groups=groups)
+        source, kernel, merge, opts = K.cuda_specialisation(dt, D, G, heads, 16, False, stages, groups)
+        nvcc_build(tmp_path, source, kernel, opts)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")

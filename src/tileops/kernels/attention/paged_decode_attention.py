@@ -225,7 +225,7 @@ def _guard(b, device_index: int):
             raise InputValueError(f"{head}: argument 'o' or 'lse': it overlaps another tensor in memory")
         if device_index >= 0 and any(t.data_ptr() % 16 for t in (q, key_cache, value_cache, o)):
             raise InputValueError(f"{head}: the CUDA kernel takes 16-byte aligned q, key_cache, value_cache and o")
-        if device_index >= 0 and key_cache[0].numel() * key_cache.element_size() >= 2**31:
+        if device_index >= 0 and math.prod(key_cache.shape[1:]) * key_cache.element_size() >= 2**31:
             fail("key_cache", key_cache, "cache blocks of less than 2 GiB each (the CUDA kernel's row offsets are 32-bit)")
     return check
 
