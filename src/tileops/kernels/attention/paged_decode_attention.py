@@ -269,14 +269,18 @@ def _build_cuda(b):
     stream_of = torch._C._cuda_getCurrentRawStream
     empty = torch.empty
     f32 = torch.float32
+    # groups -> (stages, CTAs per SM): the identity's ring for one group, choose_stages' for two
+    rings = {1: (b.stages, b.ctas_per_sm)}
+    if allowed:
+        rings[2] = choose_stages(b.dtype, D, b.heads_per_cta, b.mma, per_block=per_block, groups=2)
     variants = {}   # groups -> (handle, merge, smem, slots)
+    plans = {}      # (ctas, max_chunks, the dev knobs) -> launch_plan's (groups, S, cpc): shapes only
 
     def variant(g):
         v = variants.get(g)
         if v is not None:
             return g, v
-        stages, per_sm = ((b.stages, b.ctas_per_sm) if g == 1 else
-                          choose_stages(b.dtype, D, b.heads_per_cta, b.mma, per_block=per_block, groups=g))
+        stages, per_sm = rings[g]
         src, kernel, merge_kernel, opts = cuda_specialisation(b.dtype, D, b.group, b.heads_per_cta, BS, b.mma,
                                                               stages, g)
         try:
@@ -296,8 +300,16 @@ def _build_cuda(b):
 
     variant(1)   # the one-group build: made with the op's first call, as before
     slots1 = variants[1][3]
-    slots2 = b.sm_count * (choose_stages(b.dtype, D, b.heads_per_cta, b.mma, per_block=per_block, groups=2)[1]
-                           if allowed else 1)
+    slots2 = b.sm_count * rings[2][1] if allowed else slots1
+
+    def plan(ctas, max_chunks):
+        """launch_plan, once per (ctas, max_chunks): its search over cpc is ~0.2 ms of Python
+        at 32K tokens, too much for every call."""
+        key = (ctas, max_chunks, CHUNK_GROUPS, SPLIT_CPC)
+        p = plans.get(key)
+        if p is None:
+            p = plans[key] = launch_plan(ctas, max_chunks, slots1, slots2, allowed)
+        return p
 
     def unchecked(q, key_cache, value_cache, block_table, seq_lens, o, lse):
         B, H, _ = q.shape
@@ -308,7 +320,7 @@ def _build_cuda(b):
         ctas = B * h_kv * zs
         if ctas > GRID_MAX or B * H > GRID_MAX:
             raise InputValueError(f"PagedDecodeAttentionFwdOp: {B} sequences x {H} heads exceed the CUDA grid")
-        g, s, cpc = launch_plan(ctas, max_chunks, slots1, slots2, allowed)
+        g, s, cpc = plan(ctas, max_chunks)
         g2, (handle, merge, smem, slots) = variant(g)
         if g2 != g:   # capturing, the other variant built: its own plan (the same bits)
             g, (s, cpc) = g2, split_plan(ctas, max_chunks, slots, g2)
