@@ -311,3 +311,76 @@ def test_check_close_compares_indices_exactly_and_ignores_masked_infinities():
     err, scaled, ok = bench.check_close(torch.tensor([-torch.inf, 2.0, 3.5, torch.nan]), ref, "float32")
     assert (err, scaled, ok) == (0.5, 0.5 / 3.0, False)
     assert not bench.check_close(torch.tensor([0.0, 2.0, 3.0, torch.nan]), ref, "float32")[2]
+
+
+def _fake_loop(passes, seen):
+    """A stand-in for loop_times_us: the k-th call returns passes[k] for the names it is
+    given (and records them), so the recheck's decisions can be tested without timing."""
+    def loop(fns, keep_rounds=False, **kw):
+        got = {n: passes[len(seen)][n] for n in fns}
+        seen.append((sorted(fns), kw))
+        return (got, {n: [v] for n, v in got.items()}) if keep_rounds else got
+    return loop
+
+
+def test_a_cpu_loss_is_timed_again_and_the_second_pass_stands(monkeypatch, capsys):
+    """tileops behind torch in the first pass: tileops, torch (which beat it) and the copy
+    are timed again with the longer timers; torch.compile (slower) is not; the recheck's
+    numbers stand and the first pass is kept."""
+    seen = []
+    first = {"tileops": 10.0, "torch": 8.0, "torch.compile": 12.0, "copy": 5.0}
+    monkeypatch.setattr(bench, "loop_times_us", _fake_loop([first, {"tileops": 7.0, "torch": 9.0, "copy": 5.5}], seen))
+    ready = {i: (lambda: None) for i in first}
+    rows = {i: {} for i in first}
+    bench.time_cpu(ready, bench.Config("cpu", fast=True), rows, "case")
+    assert [names for names, _ in seen] == [sorted(first), ["copy", "tileops", "torch"]]
+    assert seen[1][1] == bench.CPU_RECHECK
+    assert rows["tileops"]["us"] == 7.0 and rows["tileops"]["us_first"] == 10.0 and rows["tileops"]["rechecked"]
+    assert rows["torch"]["us"] == 9.0 and rows["torch"]["us_first_rounds"] == [8.0]
+    assert rows["copy"]["us"] == 5.5
+    assert rows["torch.compile"] == {"us": 12.0, "us_rounds": [12.0]}      # did not beat tileops: not rechecked
+    assert "not behind" in capsys.readouterr().err
+
+
+def test_a_confirmed_loss_is_reported_as_measured(monkeypatch, capsys):
+    seen = []
+    first = {"tileops": 10.0, "torch": 8.0}
+    monkeypatch.setattr(bench, "loop_times_us", _fake_loop([first, {"tileops": 10.5, "torch": 8.2}], seen))
+    rows = {i: {} for i in first}
+    bench.time_cpu({i: (lambda: None) for i in first}, bench.Config("cpu"), rows, "case")
+    assert rows["tileops"]["us"] == 10.5 and rows["torch"]["us"] == 8.2 and len(seen) == 2
+    assert "still behind torch" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cfg,first", [
+    (bench.Config("cpu", fast=True), {"tileops": 7.0, "torch": 8.0, "copy": 5.0}),     # tileops ahead
+    (bench.Config("cpu", quick=True), {"tileops": 10.0, "torch": 8.0}),                # the smoke test
+    (bench.Config("cpu", recheck=False), {"tileops": 10.0, "torch": 8.0}),            # --no-recheck
+])
+def test_no_recheck_where_tileops_leads_under_quick_or_when_turned_off(monkeypatch, cfg, first):
+    seen = []
+    monkeypatch.setattr(bench, "loop_times_us", _fake_loop([first], seen))
+    rows = {i: {} for i in first}
+    bench.time_cpu({i: (lambda: None) for i in first}, cfg, rows, "case")
+    assert len(seen) == 1 and all("rechecked" not in r for r in rows.values())
+
+
+def test_a_recheck_that_raises_keeps_the_first_pass(monkeypatch, capsys):
+    first = {"tileops": 10.0, "torch": 8.0}
+    calls = []
+
+    def loop(fns, keep_rounds=False, **kw):
+        calls.append(sorted(fns))
+        if len(calls) > 1:
+            raise RuntimeError("out of memory")
+        return dict(first), {n: [v] for n, v in first.items()}
+    monkeypatch.setattr(bench, "loop_times_us", loop)
+    rows = {i: {} for i in first}
+    bench.time_cpu({i: (lambda: None) for i in first}, bench.Config("cpu"), rows, "case")
+    assert rows["tileops"] == {"us": 10.0, "us_rounds": [10.0]} and len(calls) == 2
+    assert "first pass kept" in capsys.readouterr().err
+
+
+def test_the_no_recheck_flag_parses():
+    ap = bench.add_arguments(__import__("argparse").ArgumentParser())
+    assert ap.parse_args(["--no-recheck"]).no_recheck and not ap.parse_args([]).no_recheck

@@ -75,6 +75,9 @@ CPU_MAX_INPUT_MIB = 64
 CPU_LOOP = {"full": {"rounds": 7, "round_s": 0.1, "warmup": 3},
             "fast": {"rounds": 3, "round_s": 0.03, "warmup": 1},
             "quick": {"rounds": 3, "round_s": 0.01, "warmup": 1}}
+# A CPU loss is measured again before it stands (not under --quick): tileops and each impl
+# that beat it, interleaved, with these longer timers (see recheck_cpu_losses).
+CPU_RECHECK = {"rounds": 11, "round_s": 0.1, "warmup": 3}
 CUDA_ROUNDS = {"full": 3, "fast": 1, "quick": 1}
 CUDA_COLD = {"full": {"warmup": 25, "rep": 100},        # milliseconds
              "fast": {"warmup": 5, "rep": 25},
@@ -697,7 +700,7 @@ class Config:
     compiles it once per op with ``dynamic=True`` and keeps it over the op's cases (a
     compile per dtype and param set: for ops of many cases on a short device budget)."""
 
-    def __init__(self, device, impls=None, quick=False, fast=False, compile="static"):
+    def __init__(self, device, impls=None, quick=False, fast=False, compile="static", recheck=True):
         if compile not in COMPILE_MODES:
             raise ValueError(f"compile must be one of {COMPILE_MODES}, not {compile!r}")
         self.device = device
@@ -707,6 +710,7 @@ class Config:
         self.level = "quick" if quick else "fast" if fast else "full"
         self.compile = compile
         self.loop = CPU_LOOP[self.level]
+        self.recheck = recheck and not quick
         self.rounds = CUDA_ROUNDS[self.level]
         self.cold = CUDA_COLD[self.level]
         self.hot = CUDA_HOT[self.level]
@@ -819,6 +823,40 @@ def time_cpu(ready, cfg, impl_rows, label):
                 impl_failed(impl_rows[impl], impl, label, e, cfg)
     for impl in med:
         impl_rows[impl].update(us=med[impl], us_rounds=rounds[impl])
+    if cfg.recheck:
+        recheck_cpu_losses(ready, impl_rows, label)
+
+
+def recheck_cpu_losses(ready, impl_rows, label, loop=None):
+    """A second opinion on a CPU loss: on a shared host short timers misjudge (a burst of
+    load in tileops' rounds and not in a peer's). Where an impl beat tileops, tileops, each
+    impl that beat it and the copy floor are timed again together, interleaved, with the
+    longer timers ``loop`` (default :data:`CPU_RECHECK`); those numbers stand, the first
+    pass is kept as ``us_first`` / ``us_first_rounds`` and the impl's row says
+    ``rechecked``. A loss the second pass confirms is reported as measured."""
+    tile = impl_rows.get("tileops", {})
+    t = tile.get("us")
+    if t is None or "error" in tile:
+        return
+    beat = [i for i, r in impl_rows.items()
+            if i not in ("tileops", COPY) and i in ready and "error" not in r and r.get("us") and r["us"] < t]
+    if not beat:
+        return
+    names = ["tileops"] + beat + ([COPY] if COPY in ready and impl_rows.get(COPY, {}).get("us") else [])
+    try:
+        med, rounds = loop_times_us({i: ready[i] for i in names}, keep_rounds=True, **(loop or CPU_RECHECK))
+    except Exception as e:   # the first pass timed every impl once: keep it, and say so
+        print(f"[bench] {label}: the recheck of a loss raised {type(e).__name__}: {e}; first pass kept",
+              file=sys.stderr)
+        return
+    for i in names:
+        r = impl_rows[i]
+        r.update(us_first=r["us"], us_first_rounds=r.pop("us_rounds", None), us=med[i], us_rounds=rounds[i],
+                 rechecked=True)
+    kept = [i for i in beat if impl_rows[i]["us"] < impl_rows["tileops"]["us"]]
+    print(f"[bench] {label}: tileops {t:.2f} us behind {', '.join(beat)} in the first pass; rechecked: tileops "
+          f"{impl_rows['tileops']['us']:.2f} us" + (f", still behind {', '.join(kept)}" if kept else ", not behind"),
+          file=sys.stderr)
 
 
 def time_cuda(ready, cfg, impl_rows, label):
@@ -1129,6 +1167,10 @@ def add_arguments(ap):
     ap.add_argument("--fast", action="store_true",
                     help="short timers (CUDA: one round, 25 ms of cold calls, 5 replays of a graph of <= 20 "
                          "calls; CPU: 3 rounds of 0.03 s): many cases on a short device budget")
+    ap.add_argument("--no-recheck", action="store_true",
+                    help="CPU: report the first pass as it is (by default a case where an impl beat tileops "
+                         f"is timed again, tileops, those impls and the copy, {CPU_RECHECK['rounds']} rounds of "
+                         f"{CPU_RECHECK['round_s']} s, and those numbers stand; never under --quick)")
     ap.add_argument("--compile", choices=COMPILE_MODES, default="static",
                     help="torch.compile of the reference: static (default) compiles it afresh per case, "
                          "dynamic=False; dynamic compiles it once per op with dynamic=True, kept over the "
@@ -1165,7 +1207,7 @@ def run(args):
     if impls and not set(impls) <= known:
         print(f"[bench] unknown impl(s) {sorted(set(impls) - known)}; known: {sorted(known)}", file=sys.stderr)
         return 2
-    cfg = Config(device, impls, args.quick, fast=args.fast, compile=args.compile)
+    cfg = Config(device, impls, args.quick, fast=args.fast, compile=args.compile, recheck=not args.no_recheck)
     keep = case_filter(args.workloads)
     dtypes = args.dtypes.split(",") if args.dtypes else None
     if cfg.compile == "dynamic":   # one op's cases share dynamo's cache: a compile per dtype and param set
@@ -1285,7 +1327,10 @@ def timer_description(cfg):
                 "rounds": cfg.rounds}
     return {"loop": f"perf_counter loop of ~{cfg.loop['round_s']} s per impl, impls interleaved, "
                     f"median of {cfg.loop['rounds']} rounds",
-            "rounds": cfg.loop["rounds"]}
+            "rounds": cfg.loop["rounds"],
+            "recheck": (f"where an impl beat tileops: tileops, those impls and the copy timed again, "
+                        f"~{CPU_RECHECK['round_s']} s loops, median of {CPU_RECHECK['rounds']} rounds; those "
+                        f"numbers stand (the first pass: us_first)") if cfg.recheck else None}
 
 
 def main(argv=None):
