@@ -3,10 +3,9 @@ of the copy floor at B >= 32.
 
     PYTHONPATH=src python3 dev/time_argmax.py [--quick] [--batch-bytes N] [--sample] [--out argmax_timing.json]
 
-For B in {1, 32, 128, 256} x V in {128256, 152064} x dtype {bfloat16, float32}: hot (20
-calls captured in a CUDA graph, replayed; the minimum of 10 replays, microseconds per call)
-and cold (L2 flushed by a 256 MiB write before each call, CUDA events around it; the median
-of 10) times of tileops, of torch.argmax and of the copy floor (dst.copy_(src) moving the same
+For B in {1, 32, 128, 256} x V in {128256, 152064} x dtype {bfloat16, float32}: hot (tileops.bench.cuda_hot_us: 50 calls in a CUDA graph, the median of 20
+replays, microseconds per call) and cold (tileops.bench.cuda_cold_us: a 256 MiB write
+before each call, CUDA events around it, the median over 100 ms of calls) times of tileops, of torch.argmax and of the copy floor (dst.copy_(src) moving the same
 bytes: half of them read, half written; timed the same way); GB/s of the logits read and tileops over the copy (the goal:
 <= 1.1 cold at B >= 32). Before timing a case its result is checked equal to
 torch.argmax's (random normal logits; a bfloat16 tie goes to the lowest index in both), so a
@@ -22,8 +21,8 @@ import argparse
 import json
 
 import torch
-from time_paged_decode import cold_us, hot_us   # dev/: the same timers (20-call graph; 256 MiB flush)
 
+from tileops.bench import cuda_cold_us as cold_us, cuda_hot_us as hot_us
 from tileops.sampling import ArgmaxFwdOp, SampleFromProbsFwdOp
 
 BS = (1, 32, 128, 256)

@@ -5,8 +5,11 @@
 
     PYTHONPATH=src python3 dev/time_paged_decode.py [--quick] [--stages N] [--out paged_decode_timing.json]
 
-For each case: hot (20 calls captured in a CUDA graph, replayed; microseconds per call)
-and cold (L2 flushed by a 256 MiB write before each call, CUDA events around it) times of
+For each case: hot (tileops.bench.cuda_hot_us: 50 calls captured in a CUDA graph, the
+median of 20 replays; microseconds per call) and cold (tileops.bench.cuda_cold_us: L2
+flushed by a 256 MiB write before each call, CUDA events around it, the GPU kept busy by a
+spin while the host queues the call; before session 9 this script had a timer of its own
+that synchronised before each call, so a slow host path landed in its cold times) of
 tileops, of the copy floor (dst.copy_(src) of the same bytes, timed the same way) and, where
 the gathered keys and values fit in memory, of torch's scaled_dot_product_attention
 (enable_gqa) on K and V gathered contiguous beforehand (the gather not timed); GB/s and
@@ -17,54 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
 import torch
 import torch.nn.functional as F
 
 from tileops.attention import PagedDecodeAttentionFwdOp
+from tileops.bench import cuda_cold_us as cold_us, cuda_hot_us as hot_us   # noqa: F401 (time_argmax's too)
 
 MODELS = {"Llama-3-8B": (32, 8), "Qwen2.5-7B": (28, 4), "Llama-3-70B TP4": (16, 2)}
-
-
-def hot_us(fn, calls=20, replays=10):
-    fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    best = math.inf
-    for _ in range(replays):
-        start.record()
-        g.replay()
-        end.record()
-        torch.cuda.synchronize()
-        best = min(best, start.elapsed_time(end) * 1e3 / calls)
-    return best
-
-
-_FLUSH = None
-
-
-def cold_us(fn, reps=10):
-    global _FLUSH
-    if _FLUSH is None:
-        _FLUSH = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    fn()
-    times = []
-    for _ in range(reps):
-        _FLUSH.fill_(1)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return sorted(times)[len(times) // 2]
 
 
 def case(label, H, Hkv, B, ctx, BS=16, D=128, dtype=torch.float16, sdpa=True):

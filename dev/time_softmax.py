@@ -5,9 +5,9 @@ of the copy floor of its bytes at B >= 32.
 
 For B in {1, 32, 128, 256} x V in {128256, 152064} x logits {bfloat16, float32}, probabilities
 float32 out (as samplers keep them); --temperature: a per-row temperature too; --quick: B =
-128, 256, V = 128256, bfloat16 only. Hot (20 calls captured in a CUDA graph, replayed; the
-minimum of 10 replays, microseconds per call) and cold (L2 flushed by a 256 MiB write before
-each call, CUDA events around it; the median of 10) times of tileops, of
+128, 256, V = 128256, bfloat16 only. Hot (tileops.bench.cuda_hot_us: 50 calls in a CUDA graph, the median of 20
+replays, microseconds per call) and cold (tileops.bench.cuda_cold_us: a 256 MiB write
+before each call, CUDA events around it, the median over 100 ms of calls) times of tileops, of
 torch.softmax(x.float() / t) (the samplers' expression), of torch.compile of it and of the
 copy floor (dst.copy_(src) moving the same bytes: a copy of half the bytes read + written);
 tileops over the copy (the goal: <= 1.1 at B >= 32). Before timing, a case's result is
@@ -19,7 +19,7 @@ import argparse
 import json
 
 import torch
-from time_argmax import time_fns   # dev/: the same timers (20-call graph; 256 MiB flush)
+from time_argmax import time_fns   # dev/: tileops.bench's timers
 
 from tileops.sampling import SoftmaxFwdOp
 

@@ -173,6 +173,24 @@ def loop_times_us(fns, *, sync=None, warmup=3, rounds=7, round_s=0.1, max_calls=
 
 
 _FLUSH = {}  # device index -> the 256 MB buffer written between cold calls
+_SPIN_RATE = {}  # device index -> torch.cuda._sleep's cycles per µs, measured once
+SPIN_MAX_US = 5000.0   # the longest spin cuda_cold_us runs before a call
+
+
+def _spin_cycles_per_us(dev):
+    """How many cycles of ``torch.cuda._sleep`` take a microsecond on the current device
+    (measured once per device with CUDA events around a 10^6-cycle spin)."""
+    import torch
+    rate = _SPIN_RATE.get(dev)
+    if rate is None:
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(1000)
+        s.record()
+        torch.cuda._sleep(1_000_000)
+        e.record()
+        torch.cuda.synchronize()
+        rate = _SPIN_RATE[dev] = 1_000_000 / max(s.elapsed_time(e) * 1e3, 1.0)
+    return rate
 
 
 def cuda_cold_us(fn, warmup=25, rep=100, estimates=5):
@@ -184,9 +202,14 @@ def cuda_cold_us(fn, warmup=25, rep=100, estimates=5):
     (at least one) each preceded by a 256 MB ``zero_()`` (which evicts the 50-60 MB L2 of
     an H100/H200) and timed with CUDA events around the call alone; the median is returned.
 
-    The interval starts when the GPU reaches the start event: when a call's host cost
-    exceeds the flush's device time (torch.compile's guards: tens of µs) the GPU waits
-    for the launch and the time includes it.
+    The interval starts when the GPU reaches the start event, so a GPU left idle while
+    the host launches the call would count the launch: where the host's cost of a call
+    (torch.compile's guards, a Python op layer) exceeds the flush's device time, the
+    queue drains and the time includes it (an H200 saw torch.compile's 1.7 µs-hot RMSNorm
+    at 50-77 µs cold). So the GPU is kept busy until the call is queued: after each flush
+    a spin kernel (``torch.cuda._sleep``) of twice the call's median host time (measured
+    in the estimate; at most :data:`SPIN_MAX_US`) runs before the start event. The rep
+    budget counts it.
 
     Parameters
     ----------
@@ -205,24 +228,29 @@ def cuda_cold_us(fn, warmup=25, rep=100, estimates=5):
     fn()
     torch.cuda.synchronize()
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    done, total = 0, 0.0
+    done, total, hosts = 0, 0.0, []
     while done < max(1, estimates):
         s.record()
         flush.zero_()
+        t0 = time.perf_counter()
         fn()
+        hosts.append(time.perf_counter() - t0)
         e.record()
         torch.cuda.synchronize()
         done, total = done + 1, total + s.elapsed_time(e)
         if total / done > rep / 10:   # a slow call: one estimate is enough
             break
     est = max(total / done, 1e-3)
+    spin_us = min(2e6 * statistics.median(hosts), SPIN_MAX_US)
+    spin = int(spin_us * _spin_cycles_per_us(dev))
     for _ in range(max(1, int(warmup / est))):
         fn()
-    n_rep = max(1, int(rep / est))
+    n_rep = max(1, int(rep / (est + spin_us / 1e3)))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
     for i in range(n_rep):
         flush.zero_()
+        torch.cuda._sleep(spin)   # the GPU stays busy while the host queues the call
         starts[i].record()
         fn()
         ends[i].record()

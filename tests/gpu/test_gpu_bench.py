@@ -62,3 +62,25 @@ def test_the_sampler_chain_runs_in_cuda_graphs(tmp_path):
     for x in rows:
         assert "error" not in x and x["tokens_differing"] == 0, x
         assert x["cold_us"] > 0 and x["hot_us"] > 0 and x["eager_us"] > 0, x
+
+
+def test_the_cold_timer_does_not_count_a_slow_host_path():
+    """A call whose host path takes 300 µs before it queues a tiny kernel (a compiled
+    function's guards, a Python op layer, much slower): cuda_cold_us gives about the
+    kernel's device time, as for the same kernel launched at once, not the host's time
+    (the spin after the flush keeps the GPU busy until the call is queued)."""
+    x = torch.zeros(1024, device="cuda")
+
+    def stalled():
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 300e-6:
+            pass
+        x.add_(1)
+    plain = bench.cuda_cold_us(lambda: x.add_(1), warmup=5, rep=20)
+    slow = bench.cuda_cold_us(stalled, warmup=5, rep=20)
+    assert slow < plain + 20 and slow < 100, (plain, slow)
+
+
+def test_the_spin_rate_is_a_gpu_clock():
+    rate = bench._spin_cycles_per_us(torch.cuda.current_device())
+    assert 500 < rate < 4000, rate   # cycles per µs: an SM clock of 0.5-4 GHz
