@@ -252,6 +252,8 @@ def signatures(C, tmp):
                        [0, "extern \"C\" __global__ void k(float *p) {}", "k", ("-DX=1",), "p", 0]),
         "cuda_launch": None,  # variadic: group cuda
         "cuda_stream_is_capturing": (["ptr"], [0]),
+        "cuda_kernel_set_launch_flags": (["handle", "u32"], [12345, 1]),   # no such kernel: a core status
+        "cuda_set_launch_mask": (["u32"], [1]),
         "cuda_stats": ([], []),
         "cache_store": (["str", "bytes"], [path, b"payload"]),
         "cache_load": (["str"], [path]),
@@ -736,6 +738,10 @@ def group_cuda(C):
                            ("cuda_build", [0, "x", "k", (), "p", 0])]:
             e = fz.expect(name, args, None, status=lib)
             assert isinstance(e, StatusError) and "libcuda" in str(e), (name, e)
+    e = fz.expect("cuda_kernel_set_launch_flags", [12345, C.LAUNCH_PDL], None)
+    assert isinstance(e, StatusError) and "bad kernel handle 12345" in str(e), e
+    fz.expect("cuda_set_launch_mask", [0xFFFFFFFF], None, returns=lambda r: r == C.LAUNCH_PDL)  # the fuzz's last: 1
+    fz.expect("cuda_set_launch_mask", [C.LAUNCH_PDL], None, returns=lambda r: r == C.LAUNCH_PDL)  # unknown bits dropped
     fz.expect("cuda_stats", [], None, returns=lambda r: set(r) >= {"launches", "nvrtc_compiles"}
               and all(isinstance(v, int) for v in r.values()))
     fz.expect("cuda_cache_state", [], None, returns=lambda r: isinstance(r, tuple) and len(r) == 3

@@ -676,6 +676,30 @@ static PyObject *py_cuda_launch(PyObject *self, PyObject *const *args, Py_ssize_
     Py_RETURN_NONE;
 }
 
+/* (handle, flags) -> the flags in force (TILEOPS_LAUNCH_PDL dropped where the device or
+ * driver cannot launch with it). */
+static PyObject *py_cuda_kernel_set_launch_flags(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (check_nargs("cuda_kernel_set_launch_flags", nargs, 2)) return NULL;
+    int handle = -1;
+    if (as_handle("cuda_kernel_set_launch_flags", args[0], &handle)) return NULL;
+    long long flags = 0;
+    if (as_ll("cuda_kernel_set_launch_flags", ARG("the flags"), args[1], 0, UINT_MAX, &flags)) return NULL;
+    unsigned applied = 0;
+    tileops_status_t st = tileops_cuda_kernel_set_launch_flags(handle, (unsigned)flags, &applied);
+    if (st != TILEOPS_OK) return raise_status(st);
+    return PyLong_FromUnsignedLong(applied);
+}
+
+/* (mask) -> the previous mask of the launch flags honoured process-wide. */
+static PyObject *py_cuda_set_launch_mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (check_nargs("cuda_set_launch_mask", nargs, 1)) return NULL;
+    long long mask = 0;
+    if (as_ll("cuda_set_launch_mask", ARG("the mask"), args[0], 0, UINT_MAX, &mask)) return NULL;
+    return PyLong_FromUnsignedLong(tileops_cuda_set_launch_mask((unsigned)mask));
+}
+
 static PyObject *py_cuda_stream_is_capturing(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (check_nargs("cuda_stream_is_capturing", nargs, 1)) return NULL;
@@ -782,6 +806,10 @@ static PyMethodDef methods[] = {
      "cuda_build(device, source, kernel_name, options, arg_format, capture_stream) -> (handle, info)"},
     {"cuda_launch", (PyCFunction)(void (*)(void))py_cuda_launch, METH_FASTCALL,
      "cuda_launch(handle, gx, gy, gz, bx, by, bz, shared_bytes, stream, *args)"},
+    {"cuda_kernel_set_launch_flags", (PyCFunction)(void (*)(void))py_cuda_kernel_set_launch_flags, METH_FASTCALL,
+     "cuda_kernel_set_launch_flags(handle, flags) -> the flags in force (LAUNCH_PDL)"},
+    {"cuda_set_launch_mask", (PyCFunction)(void (*)(void))py_cuda_set_launch_mask, METH_FASTCALL,
+     "cuda_set_launch_mask(mask) -> the previous mask of the launch flags honoured"},
     {"cuda_stream_is_capturing", (PyCFunction)(void (*)(void))py_cuda_stream_is_capturing, METH_FASTCALL, "bool"},
     {"cuda_stats", py_cuda_stats, METH_NOARGS, "Runtime counters."},
     {"cache_store", (PyCFunction)(void (*)(void))py_cache_store, METH_FASTCALL, "Write a disk-cache entry."},
@@ -824,6 +852,7 @@ PyMODINIT_FUNC PyInit__C(void) {
         PyModule_AddIntConstant(m, "BFLOAT16", TILEOPS_BFLOAT16) < 0 ||
         PyModule_AddIntConstant(m, "STATUS_COUNT", TILEOPS_STATUS_COUNT_) < 0 ||
         PyModule_AddIntConstant(m, "MAX_KERNEL_ARGS", TILEOPS_MAX_KERNEL_ARGS) < 0 ||
+        PyModule_AddIntConstant(m, "LAUNCH_PDL", TILEOPS_LAUNCH_PDL) < 0 ||
         PyModule_AddStringConstant(m, "ARG_FORMAT_CHARS", TILEOPS_ARG_FORMAT_CHARS) < 0) {
         Py_XDECREF(codes);
         Py_DECREF(m);

@@ -1,7 +1,8 @@
 /* runtime/launch.c: the top layer of the CUDA runtime - tileops_cuda_launch, the hot
  * path. It looks its handle up in the never-moving kernel table, makes the device's
  * primary context current only when it is not, packs the arguments into a stack array
- * and calls cuLaunchKernel: lock-free, no allocation, never synchronises or prints. */
+ * and calls cuLaunchKernel (cuLaunchKernelEx for a kernel launched with programmatic
+ * dependent launch): lock-free, no allocation, never synchronises or prints. */
 #include "runtime/modules.h"
 #include "runtime/devices.h"
 #include "runtime/loader.h"
@@ -9,8 +10,15 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 static pthread_mutex_t g_shared_mutex = PTHREAD_MUTEX_INITIALIZER;
+/* The launch flags honoured process-wide (tileops_cuda_set_launch_mask). */
+static _Atomic unsigned g_launch_mask = TILEOPS_LAUNCH_PDL;
+
+unsigned tileops_cuda_set_launch_mask(unsigned mask) {
+    return atomic_exchange_explicit(&g_launch_mask, mask & TILEOPS_LAUNCH_PDL, memory_order_acq_rel);
+}
 
 /* Raises the function's dynamic shared memory limit to `bytes` if it is lower (once per
  * increase; serialised). The entry's device context must be current. */
@@ -90,16 +98,31 @@ tileops_status_t tileops_cuda_launch(int handle, const unsigned grid[3], const u
         default: params[i] = &a->f; break; /* 'f': the format was validated at build */
         }
     }
-    /* A published handle implies a successful load, so the table is there. */
-    CUresult rc = tileops_cuda_api()->cuLaunchKernel(e->fn, grid[0], grid[1], grid[2], block[0],
-                                                     block[1], block[2], shared_bytes,
-                                                     (CUstream)stream,
-                                                     num_args > 0 ? params : NULL, NULL);
+    /* A published handle implies a successful load, so the table is there. A kernel with
+     * TILEOPS_LAUNCH_PDL (set only where cuLaunchKernelEx exists) goes through it. */
+    const tileops_cuda_api_t *api = tileops_cuda_api();
+    const unsigned flags = atomic_load_explicit(&e->launch_flags, memory_order_acquire) &
+                           atomic_load_explicit(&g_launch_mask, memory_order_relaxed);
+    const int pdl = (flags & TILEOPS_LAUNCH_PDL) != 0;
+    CUresult rc;
+    if (pdl) {
+        CUlaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        CUlaunchConfig config = {grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                 shared_bytes, (CUstream)stream, &attr, 1};
+        rc = api->cuLaunchKernelEx(&config, e->fn, num_args > 0 ? params : NULL, NULL);
+    } else {
+        rc = api->cuLaunchKernel(e->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                 shared_bytes, (CUstream)stream, num_args > 0 ? params : NULL, NULL);
+    }
     tileops_cuda_restore_context(previous, changed);
     if (rc != CUDA_SUCCESS) {
-        char call[192];
-        snprintf(call, sizeof call, "cuLaunchKernel(%s, grid=(%u,%u,%u), block=(%u,%u,%u), shared=%u)",
-                 e->name, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes);
+        char call[224];
+        snprintf(call, sizeof call, "%s(%s, grid=(%u,%u,%u), block=(%u,%u,%u), shared=%u%s)",
+                 pdl ? "cuLaunchKernelEx" : "cuLaunchKernel", e->name, grid[0], grid[1], grid[2],
+                 block[0], block[1], block[2], shared_bytes, pdl ? ", programmatic serialisation" : "");
         return tileops_cuda_fail_call(call, rc);
     }
     tileops_cuda_stat_add(TILEOPS_STAT_LAUNCHES, 1);

@@ -75,6 +75,32 @@ typedef CUresult (*PFN_cuLaunchKernel)(CUfunction fn, unsigned grid_x, unsigned 
                                         unsigned block_z, unsigned shared_bytes, CUstream stream,
                                         void **params, void **extra);
 typedef CUresult (*PFN_cuStreamIsCapturing)(CUstream stream, int *status);
+
+/* cuLaunchKernelEx's configuration (CUDA 12.0+), for launch attributes: only the one
+ * tileops sets is named. The value union is 64 bytes, 8-aligned (it holds pointers in
+ * cuda.h); an attribute is its int id, 4 bytes of padding, then the value (72 bytes).
+ * tests/runtime/test_driver_abi.py compares these layouts with cuda.h where it exists. */
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+typedef union CUlaunchAttributeValue_union {
+    char pad[64];
+    void *align_as_pointer; /* not a member of cuda.h's union: gives it its alignment */
+    int programmaticStreamSerializationAllowed;
+} CUlaunchAttributeValue;
+typedef struct CUlaunchAttribute_st {
+    int id; /* CUlaunchAttributeID */
+    char pad[8 - sizeof(int)];
+    CUlaunchAttributeValue value;
+} CUlaunchAttribute;
+typedef struct CUlaunchConfig_st {
+    unsigned int gridDimX, gridDimY, gridDimZ;
+    unsigned int blockDimX, blockDimY, blockDimZ;
+    unsigned int sharedMemBytes;
+    CUstream hStream;
+    CUlaunchAttribute *attrs;
+    unsigned int numAttrs;
+} CUlaunchConfig;
+typedef CUresult (*PFN_cuLaunchKernelEx)(const CUlaunchConfig *config, CUfunction fn, void **params,
+                                          void **extra);
 /* Used by the GPU tests only (optional: NULL when the driver lacks one). */
 typedef CUresult (*PFN_cuMemAlloc_v2)(CUdeviceptr *ptr, size_t bytes);
 typedef CUresult (*PFN_cuMemFree_v2)(CUdeviceptr ptr);
@@ -138,6 +164,8 @@ typedef struct tileops_cuda_api {
     PFN_cuFuncSetAttribute cuFuncSetAttribute;
     PFN_cuLaunchKernel cuLaunchKernel;
     PFN_cuStreamIsCapturing cuStreamIsCapturing;
+    /* driver, optional: launch attributes (NULL before CUDA 12: kernels then launch plainly) */
+    PFN_cuLaunchKernelEx cuLaunchKernelEx;
     /* driver, optional (tests) */
     PFN_cuMemAlloc_v2 cuMemAlloc;
     PFN_cuMemFree_v2 cuMemFree;

@@ -155,6 +155,30 @@ int tileops_cuda_kernel_device(int handle) {
     return e ? e->device : -1;
 }
 
+tileops_status_t tileops_cuda_kernel_set_launch_flags(int handle, unsigned flags, unsigned *applied) {
+    tileops_kernel_entry_t *e = tileops_kernel_lookup(handle);
+    if (!e)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "tileops_cuda_kernel_set_launch_flags: bad kernel handle %d", handle);
+    if (flags & ~TILEOPS_LAUNCH_PDL)
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                            "tileops_cuda_kernel_set_launch_flags(%s): unknown flags 0x%x", e->name,
+                            flags & ~TILEOPS_LAUNCH_PDL);
+    if (flags & TILEOPS_LAUNCH_PDL) {
+        /* programmatic dependent launch: Hopper (sm_90) on, and cuLaunchKernelEx */
+        int major = 0, minor = 0;
+        tileops_status_t st = tileops_cuda_device_arch(e->device, &major, &minor);
+        if (st != TILEOPS_OK)
+            return st;
+        if (major < 9 || !tileops_cuda_api()->cuLaunchKernelEx)
+            flags &= ~TILEOPS_LAUNCH_PDL;
+    }
+    atomic_store_explicit(&e->launch_flags, flags, memory_order_release);
+    if (applied)
+        *applied = flags;
+    return TILEOPS_OK;
+}
+
 /* Appends an entry (g_mutex held); returns the handle or -1 when out of memory/space. */
 static int kernel_add(CUfunction fn, CUmodule module, int device, const char *arg_format,
                       const char *name) {
@@ -177,6 +201,7 @@ static int kernel_add(CUfunction fn, CUmodule module, int device, const char *ar
     snprintf(e->arg_format, sizeof e->arg_format, "%s", arg_format);
     snprintf(e->name, sizeof e->name, "%s", name);
     atomic_init(&e->shared_set, 0u);
+    atomic_init(&e->launch_flags, 0u);
     /* publish: the entry (and its page) is complete before the count says so */
     atomic_store_explicit(&g_num_kernels, index + 1, memory_order_release);
     return index;

@@ -16,6 +16,7 @@ typedef struct tileops_kernel_entry {
     char arg_format[TILEOPS_MAX_KERNEL_ARGS + 1];
     char name[64];                  /* kernel name, truncated, for messages */
     _Atomic unsigned shared_set;    /* dynamic shared limit set on fn so far (by launch) */
+    _Atomic unsigned launch_flags;  /* TILEOPS_LAUNCH_* honoured by every launch of fn */
 } tileops_kernel_entry_t;
 
 /* NULL for a handle that was never published. Lock-free. */

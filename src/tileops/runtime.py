@@ -23,6 +23,17 @@ log = logging.getLogger("tileops.runtime")
 
 CUDA_SOURCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda")
 _lock = threading.Lock()
+
+
+def set_pdl(on: bool) -> bool:
+    """Whether the kernels built with pdl=True are launched with programmatic dependent
+    launch (process-wide, from the next launch on; they compute the same bits either way).
+    Returns the previous setting. TILEOPS_PDL=0 in the environment turns it off at import."""
+    return bool(_C.cuda_set_launch_mask(_C.LAUNCH_PDL if on else 0) & _C.LAUNCH_PDL)
+
+
+if os.environ.get("TILEOPS_PDL", "1").strip() == "0":
+    set_pdl(False)
 _loaded = False
 
 
@@ -132,14 +143,23 @@ def current_stream(index: int) -> int:
     return torch._C._cuda_getCurrentRawStream(index)
 
 
-def build(device_index: int, source_name: str, kernel_name: str, options, arg_format: str) -> int:
+def build(device_index: int, source_name: str, kernel_name: str, options, arg_format: str, *,
+          pdl: bool = False) -> int:
     """Compiles (or finds) a kernel; logs compiles at INFO so a first call never looks hung.
     Refuses (NotReadyDuringCaptureError) when a build is needed while torch's current stream
-    on that device is capturing."""
+    on that device is capturing.
+
+    pdl: the kernel is launched with programmatic dependent launch (it may start while the
+    stream's previous kernel runs: its launch overlaps that kernel's tail) where the device
+    (sm_90+) and driver can, unless set_pdl(False) (TILEOPS_PDL=0); only for a kernel that executes
+    griddepcontrol.wait (csrc/ops/common: tileops_grid_wait) before it touches anything an
+    earlier kernel of the stream writes or reads."""
     ensure_loaded()
     stream = current_stream(device_index)
     handle, info = _C.cuda_build(device_index, source(source_name), kernel_name, tuple(options),
                                  arg_format, stream)
+    if pdl:
+        _C.cuda_kernel_set_launch_flags(handle, _C.LAUNCH_PDL)
     warn_core_notes(stacklevel=3)  # e.g. an arch folder of the disk cache refused
     if info["nvrtc_ran"]:
         log.info("tileops: compiled %s (%s) for cuda:%d in %.1f ms", kernel_name, " ".join(options),

@@ -216,3 +216,49 @@ def _groups_same_bits(monkeypatch, dtype, H, Hkv, D, BS, mma):
     for cpc in (None, 3):
         assert torch.equal(got[1, cpc][0], got[2, cpc][0]) and torch.equal(got[1, cpc][1], got[2, cpc][1]), cpc
     check_close(op, args, *got[2, None], dtype)
+
+
+def test_the_merge_kernel_is_launched_with_pdl_on_hopper():
+    """The merge kernel asks for programmatic dependent launch (runtime.build(pdl=True)):
+    on sm_90+ the core applies the flag."""
+    from tileops import _C, runtime
+    src, _, merge, opts = K.cuda_specialisation(1, 128, 4, 4, 16, True, 2, 1)
+    h = runtime.build(0, src, merge, opts, K.ARG_FORMAT_MERGE, pdl=True)
+    applied = _C.cuda_kernel_set_launch_flags(h, _C.LAUNCH_PDL)
+    assert applied == (_C.LAUNCH_PDL if torch.cuda.get_device_capability(0)[0] >= 9 else 0), applied
+
+
+@pytest.mark.parametrize("B,ctx", [(1, 32768), (3, 4100), (64, 1000)])
+def test_pdl_gives_the_bits_of_a_plain_launch_eager_and_in_a_graph(monkeypatch, B, ctx):
+    """The merge kernel launched with PDL (scheduled while the attention kernel still writes
+    the partials; it waits for it on the GPU) gives the bits of a plain launch: eager, and
+    in a CUDA graph replayed with new lengths. B = 1 at 32K tokens: a long first kernel, so
+    a merge that read the partials early would read them unwritten."""
+    from tileops import runtime
+    H, Hkv, D, BS, dtype = 32, 8, 128, 16, torch.float16
+    lens = [ctx] * B
+    op = PagedDecodeAttentionFwdOp(D, BS)
+    args = make(B, H, Hkv, D, BS, lens, dtype, seed=3, device=DEV)
+    q, kc, vc, bt, sl = args
+    monkeypatch.setattr(K, "SPLIT_CPC", 2)   # every call split: the merge kernel runs
+    was = runtime.set_pdl(False)
+    try:
+        plain = run(op, *args)
+        runtime.set_pdl(True)
+        pdl = run(op, *args)
+        assert torch.equal(plain[0], pdl[0]) and torch.equal(plain[1], pdl[1])
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            o, lse = op(q, kc, vc, bt, sl, return_lse=True)
+        g = torch.Generator().manual_seed(9)
+        for step in range(4):
+            sl.copy_(torch.randint(1, ctx + 1, (B,), generator=g, dtype=torch.int32))
+            graph.replay()
+            torch.cuda.synchronize()
+            runtime.set_pdl(False)
+            want = run(op, q, kc, vc, bt, sl)
+            runtime.set_pdl(True)
+            assert torch.equal(o, want[0]) and torch.equal(lse, want[1]), step
+        check_close(op, args, o, lse, dtype)
+    finally:
+        runtime.set_pdl(was)

@@ -95,6 +95,24 @@ tileops_status_t tileops_cuda_launch(int handle, const unsigned grid[3], const u
                                      unsigned shared_bytes, uintptr_t stream,
                                      const tileops_arg_t *args, int num_args);
 
+/* Launch flags of a kernel, honoured by every later launch of its handle:
+ *   TILEOPS_LAUNCH_PDL  programmatic dependent launch (cuLaunchKernelEx with programmatic
+ *                       stream serialisation): the kernel may be scheduled while the
+ *                       stream's previous kernel still runs, so its launch and prologue
+ *                       overlap that kernel's tail. The kernel must execute
+ *                       griddepcontrol.wait before it reads anything an earlier kernel
+ *                       of the stream writes, and before it writes anything one reads.
+ * Set only where the device and driver can (sm_90 or newer, cuLaunchKernelEx): elsewhere
+ * the flag is dropped and the kernel launches plainly (griddepcontrol is then a no-op).
+ * *applied (may be NULL) gets the flags in force. A bad handle or unknown flag is
+ * TILEOPS_ERR_INVALID_ARGUMENT. */
+#define TILEOPS_LAUNCH_PDL 1u
+tileops_status_t tileops_cuda_kernel_set_launch_flags(int handle, unsigned flags, unsigned *applied);
+/* The launch flags honoured process-wide, ANDed with each kernel's (initially all:
+ * TILEOPS_LAUNCH_PDL); returns the previous mask. 0 launches every kernel plainly (the
+ * A/B of a measurement, or TILEOPS_PDL=0 in Python). Unknown bits are dropped. */
+unsigned tileops_cuda_set_launch_mask(unsigned mask);
+
 /* Whether a stream is being captured into a CUDA graph. */
 tileops_status_t tileops_cuda_stream_is_capturing(uintptr_t stream, int *capturing);
 

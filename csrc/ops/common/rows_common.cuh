@@ -100,6 +100,22 @@ TILEOPS_SREG(tileops_ctaid_y, "ctaid.y")
 TILEOPS_SREG(tileops_nctaid_y, "nctaid.y")
 #undef TILEOPS_SREG
 TILEOPS_DEV void tileops_barrier(void) { asm volatile("bar.sync 0;" ::: "memory"); }
+/* Programmatic dependent launch (sm_90+; no-ops before, and when the kernel was launched
+ * plainly). tileops_grid_wait: waits until the stream's previous kernel has completed and
+ * its memory is visible; a kernel built with runtime.build(pdl=True) calls it before it
+ * touches anything an earlier kernel writes or reads. tileops_launch_dependents: lets the
+ * stream's next kernel, if launched with PDL, be scheduled now (it still waits in
+ * tileops_grid_wait for this one to finish). */
+TILEOPS_DEV void tileops_grid_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+TILEOPS_DEV void tileops_launch_dependents(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 TILEOPS_DEV float tileops_shfl_xor(float v, int offset) {
     float r;
     asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(offset));
