@@ -64,7 +64,8 @@ chunk added to its values. Inductor splits no scan of 8192 or fewer, so neither 
 split scan; every other op is vLLM's, in vLLM's order. Only the association of the float32
 additions differs, as it differs between any two scans (CUB's in eager CUDA, inductor's, a
 CPU loop); the tokens are checked against torch eager's like every impl's.
-(dev/probes/inductor_codegen_nogpu.py reproduces the error without a GPU.)
+(dev/probes/inductor_codegen_nogpu.py reproduces the error without a GPU, and compiles the
+rewritten chain's Triton kernels to sm_90 cubins.)
 
 Check, before timing: every impl's tokens against torch eager's. Greedy rows must be the
 same; a sampled row may differ only where the two float32 computations round a near-tie

@@ -3,8 +3,7 @@ compositions (benchmarks/sampler_chain.py) for a pretended H200, on a machine wi
 
     PYTHONPATH=src python dev/probes/inductor_codegen_nogpu.py
         [--fns torch_vllm,torch_vllm_rewritten] [--batch 4,128] [--vocab 128256]
-        [--dtypes float32,bfloat16] [--dynamic]
-        [--tb] [--code DIR]
+        [--dtypes float32,bfloat16] [--dynamic] [--cubin] [--tb] [--code DIR]
 
 Needs a CUDA build of torch with its triton (the PyPI wheel, e.g. ``pip install torch==2.11.0``
 in a venv of its own); no GPU and no driver. Prints a line per function and case:
@@ -12,7 +11,9 @@ in a venv of its own); no GPU and no driver. Prints a line per function and case
 driver: the run stops there), or ``FAIL`` with the error inductor raised while lowering,
 scheduling or writing the kernels, after a ``KERNEL`` line naming the kernel it was writing
 (its class, numels, range trees and their tensor dims) and ``NODE`` lines (the FX ops fused
-into it). What it does not see: Triton's own compile, autotuning and anything at run time.
+into it). With --cubin, inductor also compiles every kernel (each autotuning config) with
+Triton to an sm_90 cubin (Triton's own ptxas) and the line says ``compiled``; the kernels
+are never loaded or launched. What it does not see: autotuning, and anything at run time.
 
 How: torch.cuda's queries answer for one H200 (sm_90, 132 SMs); the inputs are fake
 tensors on cuda:0 (FakeTensorMode), which never reach the driver; the chain is traced on
@@ -143,6 +144,24 @@ def watch_codegen(state):
     simd.SIMDScheduling.codegen_node_schedule_with_kernel = said
 
 
+def compile_kernels_offline(state):
+    """Lets inductor compile its Triton kernels (triton.compile for sm_90: PTX, then ptxas)
+    with no driver: the kernels are not loaded and get no launchers. Counts the configs
+    compiled in ``state["cubins"]``."""
+    import torch._inductor.runtime.triton_heuristics as heuristics
+    from torch._inductor.runtime import triton_helpers
+
+    triton_helpers.set_driver_to_gpu = lambda: None
+    precompile_config = heuristics.CachingAutotuner._precompile_config
+
+    def counted(self, cfg):
+        out = precompile_config(self, cfg)
+        state["cubins"] = state.get("cubins", 0) + 1
+        return out
+    heuristics.CachingAutotuner._precompile_config = counted
+    heuristics.CachingAutotuner._make_launchers = lambda self: None
+
+
 def chain_inputs(B, V, dtype, make):
     """The chain's five inputs (logits in ``dtype``, temperature, k, p, q) made by ``make(shape, dtype)``."""
     f32 = torch.float32
@@ -179,7 +198,8 @@ def compile_case(fn, B, V, dtype, dynamic, state, args):
     try:
         with torch.no_grad():
             compile_fx(gm, inputs)
-        print(f"compiled {label}", flush=True)
+        said = f": {state.get('cubins', 0)} kernel configs compiled to cubins (those found in the caches not counted)"
+        print(f"compiled {label}" + (said if args.cubin else ""), flush=True)
     except Exception as e:
         if "src" not in state:
             if args.tb:
@@ -206,16 +226,20 @@ def main(argv=None):
     ap.add_argument("--dynamic", action="store_true", help="B and V symbolic (as torch.compile(dynamic=True))")
     ap.add_argument("--tb", action="store_true", help="print the traceback of a failure")
     ap.add_argument("--code", help="write each case's generated wrapper and kernels to this folder")
+    ap.add_argument("--cubin", action="store_true",
+                    help="also compile every kernel with Triton to a cubin for sm_90 (each autotuning config)")
     args = ap.parse_args(argv)
     if not torch.backends.cuda.is_built():
         print("needs a CUDA build of torch (no GPU needed)", file=sys.stderr)
         return 2
+    state = {}
     pretend_h200()   # before the benchmark's imports (tileops imports dynamo)
+    watch_codegen(state)
+    if args.cubin:
+        compile_kernels_offline(state)
     spec = importlib.util.spec_from_file_location("sampler_chain", ROOT / "benchmarks" / "sampler_chain.py")
     sc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sc)
-    state = {}
-    watch_codegen(state)
     print(f"torch {torch.__version__}", flush=True)
     for name in args.fns.split(","):
         for V in (int(v) for v in args.vocab.split(",")):
