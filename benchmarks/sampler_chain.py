@@ -39,10 +39,33 @@ Impls (each computes the same chain):
                    dtype shared by the cases (a compile for B = 1, one for the rest): run
                    where torch.compile failed for the case, so that a number stands beside
                    the failure, or for every case when --impls names it
+  torch.compile(rewritten)  the same composition with one rewrite (below), under
+                   torch.compile(fullgraph=True, dynamic=False), compiled afresh per case
+  torch.compile(rewritten/dynamic)  that with dynamic=True, run where torch.compile(rewritten)
+                   failed or when --impls names it (as torch.compile(dynamic) above)
   tileops+compile  (only when --impls names it) tileops' chain under torch.compile: each op
                    one opaque node, the torch ops around them fused by inductor
 
 An impl that raises is recorded with its error (JSON and table) and the run goes on.
+
+The rewrite, and why. Inductor 2.11 cannot compile vLLM's composition for CUDA at 2 <= B <
+2 x SMs (264 on the H200) with V > 8192: ``srt.softmax(-1).cumsum(-1)``, the top-p
+cumulative sum, becomes a split scan (one row's scan spread over many CTAs: inductor splits
+a scan longer than 8192 when there are fewer rows than 2 x SMs), and the Triton codegen of a
+split scan raises "TypeError: list indices must be integers or slices, not NoneType" on any
+value it loads once per row (the softmax's row max and sum, the k-th value, the 1 - p of the
+comparison fused after it): TritonSymbols.get_block_shape indexes a block shape with the
+row tree's tensor_dim, None in a split scan (pytorch/pytorch issue 180221, fixed by PR
+180369, in torch 2.13's source). Inductor's CPU backend has no split scan and compiles it.
+torch.compile(rewritten) replaces that one ``.cumsum(-1)`` with :func:`chunked_cumsum`: the
+same sums in two levels of scans no longer than SCAN_CHUNK (4096), the cumulative sum
+within each chunk of the row, then the chunks' totals' cumulative sum, the total before a
+chunk added to its values. Inductor splits no scan of 8192 or fewer, so neither level is a
+split scan; every other op is vLLM's, in vLLM's order. Only the association of the float32
+additions differs, as it differs between any two scans (CUB's in eager CUDA, inductor's, a
+CPU loop); the tokens are checked against torch eager's like every impl's.
+(dev/probes/inductor_codegen_nogpu.py reproduces the error without a GPU, and compiles the
+rewritten chain's Triton kernels to sm_90 cubins.)
 
 Check, before timing: every impl's tokens against torch eager's. Greedy rows must be the
 same; a sampled row may differ only where the two float32 computations round a near-tie
@@ -59,7 +82,8 @@ in interleaved rounds (3; --fast and --quick: 1), the order rotated each round, 
 kept. CPU: ``us``, the per-call wall time of interleaved perf_counter loops.
 --quick: B = 4, the first vocabulary, float32, quick timers (the smoke test,
 tests/test_sampler_chain.py). The target of issue 14: tileops' hot_us below
-torch.compile's at B = 128, V = 128256 (``metadata.target``).
+torch.compile's at B = 128, V = 128256 (``metadata.target``; ``target_result`` names the
+torch.compile impl it was held against: the fastest that ran).
 
 Output: benchmarks/results/<cpu|h200|gpu name>/sampler_chain.json (+ .png): rows, one per
 case and impl, ``{workload, chain, B, V, dtype, impl, <metric>, <metric>_rounds,
@@ -80,8 +104,13 @@ from tileops.bench import CUDA_COLD, CUDA_HOT, CUDA_ROUNDS, CPU_LOOP, clip  # no
 
 EPS = 1e-5              # vLLM's _SAMPLING_EPS: a temperature below it means greedy
 CHAINS = ("vllm", "fused")
-DEFAULT_IMPLS = ("tileops", "torch", "torch.compile")
-IMPLS = DEFAULT_IMPLS + ("torch.compile(dynamic)", "tileops+compile")
+DEFAULT_IMPLS = ("tileops", "torch", "torch.compile", "torch.compile(rewritten)")
+COMPILED = {   # impl -> (the rewritten composition?, dynamic shapes?)
+    "torch.compile": (False, False), "torch.compile(dynamic)": (False, True),
+    "torch.compile(rewritten)": (True, False), "torch.compile(rewritten/dynamic)": (True, True)}
+DYNAMIC_FALLBACK = {"torch.compile": "torch.compile(dynamic)",   # tried where the static compile fails
+                    "torch.compile(rewritten)": "torch.compile(rewritten/dynamic)"}
+IMPLS = DEFAULT_IMPLS + ("torch.compile(dynamic)", "torch.compile(rewritten/dynamic)", "tileops+compile")
 REFERENCE = "torch"
 TARGET = {"B": 128, "V": 128256}
 
@@ -89,43 +118,76 @@ TARGET = {"B": 128, "V": 128256}
 # ---------------------------------------------------------------------------------------
 # the chain, written with torch as vLLM writes it, and with tileops' ops
 # ---------------------------------------------------------------------------------------
-def top_k_top_p_native(x, k, p):
+SCAN_CHUNK = 4096   # chunked_cumsum's chunk: inductor splits no scan of 8192 or fewer
+
+
+def chunked_cumsum(x):
+    """``x.cumsum(-1)`` of ``x`` [B, V] in two levels of scans no longer than SCAN_CHUNK:
+    within each chunk of SCAN_CHUNK values (the row padded with zeros to whole chunks), then
+    over the chunks' totals; the total before a chunk is added to its values. The same sums,
+    associated differently (module docstring: the rewrite)."""
+    import torch
+    B, V = x.shape
+    n = -(-V // SCAN_CHUNK)
+    inner = torch.nn.functional.pad(x, (0, n * SCAN_CHUNK - V)).view(B, n, SCAN_CHUNK).cumsum(dim=-1)
+    before = torch.nn.functional.pad(inner[:, :-1, -1].cumsum(dim=-1), (1, 0))
+    return (inner + before.unsqueeze(-1)).view(B, n * SCAN_CHUNK)[:, :V]
+
+
+def top_k_top_p_native(x, k, p, cumsum=None):
     """vLLM's apply_top_k_top_p (forward_native) on float32 logits ``x`` [B, V], per-row
     k (1..V; V keeps every value) and p (1.0 keeps every value): sort each row ascending,
     mask the values below its k-th largest, then the values whose cumulative probability
-    (from the smallest up) is at most 1 - p, the largest always kept; scatter back."""
+    (from the smallest up) is at most 1 - p, the largest always kept; scatter back.
+    ``cumsum``: None, vLLM's ``.cumsum(dim=-1)``; else the function taking its place (the
+    rewrite: :func:`chunked_cumsum`)."""
     import torch
     srt, order = x.sort(dim=-1, descending=False)
     kth = srt.gather(1, (x.shape[1] - k.to(torch.long)).unsqueeze(1))
     srt.masked_fill_(srt < kth, float("-inf"))
-    cum = srt.softmax(dim=-1).cumsum(dim=-1)
+    probs = srt.softmax(dim=-1)
+    cum = probs.cumsum(dim=-1) if cumsum is None else cumsum(probs)
     drop = cum <= (1 - p).unsqueeze(1)
     drop[:, -1] = False
     srt.masked_fill_(drop, float("-inf"))
     return srt.scatter(1, order, srt)
 
 
-def torch_vllm(logits, temperature, k, p, q):
-    """Chain "vllm" in torch (see the module docstring)."""
+def torch_vllm(logits, temperature, k, p, q, cumsum=None):
+    """Chain "vllm" in torch (see the module docstring); ``cumsum``: top_k_top_p_native's."""
     import torch
     greedy = logits.argmax(dim=-1)
     t = torch.where(temperature < EPS, 1.0, temperature)
     x = torch.div(logits, t.unsqueeze(1)).to(torch.float32)
-    x = top_k_top_p_native(x, k, p)
+    x = top_k_top_p_native(x, k, p, cumsum)
     probs = x.softmax(dim=-1, dtype=torch.float32)
     sampled = probs.div_(q).argmax(dim=-1)
     return torch.where(temperature < EPS, greedy, sampled)
 
 
-def torch_fused(logits, temperature, k, p, q):
+def torch_fused(logits, temperature, k, p, q, cumsum=None):
     """Chain "fused" in torch: the mask on the logits, the temperature in the softmax."""
     import torch
     greedy = logits.argmax(dim=-1)
     t = torch.where(temperature < EPS, 1.0, temperature)
-    x = top_k_top_p_native(logits.to(torch.float32), k, p)
+    x = top_k_top_p_native(logits.to(torch.float32), k, p, cumsum)
     probs = torch.softmax(x / t.unsqueeze(1), dim=-1)
     sampled = probs.div_(q).argmax(dim=-1)
     return torch.where(temperature < EPS, greedy, sampled)
+
+
+def torch_vllm_rewritten(logits, temperature, k, p, q):
+    """Chain "vllm" in torch with the rewrite (module docstring): vLLM's cumulative sum chunked."""
+    return torch_vllm(logits, temperature, k, p, q, cumsum=chunked_cumsum)
+
+
+def torch_fused_rewritten(logits, temperature, k, p, q):
+    """Chain "fused" in torch with the rewrite (module docstring)."""
+    return torch_fused(logits, temperature, k, p, q, cumsum=chunked_cumsum)
+
+
+CHAIN_FNS = {"vllm": torch_vllm, "fused": torch_fused}
+REWRITTEN_FNS = {"vllm": torch_vllm_rewritten, "fused": torch_fused_rewritten}
 
 
 class TileopsChain:
@@ -180,29 +242,37 @@ def make_inputs(B, V, dtype, device, seed=0):
     return logits, temperature, k, p, q
 
 
-_SHARED = {}   # (chain, dtype) -> the chain's function whose dynamic-shape compile the cases share
+_SHARED = {}   # (chain, dtype, rewritten) -> the function whose dynamic-shape compile the cases share
+
+
+def compiled(chain, impl, dtype, tag):
+    """One of the COMPILED impls: the chain's torch composition (vLLM's or the rewritten one)
+    under torch.compile(fullgraph=True). A static compile gets a code object of its own
+    (``tag``: the case), so each case compiles once, whatever was compiled before; a
+    dynamic-shape compile shares one code object per chain, dtype and composition over the
+    cases (a compile for B = 1 and one for the others)."""
+    import torch
+    rewritten, dynamic = COMPILED[impl]
+    ref = (REWRITTEN_FNS if rewritten else CHAIN_FNS)[chain]
+    if not dynamic:
+        return torch.compile(own_code(ref, tag), fullgraph=True, dynamic=False)
+    shared = (chain, dtype, rewritten)
+    if shared not in _SHARED:
+        _SHARED[shared] = own_code(ref, f"{chain}_{str(dtype).replace('torch.', '')}_dynamic")
+    return torch.compile(_SHARED[shared], fullgraph=True, dynamic=True)
 
 
 def build(chain, impls, inputs, tag):
-    """impl -> zero-argument callable running the chain on ``inputs``. The static compiles
-    each get a code object of their own (``tag``: the case), so each case compiles once,
-    whatever was compiled before; the dynamic-shape compile shares one code object per
-    chain and dtype over the cases (a compile for B = 1 and one for the others)."""
+    """impl -> zero-argument callable running the chain on ``inputs``."""
     import torch
-    ref = torch_vllm if chain == "vllm" else torch_fused
-    shared = (chain, inputs[0].dtype)
-    if shared not in _SHARED:
-        _SHARED[shared] = own_code(ref, f"{chain}_{str(inputs[0].dtype).replace('torch.', '')}_dynamic")
     fns = {}
     for impl in impls:
         if impl == "tileops":
             fn = TileopsChain(chain)
         elif impl == "torch":
-            fn = ref
-        elif impl == "torch.compile":
-            fn = torch.compile(own_code(ref, tag), fullgraph=True, dynamic=False)
-        elif impl == "torch.compile(dynamic)":
-            fn = torch.compile(_SHARED[shared], fullgraph=True, dynamic=True)
+            fn = CHAIN_FNS[chain]
+        elif impl in COMPILED:
+            fn = compiled(chain, impl, inputs[0].dtype, tag)
         elif impl == "tileops+compile":
             tc = TileopsChain(chain)
             fn = torch.compile(own_code(lambda *a: tc(*a), tag + "_tileops"), fullgraph=True, dynamic=False)
@@ -318,7 +388,7 @@ def run_case(chain, B, V, dtype_name, impls, device, level, failures):
     tag = f"{chain}_{B}_{V}_{dtype_name}"
     fns = build(chain, impls, inputs, tag)
     rows = {impl: dict(base, impl=impl) for impl in fns}
-    want = torch_vllm(*inputs) if chain == "vllm" else torch_fused(*inputs)
+    want = CHAIN_FNS[chain](*inputs)
     ready, pending = {}, list(fns)
     while pending:
         impl = pending.pop(0)
@@ -332,11 +402,12 @@ def run_case(chain, B, V, dtype_name, impls, device, level, failures):
             failed(r, impl, label, e)
             if impl == "tileops":
                 failures.append(f"{label}: tileops raised {r['error']}")
-            if impl == "torch.compile" and "torch.compile(dynamic)" not in fns:
+            fallback = DYNAMIC_FALLBACK.get(impl)
+            if fallback and fallback not in fns:
                 # a number beside the failure: the same chain compiled with dynamic shapes
-                fns.update(build(chain, ["torch.compile(dynamic)"], inputs, tag))
-                rows["torch.compile(dynamic)"] = dict(base, impl="torch.compile(dynamic)")
-                pending.append("torch.compile(dynamic)")
+                fns.update(build(chain, [fallback], inputs, tag))
+                rows[fallback] = dict(base, impl=fallback)
+                pending.append(fallback)
             if cuda:
                 torch.cuda.empty_cache()
             continue
@@ -423,16 +494,19 @@ def print_tables(rows, metrics):
 
 
 def target_summary(rows, metric):
-    """tileops' and torch.compile's ``metric`` at the target case (B = 128, V = 128256)
-    per chain and dtype, and whether tileops is the faster."""
+    """tileops' and each torch.compile impl's ``metric`` at the target case (B = 128,
+    V = 128256) per chain and dtype; ``against``: the fastest torch.compile impl that ran
+    (vLLM's composition or the rewritten one, static or dynamic); ``met``: tileops faster."""
     out = {}
     for r in rows:
-        if r["B"] == TARGET["B"] and r["V"] == TARGET["V"] and r["impl"] in ("tileops", "torch.compile"):
+        if r["B"] == TARGET["B"] and r["V"] == TARGET["V"] and (r["impl"] == "tileops" or r["impl"] in COMPILED):
             e = out.setdefault(f"{r['chain']} {r['dtype']}", {})
             e[r["impl"]] = r.get(metric) if not r.get("error") else f"failed: {clip(r['error'], 120)}"
     for e in out.values():
-        t, c = e.get("tileops"), e.get("torch.compile")
-        e["met"] = (t < c) if isinstance(t, float) and isinstance(c, float) else None
+        t = e.get("tileops")
+        timed = {i: v for i, v in e.items() if i in COMPILED and isinstance(v, float)}
+        e["against"] = min(timed, key=timed.get) if timed else None
+        e["met"] = (t < timed[e["against"]]) if isinstance(t, float) and timed else None
     return out
 
 
@@ -465,7 +539,8 @@ def main(argv=None):
                "back-to-back chains; eager_us: an eager loop's wall time per call; rounds interleaved, "
                f"{CUDA_ROUNDS[level]} of them, median kept") if cuda else
               f"perf_counter loops, impls interleaved, median of {CPU_LOOP[level]['rounds']} rounds",
-        target=(f"tileops hot_us < torch.compile hot_us at B={TARGET['B']}, V={TARGET['V']}" if cuda else None),
+        target=(f"tileops hot_us < the fastest torch.compile impl's hot_us at B={TARGET['B']}, V={TARGET['V']}"
+                if cuda else None),
         target_result=target_summary(rows, "hot_us") if cuda else None,
         elapsed_s=round(time.perf_counter() - t0, 1),
         status="FAILED" if failures else "ok", failures=failures,

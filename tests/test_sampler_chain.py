@@ -1,6 +1,8 @@
 """benchmarks/sampler_chain.py: the sampler chain (issue 14) as vLLM runs it, tileops' ops
 against the torch composition; a quick CPU run, the chain's definition against float64,
-and a baseline that fails recorded while the run goes on."""
+the rewritten composition (the chunked cumulative sum inductor 2.11 can compile for CUDA)
+against the same definition, eager and compiled, and a baseline that fails recorded while
+the run goes on."""
 import importlib.util
 import json
 import os
@@ -69,6 +71,44 @@ def test_every_impl_computes_the_chain(sc, chain):
     assert torch.equal(want[temperature == 0], logits.argmax(-1)[temperature == 0])
 
 
+@pytest.mark.parametrize("V", [1, 511, 512, 513, 3000, 4096])
+def test_the_chunked_cumsum_is_the_cumulative_sum(sc, monkeypatch, V):
+    """chunked_cumsum gives x.cumsum(-1) (float64 reference) for rows shorter than a chunk,
+    a whole number of chunks and a partial last chunk; its dtype, shape and device are x's."""
+    monkeypatch.setattr(sc, "SCAN_CHUNK", 512)
+    g = torch.Generator().manual_seed(V)
+    x = torch.rand(3, V, generator=g)
+    got = sc.chunked_cumsum(x)
+    want = x.double().cumsum(-1)
+    assert got.shape == x.shape and got.dtype == x.dtype
+    assert torch.allclose(got.double(), want, rtol=1e-6, atol=1e-6), (got.double() - want).abs().max()
+
+
+@pytest.mark.parametrize("chain", ["vllm", "fused"])
+def test_the_rewritten_composition_computes_the_chain(sc, monkeypatch, chain):
+    """The rewritten composition (vLLM's with its cumulative sum chunked: 10 chunks of 512 here,
+    the last partial) gives the tokens of the chain's float64 definition, and vLLM's
+    composition's (the rows whose top-p nucleus the rewrite changed would differ)."""
+    monkeypatch.setattr(sc, "SCAN_CHUNK", 512)
+    B, V = 32, 5000
+    inputs = sc.make_inputs(B, V, torch.float32, "cpu", seed=5)
+    want = _float64_tokens(*inputs, chain)
+    got = sc.REWRITTEN_FNS[chain](*inputs)
+    assert got.dtype == torch.int64 and torch.equal(got, want), (got, want)
+    assert torch.equal(got, sc.CHAIN_FNS[chain](*inputs))
+
+
+def test_the_rewritten_composition_compiles_to_the_chain(sc, monkeypatch):
+    """torch.compile(rewritten) (fullgraph, static) on the CPU: the float64 definition's tokens."""
+    monkeypatch.setattr(sc, "SCAN_CHUNK", 512)
+    B, V = 16, 5000
+    inputs = sc.make_inputs(B, V, torch.float32, "cpu", seed=3)
+    fns = sc.build("vllm", ["torch.compile(rewritten)"], inputs, "test_rewritten")
+    with torch.no_grad():
+        got = fns["torch.compile(rewritten)"]()
+    assert torch.equal(got, _float64_tokens(*inputs, "vllm")), got
+
+
 def test_the_native_mask_is_vllms_rule(sc):
     """The bench's transcription of forward_native keeps what the reference's rule keeps
     (values without ties, k in 1..V, p in (0, 1])."""
@@ -84,23 +124,45 @@ def test_the_native_mask_is_vllms_rule(sc):
 
 
 def test_a_baseline_that_fails_is_recorded_and_the_run_goes_on(sc, tmp_path, monkeypatch, capsys):
-    """torch.compile raising (inductor 2.11 on forward_native at B = 128) is recorded with
-    its text; the dynamic-shape compile is tried beside it (and fails here too); tileops and
-    torch are timed; the run is ok."""
+    """torch.compile of vLLM's composition raising (inductor 2.11 for CUDA at 2 <= B < 2 x SMs)
+    is recorded with its text; the dynamic-shape compile is tried beside it (and fails here
+    too); the rewritten composition compiles (here: runs eager), gets its number and no
+    dynamic fallback; tileops and torch are timed; the run is ok."""
     def fake_compile(fn, **kw):
+        if "rewritten" in fn.__name__:
+            return fn
+
         def compiled(*a, **k):
             raise TypeError("list indices must be integers or slices, not tuple")
         return compiled
     monkeypatch.setattr(torch, "compile", fake_compile)
     out = tmp_path / "chain.json"
-    rc = sc.main(["--device", "cpu", "--quick", "--vocab", "2000", "--impls", "tileops,torch,torch.compile",
-                  "--out", str(out), "--no-plot"])
+    rc = sc.main(["--device", "cpu", "--quick", "--vocab", "2000", "--impls",
+                  "tileops,torch,torch.compile,torch.compile(rewritten)", "--out", str(out), "--no-plot"])
     printed = capsys.readouterr().out
     assert rc == 0, printed
     rows = {r["impl"]: r for r in json.loads(out.read_text())["rows"]}
-    assert set(rows) == {"tileops", "torch", "torch.compile", "torch.compile(dynamic)"}
+    assert set(rows) == {"tileops", "torch", "torch.compile", "torch.compile(dynamic)", "torch.compile(rewritten)"}
     for impl in ("torch.compile", "torch.compile(dynamic)"):
         assert rows[impl]["error"] == "TypeError: list indices must be integers or slices, not tuple"
         assert "us" not in rows[impl]
-    assert rows["tileops"]["us"] > 0 and rows["torch"]["us"] > 0
+    for impl in ("tileops", "torch", "torch.compile(rewritten)"):
+        assert rows[impl]["us"] > 0 and rows[impl]["tokens_differing"] == 0 and "error" not in rows[impl], rows[impl]
     assert "torch.compile: TypeError: list indices must be integers" in printed
+
+
+def test_the_target_is_held_against_the_fastest_compile_that_ran(sc):
+    """target_summary: vLLM's composition failed to compile, the rewritten one ran: tileops
+    is held against the rewritten one (and against vLLM's where both ran, the faster)."""
+    case = {"chain": "vllm", "dtype": "float32", "B": 128, "V": 128256}
+    rows = [dict(case, impl="tileops", hot_us=485.0), dict(case, impl="torch", hot_us=2775.0),
+            dict(case, impl="torch.compile", error="InductorError: TypeError: list indices ..."),
+            dict(case, impl="torch.compile(dynamic)", error="InductorError: TypeError: list indices ..."),
+            dict(case, impl="torch.compile(rewritten)", hot_us=600.0),
+            dict(case, impl="tileops", hot_us=1.0, B=4)]
+    e = sc.target_summary(rows, "hot_us")["vllm float32"]
+    assert e["against"] == "torch.compile(rewritten)" and e["met"] is True and e["tileops"] == 485.0
+    assert e["torch.compile"].startswith("failed: InductorError") and "torch" not in e
+    rows[2] = dict(case, impl="torch.compile", hot_us=400.0)
+    e = sc.target_summary(rows, "hot_us")["vllm float32"]
+    assert e["against"] == "torch.compile" and e["met"] is False
