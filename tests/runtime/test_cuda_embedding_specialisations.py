@@ -37,7 +37,8 @@ def test_the_launcher_compiles_only_the_build_a_call_takes(monkeypatch):
     from tileops import NotReadyDuringCaptureError, runtime
     builds, launches, capturing = [], [], [False]
 
-    def build(device, src, kernel, opts, fmt):
+    def build(device, src, kernel, opts, fmt, pdl=False):
+        assert pdl, "the embedding kernel is launched with programmatic dependent launch"
         if capturing[0]:
             raise NotReadyDuringCaptureError("kernel tileops_embedding is not built; capturing")
         builds.append(opts)

@@ -111,6 +111,7 @@ TILEOPS_DEV float tileops_act(float a) {
 
 extern "C" __global__ void TILEOPS_BOUNDS
 TILEOPS_GATED_KERNEL(const void *x, void *y, long long rows) {
+    TILEOPS_PDL_PROLOGUE();
     /* a thread's U groups are THREADS apart (each load instruction of a warp covers
      * consecutive groups); all 2U loads are issued before the first store, which the
      * compiler could not do itself: y may not overlap x, but it cannot know that */

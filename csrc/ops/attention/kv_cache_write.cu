@@ -49,6 +49,7 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_kv_cache_write(const void *k, 
                                                                  void *value_cache, const void *slot_mapping,
                                                                  long long T, long long num_slots, long long k_st,
                                                                  long long k_sh, long long v_st, long long v_sh) {
+    TILEOPS_PDL_PROLOGUE();
     const unsigned tid = tileops_tid(), step = tileops_ntid();
     for (long long base = (long long)tileops_ctaid() * KV_TPB; base < T;
          base += (long long)tileops_nctaid() * KV_TPB) {

@@ -45,6 +45,7 @@
 extern "C" __global__ void TILEOPS_BOUNDS tileops_merge_attn_states(const void *o_a, const float *lse_a,
                                                                     const void *o_b, const float *lse_b, void *o,
                                                                     float *lse, long long rows) {
+    TILEOPS_PDL_PROLOGUE();
     const float inf = tileops_as_float(0x7f800000u), nan = tileops_as_float(0x7fc00000u);
     const unsigned tid = tileops_tid(), step = tileops_ntid();
     const long long row_bytes = (long long)TILEOPS_N * TILEOPS_E;

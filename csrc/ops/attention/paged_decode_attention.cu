@@ -318,6 +318,7 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
     const void *q, const void *key_cache, const void *value_cache, const int *block_table, const int *seq_lens,
     void *o, float *lse, float *ws, long long H, long long H_kv, long long num_blocks, long long max_blocks,
     long long max_chunks, long long cpc, long long zs, float scale_log2) {
+    TILEOPS_PDL_PROLOGUE();
     const unsigned tid = tileops_tid();
     const int w = (int)(tid >> 5), lane = (int)(tid & 31u);
     const int gq = lane >> 2, t4 = lane & 3;
@@ -326,9 +327,6 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
     const long long z = x % zs, pair = x / zs, kvh = pair % H_kv, b = pair / H_kv;
     const long long hbase = kvh * PDA_G + z * PDA_GS;  /* the CTA's first query head */
     const int split = ws != 0;
-    /* a split's merge kernel (launched with PDL) may be scheduled once every CTA is here:
-     * its CTAs become resident while these run and wait for them on the GPU */
-    tileops_launch_dependents();
 
     /* what does not depend on the length first: the first tiles' block ids are read here,
      * in flight together with seq_lens[b] (tiles past the length never use theirs) */
@@ -671,20 +669,19 @@ TILEOPS_DEV void pda_merge_fold(long long c0, long long n, float *m, float *l, f
 extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws, const int *seq_lens, void *o,
                                                                 float *lse, long long H, long long max_blocks,
                                                                 long long max_chunks) {
+    /* launched with programmatic dependent launch: scheduled while the attention kernel
+     * still writes the partials, it waits for that kernel here */
+    TILEOPS_PDL_PROLOGUE();
     const int d = (int)tileops_tid();
     if (d >= PDA_D)
         return;
     const long long bh = tileops_ctaid(), b = bh / H;
-    /* Launched with programmatic dependent launch (runtime.build(pdl=True)): this kernel may
-     * run while the attention kernel still writes the partials. seq_lens (which no kernel of
-     * the call writes) is read first; then the wait for that kernel; then the first batch of
-     * partials is read, in flight together with seq_lens[b] (inside the workspace: the chunks
-     * past the sequence's are read and never used). */
+    /* the first batch of partials is read while seq_lens[b] is (inside the workspace: the
+     * chunks past the sequence's are read and never used) */
     const float *P = ws + bh * max_chunks * (PDA_D + 2);
-    const long long len = seq_lens[b];
-    tileops_grid_wait();
     float am[PDA_MB], al[PDA_MB], aa[PDA_MB], bm[PDA_MB], bl[PDA_MB], ba[PDA_MB];
     pda_merge_load(P, 0, max_chunks, d, am, al, aa);
+    const long long len = seq_lens[b];
     char *orow = (char *)o + bh * PDA_D * TILEOPS_E;
     if (len < 0 || len > max_blocks * PDA_BS) {
         tileops_st_elem(orow, d, pda_nan());

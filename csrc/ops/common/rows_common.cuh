@@ -105,7 +105,10 @@ TILEOPS_DEV void tileops_barrier(void) { asm volatile("bar.sync 0;" ::: "memory"
  * its memory is visible; a kernel built with runtime.build(pdl=True) calls it before it
  * touches anything an earlier kernel writes or reads. tileops_launch_dependents: lets the
  * stream's next kernel, if launched with PDL, be scheduled now (it still waits in
- * tileops_grid_wait for this one to finish). */
+ * tileops_grid_wait for this one to finish). TILEOPS_PDL_PROLOGUE, the first statement of
+ * every kernel built with pdl=True: the wait, then the next kernel let in, so a chain of
+ * kernels overlaps each one's launch and CTA start with the tail of the one before while
+ * no kernel reads or writes memory before its predecessor has finished. */
 TILEOPS_DEV void tileops_grid_wait(void) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -116,6 +119,11 @@ TILEOPS_DEV void tileops_launch_dependents(void) {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+#define TILEOPS_PDL_PROLOGUE()       \
+    do {                             \
+        tileops_grid_wait();         \
+        tileops_launch_dependents(); \
+    } while (0)
 TILEOPS_DEV float tileops_shfl_xor(float v, int offset) {
     float r;
     asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(offset));

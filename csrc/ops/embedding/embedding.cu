@@ -32,6 +32,7 @@
 
 extern "C" __global__ void TILEOPS_BOUNDS tileops_embedding(const void *ids, const void *weight, void *y, long long n,
                                                             long long V) {
+    TILEOPS_PDL_PROLOGUE();
     /* a thread's U groups are THREADS apart (each load instruction of a warp covers
      * consecutive groups): U id loads, then U row loads, then U stores, so a thread has
      * U groups in flight behind its one id latency */

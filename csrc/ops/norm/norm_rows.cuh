@@ -341,6 +341,7 @@ TILEOPS_DEV void nr_rk_load(struct tileops_v4 *v, const void *base, long long ro
 extern "C" __global__ void TILEOPS_BOUNDS
 TILEOPS_ROWS_KERNEL(const void *x, const void *residual, const void *weight, const void *bias, void *y,
                     void *residual_out, long long rows, float eps) {
+    TILEOPS_PDL_PROLOGUE();
 #if NR_RT > 32
     __shared__ float red[2][TILEOPS_WARPS]; /* alternated per sum: one barrier per sum */
 #else
@@ -466,6 +467,7 @@ TILEOPS_DEV void nr_ld_step(struct tileops_v4 *v, const char *row, int j0, int c
 extern "C" __global__ void TILEOPS_BOUNDS
 TILEOPS_ROWS_KERNEL_LONG(const void *x, const void *residual, const void *weight, const void *bias, void *y,
                          void *residual_out, long long rows, float eps) {
+    TILEOPS_PDL_PROLOGUE();
     __shared__ float red[2][TILEOPS_WARPS];
     const unsigned tid = tileops_tid();
     int parity = 0;

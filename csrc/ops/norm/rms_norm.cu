@@ -256,6 +256,7 @@ TILEOPS_DEV void tileops_rk_load(struct tileops_v4 *xr, const void *x, long long
 extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rms_norm(const void *x, const void *w, void *y, long long rows, long long x_row_stride,
                  long long y_row_stride, float eps) {
+    TILEOPS_PDL_PROLOGUE();
 #if RK_RT > 32
     __shared__ float red[2][TILEOPS_WARPS]; /* alternated per row: one barrier per row */
 #else
@@ -344,6 +345,7 @@ TILEOPS_DEV void tileops_stage_row(struct tileops_v4 *smem, const char *xrow, un
 extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rms_norm_on_chip(const void *x, const void *w, void *y, long long rows,
                          long long x_row_stride, long long y_row_stride, float eps) {
+    TILEOPS_PDL_PROLOGUE();
     extern __shared__ struct tileops_v4 tileops_row_smem[]; /* NG groups */
     __shared__ float red[2][TILEOPS_WARPS];
     const unsigned tid = tileops_tid();
@@ -394,6 +396,7 @@ tileops_rms_norm_on_chip(const void *x, const void *w, void *y, long long rows,
 extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rms_norm_streaming(const void *x, const void *w, void *y, long long rows,
                            long long x_row_stride, long long y_row_stride, float eps) {
+    TILEOPS_PDL_PROLOGUE();
     __shared__ float red[2][TILEOPS_WARPS];
     const unsigned tid = tileops_tid();
     int parity = 0;

@@ -208,6 +208,7 @@ extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rope(const void *q, const void *k, const void *positions, const float *cache, void *q_out, void *k_out,
              long long T, long long H, long long Hk, long long P, long long q_st, long long q_sh, long long k_st,
              long long k_sh, long long qo_st, long long qo_sh, long long ko_st, long long ko_sh) {
+    TILEOPS_PDL_PROLOGUE();
     const int uq = RP_ROT_UNITS + (q_out != q ? RP_PASS_UNITS : 0);
     const int uk = k ? RP_ROT_UNITS + (k_out != k ? RP_PASS_UNITS : 0) : 0;
     const int uph = uq > uk ? uq : uk;

@@ -41,6 +41,7 @@ TILEOPS_DEV void am_batch(const char *xrow, long long o0, long long no, int j0, 
 }
 
 extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_argmax(const void *x, long long *token) {
+    TILEOPS_PDL_PROLOGUE();
     __shared__ smp_u64 red[TILEOPS_WARPS];
     __shared__ smp_u64 slot;
     const unsigned tid = tileops_tid();

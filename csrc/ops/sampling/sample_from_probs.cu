@@ -39,6 +39,7 @@ TILEOPS_DEV void sfp_ld8_q(const float *qrow, long long o, float *f) {
 
 extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_sample_from_probs(const void *probs, const float *q,
                                                                                     long long *token) {
+    TILEOPS_PDL_PROLOGUE();
     __shared__ smp_u64 red[TILEOPS_WARPS];
     __shared__ smp_u64 slot;
     const unsigned tid = tileops_tid();

@@ -280,6 +280,7 @@ TILEOPS_DEV float smx_combine(float v, float *slot, smp_u64 *bar, unsigned tid, 
 
 extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const void *x, const float *temperature,
                                                                           void *y) {
+    TILEOPS_PDL_PROLOGUE();
     __shared__ float red[TILEOPS_WARPS];
     __shared__ float slots[2][TILEOPS_CLUSTER];
     __shared__ __attribute__((aligned(8))) smp_u64 bars[2];

@@ -33,6 +33,7 @@
 #endif
 
 extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k(const void *x, void *values, long long *indices) {
+    TILEOPS_PDL_PROLOGUE();
     extern __shared__ __attribute__((aligned(16))) smp_u64 sel[];
     __shared__ unsigned cnt[SMP_BINS];
     __shared__ smp_u64 red[TILEOPS_WARPS];

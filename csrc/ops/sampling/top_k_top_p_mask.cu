@@ -70,6 +70,7 @@ TILEOPS_DEV smp_u64 tkp_bound(float p, smp_u64 z) {
 
 extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x, const void *kk, const float *pp,
                                                                    void *y) {
+    TILEOPS_PDL_PROLOGUE();
     __shared__ unsigned cnt[SMP_BINS];
     __shared__ unsigned mass_lo[SMP_BINS], mass_hi[SMP_BINS];
     __shared__ smp_u64 red[TILEOPS_WARPS];

@@ -74,7 +74,7 @@ def build(device_index: int, op: str, dtype_code: int, n: int, vec: int, cast: b
 
     from ... import _C, runtime
     source, kernel, options, threads, unroll = specialisation(op, dtype_code, n, vec, cast=cast)
-    handle = runtime.build(device_index, source, kernel, options, ARG_FORMAT)
+    handle = runtime.build(device_index, source, kernel, options, ARG_FORMAT, pdl=True)
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
     per_block = threads * unroll

@@ -113,10 +113,10 @@ def _build_cpu(b):
 def _build_cuda(b):
     from ... import runtime
     src, kernel, opts, units, tpb = cuda_specialisation(b.dtype, b.slot_dtype, b.H, b.D, b.vec)
-    vec_h = runtime.build(b.device, src, kernel, opts, ARG_FORMAT_CUDA)
+    vec_h = runtime.build(b.device, src, kernel, opts, ARG_FORMAT_CUDA, pdl=True)
     scalar_h = vec_h if b.vec == 1 else runtime.build(b.device, src, kernel,
                                                       cuda_specialisation(b.dtype, b.slot_dtype, b.H, b.D, 1)[2],
-                                                      ARG_FORMAT_CUDA)
+                                                      ARG_FORMAT_CUDA, pdl=True)
     step = 16 // DTYPE[b.dtype].itemsize
     block = min(THREADS, -(-tpb * units // 32) * 32)
     launch_raw = _C.cuda_launch

@@ -84,7 +84,7 @@ def _build_cpu(b):
 def _build_cuda(b):
     from ... import runtime
     src, kernel, opts, groups, rpb = cuda_specialisation(b.dtype, b.D, b.vec)
-    handle = runtime.build(b.device, src, kernel, opts, ARG_FORMAT_CUDA)
+    handle = runtime.build(b.device, src, kernel, opts, ARG_FORMAT_CUDA, pdl=True)
     block = min(THREADS, -(-rpb * groups // 32) * 32)
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream

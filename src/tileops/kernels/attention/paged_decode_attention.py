@@ -18,10 +18,11 @@ several chunks it may be split along the sequence into S CTAs of `cpc` chunks (l
 the groups and S that minimise an estimate of waves x a CTA's time), which write each
 chunk's partial state to a float32 workspace of B x H x max_chunks x (head_size + 2) taken
 per call from torch's caching allocator (stream-ordered, so capture-safe: a graph keeps its
-allocation), and a second kernel folds them, launched with programmatic dependent launch
-on sm_90+ (runtime.build(pdl=True): scheduled while the first runs, it waits for it on the
-GPU; TILEOPS_PDL=0 / runtime.set_pdl(False) launches it plainly, the same bits). The result
-is bitwise the same whichever way (see the .cu); each of the two variants is built on the first call that takes it (during
+allocation), and a second kernel folds them. Both are launched with programmatic dependent
+launch on sm_90+, as every op kernel is (runtime.build(pdl=True): the merge is scheduled
+while the first kernel runs and waits for it on the GPU; TILEOPS_PDL=0 /
+runtime.set_pdl(False) launches them plainly, the same bits). The result is bitwise the
+same whichever way (see the .cu); each of the two variants is built on the first call that takes it (during
 capture, where nothing may be built, a call takes the other if that one is built).
 
 A CUDA build needs q, the caches and o 16-byte aligned (cp.async, 16-byte stores): a call
@@ -286,7 +287,7 @@ def _build_cuda(b):
         src, kernel, merge_kernel, opts = cuda_specialisation(b.dtype, D, b.group, b.heads_per_cta, BS, b.mma,
                                                               stages, g)
         try:
-            v = (runtime.build(device, src, kernel, opts, ARG_FORMAT_CUDA),
+            v = (runtime.build(device, src, kernel, opts, ARG_FORMAT_CUDA, pdl=True),
                  runtime.build(device, src, merge_kernel, opts, ARG_FORMAT_MERGE, pdl=True),
                  smem_bytes(b.dtype, D, b.heads_per_cta, stages, b.mma, g), b.sm_count * per_sm)
         except NotReadyDuringCaptureError as e:

@@ -96,7 +96,7 @@ def _build_cuda(b):
             return u, h
         opts = cuda_specialisation(b.dtype, b.id_dtype, b.H, b.vec, u)[2]
         try:
-            h = builds[u] = runtime.build(device, src, kernel, opts, "pppqq")
+            h = builds[u] = runtime.build(device, src, kernel, opts, "pppqq", pdl=True)
         except NotReadyDuringCaptureError as e:
             built = list(builds.items())
             if built:

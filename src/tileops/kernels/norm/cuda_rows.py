@@ -148,11 +148,11 @@ def build(device_index: int, op: str, dtype_code: int, n: int, has_weight: bool,
     sm_count = runtime.device_attributes(device_index)["sm_count"]
     source, kernel, options, threads, rows_per_block, shared, grid_cap = specialisation(
         op, dtype_code, n, has_weight, has_bias, vec, sm_count, cast)
-    handle = runtime.build(device_index, source, kernel, options, ARG_FORMAT)
+    handle = runtime.build(device_index, source, kernel, options, ARG_FORMAT, pdl=True)
     decode = decode_options(options, has_weight, has_bias, vec, rows_per_block)
     # grids up to this many blocks take the decode build (the same handle when there is none)
     decode_grid = sm_count if decode else 0
-    decode_handle = runtime.build(device_index, source, kernel, decode, ARG_FORMAT) if decode else handle
+    decode_handle = runtime.build(device_index, source, kernel, decode, ARG_FORMAT, pdl=True) if decode else handle
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
     cap = min(grid_cap or GRID_MAX, GRID_MAX)

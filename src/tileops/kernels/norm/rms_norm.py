@@ -133,7 +133,7 @@ def _build_cuda(b):
     sm_count = runtime.device_attributes(dev)["sm_count"]
     options, threads, rows_per_block, shared, grid_cap = cuda_specialisation(
         b.kernel_name, b.dtype, n, b.has_weight, b.vec, sm_count)
-    handle = runtime.build(dev, CUDA_SOURCE, b.kernel_name, options, CUDA_ARG_FORMAT)
+    handle = runtime.build(dev, CUDA_SOURCE, b.kernel_name, options, CUDA_ARG_FORMAT, pdl=True)
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
     cap = min(grid_cap or GRID_MAX, GRID_MAX)

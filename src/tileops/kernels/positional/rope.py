@@ -163,10 +163,10 @@ def _build_cuda(b):
     handles = {}
     src, kernel, opts, rot, passing = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim,
                                                           b.is_neox, b.vec, b.cast)
-    handles[b.vec] = runtime.build(b.device, src, kernel, opts, ARG_FORMAT_CUDA)
+    handles[b.vec] = runtime.build(b.device, src, kernel, opts, ARG_FORMAT_CUDA, pdl=True)
     if b.vec != 1:   # the scalar build for calls whose strides break 16-byte rows
         opts1 = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim, b.is_neox, 1, b.cast)[2]
-        handles[1] = runtime.build(b.device, src, kernel, opts1, ARG_FORMAT_CUDA)
+        handles[1] = runtime.build(b.device, src, kernel, opts1, ARG_FORMAT_CUDA, pdl=True)
     vec_h, scalar_h = handles[b.vec], handles[1]
     vec_hb = heads_per_thread(b.vec, b.cast)
     sm_count = runtime.device_attributes(b.device)["sm_count"]

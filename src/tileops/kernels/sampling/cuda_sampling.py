@@ -159,7 +159,7 @@ def _rows_launcher(b, spec, arg_format: str):
     GRID_MAX CTAs; each pointer advanced by its row bytes per piece (0 for a null one)."""
     from ... import runtime
     source, kernel, opts, plan = spec
-    handle = runtime.build(b.device, source, kernel, opts, arg_format)
+    handle = runtime.build(b.device, source, kernel, opts, arg_format, pdl=True)
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream
     device = b.device
