@@ -3,7 +3,7 @@
   * B = 1, 32 / 8 heads, head_size 128, 1K context, float16: <= 8 us;
   * context >= 4K: >= 85 % of copy bandwidth (the bytes: the K and V rows read, q, o).
 
-    PYTHONPATH=src python3 dev/time_paged_decode.py [--quick] [--stages N] [--out paged_decode_timing.json]
+    PYTHONPATH=src python3 dev/time_paged_decode.py [--quick] [--stages N] [--pdl-ab] [--out paged_decode_timing.json]
 
 For each case: hot (tileops.bench.cuda_hot_us: 50 calls captured in a CUDA graph, the
 median of 20 replays; microseconds per call) and cold (tileops.bench.cuda_cold_us: L2
@@ -24,10 +24,24 @@ import json
 import torch
 import torch.nn.functional as F
 
+from tileops import runtime
 from tileops.attention import PagedDecodeAttentionFwdOp
 from tileops.bench import cuda_cold_us as cold_us, cuda_hot_us as hot_us   # noqa: F401 (time_argmax's too)
 
 MODELS = {"Llama-3-8B": (32, 8), "Qwen2.5-7B": (28, 4), "Llama-3-70B TP4": (16, 2)}
+
+
+PDL_AB = False   # --pdl-ab: each case also timed with every kernel launched plainly (tileops_plain)
+
+
+def plain_launch(fn):
+    """fn() with programmatic dependent launch off (a CUDA graph captured so keeps plain
+    edges), then back on."""
+    was = runtime.set_pdl(False)
+    try:
+        return fn()
+    finally:
+        runtime.set_pdl(was)
 
 
 def case(label, H, Hkv, B, ctx, BS=16, D=128, dtype=torch.float16, sdpa=True):
@@ -43,6 +57,8 @@ def case(label, H, Hkv, B, ctx, BS=16, D=128, dtype=torch.float16, sdpa=True):
     src = torch.ones(nbytes // 2 // kc.element_size(), dtype=dtype, device="cuda")
     dst = torch.empty_like(src)
     fns = {"tileops": lambda: op(q, kc, vc, bt, sl), "copy": lambda: dst.copy_(src)}
+    if PDL_AB:   # the same call launched plainly (no programmatic dependent launch)
+        fns["tileops_plain"] = lambda: plain_launch(lambda: op(q, kc, vc, bt, sl))
     if sdpa and 2 * nbytes < torch.cuda.mem_get_info()[0] * 0.8:
         k = kc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()
         v = vc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()
@@ -70,7 +86,11 @@ def main():
                                                               "choice, kernels/attention/paged_decode_attention.py)")
     ap.add_argument("--cpc", type=int, default=None, help="chunks per CTA, forced (the split plan's knob)")
     ap.add_argument("--groups", type=int, default=None, help="chunk groups a CTA (1 or 2), forced")
+    ap.add_argument("--pdl-ab", action="store_true", help="also time each case with every kernel launched plainly "
+                                                           "(tileops_plain: programmatic dependent launch off)")
     args = ap.parse_args()
+    global PDL_AB
+    PDL_AB = args.pdl_ab
     if args.groups is not None:
         from tileops.kernels.attention import paged_decode_attention as K
         K.CHUNK_GROUPS = args.groups
@@ -108,9 +128,11 @@ def report(rows, out):
     hdr = f"{'case':44s} {'hot us':>9s} {'cold us':>9s} {'GB/s':>7s} {'of copy':>8s} {'sdpa hot':>9s} {'sdpa cold':>9s} {'copy cold':>9s}"
     print(hdr)
     for r in rows:
+        plain = (f"  plain {r['tileops_plain_hot_us']:.2f} / {r['tileops_plain_cold_us']:.2f}"
+                 if "tileops_plain_hot_us" in r else "")
         print(f"{r['case']:44s} {r['tileops_hot_us']:9.2f} {r['tileops_cold_us']:9.2f} {r['tileops_cold_gbps']:7.0f} "
               f"{r['of_copy_cold']:8.2f} {r.get('sdpa_gathered_hot_us', float('nan')):9.2f} "
-              f"{r.get('sdpa_gathered_cold_us', float('nan')):9.2f} {r['copy_cold_us']:9.2f}")
+              f"{r.get('sdpa_gathered_cold_us', float('nan')):9.2f} {r['copy_cold_us']:9.2f}{plain}")
     with open(out, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
 
