@@ -35,7 +35,7 @@ def cli(monkeypatch, capsys):
 
 def _run(*args, code=None, **env):
     e = {k: v for k, v in os.environ.items() if k not in ("TILEOPS_CACHE_DIR", "XDG_CACHE_HOME",
-                                                          "TILEOPS_LOG_LEVEL", "TILEOPS_NUM_THREADS")}
+                                                          "TILEOPS_LOG_LEVEL", "TILEOPS_NUM_THREADS", "TILEOPS_PDL")}
     e.update(env)
     cmd = [sys.executable, "-W", "always"] + (["-c", code] if code else ["-m", "tileops", *args])
     return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=300)
@@ -58,6 +58,12 @@ def test_info_json_says_what_this_process_runs_on(tmp_path):
     assert d["kernel_cache"] == {"folder": str(tmp_path / "tileops" / tileops.__version__), "on": True, "reason": ""}
     assert set(d["targets"]["names"]) >= {"builtin", "aten"}
     assert d["environment"]["XDG_CACHE_HOME"] == str(tmp_path)
+    assert d["cuda"]["pdl"] is True and d["environment"]["TILEOPS_PDL"] is None
+
+
+def test_tileops_pdl_0_turns_programmatic_dependent_launch_off(tmp_path):
+    d = json.loads(_run("info", "--json", XDG_CACHE_HOME=str(tmp_path), TILEOPS_PDL="0").stdout)
+    assert d["cuda"]["pdl"] is False and d["environment"]["TILEOPS_PDL"] == "0"
 
 
 def test_the_default_cache_folder_honours_xdg_cache_home_and_ignores_a_relative_one(tmp_path, cli):

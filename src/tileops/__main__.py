@@ -19,7 +19,7 @@ import time
 
 DISTRIBUTION = "tileops-c"   # the name on PyPI; the import package is tileops (README, "Install")
 ENV_VARS = ("TILEOPS_CACHE_DIR", "TILEOPS_NVRTC", "TILEOPS_NUM_THREADS", "TILEOPS_CPU_HUGEPAGES",
-            "TILEOPS_LOG_LEVEL", "XDG_CACHE_HOME")
+            "TILEOPS_LOG_LEVEL", "TILEOPS_PDL", "XDG_CACHE_HOME")
 
 
 def _fmt_time(seconds: float) -> str:
@@ -176,7 +176,7 @@ def info_dict() -> dict:
          "python": platform.python_version(), "platform": platform.platform(),
          "cpu": {"simd": _C.cpu_simd_level(), "threads": _C.cpu_num_threads(),
                  "threads_from": _settings.thread_source(), "torch_threads": torch.get_num_threads()}}
-    cuda = {"available": False, "reason": None, "nvrtc": None, "devices": []}
+    cuda = {"available": False, "reason": None, "nvrtc": None, "devices": [], "pdl": runtime.pdl_enabled()}
     try:
         runtime.ensure_loaded()
         nv = _C.nvrtc_version()
@@ -207,7 +207,8 @@ def info(as_json: bool) -> int:
     print(f"CPU kernels: SIMD {c['simd']}, {c['threads']} threads (from {c['threads_from']})")
     cu = d["cuda"]
     if cu["available"]:
-        print(f"CUDA: driver loaded, NVRTC {cu['nvrtc']}, {len(cu['devices'])} device(s)")
+        print(f"CUDA: driver loaded, NVRTC {cu['nvrtc']}, {len(cu['devices'])} device(s); programmatic dependent "
+              f"launch {'on (sm_90+)' if cu['pdl'] else 'off'}")
         for dev in cu["devices"]:
             print(f"  cuda:{dev['index']} {dev['arch']}, {dev['sm_count']} SMs, "
                   f"{dev['max_shared_per_block'] // 1024} KiB shared/block")

@@ -32,6 +32,13 @@ def set_pdl(on: bool) -> bool:
     return bool(_C.cuda_set_launch_mask(_C.LAUNCH_PDL if on else 0) & _C.LAUNCH_PDL)
 
 
+def pdl_enabled() -> bool:
+    """set_pdl's current setting."""
+    was = set_pdl(True)
+    set_pdl(was)
+    return was
+
+
 if os.environ.get("TILEOPS_PDL", "1").strip() == "0":
     set_pdl(False)
 _loaded = False
