@@ -151,21 +151,29 @@ def _filled_layer(B, max_len):
     return layer, paging, kv
 
 
+def _captured_step(layer, paging, kv, static):
+    """(graph, out, residual, a copy of kv taken before the capture): the decode step on the
+    `static` inputs, run once on a side stream (which builds the kernels: a capture may not
+    compile), then captured into a CUDA graph."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        layer(*static[:2], static[2], kv, static[3], paging.block_table, static[4])
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    kv_copy = tuple(c.clone() for c in kv)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out, res = layer(*static[:2], static[2], kv, static[3], paging.block_table, static[4])
+    return graph, out, res, kv_copy
+
+
 def test_decode_step_captured_in_a_cuda_graph_replays_bit_for_bit():
     B = 4
     layer, paging, kv = _filled_layer(B, 600)
     static = list(_decode_inputs(layer, paging, B, [5, 100, 257, 511], seed=3))
     with torch.no_grad():
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):        # builds the kernels (a capture may not compile)
-            layer(*static[:2], static[2], kv, static[3], paging.block_table, static[4])
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        kv_eager = tuple(c.clone() for c in kv)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            out, res = layer(*static[:2], static[2], kv, static[3], paging.block_table, static[4])
+        graph, out, res, kv_eager = _captured_step(layer, paging, kv, static)
         for step, t in enumerate(([6, 101, 258, 512], [0, 1, 16, 599], [300, 2, 40, 17])):
             new = _decode_inputs(layer, paging, B, t, seed=10 + step)
             for s, n in zip(static, new):
@@ -211,3 +219,32 @@ def test_a_length_past_the_block_table_gives_that_sequence_nan_only():
     assert bool(out[1].isnan().all())
     assert torch.equal(out[0], want[0][0]) and torch.equal(out[2], want[0][2])
     assert torch.equal(res[0], want[1][0]) and torch.equal(res[2], want[1][2])
+
+
+def test_the_decode_step_with_pdl_in_a_graph_gives_the_bits_of_plain_launches():
+    """Every tileops kernel of the step (norms, RoPE, the KV write, paged decode attention and
+    its merge, SiLU-and-mul) launched with programmatic dependent launch, captured in a CUDA
+    graph (programmatic edges between them), replayed with new inputs: bit for bit the eager
+    step with every kernel launched plainly. Lengths past 256 tokens: the attention splits
+    and its merge runs."""
+    from tileops import runtime
+    B = 4
+    layer, paging, kv = _filled_layer(B, 1200)
+    static = list(_decode_inputs(layer, paging, B, [5, 700, 257, 1100], seed=5))
+    was = runtime.set_pdl(True)
+    try:
+        with torch.no_grad():
+            graph, out, res, kv_plain = _captured_step(layer, paging, kv, static)
+            for step, t in enumerate(([6, 701, 258, 1101], [300, 1, 1000, 17])):
+                new = _decode_inputs(layer, paging, B, t, seed=20 + step)
+                for s, n in zip(static, new):
+                    s.copy_(n)
+                graph.replay()
+                runtime.set_pdl(False)
+                want = layer(*new[:2], new[2], kv_plain, new[3], paging.block_table, new[4])
+                runtime.set_pdl(True)
+                torch.cuda.synchronize()
+                assert torch.equal(out, want[0]) and torch.equal(res, want[1]), step
+                assert torch.equal(kv[0], kv_plain[0]) and torch.equal(kv[1], kv_plain[1]), step
+    finally:
+        runtime.set_pdl(was)
