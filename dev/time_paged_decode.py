@@ -34,14 +34,11 @@ MODELS = {"Llama-3-8B": (32, 8), "Qwen2.5-7B": (28, 4), "Llama-3-70B TP4": (16, 
 PDL_AB = False   # --pdl-ab: each case also timed with every kernel launched plainly (tileops_plain)
 
 
-def plain_launch(fn):
-    """fn() with programmatic dependent launch off (a CUDA graph captured so keeps plain
-    edges), then back on."""
-    was = runtime.set_pdl(False)
-    try:
-        return fn()
-    finally:
-        runtime.set_pdl(was)
+def plain(op, *args):
+    """op(*args) with programmatic dependent launch off (a CUDA graph captured so keeps
+    plain edges)."""
+    with runtime.pdl(False):
+        return op(*args)
 
 
 def case(label, H, Hkv, B, ctx, BS=16, D=128, dtype=torch.float16, sdpa=True):
@@ -58,7 +55,7 @@ def case(label, H, Hkv, B, ctx, BS=16, D=128, dtype=torch.float16, sdpa=True):
     dst = torch.empty_like(src)
     fns = {"tileops": lambda: op(q, kc, vc, bt, sl), "copy": lambda: dst.copy_(src)}
     if PDL_AB:   # the same call launched plainly (no programmatic dependent launch)
-        fns["tileops_plain"] = lambda: plain_launch(lambda: op(q, kc, vc, bt, sl))
+        fns["tileops_plain"] = lambda: plain(op, q, kc, vc, bt, sl)
     if sdpa and 2 * nbytes < torch.cuda.mem_get_info()[0] * 0.8:
         k = kc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()
         v = vc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()

@@ -855,11 +855,11 @@ def time_cpu(ready, cfg, impl_rows, label):
         recheck_cpu_losses(ready, impl_rows, label)
 
 
-def recheck_cpu_losses(ready, impl_rows, label, loop=None):
+def recheck_cpu_losses(ready, impl_rows, label):
     """A second opinion on a CPU loss: on a shared host short timers misjudge (a burst of
     load in tileops' rounds and not in a peer's). Where an impl beat tileops, tileops, each
     impl that beat it and the copy floor are timed again together, interleaved, with the
-    longer timers ``loop`` (default :data:`CPU_RECHECK`); those numbers stand, the first
+    longer timers of :data:`CPU_RECHECK`; those numbers stand, the first
     pass is kept as ``us_first`` / ``us_first_rounds`` and the impl's row says
     ``rechecked``. A loss the second pass confirms is reported as measured."""
     tile = impl_rows.get("tileops", {})
@@ -872,7 +872,7 @@ def recheck_cpu_losses(ready, impl_rows, label, loop=None):
         return
     names = ["tileops"] + beat + ([COPY] if COPY in ready and impl_rows.get(COPY, {}).get("us") else [])
     try:
-        med, rounds = loop_times_us({i: ready[i] for i in names}, keep_rounds=True, **(loop or CPU_RECHECK))
+        med, rounds = loop_times_us({i: ready[i] for i in names}, keep_rounds=True, **CPU_RECHECK)
     except Exception as e:   # the first pass timed every impl once: keep it, and say so
         print(f"[bench] {label}: the recheck of a loss raised {type(e).__name__}: {e}; first pass kept",
               file=sys.stderr)

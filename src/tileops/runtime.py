@@ -7,6 +7,7 @@ honour (a TILEOPS_NVRTC it passed over, a disk cache folder it refused) is turne
 TileOpsWarning each (errors.warn_core_notes)."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import logging
@@ -25,18 +26,32 @@ CUDA_SOURCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda
 _lock = threading.Lock()
 
 
+_pdl_on = True   # set_pdl's setting (the core's launch mask is written only by set_pdl)
+
+
 def set_pdl(on: bool) -> bool:
     """Whether the kernels built with pdl=True are launched with programmatic dependent
     launch (process-wide, from the next launch on; they compute the same bits either way).
     Returns the previous setting. TILEOPS_PDL=0 in the environment turns it off at import."""
+    global _pdl_on
+    _pdl_on = bool(on)
     return bool(_C.cuda_set_launch_mask(_C.LAUNCH_PDL if on else 0) & _C.LAUNCH_PDL)
 
 
 def pdl_enabled() -> bool:
     """set_pdl's current setting."""
-    was = set_pdl(True)
-    set_pdl(was)
-    return was
+    return _pdl_on
+
+
+@contextlib.contextmanager
+def pdl(on: bool):
+    """set_pdl(on) for the block, the previous setting restored after it (a CUDA graph
+    captured inside keeps the block's launches)."""
+    was = set_pdl(on)
+    try:
+        yield
+    finally:
+        set_pdl(was)
 
 
 if os.environ.get("TILEOPS_PDL", "1").strip() == "0":

@@ -231,20 +231,15 @@ def test_the_decode_step_with_pdl_in_a_graph_gives_the_bits_of_plain_launches():
     B = 4
     layer, paging, kv = _filled_layer(B, 1200)
     static = list(_decode_inputs(layer, paging, B, [5, 700, 257, 1100], seed=5))
-    was = runtime.set_pdl(True)
-    try:
-        with torch.no_grad():
-            graph, out, res, kv_plain = _captured_step(layer, paging, kv, static)
-            for step, t in enumerate(([6, 701, 258, 1101], [300, 1, 1000, 17])):
-                new = _decode_inputs(layer, paging, B, t, seed=20 + step)
-                for s, n in zip(static, new):
-                    s.copy_(n)
-                graph.replay()
-                runtime.set_pdl(False)
+    with torch.no_grad(), runtime.pdl(True):
+        graph, out, res, kv_plain = _captured_step(layer, paging, kv, static)
+        for step, t in enumerate(([6, 701, 258, 1101], [300, 1, 1000, 17])):
+            new = _decode_inputs(layer, paging, B, t, seed=20 + step)
+            for s, n in zip(static, new):
+                s.copy_(n)
+            graph.replay()
+            with runtime.pdl(False):
                 want = layer(*new[:2], new[2], kv_plain, new[3], paging.block_table, new[4])
-                runtime.set_pdl(True)
-                torch.cuda.synchronize()
-                assert torch.equal(out, want[0]) and torch.equal(res, want[1]), step
-                assert torch.equal(kv[0], kv_plain[0]) and torch.equal(kv[1], kv_plain[1]), step
-    finally:
-        runtime.set_pdl(was)
+            torch.cuda.synchronize()
+            assert torch.equal(out, want[0]) and torch.equal(res, want[1]), step
+            assert torch.equal(kv[0], kv_plain[0]) and torch.equal(kv[1], kv_plain[1]), step

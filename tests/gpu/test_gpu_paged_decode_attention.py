@@ -241,10 +241,9 @@ def test_pdl_gives_the_bits_of_a_plain_launch_eager_and_in_a_graph(monkeypatch, 
     args = make(B, H, Hkv, D, BS, lens, dtype, seed=3, device=DEV)
     q, kc, vc, bt, sl = args
     monkeypatch.setattr(K, "SPLIT_CPC", 2)   # every call split: the merge kernel runs
-    was = runtime.set_pdl(False)
-    try:
+    with runtime.pdl(False):
         plain = run(op, *args)
-        runtime.set_pdl(True)
+    with runtime.pdl(True):
         pdl = run(op, *args)
         assert torch.equal(plain[0], pdl[0]) and torch.equal(plain[1], pdl[1])
         graph = torch.cuda.CUDAGraph()
@@ -255,10 +254,7 @@ def test_pdl_gives_the_bits_of_a_plain_launch_eager_and_in_a_graph(monkeypatch, 
             sl.copy_(torch.randint(1, ctx + 1, (B,), generator=g, dtype=torch.int32))
             graph.replay()
             torch.cuda.synchronize()
-            runtime.set_pdl(False)
-            want = run(op, q, kc, vc, bt, sl)
-            runtime.set_pdl(True)
+            with runtime.pdl(False):
+                want = run(op, q, kc, vc, bt, sl)
             assert torch.equal(o, want[0]) and torch.equal(lse, want[1]), step
-        check_close(op, args, o, lse, dtype)
-    finally:
-        runtime.set_pdl(was)
+    check_close(op, args, o, lse, dtype)

@@ -41,3 +41,21 @@ def test_missing_driver_is_a_clear_error():
 def test_launch_with_a_bad_handle_is_an_error_not_a_crash():
     with pytest.raises((ValueError, TypeError)):
         _C.cuda_launch(12345, 1, 1, 1, 1, 1, 1, 0, 1)
+
+
+def test_pdl_is_switched_for_a_block_and_restored_after_it_even_on_an_error():
+    """runtime.pdl(on): the core's launch mask for the block (no GPU needed to set it), the
+    setting before it restored after it, also when the block raises; pdl_enabled reads it
+    without writing it."""
+    from tileops import _C, runtime
+    assert runtime.pdl_enabled() is True
+    with runtime.pdl(False):
+        assert runtime.pdl_enabled() is False
+        assert _C.cuda_set_launch_mask(0) == 0          # the mask in the core is off too
+        with pytest.raises(KeyError):
+            with runtime.pdl(True):
+                assert runtime.pdl_enabled() is True
+                raise KeyError("inside")
+        assert runtime.pdl_enabled() is False
+    assert runtime.pdl_enabled() is True
+    assert _C.cuda_set_launch_mask(_C.LAUNCH_PDL) == _C.LAUNCH_PDL

@@ -22,8 +22,9 @@ allocation), and a second kernel folds them. Both are launched with programmatic
 launch on sm_90+, as every op kernel is (runtime.build(pdl=True): the merge is scheduled
 while the first kernel runs and waits for it on the GPU; TILEOPS_PDL=0 /
 runtime.set_pdl(False) launches them plainly, the same bits). The result is bitwise the
-same whichever way (see the .cu); each of the two variants is built on the first call that takes it (during
-capture, where nothing may be built, a call takes the other if that one is built).
+same whichever way (see the .cu); each of the two variants is built on the first call that
+takes it (during capture, where nothing may be built, a call takes the other if that one is
+built).
 
 A CUDA build needs q, the caches and o 16-byte aligned (cp.async, 16-byte stores): a call
 with another alignment is refused (KernelSelectionError naming the tensor); tensors from
