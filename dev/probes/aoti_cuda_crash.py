@@ -1,105 +1,149 @@
 """Where the AOTInductor CUDA package's loader process dies (session 9: SIGSEGV in the
-process that loads tests/test_saved_programs.py's package on cuda, with PDL on or off).
+process that loads tests/test_saved_programs.py's package on cuda, with PDL on or off;
+session 10's first run: inside `aoti_load_package` itself, before any op runs, whether a
+tileops instance exists first or not and after a warm eager tileops call alike).
 
-Saves the test's program once, then loads it in fresh processes under variants that each
-remove one suspect, every one with faulthandler on (the Python frame at the fault) and, where
-the machine has gdb, a native backtrace:
-  other      the test as it is (another RMSNormFwdOp takes '#0' first)
-  none       no tileops instance before loading
-  warm       a tileops CUDA call runs eagerly before loading (the runtime's first use is
-             not inside AOTInductor's run)
-  torchonly  a package of the same block without tileops ops (torch.nn.functional.rms_norm
-             and silu): does AOTInductor alone survive here?
+For each model below: package it in one process, load and run it in a fresh one with
+dev/probes/segv_backtrace.c preloaded (a native backtrace at the fault, symbolized here
+from the shared objects' dynamic symbols, as the machine has no gdb):
+  torch   the block's math in torch ops only (rms_norm, cat, silu * mul): AOTInductor alone
+  silu    SiluAndMulFwdOp alone (one extern node, no constant tensor argument)
+  block   the test's block (RMSNormFwdOp with its weight, cat, SiluAndMulFwdOp)
+The package's wrapper.json (the extern nodes the proxy executor parses at load) is printed.
 
-    python3 dev/probes/aoti_cuda_crash.py [--out DIR]
+    python3 dev/probes/aoti_cuda_crash.py [--out DIR] [--models torch,silu,block]
 """
 import argparse
+import bisect
 import os
-import shutil
+import re
 import subprocess
 import sys
 import tempfile
 import textwrap
+import zipfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests"))
-from test_saved_programs import LOAD, MAKE  # noqa: E402  (the test's own scripts)
+HERE = os.path.dirname(os.path.abspath(__file__))
 
-WARM = "import torch, tileops\nfrom tileops.norm import RMSNormFwdOp\n" \
-       "_w = RMSNormFwdOp((64,))(torch.randn(2, 64, device='cuda'), torch.ones(64, device='cuda'))\n" \
-       "torch.cuda.synchronize()\nprint('warm ok')\n"
-
-TORCH_ONLY = textwrap.dedent("""
+MAKE = textwrap.dedent("""
     import sys, torch
+    path, model = sys.argv[1:3]
     class Block(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.w = torch.nn.Parameter(torch.randn(64))
+            if model != "torch":
+                import tileops
+                from tileops.norm import RMSNormFwdOp
+                from tileops.activation import SiluAndMulFwdOp
+                self.norm = RMSNormFwdOp((64,), eps=0.25)
+                self.act = SiluAndMulFwdOp()
         def forward(self, x):
-            h = torch.cat([torch.nn.functional.rms_norm(x, (64,), self.w, eps=0.25), x], dim=-1)
-            return torch.nn.functional.silu(h[..., :64]) * h[..., 64:]
+            if model == "torch":
+                h = torch.cat([torch.nn.functional.rms_norm(x, (64,), self.w, eps=0.25), x], dim=-1)
+                return torch.nn.functional.silu(h[..., :64]) * h[..., 64:]
+            if model == "silu":
+                return self.act(torch.cat([x, x * 2], dim=-1))
+            return self.act(torch.cat([self.norm(x, self.w), x], dim=-1))
     torch.manual_seed(0)
     m = Block().eval().cuda()
     x = torch.randn(8, 64, device="cuda")
+    with torch.no_grad():
+        y = m(x)
     ep = torch.export.export(m, (x,))
-    path = sys.argv[1]
     torch._inductor.aoti_compile_and_package(ep, package_path=path)
-    run = torch._inductor.aoti_load_package(path)   # same process: the package itself works?
-    with torch.no_grad():
-        print("same-process max_err", (run(x) - m(x)).abs().max().item())
+    torch.save({"x": x, "y": y}, path + ".io")
+    print("packaged", path)
 """)
-TORCH_ONLY_LOAD = textwrap.dedent("""
+LOAD = textwrap.dedent("""
     import sys, torch
-    run = torch._inductor.aoti_load_package(sys.argv[1])
+    path, model = sys.argv[1:3]
+    if model != "torch":
+        import tileops
+    io = torch.load(path + ".io", map_location="cuda")
+    print("loading", flush=True)
+    run = torch._inductor.aoti_load_package(path)
+    print("loaded", flush=True)
     with torch.no_grad():
-        y = run(torch.randn(8, 64, device="cuda"))
+        y = run(io["x"])
     torch.cuda.synchronize()
-    print("torch-only new-process ok", tuple(y.shape))
+    print("max_err", (y - io["y"]).abs().max().item(), flush=True)
 """)
 
-
-def run(label, argv, env=None, timeout=600):
-    print(f"\n===== {label}: {' '.join(argv[:3])} ...", flush=True)
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                       env=dict(os.environ, PYTHONWARNINGS="ignore", **(env or {})))
-    print(f"exit {r.returncode}")
-    print("--- stdout\n" + r.stdout[-3000:])
-    print("--- stderr\n" + r.stderr[-6000:], flush=True)
-    return r.returncode
+_FRAME = re.compile(r"^(\S+?)\(([^)+]*)\+0x([0-9a-f]+)\)\[0x[0-9a-f]+\]$")
+_symbols = {}
 
 
-def gdb_argv(argv):
-    gdb = shutil.which("gdb")
-    if not gdb:
+def _table(lib):
+    """(sorted addresses, names) of lib's defined dynamic and static function symbols."""
+    if lib not in _symbols:
+        rows = []
+        for flag in ("-D", ""):
+            r = subprocess.run(["nm", *([flag] if flag else []), "-C", "--defined-only", lib],
+                               capture_output=True, text=True)
+            for line in r.stdout.splitlines():
+                parts = line.split(" ", 2)
+                if len(parts) == 3 and parts[1] in "TtWw":
+                    rows.append((int(parts[0], 16), parts[2]))
+        rows.sort()
+        _symbols[lib] = ([a for a, _ in rows], [n for _, n in rows])
+    return _symbols[lib]
+
+
+def symbolize(stderr):
+    """The preloaded handler's frames, each with the nearest preceding symbol of its object."""
+    out = []
+    for line in stderr.splitlines():
+        m = _FRAME.match(line.strip())
+        if not m:
+            continue
+        lib, sym, off = m.group(1), m.group(2), int(m.group(3), 16)
+        if not sym and os.path.exists(lib):
+            addrs, names = _table(lib)
+            i = bisect.bisect_right(addrs, off) - 1
+            sym = f"{names[i]}+{off - addrs[i]:#x}" if i >= 0 else "?"
+        out.append(f"  {os.path.basename(lib)} +{off:#x}  {sym[:200]}")
+    return "\n".join(out)
+
+
+def run(label, argv, env=None, timeout=300):
+    print(f"\n===== {label}", flush=True)
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                           env=dict(os.environ, PYTHONWARNINGS="ignore", **(env or {})))
+    except subprocess.TimeoutExpired:
+        print(f"timed out after {timeout} s", flush=True)
         return None
-    return [gdb, "-q", "-batch", "-ex", "set pagination off", "-ex", "run", "-ex", "bt 40",
-            "-ex", "info sharedlibrary", "--args", *argv]
+    print(f"exit {r.returncode}")
+    print("--- stdout\n" + r.stdout[-2000:])
+    err = r.stderr
+    if "[segv_backtrace]" in err:
+        print("--- native frames (symbolized)\n" + symbolize(err))
+        err = err[:err.index("[segv_backtrace]")]
+    print("--- stderr\n" + err[-3000:], flush=True)
+    return r.returncode
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
+    ap.add_argument("--models", default="torch,silu,block")
     args = ap.parse_args()
     d = args.out or tempfile.mkdtemp()
     os.makedirs(d, exist_ok=True)
-    py = [sys.executable, "-X", "faulthandler"]
-    path = os.path.join(d, "block_aoti.pt2")
-    if run("make (tileops block, aoti, cuda)", py + ["-c", MAKE, path, "aoti", "cuda"]) != 0:
-        return
-    for first in ("other", "none"):
-        run(f"load first={first}", py + ["-c", LOAD, path, "aoti", first, "cuda"])
-    run("load after a warm eager tileops call",
-        py + ["-c", WARM + LOAD.replace("import sys, torch\n", "import sys\n", 1),
-              path, "aoti", "none", "cuda"])
-    run("load with TORCH_SHOW_CPP_STACKTRACES", py + ["-c", LOAD, path, "aoti", "none", "cuda"],
-        env={"TORCH_SHOW_CPP_STACKTRACES": "1", "TILEOPS_PDL": "0"})
-    g = gdb_argv([sys.executable, "-c", LOAD, path, "aoti", "none", "cuda"])
-    if g:
-        run("load under gdb", g)
-    else:
-        print("\n(no gdb on this machine)")
-    tpath = os.path.join(d, "torch_only.pt2")
-    if run("torch-only make", py + ["-c", TORCH_ONLY, tpath]) == 0:
-        run("torch-only load in a new process", py + ["-c", TORCH_ONLY_LOAD, tpath])
+    so = os.path.join(d, "segv_backtrace.so")
+    subprocess.run(["gcc", "-std=c11", "-O1", "-g", "-shared", "-fPIC", "-o", so,
+                    os.path.join(HERE, "segv_backtrace.c")], check=True)
+    for model in args.models.split(","):
+        path = os.path.join(d, f"{model}.pt2")
+        if run(f"{model}: package", [sys.executable, "-c", MAKE, path, model]) != 0:
+            continue
+        with zipfile.ZipFile(path) as z:
+            for name in z.namelist():
+                if name.endswith("wrapper.json"):
+                    print(f"--- {name}\n{z.read(name).decode()[:2000]}")
+        run(f"{model}: load and run in a new process (native backtrace preloaded)",
+            [sys.executable, "-c", LOAD, path, model], env={"LD_PRELOAD": so})
 
 
 if __name__ == "__main__":
