@@ -384,3 +384,15 @@ def test_a_recheck_that_raises_keeps_the_first_pass(monkeypatch, capsys):
 def test_the_no_recheck_flag_parses():
     ap = bench.add_arguments(__import__("argparse").ArgumentParser())
     assert ap.parse_args(["--no-recheck"]).no_recheck and not ap.parse_args([]).no_recheck
+
+
+def test_tileops_plain_is_accepted_and_is_cuda_only(capsys):
+    """`--impls tileops.plain` (PDL off around each call: an A/B of programmatic dependent
+    launch on a GPU) passes the argument check; on the CPU, where nothing launches with
+    PDL, it is not built."""
+    from tileops.norm import RMSNormFwdOp
+    case = bench.select_cases(RMSNormFwdOp, dtypes=["float32"], keep=bench.case_filter("llama-3-8b[h=4096&t=1"))[0]
+    row = bench.run_case(RMSNormFwdOp, case, bench.Config("cpu", impls=["tileops", bench.PLAIN], quick=True), {}, [])
+    assert set(row["impls"]) == {"tileops"} and row["correct"] is True, row
+    assert bench.main(["--op", "RMSNormFwdOp", "--device", "cpu", "--impls", "tileops,tileops.plain,nope"]) == 2
+    assert "unknown impl(s) ['nope']" in capsys.readouterr().err

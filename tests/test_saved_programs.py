@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 import torch
@@ -73,11 +74,18 @@ LOAD = textwrap.dedent("""
 """)
 
 
-def _run(script, *args, timeout=600):
-    r = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
-                       timeout=timeout, env=dict(os.environ, PYTHONWARNINGS="ignore"))
+def _process(script, *args, timeout=600, env=None):
+    return subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=dict(os.environ, PYTHONWARNINGS="ignore", **(env or {})))
+
+
+def _passed(r):
     assert r.returncode == 0, f"exit {r.returncode}\n--- stdout\n{r.stdout}\n--- stderr\n{r.stderr[-4000:]}"
     return r.stdout
+
+
+def _run(script, *args, timeout=600):
+    return _passed(_process(script, *args, timeout=timeout))
 
 
 def save_and_load_exported(tmp_path, first, device):
@@ -100,7 +108,21 @@ def save_and_load_aoti(tmp_path, device):
         pytest.skip(why)
     path = tmp_path / "block_aoti.pt2"
     _run(MAKE, path, "aoti", device)
-    out = _run(LOAD, path, "aoti", "other", device)
+    r = _process(LOAD, path, "aoti", "other", device)
+    if r.returncode < 0:
+        # Killed by a signal inside AOTInductor's own loader: on the H200 image (torch 2.11,
+        # Ubuntu 24.04's g++ 13) a package of torch ops alone dies the same way, in the
+        # package's std::regex (AOTInductorModel -> parse_device_str), and loads once the
+        # libstdc++ the package was built against is preloaded (dev/probes/aoti_cuda_crash.py,
+        # dev/NOTES.md session 10): a toolchain defect, not tileops'. The program must then
+        # run exactly right with that workaround, which deployments on such machines need.
+        lib = _compiler_libstdcxx()
+        if lib is None:
+            _passed(r)
+        warnings.warn(f"AOTInductor's loader died of signal {-r.returncode} in a new process; loaded again with "
+                      f"LD_PRELOAD={lib} (the toolchain's libstdc++)")
+        r = _process(LOAD, path, "aoti", "other", device, env={"LD_PRELOAD": lib})
+    out = _passed(r)
     assert "max_err 0.0" in out, out
 
 
@@ -119,6 +141,18 @@ def _aoti_unavailable():
     if shutil.which(cxx) is None and not os.path.isfile(cxx):
         return f"AOTInductor compiles C++ and its compiler {cxx!r} is not installed"
     return None
+
+
+def _compiler_libstdcxx():
+    """The C++ compiler's own libstdc++ (the one an AOTInductor package is built against), or None."""
+    from torch._inductor import cpp_builder
+    try:
+        r = subprocess.run([cpp_builder.get_cpp_compiler(), "-print-file-name=libstdc++.so.6"],
+                           capture_output=True, text=True, timeout=60)
+    except (OSError, RuntimeError, subprocess.TimeoutExpired):
+        return None
+    path = r.stdout.strip()
+    return path if r.returncode == 0 and os.path.isabs(path) and os.path.isfile(path) else None
 
 
 def test_an_aotinductor_package_loaded_in_a_new_process_runs_with_its_own_params(tmp_path):

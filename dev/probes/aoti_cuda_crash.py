@@ -11,7 +11,11 @@ from the shared objects' dynamic symbols, as the machine has no gdb):
   block   the test's block (RMSNormFwdOp with its weight, cat, SiluAndMulFwdOp)
 The package's wrapper.json (the extern nodes the proxy executor parses at load) is printed.
 
-    python3 dev/probes/aoti_cuda_crash.py [--out DIR] [--models torch,silu,block]
+    python3 dev/probes/aoti_cuda_crash.py [--out DIR] [--models torch,silu,block] [--libstdcxx]
+
+Outcome (session 10, H200 image, torch 2.11): the torch-only package dies too, inside the
+package's own code: AOTInductorModel's constructor -> parse_device_str -> std::regex's
+compiler (an AOTInductor/toolchain defect of that machine, not tileops').
 """
 import argparse
 import bisect
@@ -128,6 +132,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--models", default="torch,silu,block")
+    ap.add_argument("--libstdcxx", action="store_true",
+                    help="load again with the C++ compiler's libstdc++ preloaded (the one the package was built against)")
     args = ap.parse_args()
     d = args.out or tempfile.mkdtemp()
     os.makedirs(d, exist_ok=True)
@@ -144,6 +150,11 @@ def main():
                     print(f"--- {name}\n{z.read(name).decode()[:2000]}")
         run(f"{model}: load and run in a new process (native backtrace preloaded)",
             [sys.executable, "-c", LOAD, path, model], env={"LD_PRELOAD": so})
+        if args.libstdcxx:
+            lib = subprocess.run(["g++", "-print-file-name=libstdc++.so.6"], capture_output=True,
+                                 text=True).stdout.strip()
+            run(f"{model}: the same with the compiler's own {lib} preloaded",
+                [sys.executable, "-c", LOAD, path, model], env={"LD_PRELOAD": f"{lib} {so}"})
 
 
 if __name__ == "__main__":

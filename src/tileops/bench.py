@@ -67,6 +67,10 @@ TOLERANCE = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 2e-2, "float64": 1e-8
 REFERENCE = "torch"
 COPY = "copy"
 BASE_IMPLS = ("tileops", "torch", "torch.compile")
+# tileops with programmatic dependent launch off (runtime.pdl(False) around each call, so a
+# graph captured from it holds plain launches): on CUDA, only when --impls names it, for an
+# A/B of PDL in one interleaved run
+PLAIN = "tileops.plain"
 CPU_MAX_INPUT_MIB = 64
 
 # Timing budgets per level: "full" (the default), "fast" (--fast: one round of short
@@ -779,6 +783,13 @@ def build_impls(cls, case, cfg, notes):
     fns = {}
     if cfg.wants("tileops"):
         fns["tileops"] = lambda: op(*inputs, **where)
+    if cfg.cuda and cfg.impls is not None and PLAIN in cfg.impls:
+        from . import runtime
+
+        def plain():
+            with runtime.pdl(False):
+                return op(*inputs, **where)
+        fns[PLAIN] = plain
     if cfg.wants("torch"):
         fns["torch"] = lambda: ref(*inputs)
     if cfg.wants("torch.compile"):
@@ -990,7 +1001,7 @@ def run_case(cls, case, cfg, notes, failures):
             got = fn()  # the first call compiles (NVRTC, inductor, triton) outside the timers
             sync()
             # the reference's outputs as op(*inputs) returns them (compiled too: lse dropped)
-            got = result(got if impl == "tileops" else default_outputs(entry, got))
+            got = result(got if impl in ("tileops", PLAIN) else default_outputs(entry, got))
             if impl not in (REFERENCE, COPY):
                 err, scaled, ok = check_close(got, expected, dt)
                 r.update(max_abs_err=err, scaled_err=scaled, correct=ok, check="reference")
@@ -1187,7 +1198,9 @@ def add_arguments(ap):
     ap.add_argument("--workloads", help="comma-separated filter: substrings of case names "
                                         "(Llama-3-8B, T=4096, float16) or shapes (2048x4096)")
     ap.add_argument("--dtypes", help="comma-separated dtypes instead of the manifest's")
-    ap.add_argument("--impls", help="comma-separated subset of tileops,torch,torch.compile,<peer>,copy")
+    ap.add_argument("--impls", help="comma-separated subset of tileops,torch,torch.compile,<peer>,copy; "
+                                    "on CUDA also tileops.plain (tileops launched without programmatic "
+                                    "dependent launch: named here only)")
     ap.add_argument("--max-input-mib", type=float, default=None,
                     help=f"skip cases whose inputs total more (default {CPU_MAX_INPUT_MIB} on cpu, "
                          "no limit on cuda; 0: no limit)")
@@ -1231,7 +1244,7 @@ def run(args):
         classes = {o: classes[o] for o in args.op.split(",")}
     cap = args.max_input_mib if args.max_input_mib is not None else (CPU_MAX_INPUT_MIB if device == "cpu" else 0)
     impls = args.impls.split(",") if args.impls else None
-    known = set(BASE_IMPLS) | {COPY} | {p for c in classes.values() for p in peer_specs(c._entry)}
+    known = set(BASE_IMPLS) | {COPY, PLAIN} | {p for c in classes.values() for p in peer_specs(c._entry)}
     if impls and not set(impls) <= known:
         print(f"[bench] unknown impl(s) {sorted(set(impls) - known)}; known: {sorted(known)}", file=sys.stderr)
         return 2

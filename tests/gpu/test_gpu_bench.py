@@ -51,6 +51,25 @@ def test_a_paged_decode_case_runs_with_its_baselines():
     assert row["bytes"] == kv + 2 * 8 * 28 * 128 * 2
 
 
+def test_tileops_plain_is_the_op_launched_without_pdl_in_the_same_run():
+    from tileops import runtime
+    from tileops.norm import RMSNormFwdOp
+    case, = bench.select_cases(RMSNormFwdOp, dtypes=["float16"], keep=bench.case_filter("llama-3-8b[h=4096&t=32"))
+    launched = []
+    real = runtime.set_pdl
+    cfg = bench.Config("cuda", impls=["tileops", bench.PLAIN, "copy"], quick=True)
+    notes, failures = {}, []
+    try:
+        runtime.set_pdl = lambda on: launched.append(on) or real(on)
+        row = bench.run_case(RMSNormFwdOp, case, cfg, notes, failures)
+    finally:
+        runtime.set_pdl = real
+    assert not failures and row["correct"] is True, row
+    assert set(row["impls"]) == {"tileops", bench.PLAIN, "copy"}, notes
+    assert row["impls"][bench.PLAIN]["correct"] is True and row["impls"][bench.PLAIN]["hot_us"] > 0
+    assert False in launched and runtime.pdl_enabled(), "the plain impl turns PDL off around its calls only"
+
+
 def test_the_sampler_chain_runs_in_cuda_graphs(tmp_path):
     out = tmp_path / "chain.json"
     r = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "sampler_chain.py"), "--device", "cuda",
