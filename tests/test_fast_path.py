@@ -51,6 +51,9 @@ CASES = [
     ("rms_norm", lambda: RMSNormFwdOp((64,)), lambda: ((torch.randn(3, 64), torch.randn(64)), {})),
     ("rms_norm_bf16", lambda: RMSNormFwdOp((64,)), lambda: ((torch.randn(3, 64, dtype=torch.bfloat16), None), {})),
     ("rms_norm_noncontig", lambda: RMSNormFwdOp((64,)), lambda: ((torch.randn(64, 3).t(),), {})),
+    # contiguous by is_contiguous(), strides not torch.empty's (a size-1 dim's stride is free)
+    ("rms_norm_unit_rows", lambda: RMSNormFwdOp((64,)),
+     lambda: ((torch.randn(64).as_strided((1, 64), (1, 1)), torch.randn(64)), {})),
 ]
 
 
@@ -81,6 +84,20 @@ def test_fast_path_equals_operator_path(name, make_op, make_args):
             assert any(f is t for t in t1) == any(s_ is t for t in t2)
     assert any(v != t._version for v, t in zip(v1, t1)) == any(
         n in name for n in ("inplace", "accumulate", "out", "swap"))
+
+
+def test_new_outputs_have_torch_empty_strides_whatever_the_inputs():
+    """The kit allocates an output shaped as an input with empty_like(contiguous_format)
+    (half torch.empty's cost): the result is contiguous with torch.empty's strides, in the
+    output's own dtype, never a view of the input, whatever the input's strides."""
+    from tileops.sampling import SoftmaxFwdOp
+    x = torch.empty_strided((1, 64), (1, 1)).normal_()
+    y = RMSNormFwdOp((64,))(x)
+    assert y.stride() == (64, 1) and y.data_ptr() != x.data_ptr()
+    logits = torch.randn(8, 3, dtype=torch.bfloat16).t()          # not contiguous: copied first
+    p = SoftmaxFwdOp(torch.float32)(logits)
+    assert p.dtype == torch.float32 and p.shape == (3, 8) and p.stride() == (8, 1)
+    torch.testing.assert_close(p, torch.softmax(logits.float(), -1))
 
 
 ERRORS = [

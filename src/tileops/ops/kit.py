@@ -84,10 +84,18 @@ def allocate_source(entry, ns) -> list:
         w(f"{p} = self.{p}")
     first = entry.inputs[0].name if entry.inputs else None
     device = f"{first}.device" if first else dev_param.name if dev_param else "None"
+    required = {i.name for i in entry.inputs if not i.optional}
     names = []
     for o in entry.outputs:
         dt = dtype_expr(o.dtype, ns, f"_DT_{o.name}")
-        fresh = f"torch.empty(tuple({o.shape}), dtype={dt}, device={device})"
+        like = o.shape.removesuffix(".shape")
+        if like in required and o.shape == f"{like}.shape":
+            # an output shaped as an input: empty_like (its device, contiguous) takes half
+            # torch.empty's time from Python (no shape tuple, no device argument to parse)
+            dt_kw = "" if dt == f"{like}.dtype" else f"dtype={dt}, "
+            fresh = f"torch.empty_like({like}, {dt_kw}memory_format=_CONTIGUOUS)"
+        else:
+            fresh = f"torch.empty(tuple({o.shape}), dtype={dt}, device={device})"
         choices = []
         if o.alias_of:
             when = next(i.when for i in entry.inputs if i.name == o.alias_of)
@@ -193,7 +201,7 @@ def generate(cls, entry) -> dict:
     from ..errors import InputValueError
     from .op import _as_device
     ns = {"torch": torch, "InputValueError": InputValueError, "_as_device": _as_device,
-          "_is_compiling": torch.compiler.is_compiling}
+          "_is_compiling": torch.compiler.is_compiling, "_CONTIGUOUS": torch.contiguous_format}
     lines = allocate_source(entry, ns) + [""]
     for iface in cls.interfaces.values():
         lines += memo_source(entry, iface) + [""]

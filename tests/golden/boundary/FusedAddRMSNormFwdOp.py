@@ -193,8 +193,8 @@ def _call_boundary(self, x, residual, weight=None, *, inplace=False):
         return (x, residual,)
 
 def _allocate(self, x, residual, weight=None, *, inplace=False):
-    y = x if inplace else torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
-    residual_out = residual if inplace else torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+    y = x if inplace else torch.empty_like(x, memory_format=_CONTIGUOUS)
+    residual_out = residual if inplace else torch.empty_like(x, memory_format=_CONTIGUOUS)
     return (y, residual_out,)
 
 def _memo_fused_add_rms_norm(x, residual, weight, y, residual_out):

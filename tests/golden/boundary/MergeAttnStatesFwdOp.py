@@ -233,8 +233,8 @@ def _call_boundary(self, o_a, lse_a, o_b, lse_b, *, out=None):
         return (out, _a,)
 
 def _allocate(self, o_a, lse_a, o_b, lse_b, *, out=None):
-    o = out if out is not None else torch.empty(tuple(o_a.shape), dtype=o_a.dtype, device=o_a.device)
-    lse = torch.empty(tuple(lse_a.shape), dtype=_DT_lse, device=o_a.device)
+    o = out if out is not None else torch.empty_like(o_a, memory_format=_CONTIGUOUS)
+    lse = torch.empty_like(lse_a, dtype=_DT_lse, memory_format=_CONTIGUOUS)
     return (o, lse,)
 
 def _memo_merge_attn_states(o_a, lse_a, o_b, lse_b, o, lse):

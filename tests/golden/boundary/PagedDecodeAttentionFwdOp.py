@@ -423,7 +423,7 @@ def _call_boundary(self, q, key_cache, value_cache, block_table, seq_lens, *, re
         return (out, _a,)
 
 def _allocate(self, q, key_cache, value_cache, block_table, seq_lens, *, return_lse=False, out=None):
-    o = out if out is not None else torch.empty(tuple(q.shape), dtype=q.dtype, device=q.device)
+    o = out if out is not None else torch.empty_like(q, memory_format=_CONTIGUOUS)
     lse = None if not return_lse else torch.empty(tuple(q.shape[:2]), dtype=_DT_lse, device=q.device)
     return (o, lse,)
 

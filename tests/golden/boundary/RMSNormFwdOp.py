@@ -184,7 +184,7 @@ def _call_boundary(self, x, weight=None, *, out=None):
         return out
 
 def _allocate(self, x, weight=None, *, out=None):
-    y = out if out is not None else torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+    y = out if out is not None else torch.empty_like(x, memory_format=_CONTIGUOUS)
     return y
 
 def _memo_rms_norm(x, weight, y):

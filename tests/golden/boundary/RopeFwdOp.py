@@ -217,8 +217,8 @@ def _call_boundary(self, q, k, positions, cos_sin_cache, *, inplace=False):
         return (q, k,)
 
 def _allocate(self, q, k, positions, cos_sin_cache, *, inplace=False):
-    q_out = q if inplace else torch.empty(tuple(q.shape), dtype=q.dtype, device=q.device)
-    k_out = k if inplace else torch.empty(tuple(k.shape), dtype=q.dtype, device=q.device)
+    q_out = q if inplace else torch.empty_like(q, memory_format=_CONTIGUOUS)
+    k_out = k if inplace else torch.empty_like(k, dtype=q.dtype, memory_format=_CONTIGUOUS)
     return (q_out, k_out,)
 
 def _memo_rope(q, k, positions, cos_sin_cache, q_out, k_out):

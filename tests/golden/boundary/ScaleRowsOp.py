@@ -79,7 +79,7 @@ def _call_boundary(self, x):
     return _a
 
 def _allocate(self, x):
-    y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+    y = torch.empty_like(x, memory_format=_CONTIGUOUS)
     return y
 
 def _memo_scale_rows(x, y):

@@ -185,7 +185,7 @@ def _call_boundary(self, logits, temperature=None, *, out=None):
         return out
 
 def _allocate(self, logits, temperature=None, *, out=None):
-    probs = out if out is not None else torch.empty(tuple(logits.shape), dtype=(self.out_dtype if self.out_dtype is not None else logits.dtype), device=logits.device)
+    probs = out if out is not None else torch.empty_like(logits, dtype=(self.out_dtype if self.out_dtype is not None else logits.dtype), memory_format=_CONTIGUOUS)
     return probs
 
 def _memo_softmax(logits, temperature, probs):

@@ -188,7 +188,7 @@ def _call_boundary(self, logits, k=None, p=None, *, inplace=False):
         return logits
 
 def _allocate(self, logits, k=None, p=None, *, inplace=False):
-    masked = logits if inplace else torch.empty(tuple(logits.shape), dtype=logits.dtype, device=logits.device)
+    masked = logits if inplace else torch.empty_like(logits, memory_format=_CONTIGUOUS)
     return masked
 
 def _memo_top_k_top_p_mask(logits, k, p, masked):

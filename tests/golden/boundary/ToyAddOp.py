@@ -177,7 +177,7 @@ def _call_boundary(self, a, b, *, out=None):
         return out
 
 def _allocate(self, a, b, *, out=None):
-    y = out if out is not None else torch.empty(tuple(a.shape), dtype=a.dtype, device=a.device)
+    y = out if out is not None else torch.empty_like(a, memory_format=_CONTIGUOUS)
     return y
 
 def _memo_add(a, b, y):

@@ -162,7 +162,7 @@ def _call_boundary(self, x, *, out=None):
         return out
 
 def _allocate(self, x, *, out=None):
-    y = out if out is not None else torch.empty(tuple(x.shape), dtype=(self.out_dtype if self.out_dtype is not None else x.dtype), device=x.device)
+    y = out if out is not None else torch.empty_like(x, dtype=(self.out_dtype if self.out_dtype is not None else x.dtype), memory_format=_CONTIGUOUS)
     return y
 
 def _memo_cast(x, y):

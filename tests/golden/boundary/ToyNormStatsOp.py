@@ -151,7 +151,7 @@ def _call_boundary(self, x, *, return_rstd=False):
         return _a
 
 def _allocate(self, x, *, return_rstd=False):
-    y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+    y = torch.empty_like(x, memory_format=_CONTIGUOUS)
     rstd = None if not return_rstd else torch.empty(tuple(x.shape[:-1]), dtype=_DT_rstd, device=x.device)
     return (y, rstd,)
 

@@ -147,7 +147,7 @@ def _call_boundary(self, x, alpha=1.0, *, inplace=False):
         return x
 
 def _allocate(self, x, *, inplace=False):
-    y = x if inplace else torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+    y = x if inplace else torch.empty_like(x, memory_format=_CONTIGUOUS)
     return y
 
 def _memo_scale(x, y):
