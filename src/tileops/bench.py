@@ -488,7 +488,9 @@ def metadata(device, **extra):
         "host_loadavg_1m_end": host_loadavg(),
     }
     if str(device).startswith("cuda"):
+        from . import runtime
         meta["cuda_version"] = torch.version.cuda
+        meta["pdl"] = runtime.pdl_enabled()   # the kernels launched with programmatic dependent launch
     else:
         meta["torch_threads"] = torch.get_num_threads()
     meta.update(extra)

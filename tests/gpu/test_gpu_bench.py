@@ -68,6 +68,7 @@ def test_tileops_plain_is_the_op_launched_without_pdl_in_the_same_run():
     assert set(row["impls"]) == {"tileops", bench.PLAIN, "copy"}, notes
     assert row["impls"][bench.PLAIN]["correct"] is True and row["impls"][bench.PLAIN]["hot_us"] > 0
     assert False in launched and runtime.pdl_enabled(), "the plain impl turns PDL off around its calls only"
+    assert bench.metadata("cuda")["pdl"] is True
 
 
 def test_the_sampler_chain_runs_in_cuda_graphs(tmp_path):
