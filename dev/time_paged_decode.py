@@ -24,21 +24,13 @@ import json
 import torch
 import torch.nn.functional as F
 
-from tileops import runtime
 from tileops.attention import PagedDecodeAttentionFwdOp
 from tileops.bench import cuda_cold_us as cold_us, cuda_hot_us as hot_us   # noqa: F401 (time_argmax's too)
+from tileops.bench import without_pdl
 
 MODELS = {"Llama-3-8B": (32, 8), "Qwen2.5-7B": (28, 4), "Llama-3-70B TP4": (16, 2)}
 
-
 PDL_AB = False   # --pdl-ab: each case also timed with every kernel launched plainly (tileops_plain)
-
-
-def plain(op, *args):
-    """op(*args) with programmatic dependent launch off (a CUDA graph captured so keeps
-    plain edges)."""
-    with runtime.pdl(False):
-        return op(*args)
 
 
 def case(label, H, Hkv, B, ctx, BS=16, D=128, dtype=torch.float16, sdpa=True):
@@ -55,7 +47,7 @@ def case(label, H, Hkv, B, ctx, BS=16, D=128, dtype=torch.float16, sdpa=True):
     dst = torch.empty_like(src)
     fns = {"tileops": lambda: op(q, kc, vc, bt, sl), "copy": lambda: dst.copy_(src)}
     if PDL_AB:   # the same call launched plainly (no programmatic dependent launch)
-        fns["tileops_plain"] = lambda: plain(op, q, kc, vc, bt, sl)
+        fns["tileops_plain"] = without_pdl(fns["tileops"])
     if sdpa and 2 * nbytes < torch.cuda.mem_get_info()[0] * 0.8:
         k = kc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()
         v = vc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()

@@ -26,11 +26,12 @@ import argparse
 import json
 import os
 import tempfile
+import types
 
 import torch
 from time_argmax import time_fns   # dev/: tileops.bench's timers
 
-from tileops import _C, runtime
+from tileops import runtime
 from tileops._dtypes import CODE
 from tileops.kernels.sampling import cuda_sampling
 from tileops.sampling import SoftmaxFwdOp
@@ -69,21 +70,23 @@ def rcp_source() -> str:
 
 
 def rcp_launcher(x, t, out_dtype):
-    """launch(): the rcp variant into a new output, with the shipped build's defines and
-    launch shape (cuda_sampling.softmax_specialisation) for x's V, dtype and alignment."""
+    """launch(): the rcp variant into a new output, through the shipped launcher
+    (cuda_sampling._rows_launcher) with the shipped build's defines and launch shape
+    (cuda_sampling.softmax_specialisation) for x's V, dtype and alignment; only the source
+    differs."""
     dev = x.device.index or 0
     B, V = x.shape
     probs = torch.empty(B, V, dtype=out_dtype, device=x.device)
     aligned = all(p % 16 == 0 for p in (x.data_ptr(), probs.data_ptr()))
-    arch = runtime.device_attributes(dev)["arch"]
     _, kernel, opts, plan = cuda_sampling.softmax_specialisation(
-        CODE[x.dtype], CODE[out_dtype], V, t is not None, aligned, arch, cuda_sampling._device_limits(dev))
-    handle = runtime.build(dev, rcp_source(), kernel, opts, "ppp", pdl=True)
+        CODE[x.dtype], CODE[out_dtype], V, t is not None, aligned, runtime.device_attributes(dev)["arch"],
+        cuda_sampling._device_limits(dev))
+    run = cuda_sampling._rows_launcher(types.SimpleNamespace(device=dev), (rcp_source(), kernel, opts, plan), "ppp")
+    ptr = cuda_sampling._ptr
+    rows = (ptr(x, V * x.element_size()), ptr(t, 4), ptr(probs, V * probs.element_size()))
 
     def launch():
-        _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, plan.smem,
-                       torch._C._cuda_getCurrentRawStream(dev), x.data_ptr(), 0 if t is None else t.data_ptr(),
-                       probs.data_ptr())
+        run(B, rows)
         return probs
     return launch
 

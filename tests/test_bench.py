@@ -396,3 +396,19 @@ def test_tileops_plain_is_accepted_and_is_cuda_only(capsys):
     assert set(row["impls"]) == {"tileops"} and row["correct"] is True, row
     assert bench.main(["--op", "RMSNormFwdOp", "--device", "cpu", "--impls", "tileops,tileops.plain,nope"]) == 2
     assert "unknown impl(s) ['nope']" in capsys.readouterr().err
+
+
+def test_without_pdl_turns_pdl_off_around_each_call_only():
+    """bench.without_pdl(fn) (the tileops.plain impl and dev/time_paged_decode.py --pdl-ab):
+    fn runs with PDL off, gets its arguments and returns its result; the setting is back
+    after each call, also when fn raises."""
+    from tileops import runtime
+    seen = []
+    plain = bench.without_pdl(lambda a, k=None: seen.append((runtime.pdl_enabled(), a, k)) or a)
+    assert plain(3, k=4) == 3 and seen == [(False, 3, 4)] and runtime.pdl_enabled() is True
+
+    def boom():
+        raise KeyError("inside")
+    with pytest.raises(KeyError):
+        bench.without_pdl(boom)()
+    assert runtime.pdl_enabled() is True

@@ -759,6 +759,18 @@ def gbps_key(metric):
     return metric[:-2] + "gbps"
 
 
+def without_pdl(fn):
+    """fn with programmatic dependent launch off around each call (runtime.pdl(False)), so a
+    CUDA graph captured from it holds plain launches: the `tileops.plain` impl, and the dev
+    scripts' A/B of PDL."""
+    from . import runtime
+
+    def plain(*args, **kwargs):
+        with runtime.pdl(False):
+            return fn(*args, **kwargs)
+    return plain
+
+
 def build_impls(cls, case, cfg, notes):
     """Inputs, the op, the reference and every impl's zero-argument callable for a case.
 
@@ -786,12 +798,7 @@ def build_impls(cls, case, cfg, notes):
     if cfg.wants("tileops"):
         fns["tileops"] = lambda: op(*inputs, **where)
     if cfg.cuda and cfg.impls is not None and PLAIN in cfg.impls:
-        from . import runtime
-
-        def plain():
-            with runtime.pdl(False):
-                return op(*inputs, **where)
-        fns[PLAIN] = plain
+        fns[PLAIN] = without_pdl(lambda: op(*inputs, **where))
     if cfg.wants("torch"):
         fns["torch"] = lambda: ref(*inputs)
     if cfg.wants("torch.compile"):
