@@ -34,6 +34,7 @@ from lab import LAB_SOURCE, common, default_out
 
 tileops = common.import_tileops()
 from tileops import runtime  # noqa: E402
+from tileops.manifest import workloads  # noqa: E402
 from tileops._dtypes import CODE  # noqa: E402
 from tileops.kernels.norm.rms_norm import (CUDA_ARG_FORMAT, CUDA_REGISTER_MAX_N,  # noqa: E402
                                            GRID_MAX, _cuda_launch_shape, _groups, _pow2ceil, cuda_options)
@@ -259,8 +260,15 @@ def main(argv=None):
     entry = tileops.manifest.package_entries()["RMSNormFwdOp"]
     make_configs = MODES[a.mode]
     rows_out, best, best_cluster, best_bulk = [], [], [], []
-    for wl in entry.workloads:
-        rows, n = wl["x"]
+    shapes = []   # the manifest's 2-D x shapes, once each (QK-norm's [T, H, 128] as rows x 128)
+    for case in workloads.cases(entry, dtypes=(dtype,)):
+        *lead, n = case.shapes["x"]
+        rows = 1
+        for d in lead:
+            rows *= int(d)
+        if (rows, int(n)) not in shapes:
+            shapes.append((rows, int(n)))
+    for rows, n in shapes:
         if a.only and f"{rows}x{n}" not in a.only.split(","):
             continue
         x, w = common.norm_inputs((rows, n), dtype, "cuda")
