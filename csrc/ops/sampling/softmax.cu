@@ -138,13 +138,6 @@ TILEOPS_DEV void smx_st8(char *row, long long o, const float *f) {
 #else
 #define SMX_UNROLL _Pragma("unroll 1")
 #endif
-/* the on-chip passes (2 and 3) of a persistent build: one slot an iteration, so that the
- * loop's state (and a prefetching build's words) fit beside them without spills */
-#if defined(TILEOPS_PERSIST) && TILEOPS_PERSIST
-#define SMX_UNROLL_CHIP _Pragma("unroll 1")
-#else
-#define SMX_UNROLL_CHIP SMX_UNROLL
-#endif
 /* octet o of the chunk (o0 its first octet in the row) is whole and on the vector path */
 TILEOPS_DEV int smx_whole(long long o0, int no, int o) {
 #if SMX_ALLFULL
@@ -261,73 +254,42 @@ TILEOPS_DEV void smx_send(float v, float *slot, smp_u64 *bar, unsigned rank) {
                      "r"(b), "r"(r), "r"(tileops_as_uint(v))
                      : "memory");
 }
-/* every CTA's partial received (the mbarrier's phase of parity `parity`: a CTA's k-th row
- * uses phase k of each mbarrier) */
-TILEOPS_DEV void smx_received(smp_u64 *bar, int parity) {
-    asm volatile("{ .reg .pred p; SMX_WAIT: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1; @!p bra SMX_WAIT; }" ::"r"(
-                     smp_smem_addr(bar)), "r"(parity)
+/* every CTA's partial received (the mbarrier's first phase) */
+TILEOPS_DEV void smx_received(smp_u64 *bar) {
+    asm volatile("{ .reg .pred p; SMX_WAIT: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], 0; @!p bra SMX_WAIT; }" ::"r"(
+                     smp_smem_addr(bar))
                  : "memory");
 }
 #endif
 /* the CTAs' v (every thread's) combined over the cluster: the maximum, or the sum */
-TILEOPS_DEV float smx_combine(float v, float *slot, smp_u64 *bar, unsigned tid, int sum, int parity) {
+TILEOPS_DEV float smx_combine(float v, float *slot, smp_u64 *bar, unsigned tid, int sum) {
 #if TILEOPS_CLUSTER > 1
     if (tid == 0)
         smx_send(v, slot, bar, smp_rank_in_cluster());
-    smx_received(bar, parity);
+    smx_received(bar);
     float a = slot[0];
 #pragma unroll
     for (int r = 1; r < TILEOPS_CLUSTER; r++)
         a = sum ? tileops_add(a, slot[r]) : smp_max(a, slot[r]);
     return a;
 #else
-    (void)slot, (void)bar, (void)tid, (void)sum, (void)parity;
+    (void)slot, (void)bar, (void)tid, (void)sum;
     return v;
 #endif
 }
 
-/* ---- persistent clusters (TILEOPS_PERSIST 1, staged builds) --------------------------------
- * The kernel takes a fourth parameter, rows, and each cluster serves rows c, c + C, ...
- * (C = grid.x / CLUSTER clusters, as many as are resident at once: the launch rule). With
- * TILEOPS_PREFETCH 1 a thread issues its first batch of the cluster's next row right after
- * the row's maximum is known, and holds it in registers through the exp pass, the sum's
- * exchange and the writes: the next row's reads are in flight while this row's
- * probabilities are written. Every row is computed exactly as by the one-row kernel (the
- * same slots, order and arithmetic): only where and when its bytes are loaded changes.
- * Between rows the cluster barrier orders the exchanges: a CTA sends row k + 1's maximum
- * only after every CTA has combined row k's sum (its arrive after that combine, its wait
- * before the send), so an exchange slot is never overwritten before it has been read, and
- * each mbarrier's phase k + 1 begins only after its phase k completed. */
-#ifndef TILEOPS_PERSIST
-#define TILEOPS_PERSIST 0
-#endif
-#ifndef TILEOPS_PREFETCH
-#define TILEOPS_PREFETCH 0
-#endif
-#if TILEOPS_PERSIST && !TILEOPS_STAGE
-#error "TILEOPS_PERSIST needs TILEOPS_STAGE 1"
-#endif
-#if TILEOPS_PREFETCH && !TILEOPS_PERSIST
-#error "TILEOPS_PREFETCH needs TILEOPS_PERSIST 1"
-#endif
-#if TILEOPS_PERSIST
-#define SMX_ROWS_PARAM , long long rows
-#else
-#define SMX_ROWS_PARAM
-#endif
-
 extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const void *x, const float *temperature,
-                                                                          void *y SMX_ROWS_PARAM) {
+                                                                          void *y) {
     TILEOPS_PDL_PROLOGUE();
     __shared__ float red[TILEOPS_WARPS];
     __shared__ float slots[2][TILEOPS_CLUSTER];
     __shared__ __attribute__((aligned(8))) smp_u64 bars[2];
     const unsigned tid = tileops_tid();
-    const long long c0 = smp_chunk_first(), o0 = c0 / 8; /* o0: the chunk's first octet */
-    const int no = (int)((smp_chunk_count(c0) + 7) / 8); /* the chunk's octets */
-#if TILEOPS_PERSIST
-    const long long step = (long long)(tileops_nctaid() / TILEOPS_CLUSTER);
-#endif
+    const long long row = smp_row(), c0 = smp_chunk_first(), o0 = c0 / 8; /* o0: the chunk's first octet */
+    const int no = (int)((smp_chunk_count(c0) + 7) / 8);                       /* the chunk's octets */
+    const char *xrow = (const char *)x + row * (long long)TILEOPS_N * TILEOPS_E;
+    char *yrow = (char *)y + row * (long long)TILEOPS_N * SMX_OE;
+    const char *xt = xrow + (o0 + tid) * (8 * TILEOPS_E); /* the thread's first octet; slot j: j THREADS on */
 #if TILEOPS_CLUSTER > 1
     if (tid == 0) {
         smx_mbar_init(&bars[0]);
@@ -336,149 +298,110 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
     }
     smx_cluster_arrive_relaxed(); /* waited for before the first send */
 #endif
-#if TILEOPS_PREFETCH
-    /* the first batch of the thread's slots of the next row, in flight (which slots are
-     * whole does not depend on the row: recomputed where used, not held) */
-    struct tileops_v4 wn[SMX_BATCH][SMP_WORDS];
-    int wholen[SMX_BATCH];
-    if (smp_row() < rows)
-        smx_issue((const char *)x + smp_row() * (long long)TILEOPS_N * TILEOPS_E + (o0 + tid) * (8 * TILEOPS_E), o0,
-                  no, 0, tid, wn, wholen);
-#endif
-#if TILEOPS_PERSIST
-    int parity = 0;
-    for (long long row = smp_row(); row < rows; row += step, parity ^= 1) {
-#else
-    {
-        const long long row = smp_row();
-        const int parity = 0;
-#endif
-        const char *xrow = (const char *)x + row * (long long)TILEOPS_N * TILEOPS_E;
-        char *yrow = (char *)y + row * (long long)TILEOPS_N * SMX_OE;
-        const char *xt = xrow + (o0 + tid) * (8 * TILEOPS_E); /* the thread's first octet; slot j: j THREADS on */
 #if TILEOPS_TEMP
-        const float t = temperature[row];
+    const float t = temperature[row];
 #else
-        const float t = 1.0f;
-        (void)temperature;
+    const float t = 1.0f;
+    (void)temperature;
 #endif
-        /* pass 1: z (kept on chip), the maximum */
-        float m = SMP_NINF;
-        SMX_UNROLL
-        for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMX_BATCH) {
-            struct tileops_v4 w[SMX_BATCH][SMP_WORDS];
-            int whole[SMX_BATCH];
-#if TILEOPS_PREFETCH
-            if (j0 == 0) {
+    /* pass 1: z (kept on chip), the maximum */
+    float m = SMP_NINF;
+    SMX_UNROLL
+    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMX_BATCH) {
+        struct tileops_v4 w[SMX_BATCH][SMP_WORDS];
+        int whole[SMX_BATCH];
+        smx_issue(xt, o0, no, j0, tid, w, whole);
 #pragma unroll
-                for (int b = 0; b < SMX_BATCH; b++) {
-                    whole[b] = j0 + b < TILEOPS_OPT && smx_whole(o0, no, (j0 + b) * TILEOPS_THREADS + (int)tid);
-#pragma unroll
-                    for (int h = 0; h < SMP_WORDS; h++)
-                        w[b][h] = wn[b][h];
-                }
-            } else {
-                smx_issue(xt, o0, no, j0, tid, w, whole);
-            }
-#else
-            smx_issue(xt, o0, no, j0, tid, w, whole);
-#endif
-#pragma unroll
-            for (int b = 0; b < SMX_BATCH; b++) {
-                if (j0 + b < TILEOPS_OPT) {
-                    const int o = (j0 + b) * TILEOPS_THREADS + (int)tid;
-                    float z[8];
-                    smx_z8(xrow, o0, no, o, whole[b], w[b], t, z);
-#pragma unroll
-                    for (int k = 0; k < 8; k++)
-                        m = smp_max(m, z[k]);
-#if TILEOPS_STAGE
-                    smx_put(o, z);
-#endif
-                }
-            }
-        }
-        m = smp_block_max(m, red, tid);
-#if TILEOPS_CLUSTER > 1
-        smp_cluster_wait(); /* every CTA's mbarriers are made; every CTA has combined the last row's sum */
-#endif
-        const float M = smx_combine(m, slots[0], &bars[0], tid, 0, parity);
-#if TILEOPS_PREFETCH
-        if (row + step < rows)
-            smx_issue(xt + step * (long long)TILEOPS_N * TILEOPS_E, o0, no, 0, tid, wn, wholen);
-#endif
-        /* pass 2: e = exp(z - M) (kept on chip), its sum (a pad adds +0: the same sum) */
-        float s = 0.0f;
-#if TILEOPS_STAGE
-        SMX_UNROLL_CHIP
-        for (int j = 0; j < TILEOPS_OPT; j++) {
-            const int o = j * TILEOPS_THREADS + (int)tid;
-            float e[8];
-            smx_get(o, e);
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                e[k] = smp_exp(tileops_add(e[k], -M)); /* exp(-inf - M) = 0 */
-                s = tileops_add(s, e[k]);
-            }
-            smx_put(o, e);
-        }
-#else
-        SMX_UNROLL
-        for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMX_BATCH) {
-            struct tileops_v4 w[SMX_BATCH][SMP_WORDS];
-            int whole[SMX_BATCH];
-            smx_issue(xt, o0, no, j0, tid, w, whole);
-#pragma unroll
-            for (int b = 0; b < SMX_BATCH; b++) {
-                if (j0 + b < TILEOPS_OPT) {
-                    const int o = (j0 + b) * TILEOPS_THREADS + (int)tid;
-                    float z[8];
-                    smx_z8(xrow, o0, no, o, whole[b], w[b], t, z);
-#pragma unroll
-                    for (int k = 0; k < 8; k++)
-                        s = tileops_add(s, smp_exp(tileops_add(z[k], -M)));
-                }
-            }
-        }
-#endif
-        s = smp_block_sum(s, red, tid);
-        const float S = smx_combine(s, slots[1], &bars[1], tid, 1, parity);
-#if TILEOPS_CLUSTER > 1
-        smx_cluster_arrive_relaxed(); /* this CTA has received all: the others may send the next row's, or exit */
-#endif
-        /* pass 3: probs = e / S (e kept, or exp(z - M) again) */
-#if TILEOPS_STAGE
-        SMX_UNROLL_CHIP
-        for (int j = 0; j < TILEOPS_OPT; j++) {
-            const int o = j * TILEOPS_THREADS + (int)tid;
-            float p[8];
-            smx_get(o, p);
-#pragma unroll
-            for (int k = 0; k < 8; k++)
-                p[k] = smp_div(p[k], S);
-            if (o < no)
-                smx_st8(yrow, o0 + o, p);
-        }
-#else
-        SMX_UNROLL
-        for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMX_BATCH) {
-            struct tileops_v4 w[SMX_BATCH][SMP_WORDS];
-            int whole[SMX_BATCH];
-            smx_issue(xt, o0, no, j0, tid, w, whole);
-#pragma unroll
-            for (int b = 0; b < SMX_BATCH; b++) {
+        for (int b = 0; b < SMX_BATCH; b++) {
+            if (j0 + b < TILEOPS_OPT) {
                 const int o = (j0 + b) * TILEOPS_THREADS + (int)tid;
-                if (j0 + b < TILEOPS_OPT && o < no) {
-                    float p[8];
-                    smx_z8(xrow, o0, no, o, whole[b], w[b], t, p);
+                float z[8];
+                smx_z8(xrow, o0, no, o, whole[b], w[b], t, z);
 #pragma unroll
-                    for (int k = 0; k < 8; k++)
-                        p[k] = smp_div(smp_exp(tileops_add(p[k], -M)), S);
-                    smx_st8(yrow, o0 + o, p);
-                }
+                for (int k = 0; k < 8; k++)
+                    m = smp_max(m, z[k]);
+#if TILEOPS_STAGE
+                smx_put(o, z);
+#endif
             }
         }
-#endif
     }
+    m = smp_block_max(m, red, tid);
+#if TILEOPS_CLUSTER > 1
+    smp_cluster_wait(); /* every CTA's mbarriers are made */
+#endif
+    const float M = smx_combine(m, slots[0], &bars[0], tid, 0);
+    /* pass 2: e = exp(z - M) (kept on chip), its sum (a pad adds +0: the same sum) */
+    float s = 0.0f;
+#if TILEOPS_STAGE
+    SMX_UNROLL
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const int o = j * TILEOPS_THREADS + (int)tid;
+        float e[8];
+        smx_get(o, e);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            e[k] = smp_exp(tileops_add(e[k], -M)); /* exp(-inf - M) = 0 */
+            s = tileops_add(s, e[k]);
+        }
+        smx_put(o, e);
+    }
+#else
+    SMX_UNROLL
+    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMX_BATCH) {
+        struct tileops_v4 w[SMX_BATCH][SMP_WORDS];
+        int whole[SMX_BATCH];
+        smx_issue(xt, o0, no, j0, tid, w, whole);
+#pragma unroll
+        for (int b = 0; b < SMX_BATCH; b++) {
+            if (j0 + b < TILEOPS_OPT) {
+                const int o = (j0 + b) * TILEOPS_THREADS + (int)tid;
+                float z[8];
+                smx_z8(xrow, o0, no, o, whole[b], w[b], t, z);
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    s = tileops_add(s, smp_exp(tileops_add(z[k], -M)));
+            }
+        }
+    }
+#endif
+    s = smp_block_sum(s, red, tid);
+    const float S = smx_combine(s, slots[1], &bars[1], tid, 1);
+#if TILEOPS_CLUSTER > 1
+    smx_cluster_arrive_relaxed(); /* this CTA has received all: the others may exit after their wait */
+#endif
+    /* pass 3: probs = e / S (e kept, or exp(z - M) again) */
+#if TILEOPS_STAGE
+    SMX_UNROLL
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const int o = j * TILEOPS_THREADS + (int)tid;
+        float p[8];
+        smx_get(o, p);
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            p[k] = smp_div(p[k], S);
+        if (o < no)
+            smx_st8(yrow, o0 + o, p);
+    }
+#else
+    SMX_UNROLL
+    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMX_BATCH) {
+        struct tileops_v4 w[SMX_BATCH][SMP_WORDS];
+        int whole[SMX_BATCH];
+        smx_issue(xt, o0, no, j0, tid, w, whole);
+#pragma unroll
+        for (int b = 0; b < SMX_BATCH; b++) {
+            const int o = (j0 + b) * TILEOPS_THREADS + (int)tid;
+            if (j0 + b < TILEOPS_OPT && o < no) {
+                float p[8];
+                smx_z8(xrow, o0, no, o, whole[b], w[b], t, p);
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    p[k] = smp_div(smp_exp(tileops_add(p[k], -M)), S);
+                smx_st8(yrow, o0 + o, p);
+            }
+        }
+    }
+#endif
     smp_cluster_wait();
 }

@@ -12,14 +12,9 @@ Launch rules (csrc/ops/sampling/sampling_common.cuh says what the kernels take):
     the power of two at or above CHUNK / 32 (4 octets a thread) in [128, 512] (1024 when
     read three times). grid.x = rows x cluster (in pieces below 2^31); argmax's and
     sample's `threads`: the power of two at or above CHUNK / 64 (8 octets), in [128, 1024].
-    Softmax over more rows than its resident clusters (sm_count / cluster x CTAs an SM):
-    persistent clusters, each looping over rows and prefetching its next row's first batch
-    (`build_softmax`); a row's bits are the one-row kernel's.
   top_k, top_k_top_p_mask: one CTA of 1024 threads per row, grid.x = rows.
-Softmax's arithmetic (the split, the slots, the order of the sum) depends on V, the dtypes
-and the device's architecture, never on the number of rows (which picks only between the
-one-row and the persistent kernel, which compute a row alike): a row's bits are the same
-whatever else is in the batch. Argmax's and
+Softmax's every choice depends on V, the dtypes and the device's architecture, never on
+the number of rows: a row's bits are the same whatever else is in the batch. Argmax's and
 sample's result is an index, exactly the same under every split."""
 from __future__ import annotations
 
@@ -114,20 +109,11 @@ def _row_opts(dtype_code: int, V: int, v: int, plan: RowPlan) -> list:
 
 # ---- specialisations: (source, kernel, options, plan) --------------------------------------
 
-def softmax_specialisation(dtype_code, out_dtype_code, V, temperature, aligned16, arch_, smem_optin, persist=0):
-    """persist (staged builds; 0 for the others): 0 the one-row kernel (a cluster per row);
-    1 persistent clusters (the kernel takes `rows` after its pointers, arg_format "pppq"; a
-    lab variant, dev/time_softmax.py --persist: its 16-bit temperature builds spill);
-    2 persistent clusters that prefetch their next row's first batch (registers for 2 CTAs
-    an SM, 64 each, where 3 were allowed: the prefetched words stay live across the row)."""
+def softmax_specialisation(dtype_code, out_dtype_code, V, temperature, aligned16, arch_, smem_optin):
     plan = row_plan(V, arch_, smem_optin, stage_bytes=4)
-    persist = persist if plan.stage else 0
-    if persist == 2:
-        plan = plan._replace(min_blocks=min(plan.min_blocks, 2))
     opts = _row_opts(dtype_code, V, vec(DTYPE[dtype_code], V, aligned16), plan) + [
         f"-DTILEOPS_ODTYPE={out_dtype_code}", f"-DTILEOPS_OVEC={int(vec(DTYPE[out_dtype_code], V, aligned16) > 1)}",
-        f"-DTILEOPS_TEMP={int(bool(temperature))}", f"-DTILEOPS_STAGE={int(plan.stage)}",
-        f"-DTILEOPS_PERSIST={int(persist > 0)}", f"-DTILEOPS_PREFETCH={int(persist == 2)}"]
+        f"-DTILEOPS_TEMP={int(bool(temperature))}", f"-DTILEOPS_STAGE={int(plan.stage)}"]
     return "sampling/softmax.cu", "tileops_softmax", tuple(opts), plan
 
 
@@ -187,56 +173,18 @@ def _rows_launcher(b, spec, arg_format: str):
     return launch
 
 
-def persistent_launcher(b, spec, clusters: int):
-    """launch(rows, tensors_and_row_bytes) of a persistent build (softmax_specialisation's
-    persist 1 or 2): min(rows, clusters) clusters, each looping over its rows; the kernel
-    takes the row count after the pointers (arg_format "pppq")."""
-    from ... import runtime
-    source, kernel, opts, plan = spec
-    handle = runtime.build(b.device, source, kernel, opts, "pppq", pdl=True)
-    launch_raw = _C.cuda_launch
-    stream_of = torch._C._cuda_getCurrentRawStream
-    device = b.device
-
-    def launch(rows, ptrs):
-        launch_raw(handle, min(rows, clusters) * plan.cluster, 1, 1, plan.threads, 1, 1, plan.smem, stream_of(device),
-                   *[p for p, _ in ptrs], rows)
-    return launch
-
-
 def _ptr(t, row_bytes):
     return (0, 0) if t is None else (t.data_ptr(), row_bytes)
 
 
 def build_softmax(b):
-    """The one-row kernel (a cluster per row) while the rows fit in the resident clusters;
-    beyond, persistent prefetching clusters (softmax_specialisation's persist 2), as many
-    as are resident: each loops over its rows, reading the next while it writes this one.
-    Both compute a row the same way (the same bits: batch invariance holds across the
-    switch); the persistent build is made on its first use (the warm-up rule: a call at
-    the shape before a capture)."""
-    from ... import runtime
-    limits = _device_limits(b.device)
-    spec = softmax_specialisation(b.dtype, b.out_dtype, b.V, b.temperature, b.vec, b.arch, limits)
+    spec = softmax_specialisation(b.dtype, b.out_dtype, b.V, b.temperature, b.vec, b.arch, _device_limits(b.device))
     run = _rows_launcher(b, spec, "ppp")
     e, oe = DTYPE[b.dtype].itemsize, DTYPE[b.out_dtype].itemsize
-    plan = spec[3]
-    clusters, persistent = 0, []
-    if plan.stage and plan.cluster > 1:
-        pspec = softmax_specialisation(b.dtype, b.out_dtype, b.V, b.temperature, b.vec, b.arch, limits, persist=2)
-        clusters = max(1, runtime.device_attributes(b.device)["sm_count"] // plan.cluster * pspec[3].min_blocks)
 
     def launch(logits, temperature, probs):
-        rows = logits.shape[0]
-        if not rows:
-            return
-        ptrs = (_ptr(logits, b.V * e), _ptr(temperature, 4), _ptr(probs, b.V * oe))
-        if clusters and rows > clusters:
-            if not persistent:
-                persistent.append(persistent_launcher(b, pspec, clusters))
-            persistent[0](rows, ptrs)
-        else:
-            run(rows, ptrs)
+        if logits.shape[0]:
+            run(logits.shape[0], (_ptr(logits, b.V * e), _ptr(temperature, 4), _ptr(probs, b.V * oe)))
     return launch
 
 
