@@ -1,8 +1,9 @@
 """RopeFwdOp on a GPU beyond the generic driver (tests/gpu/test_gpu_ops.py): views into a
 packed qkv tensor written in place, the vector and scalar builds (strides that break
 16-byte rows) against the CPU kernel, the documented outcome of a position out of range
-(that token's rotated channels NaN, nothing read out of bounds, the others exact), and
-a CUDA graph replaying with new positions. Skipped without CUDA (tests/gpu/conftest.py)."""
+(that token's rotated channels NaN, nothing read out of bounds, the others exact), a
+CUDA graph replaying with new positions, and a prefill on the 128-thread build. Skipped
+without CUDA (tests/gpu/conftest.py)."""
 import pytest
 import torch
 
@@ -77,3 +78,32 @@ def test_a_cuda_graph_replays_with_new_positions():
     torch.cuda.synchronize()
     want_q, _ = reference(q.double(), k.double(), positions, cs, head_size=D, rotary_dim=D, is_neox=True)
     torch.testing.assert_close(qo.double(), want_q, rtol=2 ** -7, atol=2 ** -7)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("is_neox,R", [(True, 128), (False, 64)])
+def test_a_prefill_takes_the_128_thread_build_and_gives_the_same_bits(dtype, is_neox, R):
+    """From 4 x sm_count tokens on the launch takes the build of 128-thread blocks
+    (kernels/positional/rope.py block_bound); each token's values are those of the 256-thread
+    build that serves fewer tokens, bit for bit, and the float64 reference's."""
+    from tileops import runtime
+    from tileops.kernels.positional import rope as K
+    sms = runtime.device_attributes(0)["sm_count"]
+    T, H, Hk, D, P = K.PREFILL_TOKENS_PER_SM * sms + 5, 32, 8, 128, 8192
+    assert K.block_bound(T, sms) == K.PREFILL_THREADS and K.block_bound(T // 2, sms) == K.MAX_THREADS
+    qkv, q, k = packed(T, H, Hk, D, dtype)
+    cs = rope_cos_sin_cache(base=500000.0, rotary_dim=R, max_position=P).to(DEV)
+    positions = torch.randint(0, P, (T,), generator=torch.Generator().manual_seed(3)).to(DEV)
+    op = RopeFwdOp(D, R, is_neox)
+    whole_q, whole_k = op(q, k, positions, cs)
+    half = T // 2
+    parts = [op(q[a:b], k[a:b], positions[a:b], cs) for a, b in ((0, half), (half, T))]
+    torch.cuda.synchronize()
+    assert torch.equal(whole_q, torch.cat([p[0] for p in parts]))
+    assert torch.equal(whole_k, torch.cat([p[1] for p in parts]))
+    want_q, want_k = reference(q.double(), k.double(), positions, cs, head_size=D, rotary_dim=R, is_neox=is_neox)
+    torch.testing.assert_close(whole_q.double(), want_q, rtol=ULP[dtype], atol=ULP[dtype])
+    torch.testing.assert_close(whole_k.double(), want_k, rtol=ULP[dtype], atol=ULP[dtype])
+    rq, rk = op(q, k, positions, cs, inplace=True)       # in place: the same values where q and k lie
+    torch.cuda.synchronize()
+    assert rq is q and torch.equal(q, whole_q) and torch.equal(k, whole_k)

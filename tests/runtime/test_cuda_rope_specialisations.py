@@ -28,9 +28,10 @@ CASES = [(dt, pdt, D, R, neox, vec) for dt in (0, 1, 2) for pdt in (3, 4)
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
 @pytest.mark.parametrize("dt,pdt,D,R,neox,vec", [c for c in CASES if c[1] == 4 or c[2] == 128])
-def test_every_kind_of_build_compiles_without_spills(tmp_path, dt, pdt, D, R, neox, vec):
-    source, kernel, opts, rot, passing = K.cuda_specialisation(dt, pdt, D, R, neox, vec)
-    assert f"-DTILEOPS_HB={K.heads_per_thread(vec)}" in opts
+@pytest.mark.parametrize("threads", [K.MAX_THREADS, K.PREFILL_THREADS])
+def test_every_kind_of_build_compiles_without_spills(tmp_path, dt, pdt, D, R, neox, vec, threads):
+    source, kernel, opts, rot, passing = K.cuda_specialisation(dt, pdt, D, R, neox, vec, threads=threads)
+    assert f"-DTILEOPS_HB={K.heads_per_thread(vec)}" in opts and f"-DTILEOPS_THREADS={threads}" in opts
     nvcc_build(tmp_path, source, kernel, opts)
     g = vec if vec != 1 else 16 // (4 if dt == 0 else 2)
     assert rot == (-(-(R // 2) // g) if neox else -(-R // g)) and passing == -(-(D - R) // g)
@@ -38,7 +39,8 @@ def test_every_kind_of_build_compiles_without_spills(tmp_path, dt, pdt, D, R, ne
 
 def test_launch_shape_covers_every_token_and_head_within_the_block_bound():
     """cuda_launch_shape: grid.y blocks split a token's S = ceil(NH / hb) slots (only while
-    the tokens leave SMs idle), TT = min(UPH ceil(S / grid.y), 256) threads per token, whole
+    the tokens leave SMs idle), TT = min(UPH ceil(S / grid.y), B) threads per token (B = 256,
+    128 from 4 x sm_count tokens on: block_bound), whole
     tokens per block, enough blocks for every token (the kernel grid-strides beyond)."""
     for T, hb in ((1, 1), (1, 2), (3, 2), (32, 2), (132, 2), (4096, 2), (4096, 1), (2**31 + 5, 2)):
         for H, Hk, uq, uk in ((32, 8, 8, 8), (28, 4, 16, 16), (64, 8, 8, 8), (1, 1, 1, 1), (300, 300, 64, 64),
@@ -48,14 +50,20 @@ def test_launch_shape_covers_every_token_and_head_within_the_block_bound():
             ys = -(-slots // gy)
             assert 1 <= gy <= slots and (gy - 1) * ys < slots           # every block has a slot
             assert gy == 1 or T * gy <= 132                               # split only while SMs idle
-            tt = min(max(uq, uk) * ys, K.MAX_THREADS)
-            assert threads % 32 == 0 and tt <= threads <= K.MAX_THREADS
+            bound = K.block_bound(T, 132)
+            tt = min(max(uq, uk) * ys, bound)
+            assert threads % 32 == 0 and tt <= threads <= bound
             tpb = threads // tt
             assert 1 <= gx <= K.GRID_MAX and (gx * tpb >= T or gx == K.GRID_MAX)
             assert gx * tpb < T + tpb * 2 or gx == K.GRID_MAX             # no block with nothing to do
     assert K.cuda_launch_shape(0, 32, 8, 8, 8, 2) == (0, 0, 0) and K.cuda_launch_shape(5, 32, 8, 0, 0, 2) == (0, 0, 0)
     assert K.cuda_launch_shape(1, 32, 8, 8, 8, 2, 132) == (1, 3, 64)     # decode: 20 slots over 3 blocks of 7
-    assert K.cuda_launch_shape(4096, 32, 8, 8, 8, 2, 132) == (4096, 1, 160)
+    assert K.cuda_launch_shape(256, 32, 8, 8, 8, 2, 132) == (256, 1, 160)      # a token's 160 units, a block
+    # prefill (>= 4 x sm_count tokens): blocks of 128, a token's 160 units looped over by 128 threads
+    assert K.cuda_launch_shape(4096, 32, 8, 8, 8, 2, 132) == (4096, 1, 128)
+    assert K.cuda_launch_shape(528, 32, 8, 8, 8, 2, 132) == (528, 1, 128)
+    assert K.cuda_launch_shape(527, 32, 8, 8, 8, 2, 132) == (527, 1, 160)
+    assert K.block_bound(527, 132) == K.MAX_THREADS and K.block_bound(528, 132) == K.PREFILL_THREADS
     assert K.heads_per_thread(8) == K.HEADS_PER_THREAD and K.heads_per_thread(1) == 1 == K.heads_per_thread(8, True)
 
 

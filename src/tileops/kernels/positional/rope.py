@@ -11,9 +11,13 @@ call whose strides break 16-byte rows takes the scalar build of the same identit
 Launch rule (CUDA, `cuda_launch_shape`): a thread takes one 16-byte unit of a head (a
 rotated group, or a pass-through group when written out of place) for HEADS_PER_THREAD
 heads (one on the scalar path), reading the token's cos/sin values once for all of them and loading them all before
-its first store; a token gets min(units x ceil(heads / that), 256) threads, a block as many
-tokens as fill 256 threads (grid-stride past 2^31 - 1); while the tokens do not fill the
-SMs, a token's heads are split over several blocks (grid.y)."""
+its first store; a token gets min(units x ceil(heads / that), B) threads, a block as many
+tokens as fill B threads (grid-stride past 2^31 - 1), B = 256, or 128 from 4 x sm_count
+tokens on (prefill: blocks of 128, each token's units looped over by 128 threads, measured
+1.04-1.12x the copy floor hot at 4096 tokens against 256's 1.11-1.39x; 256 stays faster at
+256 tokens: dev/NOTES.md, session 11; a separate build, TILEOPS_THREADS being the kernel's
+bound too); while the tokens do not fill the SMs, a token's heads are split over several
+blocks (grid.y)."""
 from __future__ import annotations
 
 import torch
@@ -29,9 +33,10 @@ CpuBuild = identity_type("CpuRopeBuild", "dtype pos_dtype head_size rotary_dim i
 CudaBuild = identity_type("CudaRopeBuild", "device dtype pos_dtype head_size rotary_dim is_neox vec cast")
 
 ARG_FORMAT_CUDA = "ppppppqqqqqqqqqqqq"
-MAX_THREADS = 256
+MAX_THREADS = 256           # B, the block bound (TILEOPS_THREADS) below PREFILL_TOKENS_PER_SM x sm_count tokens
+PREFILL_THREADS = 128       # B from there on
+PREFILL_TOKENS_PER_SM = 4
 HEADS_PER_THREAD = 2        # TILEOPS_HB of the vector builds: heads a thread loads before its first store
-BLOCK_THREADS = 256         # tokens per block: as many as fill this many threads
 DECODE_BLOCK_THREADS = 64   # a decode launch splits a token's heads into blocks of at least this
 GRID_MAX = 2**31 - 1
 TENSORS = ("q", "k", "positions", "cos_sin_cache", "q_out", "k_out")
@@ -62,14 +67,21 @@ def heads_per_thread(vec: int, cast: bool = False) -> int:
     return HEADS_PER_THREAD if vec != 1 and not cast else 1
 
 
-def cuda_specialisation(dtype_code, pos_dtype_code, head_size, rotary_dim, is_neox, vec, cast=False):
+def block_bound(T: int, sm_count: int) -> int:
+    """B, the threads a token and a block take at most, for T tokens (the module's rule)."""
+    return PREFILL_THREADS if T >= PREFILL_TOKENS_PER_SM * sm_count else MAX_THREADS
+
+
+def cuda_specialisation(dtype_code, pos_dtype_code, head_size, rotary_dim, is_neox, vec, cast=False,
+                        threads=MAX_THREADS):
     """(source, kernel, options, rotated units per head, pass-through units per head):
-    pure, no GPU (tests compile every kind with nvcc). cast: cast_cos_sin's define."""
+    pure, no GPU (tests compile every kind with nvcc). cast: cast_cos_sin's define;
+    threads: B (block_bound), which the kernel reads as TILEOPS_THREADS."""
     hb = heads_per_thread(vec, cast)
     g = vec if vec != 1 else 16 // DTYPE[dtype_code].itemsize
     opts = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={head_size}", f"-DTILEOPS_RD={rotary_dim}",
             f"-DTILEOPS_NEOX={int(bool(is_neox))}", f"-DTILEOPS_POS64={int(DTYPE[pos_dtype_code] is torch.int64)}",
-            f"-DTILEOPS_VEC={vec}", f"-DTILEOPS_THREADS={MAX_THREADS}", f"-DTILEOPS_HB={hb}") + (("-DTILEOPS_CAST_COS_SIN=1",) if cast else ())
+            f"-DTILEOPS_VEC={vec}", f"-DTILEOPS_THREADS={threads}", f"-DTILEOPS_HB={hb}") + (("-DTILEOPS_CAST_COS_SIN=1",) if cast else ())
     rot = -(-(rotary_dim // 2) // g) if is_neox else -(-rotary_dim // g)
     return "positional/rope.cu", "tileops_rope", opts, rot, -(-(head_size - rotary_dim) // g)
 
@@ -121,12 +133,13 @@ def _args(q, k, positions, cache, q_out, k_out):
 
 
 def cuda_launch_shape(T: int, H: int, Hk: int, uq: int, uk: int, hb: int, sm_count: int = 132):
-    """(grid_x, grid_y, threads) of a launch (rope.cu's kernel comment). UPH = max(uq, uk)
-    units per head, S = ceil((H + Hk) / hb) head slots per token. While the tokens do not
-    fill the SMs (decode), grid.y splits a token's slots over up to sm_count // T blocks of
-    at least DECODE_BLOCK_THREADS threads each. TT = min(UPH ceil(S / grid_y), MAX_THREADS)
-    threads per token, as many tokens per block as fill BLOCK_THREADS (at least one, at
-    most T), the block rounded up to a warp. (0, 0, 0) when there is nothing to do."""
+    """(grid_x, grid_y, threads) of a launch (rope.cu's kernel comment) with the build of
+    bound B = block_bound(T, sm_count). UPH = max(uq, uk) units per head, S = ceil((H +
+    Hk) / hb) head slots per token. While the tokens do not fill the SMs (decode), grid.y
+    splits a token's slots over up to sm_count // T blocks of at least
+    DECODE_BLOCK_THREADS threads each. TT = min(UPH ceil(S / grid_y), B) threads per token,
+    as many tokens per block as fill B (at least one, at most T), the block rounded up to
+    a warp. (0, 0, 0) when there is nothing to do."""
     uph, nh = max(uq, uk), H + Hk
     if not T or not uph or not nh:
         return 0, 0, 0
@@ -135,9 +148,10 @@ def cuda_launch_shape(T: int, H: int, Hk: int, uq: int, uk: int, hb: int, sm_cou
     gy = max(1, min(-(-slots // per_block), sm_count // T))
     ys = -(-slots // gy)
     gy = -(-slots // ys)                                           # no block without a slot
-    tt = min(uph * ys, MAX_THREADS)
-    tpb = max(1, min(BLOCK_THREADS // tt, T))
-    threads = min(MAX_THREADS, -(-(tt * tpb) // 32) * 32)
+    bound = block_bound(T, sm_count)
+    tt = min(uph * ys, bound)
+    tpb = max(1, min(bound // tt, T))
+    threads = min(bound, -(-(tt * tpb) // 32) * 32)
     return min(-(-T // tpb), GRID_MAX), gy, threads
 
 
@@ -161,13 +175,22 @@ def _build_cuda(b):
 
     from ... import runtime
     handles = {}
-    src, kernel, opts, rot, passing = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim,
-                                                          b.is_neox, b.vec, b.cast)
-    handles[b.vec] = runtime.build(b.device, src, kernel, opts, ARG_FORMAT_CUDA, pdl=True)
-    if b.vec != 1:   # the scalar build for calls whose strides break 16-byte rows
-        opts1 = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim, b.is_neox, 1, b.cast)[2]
-        handles[1] = runtime.build(b.device, src, kernel, opts1, ARG_FORMAT_CUDA, pdl=True)
-    vec_h, scalar_h = handles[b.vec], handles[1]
+
+    def handle(vec, threads):
+        """the build of (vec, B), made on its first use (the warm-up rule: a call at the
+        shape before a capture); the vector build's scalar twin serves calls whose strides
+        break 16-byte rows"""
+        h = handles.get((vec, threads))
+        if h is None:
+            opts = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim, b.is_neox, vec, b.cast,
+                                       threads)[2]
+            h = handles[(vec, threads)] = runtime.build(b.device, src, kernel, opts, ARG_FORMAT_CUDA, pdl=True)
+        return h
+
+    src, kernel, _, rot, passing = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim,
+                                                       b.is_neox, b.vec, b.cast)
+    handle(b.vec, MAX_THREADS)
+    handle(1, MAX_THREADS)
     vec_hb = heads_per_thread(b.vec, b.cast)
     sm_count = runtime.device_attributes(b.device)["sm_count"]
     step = 16 // DTYPE[b.dtype].itemsize
@@ -184,7 +207,8 @@ def _build_cuda(b):
         gx, gy, threads = cuda_launch_shape(T, a[7], a[8], rot + (passing if q_out is not q else 0),
                                             rot + (passing if k_out is not k else 0), vec_hb if vec else 1, sm_count)
         if gx:
-            launch_raw(vec_h if vec else scalar_h, gx, gy, 1, threads, 1, 1, 0, stream_of(device), *a)
+            launch_raw(handle(b.vec if vec else 1, block_bound(T, sm_count)), gx, gy, 1, threads, 1, 1, 0,
+                       stream_of(device), *a)
     return checked(_guard(b, b.device), unchecked)
 
 
