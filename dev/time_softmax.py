@@ -1,7 +1,7 @@
 """Times SoftmaxFwdOp on a GPU against issue 14's goal (run on the H200): softmax within 1.1x
 of the copy floor of its bytes at B >= 32.
 
-    PYTHONPATH=src python3 dev/time_softmax.py [--quick] [--temperature] [--out softmax_timing.json]
+    PYTHONPATH=src python3 dev/time_softmax.py [--quick] [--temperature] [--rows] [--batches 32,128] [--out softmax_timing.json]
 
 For B in {1, 32, 128, 256} x V in {128256, 152064} x logits {bfloat16, float32}, probabilities
 float32 out (as samplers keep them); --temperature: a per-row temperature too; --quick: B =
@@ -14,22 +14,37 @@ tileops over the copy (the goal: <= 1.1 at B >= 32). Before timing, a case's res
 checked against float64 (rtol 1e-5, tests/gpu/test_gpu_sampling.py's tolerance) and
 torch's float32 result, so a wrong kernel cannot be timed as fast. Prints a table, writes JSON.
 
+--rows (a lab variant, session 11, not a build the launch rules select): dev/cuda/
+softmax_rows_lab.cu appended to the shipped source, tileops_softmax_rows: one CTA of 1024
+threads per row whose halves take the row's 8 chunks two at a time, exactly as the
+cluster's CTAs do (the same slots, order, trees: the same bits, checked here against the
+op), reading the row three times (the second and third from L2); timed beside the op as
+"rows". --batches: the B values instead of the default (and --quick's).
+
 Two lab variants were timed with this script and are kept in git history, not here (the
-shipped kernel is the one-row kernel; dev/NOTES.md, sessions 10 and 11):
+shipped kernel is the cluster kernel, a cluster of CTAs per row; dev/NOTES.md, sessions 10 and 11):
   e x RN(1/S) in pass 3 instead of the division (session 10's --rcp, commit cac1daf):
     44.45 vs 41.76 µs hot at 128 x 128256 bf16: the division does not bound it;
   persistent clusters looping over rows, with or without the next row's first batch
     prefetched (session 11's --persist, commit 8a197ce): 45-54 µs hot against the
-    one-row kernel's 41.8 at the same size in the session's earlier run (p1@49 45.2, p2@28 46.9)."""
+    shipped kernel's 41.8 at the same size in the session's earlier run (p1@49 45.2, p2@28 46.9)."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import tempfile
+import types
 
 import torch
 from time_argmax import time_fns   # dev/: tileops.bench's timers
 
+from tileops import _C, runtime
+from tileops._dtypes import CODE
+from tileops.kernels.sampling import cuda_sampling
 from tileops.sampling import SoftmaxFwdOp
+
+ROWS_LAB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda", "softmax_rows_lab.cu")
 
 BS = (1, 32, 128, 256)
 VS = (128256, 152064)
@@ -40,7 +55,36 @@ def reference(x, t):
     return torch.softmax(x.float() if t is None else x.float() / t[:, None], -1)
 
 
-def softmax_case(B, V, dtype, temperature):
+def rows_launcher(x, t, out_dtype):
+    """launch(): tileops_softmax_rows into a new output: the shipped build's defines for x's
+    V, dtype and alignment (cuda_sampling.softmax_specialisation), the shipped source's
+    spliced text with the lab kernel appended, grid min(B, sm_count) (rows grid-strided),
+    blocks of 2 x the plan's threads."""
+    dev = x.device.index or 0
+    B, V = x.shape
+    probs = torch.empty(B, V, dtype=out_dtype, device=x.device)
+    aligned = all(p % 16 == 0 for p in (x.data_ptr(), probs.data_ptr()))
+    source, _, opts, plan = cuda_sampling.softmax_specialisation(
+        CODE[x.dtype], CODE[out_dtype], V, t is not None, aligned, cuda_sampling.arch(dev),
+        cuda_sampling._device_limits(dev))
+    with open(ROWS_LAB) as f:
+        text = runtime.source(source) + "\n" + f.read()
+    path = os.path.join(tempfile.mkdtemp(prefix="softmax_rows_"), "softmax_rows.cu")
+    with open(path, "w") as f:
+        f.write(text)
+    handle = runtime.build(dev, path, "tileops_softmax_rows", opts, "pppq", pdl=True)
+    grid = min(B, runtime.device_attributes(dev)["sm_count"])
+    args = (x.data_ptr(), 0 if t is None else t.data_ptr(), probs.data_ptr(), B)
+    stream = torch._C._cuda_getCurrentRawStream
+    keep = types.SimpleNamespace(x=x, t=t)   # the pointers' tensors live as long as the launch
+
+    def launch():
+        _C.cuda_launch(handle, grid, 1, 1, 2 * plan.threads, 1, 1, 0, stream(dev), *args)
+        return probs if keep else None
+    return launch
+
+
+def softmax_case(B, V, dtype, temperature, rows_lab=False):
     g = torch.Generator(device="cuda").manual_seed(B * 7 + V)
     x = (torch.randn(B, V, device="cuda", generator=g) * 3).to(dtype)
     t = (torch.rand(B, device="cuda", generator=g) * 1.75 + 0.25) if temperature else None
@@ -58,6 +102,13 @@ def softmax_case(B, V, dtype, temperature):
     row = {"case": name, "B": B, "V": V, "dtype": str(dtype)[6:], "temperature": temperature, "bytes": nbytes}
     fns = {"tileops": lambda: op(x, t), "torch": lambda: reference(x, t), "compile": lambda: compiled(x, t),
            "copy": lambda: dst.copy_(src)}
+    if rows_lab:
+        fns["rows"] = rows_launcher(x, t, torch.float32)
+        p = fns["rows"]()
+        torch.cuda.synchronize()
+        # its construction says the op's bits; a value off float64 fails, bits that differ are reported
+        torch.testing.assert_close(p.double(), torch.softmax(z, -1), rtol=1e-5, atol=1e-12)
+        row["rows_bitwise"] = bool(torch.equal(p, got))
     row.update(time_fns(fns))
     return row
 
@@ -66,16 +117,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="B = 128, 256, V = 128256, bfloat16 only")
     ap.add_argument("--temperature", action="store_true", help="with a per-row temperature too")
+    ap.add_argument("--rows", action="store_true", help="time the lab kernel tileops_softmax_rows beside the op")
+    ap.add_argument("--batches", default=None, help="comma-separated B values (default 1,32,128,256; --quick 128,256)")
     ap.add_argument("--out", default="softmax_timing.json")
     args = ap.parse_args()
     rows = []
+    batches = tuple(int(b) for b in args.batches.split(",")) if args.batches else (128, 256) if args.quick else BS
     for temperature in ((False, True) if args.temperature else (False,)):
         for dtype in DTYPES:
             for V in VS:
-                for B in BS:
-                    if args.quick and (B not in (128, 256) or V != 128256 or dtype != torch.bfloat16):
+                for B in batches:
+                    if args.quick and (V != 128256 or dtype != torch.bfloat16):
                         continue
-                    rows.append(softmax_case(B, V, dtype, temperature))
+                    rows.append(softmax_case(B, V, dtype, temperature, args.rows))
                     print(rows[-1]["case"], flush=True)
     for r in rows:
         for m in ("hot", "cold"):
@@ -90,6 +144,14 @@ def main():
         print(f"{r['case']:36s} {r['tileops_hot_us']:8.2f} {r['tileops_cold_us']:8.2f} {r['tileops_cold_gbps']:6.0f} "
               f"{r['copy_hot_us']:9.2f} {r['copy_cold_us']:9.2f} {r['over_copy_hot']:8.2f} {r['over_copy_cold']:8.2f} "
               f"{r['torch_hot_us']:9.2f} {r['compile_hot_us']:11.2f} {r['compile_cold_us']:12.2f}{goal}")
+    if args.rows:
+        print(f"\n{'case':36s} {'rows hot':>9s} {'rows cold':>9s} {'/copy h':>8s} {'/copy c':>8s} {'/op h':>7s} "
+              f"{'/op c':>7s}  bits")
+        for r in rows:
+            print(f"{r['case']:36s} {r['rows_hot_us']:9.2f} {r['rows_cold_us']:9.2f} "
+                  f"{r['rows_hot_us'] / r['copy_hot_us']:8.2f} {r['rows_cold_us'] / r['copy_cold_us']:8.2f} "
+                  f"{r['rows_hot_us'] / r['tileops_hot_us']:7.2f} {r['rows_cold_us'] / r['tileops_cold_us']:7.2f}  "
+                  f"{'the op' + chr(39) + 's' if r['rows_bitwise'] else 'DIFFER'}")
     with open(args.out, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
 

@@ -5,7 +5,12 @@ calls ncu profiles (it is told to skip the warm-up launches by --launch-skip).
         --launch-count 1 python3 dev/probes/ncu_cases.py pda --B 128 --ctx 4096
 
 Cases: pda (PagedDecodeAttentionFwdOp, Llama-3-8B heads unless --H/--Hkv), softmax,
-argmax (bf16 logits [B, V]). Each case makes 3 warm-up calls, then 2 more."""
+argmax (bf16 logits [B, V]), rmsnorm (fp16 x [--T, --N], weight [--N]), rope (fp16 q [--T,
+--H, 128], k [--T, --Hkv, 128], in place, int64 positions below 8192). Each case makes 3
+warm-up calls, then 2 more. ncu flushes the caches before each profiled launch by default
+(--cache-control all): L2-cold profiles, as the bench's cold timer. rmsnorm --liger runs
+Liger-Kernel's LigerRMSNormFunction on the same tensors instead (its wheel carried to the
+device; ncu_run.sh's kind "ligerrms" selects its Triton kernel)."""
 from __future__ import annotations
 
 import argparse
@@ -15,13 +20,16 @@ import torch
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=("pda", "softmax", "argmax"))
+    ap.add_argument("case", choices=("pda", "softmax", "argmax", "rmsnorm", "rope"))
     ap.add_argument("--B", type=int, default=128)
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--H", type=int, default=32)
     ap.add_argument("--Hkv", type=int, default=8)
     ap.add_argument("--V", type=int, default=128256)
     ap.add_argument("--stages", type=int, default=None)
+    ap.add_argument("--T", type=int, default=32)
+    ap.add_argument("--N", type=int, default=4096)
+    ap.add_argument("--liger", action="store_true", help="rmsnorm: Liger-Kernel's instead of tileops'")
     a = ap.parse_args()
     dev = "cuda"
     if a.case == "pda":
@@ -38,6 +46,23 @@ def main():
         sl = torch.full((a.B,), a.ctx, dtype=torch.int32, device=dev)
         op = PagedDecodeAttentionFwdOp(D, BS)
         fn = lambda: op(q, kc, vc, bt, sl)   # noqa: E731
+    elif a.case == "rmsnorm":
+        from tileops.norm import RMSNormFwdOp
+        x = torch.randn(a.T, a.N, device=dev, dtype=torch.float16)
+        w = torch.randn(a.N, device=dev, dtype=torch.float16)
+        op = RMSNormFwdOp((a.N,))
+        fn = lambda: op(x, w)   # noqa: E731
+        if a.liger:
+            from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+            fn = lambda: LigerRMSNormFunction.apply(x, w, 1e-6)   # noqa: E731
+    elif a.case == "rope":
+        from tileops.positional import RopeFwdOp
+        q = torch.randn(a.T, a.H, 128, device=dev, dtype=torch.float16)
+        k = torch.randn(a.T, a.Hkv, 128, device=dev, dtype=torch.float16)
+        pos = torch.randint(0, 8192, (a.T,), device=dev)
+        cache = torch.randn(8192, 128, device=dev)
+        op = RopeFwdOp(128, 128)
+        fn = lambda: op(q, k, pos, cache, inplace=True)   # noqa: E731
     else:
         from tileops.sampling import ArgmaxFwdOp, SoftmaxFwdOp
         x = torch.randn(a.B, a.V, device=dev, dtype=torch.bfloat16)
