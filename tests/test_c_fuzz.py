@@ -259,6 +259,9 @@ def signatures(C, tmp):
         "cache_load": (["str"], [path]),
         "cuda_cache_state": ([], []),
         "take_notes": ([], []),
+        "plan_setup": None,  # group surface, fuzz_plans
+        "plan_make": None,
+        "plan_call": None,
     }
 
 
@@ -324,7 +327,64 @@ def group_surface(C):
         fz.expect("cache_load", [path], None, returns=lambda r: r == b"\0" * 100)
         fz.expect("cache_load", [os.path.join(tmp, "missing")], None, status={7})
         fz.expect("cache_store", [os.path.join(tmp, "no", "such", "dir"), b"x"], None, status={7})
+        fuzz_plans(fz, C)
     return fz.calls
+
+
+def fuzz_plans(fz, C):
+    """plan_call never raises once set up (it answers MISS / SKIP for anything it cannot
+    replay) and raises RuntimeError before; plan_setup and plan_make raise TypeError /
+    ValueError / OverflowError (naming the function) on what they cannot take. No torch
+    here: every "tensor" is some other object, so no plan ever launches."""
+    def tolerant(name, args):
+        fz.calls += 1
+        try:
+            return getattr(C, name)(*args)
+        except (TypeError, ValueError, OverflowError, ZeroDivisionError) as e:
+            assert not isinstance(e, SystemError), f"_C.{name}: SystemError: {e}"
+            assert isinstance(e, ZeroDivisionError) or name in str(e), f"_C.{name}: {e}"
+            return e
+    miss, skip = object(), object()
+    fz.expect("plan_call", [{}, None], RuntimeError)            # before plan_setup
+    setup = [(), None, (), (), len, len, None, miss, skip]
+    for k in range(12):
+        if k != 9:
+            fz.expect("plan_setup", (setup + [0] * k)[:k], TypeError)
+    for i in range(9):
+        for v in HOSTILE:
+            args = list(setup)
+            args[i] = v
+            want = (TypeError if (i in (0, 2, 3) and not isinstance(v, tuple))
+                    or (i in (4, 5) and not callable(v)) else None)
+            fz.expect("plan_setup", args, want)
+    # a harmless setup: the "state functions" return false / None, grad off
+    fz.expect("plan_setup", [(int,), None, (bool,), (lambda: None,), bool, len, None, miss, skip], None)
+    handle, fmt = C.cpu_kernel("layer_norm")
+    items = tuple((1, 0) if c == "p" else (0, 1) for c in fmt)
+    base = [handle, items, 3, 1, 0]
+    plan = fz.expect("plan_make", base, None)
+    for k in range(8):
+        if k != 5:
+            fz.expect("plan_make", (base + [0] * k)[:k], TypeError)
+    for i in range(5):
+        for v in HOSTILE:
+            args = list(base)
+            args[i] = v
+            tolerant("plan_make", args)
+    for bad in [((9,),), ((1,),), ((1, 0, 0),), ((2, 0, 0),), ((2, 0),), ((0,),), ((0, "x"),), ((3, 1),), ("x",),
+                ((1, 99),), ((1, -1),)]:
+        tolerant("plan_make", [handle, bad + items[1:], 3, 1, 0])
+    # plan_call over hostile inputs and memos: always a value, never an exception
+    memos = [{}, {(miss, None, 0): None}, {(miss, None, 0): (plan, (0,), (None,))},
+             {(miss, None, 0): (plan, (5,), ())}, {(miss, None, 0): ("x", 1, 2)}]
+    for memo in memos:
+        for v in HOSTILE + [None]:
+            for args in ([memo, v], [memo, None, v], [memo, v, v, v], [memo] + [None] * 9):
+                fz.calls += 1
+                r = C.plan_call(*args)
+                assert r is not None, f"_C.plan_call{tuple(map(_short, args))[:3]}: returned None"
+    fz.calls += 1
+    assert C.plan_call(memos[0]) is skip and C.plan_call(None, None) is skip
 
 
 # ---- group: cpu_launch --------------------------------------------------------------------------

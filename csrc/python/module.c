@@ -6,7 +6,8 @@
  * or dict is built per call); CPU kernels run with the GIL released. Kernels of either
  * kind are found once by name and launched by handle through one generic entry each
  * (cpu_launch, cuda_launch), their arguments converted by the kernel's format, so this
- * file does not change when an op is added. A failing core call becomes an exception of
+ * file does not change when an op is added; plan_call replays an eager CPU call from a
+ * plan of data (kernel handle, argument recipes), generic too. A failing core call becomes an exception of
  * the class the Python layer registered for its status code (tileops.errors), carrying
  * the core's message. */
 #define PY_SSIZE_T_CLEAN
@@ -475,6 +476,333 @@ static PyObject *py_cpu_simd_level(PyObject *self, PyObject *unused) {
     return PyUnicode_FromString(tileops_cpu_simd_level());
 }
 
+/* ---- plans: an eager CPU call replayed in C -----------------------------------------
+ * The op layer's eager fast path (tileops/ops/boundary.py) is Python: per call it tests
+ * the tensors, reads their signature, checks it once, allocates the outputs and launches
+ * through a memo; ~10 µs at one token. A plan records, for one call signature of one op
+ * instance, what that path did when it was a plain "allocate the outputs like an input,
+ * then launch one CPU kernel over the inputs and outputs": the kernel (handle), each
+ * argument's recipe, and each output's allocation. plan_call replays it: the same tests
+ * of the same tensors (what the fast path tests, plus contiguity and the CPU), the
+ * signature as the plan's key, torch.empty_like for the outputs, the launch. Anything it
+ * cannot replay exactly answers a sentinel (MISS: no plan for this key; SKIP: these
+ * tensors, or this call, are not for a plan), and the caller takes the Python path, which
+ * raises what is to be raised; no exception ever leaves plan_call. The plans live in the
+ * instance's memo, so whatever drops the memo (a param assigned, the target undone)
+ * drops them. */
+
+enum { PLAN_CONST = 0, PLAN_PTR = 1, PLAN_NUMEL_DIV = 2, PLAN_ZERO = 3 };
+#define PLAN_MAX_TENSORS 8
+
+typedef struct {
+    int handle;
+    int nargs;
+    int n_in, n_out;
+    int out_align;                       /* (OR of the outputs' data pointers) & 15 */
+    unsigned char kind[TILEOPS_MAX_KERNEL_ARGS];
+    char format[TILEOPS_MAX_KERNEL_ARGS + 1];   /* the kernel's arg format */
+    int tensor[TILEOPS_MAX_KERNEL_ARGS]; /* PTR, NUMEL_DIV: index over inputs then outputs */
+    int64_t div[TILEOPS_MAX_KERNEL_ARGS];
+    tileops_arg_t value[TILEOPS_MAX_KERNEL_ARGS]; /* CONST */
+} plan_t;
+
+static const char PLAN_CAPSULE[] = "tileops.plan";
+
+static void plan_free(PyObject *cap) { free(PyCapsule_GetPointer(cap, PLAN_CAPSULE)); }
+
+/* What plan_call needs of torch, given once by tileops (plan_setup). */
+static struct {
+    int ready;
+    PyObject *tensor_types;  /* tuple: the exact types taken (torch.Tensor, nn.Parameter) */
+    PyObject *strided;       /* torch.strided */
+    PyObject *falsy;         /* tuple of callables that must return a false value */
+    PyObject *nones;         /* tuple of callables that must return None */
+    PyObject *grad_enabled;  /* torch.is_grad_enabled */
+    PyObject *empty_like;    /* torch.empty_like */
+    PyObject *contiguous;    /* torch.contiguous_format */
+    PyObject *miss, *skip;   /* the sentinels */
+    PyObject *kwnames;       /* ("dtype", "memory_format") */
+    PyObject *kwnames_mf;    /* ("memory_format",): an output of its input's dtype (a third faster) */
+    PyObject *s_layout, *s_is_cpu, *s_requires_grad, *s_is_neg, *s_is_contiguous, *s_shape,
+        *s_dtype, *s_data_ptr, *s_numel;
+} P;
+
+/* (tensor_types, strided, falsy, nones, grad_enabled, empty_like, contiguous_format, miss, skip) */
+static PyObject *py_plan_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (check_nargs("plan_setup", nargs, 9)) return NULL;
+    const int tuples[] = {0, 2, 3};
+    for (int i = 0; i < 3; i++)
+        if (!PyTuple_Check(args[tuples[i]]))
+            return arg_fail(PyExc_TypeError, "plan_setup", ARG("argument tensor_types, falsy or nones"), "a tuple",
+                            args[tuples[i]]), NULL;
+    if (!PyCallable_Check(args[4]) || !PyCallable_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "tileops._C.plan_setup: grad_enabled and empty_like must be callable");
+        return NULL;
+    }
+    if (!P.s_layout) {
+        struct { PyObject **slot; const char *s; } names[] = {
+            {&P.s_layout, "layout"}, {&P.s_is_cpu, "is_cpu"}, {&P.s_requires_grad, "requires_grad"},
+            {&P.s_is_neg, "is_neg"}, {&P.s_is_contiguous, "is_contiguous"},
+            {&P.s_shape, "shape"}, {&P.s_dtype, "dtype"}, {&P.s_data_ptr, "data_ptr"}, {&P.s_numel, "numel"}};
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (!(*names[i].slot = PyUnicode_InternFromString(names[i].s))) return NULL;
+        if (!(P.kwnames = Py_BuildValue("(ss)", "dtype", "memory_format"))) return NULL;
+        if (!(P.kwnames_mf = Py_BuildValue("(s)", "memory_format"))) return NULL;
+    }
+    PyObject **slots[] = {&P.tensor_types, &P.strided, &P.falsy, &P.nones, &P.grad_enabled, &P.empty_like,
+                          &P.contiguous, &P.miss, &P.skip};
+    for (int i = 0; i < 9; i++)
+        Py_XSETREF(*slots[i], Py_NewRef(args[i]));
+    P.ready = 1;
+    Py_RETURN_NONE;
+}
+
+/* (handle, items, n_in, n_out, out_align) -> a plan (a capsule). items: one per kernel
+ * argument, in the kernel's order: (0, value) a constant, converted by the argument's
+ * format character now; (1, i) tensor i's data pointer (0 for None); (2, i, d) tensor i's
+ * numel // d; (3,) a null pointer. Tensors count inputs, then outputs. */
+static PyObject *py_plan_make(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (check_nargs("plan_make", nargs, 5)) return NULL;
+    int handle = -1, n_in = 0, n_out = 0, out_align = 0;
+    if (as_handle("plan_make", args[0], &handle) || as_int("plan_make", "n_in", args[2], &n_in) ||
+        as_int("plan_make", "n_out", args[3], &n_out) || as_int("plan_make", "out_align", args[4], &out_align))
+        return NULL;
+    const tileops_cpu_kernel_t *k = tileops_cpu_kernel_get(handle);
+    if (!k) {
+        PyErr_Format(PyExc_ValueError, "tileops._C.plan_make: no CPU kernel with handle %d", handle);
+        return NULL;
+    }
+    if (n_in < 0 || n_out < 1 || n_in + n_out > PLAN_MAX_TENSORS || out_align < 0 || out_align > 15) {
+        PyErr_Format(PyExc_ValueError, "tileops._C.plan_make: expected 0 <= n_in, 1 <= n_out, n_in + n_out <= %d, "
+                     "0 <= out_align <= 15, got %d, %d, %d", PLAN_MAX_TENSORS, n_in, n_out, out_align);
+        return NULL;
+    }
+    PyObject *items = args[1];
+    size_t want = strlen(k->arg_format);
+    if (!PyTuple_Check(items) || (size_t)PyTuple_GET_SIZE(items) != want) {
+        PyErr_Format(PyExc_TypeError, "tileops._C.plan_make: kernel '%s' takes %zu arguments (format '%s'): expected "
+                     "a tuple of as many items", k->name, want, k->arg_format);
+        return NULL;
+    }
+    plan_t *p = calloc(1, sizeof *p);
+    if (!p) return PyErr_NoMemory();
+    p->handle = handle; p->nargs = (int)want; p->n_in = n_in; p->n_out = n_out; p->out_align = out_align;
+    memcpy(p->format, k->arg_format, want + 1);
+    for (Py_ssize_t i = 0; i < (Py_ssize_t)want; i++) {
+        PyObject *it = PyTuple_GET_ITEM(items, i);
+        char f = k->arg_format[i];
+        int kind = -1, ok = PyTuple_Check(it) && PyTuple_GET_SIZE(it) >= 1;
+        if (ok) {
+            long kv = PyLong_AsLong(PyTuple_GET_ITEM(it, 0));
+            if (kv == -1 && PyErr_Occurred()) { PyErr_Clear(); ok = 0; }
+            kind = (int)kv;
+        }
+        Py_ssize_t len = ok ? PyTuple_GET_SIZE(it) : 0;
+        if (ok && kind == PLAN_CONST && len == 2)
+            ok = pack_args("plan_make", &k->arg_format[i], &PyTuple_GET_ITEM(it, 1), 1, &p->value[i]) == 0;
+        else if (ok && kind == PLAN_PTR && len == 2 && f == 'p')
+            ok = as_int("plan_make", "a tensor index", PyTuple_GET_ITEM(it, 1), &p->tensor[i]) == 0 &&
+                 p->tensor[i] >= 0 && p->tensor[i] < n_in + n_out;
+        else if (ok && kind == PLAN_NUMEL_DIV && len == 3 && (f == 'q' || f == 'i')) {
+            long long d = 0;
+            ok = as_int("plan_make", "a tensor index", PyTuple_GET_ITEM(it, 1), &p->tensor[i]) == 0 &&
+                 p->tensor[i] >= 0 && p->tensor[i] < n_in + n_out &&
+                 as_ll("plan_make", ARG("a divisor"), PyTuple_GET_ITEM(it, 2), 1, INT64_MAX, &d) == 0;
+            p->div[i] = (int64_t)d;
+        } else if (ok && kind == PLAN_ZERO && len == 1 && f == 'p')
+            ok = 1;
+        else
+            ok = 0;
+        if (!ok) {
+            free(p);
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "tileops._C.plan_make: item %zd %R does not fit kernel '%s' argument "
+                             "%zd (format '%c')", i, it, k->name, i, f);
+            return NULL;
+        }
+        p->kind[i] = (unsigned char)kind;
+    }
+    PyObject *cap = PyCapsule_New(p, PLAN_CAPSULE, plan_free);
+    if (!cap) free(p);
+    return cap;
+}
+
+/* r = fn(); *truth its truth value, or -1 on an error (cleared) */
+static int call_truth(PyObject *fn, int want_none) {
+    PyObject *r = PyObject_CallNoArgs(fn);
+    if (!r) { PyErr_Clear(); return -1; }
+    int t = want_none ? r != Py_None : PyObject_IsTrue(r);
+    Py_DECREF(r);
+    if (t < 0) PyErr_Clear();
+    return t;
+}
+
+/* 1 when attribute/method `name` of t is True, 0 when False, -1 otherwise (cleared) */
+static int flag(PyObject *t, PyObject *name, int method) {
+    PyObject *r = method ? PyObject_CallMethodNoArgs(t, name) : PyObject_GetAttr(t, name);
+    if (!r) { PyErr_Clear(); return -1; }
+    int v = r == Py_True ? 1 : r == Py_False ? 0 : -1;
+    Py_DECREF(r);
+    return v;
+}
+
+static int as_ptr_of(PyObject *t, uintptr_t *out) {
+    PyObject *r = PyObject_CallMethodNoArgs(t, P.s_data_ptr);
+    if (!r) { PyErr_Clear(); return -1; }
+    unsigned long long v = PyLong_AsUnsignedLongLong(r);
+    Py_DECREF(r);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+    *out = (uintptr_t)v;
+    return 0;
+}
+
+/* (memo, *inputs) -> the outputs, or the sentinel MISS / SKIP. Never raises once set up
+ * (a RuntimeError before). */
+static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (!P.ready) {
+        PyErr_SetString(PyExc_RuntimeError, "tileops._C.plan_call: plan_setup has not been called");
+        return NULL;
+    }
+    if (nargs < 2 || nargs - 1 > PLAN_MAX_TENSORS || !PyDict_Check(args[0]))
+        return Py_NewRef(P.skip);
+    PyObject *memo = args[0], *const *in = args + 1;
+    const int n = (int)(nargs - 1);
+    /* a CUDA (or meta) call leaves at once: its first input is not on the CPU */
+    if (in[0] != Py_None && flag(in[0], P.s_is_cpu, 0) != 1) return Py_NewRef(P.skip);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(P.falsy); i++)
+        if (call_truth(PyTuple_GET_ITEM(P.falsy, i), 0) != 0) return Py_NewRef(P.skip);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(P.nones); i++)
+        if (call_truth(PyTuple_GET_ITEM(P.nones, i), 1) != 0) return Py_NewRef(P.skip);
+    const int grad = call_truth(P.grad_enabled, 0);
+    if (grad < 0) return Py_NewRef(P.skip);
+    PyObject *key = PyTuple_New(n + 2);
+    if (!key) { PyErr_Clear(); return Py_NewRef(P.skip); }
+    PyTuple_SET_ITEM(key, 0, Py_NewRef(P.miss));
+    uintptr_t ptr[PLAN_MAX_TENSORS];
+    PyObject *outs[PLAN_MAX_TENSORS] = {NULL};
+    PyObject *result = P.skip;
+    unsigned align = 0;
+    for (int i = 0; i < n; i++) {
+        PyObject *t = in[i];
+        ptr[i] = 0;
+        if (t == Py_None) {
+            PyTuple_SET_ITEM(key, i + 1, Py_NewRef(Py_None));
+            continue;
+        }
+        int typed = 0;
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(P.tensor_types); j++)
+            typed |= (PyObject *)Py_TYPE(t) == PyTuple_GET_ITEM(P.tensor_types, j);
+        if (!typed) goto done;
+        PyObject *layout = PyObject_GetAttr(t, P.s_layout);
+        if (!layout) { PyErr_Clear(); goto done; }
+        Py_DECREF(layout);
+        if (layout != P.strided || flag(t, P.s_is_cpu, 0) != 1 || (grad && flag(t, P.s_requires_grad, 0) != 0) ||
+            flag(t, P.s_is_neg, 1) != 0 || flag(t, P.s_is_contiguous, 1) != 1)
+            goto done;
+        PyObject *shape = PyObject_GetAttr(t, P.s_shape), *dtype = shape ? PyObject_GetAttr(t, P.s_dtype) : NULL;
+        PyObject *sig = dtype ? PyTuple_Pack(2, shape, dtype) : NULL;
+        int empty = 0; /* a dimension of 0 */
+        if (sig && PyTuple_Check(shape))
+            for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape); d++)
+                empty |= PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d)) == 0;
+        Py_XDECREF(shape);
+        Py_XDECREF(dtype);
+        if (!sig || PyErr_Occurred()) { Py_XDECREF(sig); PyErr_Clear(); goto done; }
+        PyTuple_SET_ITEM(key, i + 1, sig);
+        if (as_ptr_of(t, &ptr[i])) goto done;
+        /* a ZeroTensor has no memory (data pointer 0; _is_zerotensor() would cost more
+         * than this test): a tensor with elements at address 0 is one */
+        if (ptr[i] == 0 && !empty) goto done;
+        align |= (unsigned)(ptr[i] & 15u);
+    }
+    PyObject *al = PyLong_FromUnsignedLong(align);
+    if (!al) { PyErr_Clear(); goto done; }
+    PyTuple_SET_ITEM(key, n + 1, al);
+    PyObject *entry = PyDict_GetItemWithError(memo, key); /* borrowed */
+    if (!entry) {
+        if (PyErr_Occurred()) PyErr_Clear();
+        else result = P.miss;
+        goto done;
+    }
+    /* entry: (capsule, likes, dtypes), or None: this signature is not for a plan */
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3) goto done;
+    Py_INCREF(entry);   /* the memo may change while torch runs Python below */
+    const plan_t *p = PyCapsule_GetPointer(PyTuple_GET_ITEM(entry, 0), PLAN_CAPSULE);
+    PyObject *likes = PyTuple_GET_ITEM(entry, 1), *dtypes = PyTuple_GET_ITEM(entry, 2);
+    if (!p || p->n_in != n || !PyTuple_Check(likes) || !PyTuple_Check(dtypes) ||
+        PyTuple_GET_SIZE(likes) != p->n_out || PyTuple_GET_SIZE(dtypes) != p->n_out) {
+        PyErr_Clear();
+        Py_DECREF(entry);
+        goto done;
+    }
+    unsigned out_align = 0;
+    for (int j = 0; j < p->n_out; j++) {
+        long like = PyLong_AsLong(PyTuple_GET_ITEM(likes, j));
+        if (like < 0 || like >= n || in[like] == Py_None) { PyErr_Clear(); Py_DECREF(entry); goto done; }
+        PyObject *dt = PyTuple_GET_ITEM(dtypes, j);
+        const int same = PyTuple_GET_ITEM(PyTuple_GET_ITEM(key, like + 1), 1) == dt; /* the input's dtype */
+        PyObject *cargs[3] = {in[like], same ? P.contiguous : dt, P.contiguous};
+        outs[j] = PyObject_Vectorcall(P.empty_like, cargs, 1, same ? P.kwnames_mf : P.kwnames);
+        if (!outs[j] || as_ptr_of(outs[j], &ptr[n + j])) { PyErr_Clear(); Py_DECREF(entry); goto done; }
+        out_align |= (unsigned)(ptr[n + j] & 15u);
+    }
+    if ((int)out_align != p->out_align) { /* recorded for other alignments: the Python path records anew */
+        result = P.miss;
+        Py_DECREF(entry);
+        goto done;
+    }
+    tileops_arg_t kargs[TILEOPS_MAX_KERNEL_ARGS];
+    for (int a = 0; a < p->nargs; a++) {
+        switch (p->kind[a]) {
+        case PLAN_CONST: kargs[a] = p->value[a]; break;
+        case PLAN_PTR: kargs[a].p = ptr[p->tensor[a]]; break;
+        case PLAN_ZERO: kargs[a].p = 0; break;
+        default: { /* PLAN_NUMEL_DIV */
+            const int ti = p->tensor[a];
+            PyObject *t = ti < n ? in[ti] : outs[ti - n];
+            long long numel = 0;
+            if (t != Py_None) {
+                PyObject *r = PyObject_CallMethodNoArgs(t, P.s_numel);
+                numel = r ? PyLong_AsLongLong(r) : -1;
+                Py_XDECREF(r);
+                if (numel < 0) { PyErr_Clear(); Py_DECREF(entry); goto done; }
+            }
+            if (p->format[a] == 'q') kargs[a].q = (int64_t)(numel / p->div[a]);
+            else kargs[a].i = (int32_t)(numel / p->div[a]);
+        }
+        }
+    }
+    if (g_thread_source && follow_threads()) { PyErr_Clear(); Py_DECREF(entry); goto done; }
+    tileops_status_t st;
+    Py_BEGIN_ALLOW_THREADS
+    st = tileops_cpu_kernel_launch(p->handle, kargs, p->nargs);
+    Py_END_ALLOW_THREADS
+    const int n_out = p->n_out;
+    Py_DECREF(entry);
+    if (st != TILEOPS_OK) goto done; /* the Python path runs it again and raises its error */
+    if (n_out == 1) {
+        result = outs[0];
+        outs[0] = NULL;
+    } else {
+        result = PyTuple_New(n_out);
+        if (!result) { PyErr_Clear(); result = P.skip; goto done; }
+        for (int j = 0; j < n_out; j++) {
+            PyTuple_SET_ITEM(result, j, outs[j]);
+            outs[j] = NULL;
+        }
+    }
+    Py_DECREF(key);
+    return result;
+done:
+    for (int j = 0; j < PLAN_MAX_TENSORS; j++)
+        Py_XDECREF(outs[j]);
+    Py_DECREF(key);
+    return Py_NewRef(result);
+}
+
 /* ---- CUDA runtime ---------------------------------------------------------------- */
 
 static PyObject *py_cuda_load(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -795,6 +1123,12 @@ static PyMethodDef methods[] = {
     {"cpu_threads_followed", py_cpu_threads_followed, METH_NOARGS,
      "The callable the thread count follows, or None."},
     {"cpu_simd_level", py_cpu_simd_level, METH_NOARGS, "SIMD path of the CPU kernels."},
+    {"plan_setup", (PyCFunction)(void (*)(void))py_plan_setup, METH_FASTCALL,
+     "plan_setup(tensor_types, strided, falsy, nones, grad_enabled, empty_like, contiguous_format, miss, skip)"},
+    {"plan_make", (PyCFunction)(void (*)(void))py_plan_make, METH_FASTCALL,
+     "plan_make(handle, items, n_in, n_out, out_align) -> a plan of one CPU launch"},
+    {"plan_call", (PyCFunction)(void (*)(void))py_plan_call, METH_FASTCALL,
+     "plan_call(memo, *inputs) -> the outputs of the memo's plan for these inputs, or MISS / SKIP"},
     {"cuda_load", (PyCFunction)(void (*)(void))py_cuda_load, METH_FASTCALL, "cuda_load(nvrtc_dir or None)"},
     {"cuda_device_count", py_cuda_device_count, METH_NOARGS, "Number of CUDA devices."},
     {"cuda_device_arch", (PyCFunction)(void (*)(void))py_cuda_device_arch, METH_FASTCALL, "(major, minor)"},

@@ -28,7 +28,7 @@ import types
 import torch
 
 from ..errors import InputTypeError, InputValueError, ManifestError, TileOpsError
-from . import registry
+from . import plans, registry
 from .kit import dtype_expr, names_in, rule_names, selectors
 
 LIB_NAMESPACE = "tileops"
@@ -141,7 +141,8 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
           "_jit_tracing": torch._C._get_tracing_state, "_as_scalar": _as_scalar,
           "_bump": torch.autograd.graph.increment_version,
           "_below_inplace_view": torch._C._AutoDispatchBelowADInplaceOrView, "_PLAIN": (torch.Tensor, torch.nn.Parameter),
-          "_CLS": cls, "_admit": _admit, "_recover": _recover}
+          "_CLS": cls, "_admit": _admit, "_recover": _recover,
+          "_plan_call": plans.plan_call, "_MISS": plans.MISS, "_SKIP": plans.SKIP, "_record_plan": plans.record}
     lines = []
     w = lines.append
     scalar_args = [c.name for c in scalars]
@@ -344,6 +345,20 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     for c in scalars:
         w(f"    if type({c.name}) is not {c.type}:")
         w(f"        {c.name} = _as_scalar({c.name}, {c.type}, \"{opname}\", \"{c.name}\")")
+    # A plan (plans.py): an op that declares plan_kernel, with no call-time scalar, first
+    # asks for the plan of this call signature in the branch that allocates every output
+    # (no selector set, no out); a MISS is recorded by that branch's fast path below.
+    plan_branch = None
+    if getattr(cls, "plan_kernel", None) and cls._plan_likes is not None and not scalars:
+        plan_branch = next((bi for bi, b in enumerate(branches)
+                            if not b.uses_out and not any(v for _, v in b.values)), None)
+    if plan_branch is not None:
+        conds = [f"{n} is False" for n, _ in branches[plan_branch].values] + (["out is None"] if out_param else [])
+        w(f"    _p = None")
+        w(f"    if {' and '.join(conds + ['not _is_compiling()'])}:")
+        w(f"        _p = _plan_call(self._memo, {', '.join(input_names)})")
+        w(f"        if _p is not _MISS and _p is not _SKIP:")
+        w(f"            return _p")
     # The fast path needs plain dense tensors; anything else goes through the operator,
     # after a type check here: the dispatcher's own message would not name the op.
     # A required input that is None takes the operator path too, where the type check
@@ -399,6 +414,9 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
             w(f"{ind}        {assign}_body_{bi}(self, {args})")
         else:
             w(f"{ind}    {assign}_body_{bi}(self, {args})")
+            if bi == plan_branch:
+                w(f"{ind}    if _p is _MISS:")
+                w(f"{ind}        _record_plan(self, ({', '.join(input_names)},), _a)")
         for v in writes:
             w(f"{ind}    _bump({v})")
         w(f"{ind}else:")

@@ -27,7 +27,7 @@ from ..errors import InputTypeError, InputValueError, KernelSelectionError, Mani
 from ..kernels.base import KernelCall, KernelTable, TensorSpec
 from ..manifest.loader import find_entry
 from ..manifest.schema import DerivedDefault
-from . import boundary, kit, registry
+from . import boundary, kit, plans, registry
 
 if TYPE_CHECKING:
     from ..targets.base import Target
@@ -46,6 +46,11 @@ class Op:
     _entry = None
     _param_names: frozenset = frozenset()
     _check_params = None    # an op without tensor inputs: its generated param rules
+    # The interface an op's forward launches once, after allocating every output shaped
+    # like an input, when that is all forward does: its eager CPU calls are then replayed
+    # from a plan in C (plans.py). None: no plan.
+    plan_kernel: str | None = None
+    _plan_likes = None      # plans.likes of the entry, for an op with plan_kernel
 
     if TYPE_CHECKING:
         # What a type checker sees of any op: the constructor takes the op's params (the
@@ -65,6 +70,11 @@ class Op:
         if "forward" not in cls.__dict__:
             raise ManifestError(f"{cls.__name__}: an op defines forward")
         cls._kit = kit.generate(cls, entry)
+        if cls.plan_kernel is not None:
+            if cls.plan_kernel not in cls.interfaces:
+                raise ManifestError(f"{cls.__name__}: plan_kernel {cls.plan_kernel!r} is not one of its interfaces "
+                                    f"{sorted(cls.interfaces)}")
+            cls._plan_likes = plans.likes(entry)
         cls.allocate = cls._kit["_allocate"]
         cls._memo_fns = {name: (cls._kit[f"_memo_{name}"], cls._kit[f"_full_{name}"], iface)
                          for name, iface in cls.interfaces.items()}

@@ -177,6 +177,11 @@ def _fake_1(x, residual, weight, bias, key):
     return None
 
 def _call_boundary(self, x, residual, weight=None, bias=None, *, inplace=False):
+    _p = None
+    if inplace is False and not _is_compiling():
+        _p = _plan_call(self._memo, x, residual, weight, bias)
+        if _p is not _MISS and _p is not _SKIP:
+            return _p
     if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
         _fast = False
     else:
@@ -196,6 +201,8 @@ def _call_boundary(self, x, residual, weight=None, bias=None, *, inplace=False):
     if not inplace:
         if _fast:
             _a = _body_0(self, x, residual, weight, bias)
+            if _p is _MISS:
+                _record_plan(self, (x, residual, weight, bias,), _a)
         else:
             _a = _op_0(x, residual, weight, bias, self._key)
         return _a

@@ -152,6 +152,11 @@ def _fake_1(x, weight, out, key):
     return None
 
 def _call_boundary(self, x, weight, *, out=None):
+    _p = None
+    if out is None and not _is_compiling():
+        _p = _plan_call(self._memo, x, weight)
+        if _p is not _MISS and _p is not _SKIP:
+            return _p
     if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
         _fast = False
     else:
@@ -169,6 +174,8 @@ def _call_boundary(self, x, weight, *, out=None):
     if out is None:
         if _fast:
             _a = _body_0(self, x, weight)
+            if _p is _MISS:
+                _record_plan(self, (x, weight,), _a)
         else:
             _a = _op_0(x, weight, self._key)
         return _a

@@ -186,6 +186,10 @@ def _build_cpu(b):
 
     def unchecked(*tensors):
         run(handle, *pointers(*tensors), tensors[y_at].numel() // n, n, eps, dtype)
+    # the same launch as data, for a plan (ops/plans.py): each slot's pointer (a tensor of
+    # the interface, or none), rows = y.numel() // n, then the constants
+    unchecked.plan_recipe = (handle, tuple((1, b.tensors.index(s)) if s in b.tensors else (3,) for s in SLOTS)
+                             + ((2, y_at, n), (0, n), (0, eps), (0, dtype)))
     launch.unchecked = unchecked
     return launch
 

@@ -32,6 +32,7 @@ class FusedAddLayerNormFwdOp(Op):
     """
 
     kernel_types = {"fused_add_layer_norm": _Kernel}
+    plan_kernel = "fused_add_layer_norm"   # forward: allocate, then this one launch (eager CPU calls replay a plan)
     interfaces = {"fused_add_layer_norm": _Interface}
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, *,

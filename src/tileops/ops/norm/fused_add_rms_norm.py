@@ -35,6 +35,7 @@ class FusedAddRMSNormFwdOp(Op):
     """
 
     kernel_types = {"fused_add_rms_norm": _Kernel}
+    plan_kernel = "fused_add_rms_norm"   # forward: allocate, then this one launch (eager CPU calls replay a plan)
     interfaces = {"fused_add_rms_norm": _Interface}
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None,

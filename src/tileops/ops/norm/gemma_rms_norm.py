@@ -30,6 +30,7 @@ class GemmaRMSNormFwdOp(Op):
     """
 
     kernel_types = {"gemma_rms_norm": _Kernel}
+    plan_kernel = "gemma_rms_norm"   # forward: allocate, then this one launch (eager CPU calls replay a plan)
     interfaces = {"gemma_rms_norm": _Interface}
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-6, *,

@@ -31,6 +31,7 @@ class LayerNormFwdOp(Op):
     """
 
     kernel_types = {"layer_norm": _Kernel}
+    plan_kernel = "layer_norm"   # forward: allocate, then this one launch (eager CPU calls replay a plan)
     interfaces = {"layer_norm": _Interface}
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, *,

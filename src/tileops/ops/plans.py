@@ -1,0 +1,116 @@
+"""Plans: an eager CPU call of an op replayed in C (tileops._C.plan_call).
+
+The generated boundary's eager fast path is Python (boundary.py): per call it tests the
+tensors, reads their signature, allocates the outputs and launches through the kernel
+memo, ~10 µs at one token where torch's own call of a fused ATen op takes ~5. An op whose
+`forward` is exactly "allocate the outputs (each shaped like an input), then one
+launchable of interface `plan_kernel` over the inputs then the outputs" declares
+`plan_kernel`; for it the boundary first asks `_C.plan_call(op._memo, *inputs)`, which
+replays the plan recorded for this call signature: the same tests the fast path makes
+(no compile, dispatch, torch-function or functorch mode, no tracer; plain dense tensors
+that autograd does not record, without a lazy flag) plus contiguity and the CPU, the
+signature (each input's shape and dtype, and the inputs' 16-byte alignment) as the key,
+torch.empty_like for the outputs, one CPU launch from the kernel's recipe of data. When
+it cannot replay (no plan yet: MISS; these tensors or this call are not for a plan: SKIP)
+the boundary takes its Python path, and on a MISS records the plan of what that path did
+(`record`), or None when the call is not one a plan can replay exactly. A plan is kept in
+the instance's memo, so whatever drops the memo drops the plans with it: a param
+assigned, the target undone, the memo's size limit. Only launchables that carry
+`plan_recipe` (the CPU builds that set it: kernels/norm/rows.py) are planned."""
+from __future__ import annotations
+
+import torch
+
+from .. import _C
+
+
+class _Sentinel:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<tileops plan {self.name}>"
+
+
+MISS = _Sentinel("MISS")   # no plan for this call signature: the Python path records one
+SKIP = _Sentinel("SKIP")   # not a call a plan replays: the Python path, nothing recorded
+
+_C.plan_setup((torch.Tensor, torch.nn.Parameter), torch.strided,
+              (torch._C._len_torch_dispatch_stack, torch._C._is_torch_function_mode_enabled),
+              (torch._C._functorch.maybe_current_level, torch._C._get_tracing_state),
+              torch.is_grad_enabled, torch.empty_like, torch.contiguous_format, MISS, SKIP)
+
+plan_call = _C.plan_call
+
+
+def key(inputs: tuple):
+    """The memo key plan_call builds for these inputs (each a contiguous CPU tensor or
+    None), or None when plan_call would not look one up."""
+    parts = [MISS]
+    align = 0
+    for t in inputs:
+        if t is None:
+            parts.append(None)
+            continue
+        if not (t.is_cpu and t.is_contiguous()):
+            return None
+        parts.append((t.shape, t.dtype))
+        align |= t.data_ptr() & 15
+    parts.append(align)
+    return tuple(parts)
+
+
+def likes(entry) -> tuple | None:
+    """For each output of the manifest entry, the index of the required input it is shaped
+    like ("x.shape"), or None when an output is not so (no plan for the op)."""
+    names = [i.name for i in entry.inputs]
+    required = {i.name for i in entry.inputs if not i.optional}
+    out = []
+    for o in entry.outputs:
+        like = o.shape.removesuffix(".shape")
+        if like not in required or o.shape != f"{like}.shape":
+            return None
+        out.append(names.index(like))
+    return tuple(out)
+
+
+def record(op, inputs: tuple, result) -> None:
+    """After the Python fast path served `inputs` (plan_call said MISS): the plan of what
+    it did into op._memo, or None under the same key when the call is not one a plan can
+    replay exactly (plan_call then says SKIP at once for it)."""
+    k = key(inputs)
+    if k is None:
+        return
+    op._memo[k] = _plan(op, inputs, result)
+
+
+def _plan(op, inputs, result):
+    cls = type(op)
+    name, target, like = cls.plan_kernel, op._target, cls._plan_likes
+    if name is None or like is None or target is None or not target.honours_memo_key:
+        return None
+    outs = result if isinstance(result, tuple) else (result,)
+    if len(outs) != len(like):
+        return None
+    for o, i in zip(outs, like):
+        src = inputs[i]
+        if not (type(o) is torch.Tensor and o.is_cpu and o.is_contiguous() and o.shape == src.shape):
+            return None
+        if o.numel() and any(t is not None and t.data_ptr() == o.data_ptr() for t in inputs):
+            return None     # an output that is an input: not the allocation a plan makes
+    memo, _, iface = op._memo_fns[name]
+    tensors = tuple(inputs) + outs
+    if len(iface.tensors) != len(tensors):
+        return None
+    pair = op._memo.get((name, memo(*tensors)))
+    recipe = None if pair is None else getattr(pair[0], "plan_recipe", None)
+    if recipe is None:
+        return None
+    handle, items = recipe
+    out_align = 0
+    for o in outs:
+        out_align |= o.data_ptr() & 15
+    plan = _C.plan_make(handle, items, len(inputs), len(outs), out_align)
+    return (plan, like, tuple(o.dtype for o in outs))
