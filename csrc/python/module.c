@@ -574,7 +574,8 @@ static PyObject *py_plan_make(PyObject *self, PyObject *const *args, Py_ssize_t 
         PyErr_Format(PyExc_ValueError, "tileops._C.plan_make: no CPU kernel with handle %d", handle);
         return NULL;
     }
-    if (n_in < 0 || n_out < 1 || n_in + n_out > PLAN_MAX_TENSORS || out_align < 0 || out_align > 15) {
+    if (n_in < 0 || n_out < 1 || n_in > PLAN_MAX_TENSORS || n_out > PLAN_MAX_TENSORS ||
+        n_in + n_out > PLAN_MAX_TENSORS || out_align < 0 || out_align > 15) {
         PyErr_Format(PyExc_ValueError, "tileops._C.plan_make: expected 0 <= n_in, 1 <= n_out, n_in + n_out <= %d, "
                      "0 <= out_align <= 15, got %d, %d, %d", PLAN_MAX_TENSORS, n_in, n_out, out_align);
         return NULL;
