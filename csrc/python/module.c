@@ -524,7 +524,7 @@ static struct {
     PyObject *kwnames;       /* ("dtype", "memory_format") */
     PyObject *kwnames_mf;    /* ("memory_format",): an output of its input's dtype (a third faster) */
     PyObject *s_layout, *s_is_cpu, *s_requires_grad, *s_is_neg, *s_is_contiguous, *s_shape,
-        *s_dtype, *s_data_ptr, *s_numel;
+        *s_dtype, *s_data_ptr;
 } P;
 
 /* (tensor_types, strided, falsy, nones, grad_enabled, empty_like, contiguous_format, miss, skip) */
@@ -544,7 +544,7 @@ static PyObject *py_plan_setup(PyObject *self, PyObject *const *args, Py_ssize_t
         struct { PyObject **slot; const char *s; } names[] = {
             {&P.s_layout, "layout"}, {&P.s_is_cpu, "is_cpu"}, {&P.s_requires_grad, "requires_grad"},
             {&P.s_is_neg, "is_neg"}, {&P.s_is_contiguous, "is_contiguous"},
-            {&P.s_shape, "shape"}, {&P.s_dtype, "dtype"}, {&P.s_data_ptr, "data_ptr"}, {&P.s_numel, "numel"}};
+            {&P.s_shape, "shape"}, {&P.s_dtype, "dtype"}, {&P.s_data_ptr, "data_ptr"}};
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
             if (!(*names[i].slot = PyUnicode_InternFromString(names[i].s))) return NULL;
         if (!(P.kwnames = Py_BuildValue("(ss)", "dtype", "memory_format"))) return NULL;
@@ -683,12 +683,14 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (!key) { PyErr_Clear(); return Py_NewRef(P.skip); }
     PyTuple_SET_ITEM(key, 0, Py_NewRef(P.miss));
     uintptr_t ptr[PLAN_MAX_TENSORS];
+    long long numel[PLAN_MAX_TENSORS]; /* from the shape read for the key: no numel() call */
     PyObject *outs[PLAN_MAX_TENSORS] = {NULL};
     PyObject *result = P.skip;
     unsigned align = 0;
     for (int i = 0; i < n; i++) {
         PyObject *t = in[i];
         ptr[i] = 0;
+        numel[i] = 0;
         if (t == Py_None) {
             PyTuple_SET_ITEM(key, i + 1, Py_NewRef(Py_None));
             continue;
@@ -700,23 +702,27 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
         PyObject *layout = PyObject_GetAttr(t, P.s_layout);
         if (!layout) { PyErr_Clear(); goto done; }
         Py_DECREF(layout);
-        if (layout != P.strided || flag(t, P.s_is_cpu, 0) != 1 || (grad && flag(t, P.s_requires_grad, 0) != 0) ||
+        if (layout != P.strided || (i > 0 && flag(t, P.s_is_cpu, 0) != 1) || /* input 0's: read above */
+            (grad && flag(t, P.s_requires_grad, 0) != 0) ||
             flag(t, P.s_is_neg, 1) != 0 || flag(t, P.s_is_contiguous, 1) != 1)
             goto done;
         PyObject *shape = PyObject_GetAttr(t, P.s_shape), *dtype = shape ? PyObject_GetAttr(t, P.s_dtype) : NULL;
         PyObject *sig = dtype ? PyTuple_Pack(2, shape, dtype) : NULL;
-        int empty = 0; /* a dimension of 0 */
-        if (sig && PyTuple_Check(shape))
-            for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape); d++)
-                empty |= PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d)) == 0;
+        long long count = 1;
+        int bad = !sig || !PyTuple_Check(shape);
+        for (Py_ssize_t d = 0; !bad && d < PyTuple_GET_SIZE(shape); d++) {
+            const long long dim = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+            bad = dim < 0 || __builtin_mul_overflow(count, dim, &count);
+        }
         Py_XDECREF(shape);
         Py_XDECREF(dtype);
-        if (!sig || PyErr_Occurred()) { Py_XDECREF(sig); PyErr_Clear(); goto done; }
+        if (bad || PyErr_Occurred()) { Py_XDECREF(sig); PyErr_Clear(); goto done; }
         PyTuple_SET_ITEM(key, i + 1, sig);
+        numel[i] = count;
         if (as_ptr_of(t, &ptr[i])) goto done;
         /* a ZeroTensor has no memory (data pointer 0; _is_zerotensor() would cost more
          * than this test): a tensor with elements at address 0 is one */
-        if (ptr[i] == 0 && !empty) goto done;
+        if (ptr[i] == 0 && count) goto done;
         align |= (unsigned)(ptr[i] & 15u);
     }
     PyObject *al = PyLong_FromUnsignedLong(align);
@@ -743,6 +749,7 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
     for (int j = 0; j < p->n_out; j++) {
         long like = PyLong_AsLong(PyTuple_GET_ITEM(likes, j));
         if (like < 0 || like >= n || in[like] == Py_None) { PyErr_Clear(); Py_DECREF(entry); goto done; }
+        numel[n + j] = numel[like]; /* shaped like its input */
         PyObject *dt = PyTuple_GET_ITEM(dtypes, j);
         const int same = PyTuple_GET_ITEM(PyTuple_GET_ITEM(key, like + 1), 1) == dt; /* the input's dtype */
         PyObject *cargs[3] = {in[like], same ? P.contiguous : dt, P.contiguous};
@@ -761,19 +768,9 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
         case PLAN_CONST: kargs[a] = p->value[a]; break;
         case PLAN_PTR: kargs[a].p = ptr[p->tensor[a]]; break;
         case PLAN_ZERO: kargs[a].p = 0; break;
-        default: { /* PLAN_NUMEL_DIV */
-            const int ti = p->tensor[a];
-            PyObject *t = ti < n ? in[ti] : outs[ti - n];
-            long long numel = 0;
-            if (t != Py_None) {
-                PyObject *r = PyObject_CallMethodNoArgs(t, P.s_numel);
-                numel = r ? PyLong_AsLongLong(r) : -1;
-                Py_XDECREF(r);
-                if (numel < 0) { PyErr_Clear(); Py_DECREF(entry); goto done; }
-            }
-            if (p->format[a] == 'q') kargs[a].q = (int64_t)(numel / p->div[a]);
-            else kargs[a].i = (int32_t)(numel / p->div[a]);
-        }
+        default: /* PLAN_NUMEL_DIV (0 for an absent tensor) */
+            if (p->format[a] == 'q') kargs[a].q = (int64_t)(numel[p->tensor[a]] / p->div[a]);
+            else kargs[a].i = (int32_t)(numel[p->tensor[a]] / p->div[a]);
         }
     }
     if (g_thread_source && follow_threads()) { PyErr_Clear(); Py_DECREF(entry); goto done; }

@@ -33,57 +33,12 @@ TILEOPS_DEV int sr_octets(int c) {
     return (int)(((n < 0 ? 0 : n < TILEOPS_CHUNK ? n : TILEOPS_CHUNK) + 7) / 8);
 }
 
-/* pass 1 of one chunk (the half's thread t): the max of its slots' z into m */
-TILEOPS_DEV float sr_chunk_max(const char *xrow, int c, unsigned t, float tt, float m) {
-    const long long o0 = (long long)c * (TILEOPS_CHUNK / 8);
-    const int no = sr_octets(c);
-    const char *xt = xrow + (o0 + t) * (8 * TILEOPS_E);
-    SMX_UNROLL
-    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMX_BATCH) {
-        struct tileops_v4 w[SMX_BATCH][SMP_WORDS];
-        int whole[SMX_BATCH];
-        smx_issue(xt, o0, no, j0, t, w, whole);
-#pragma unroll
-        for (int b = 0; b < SMX_BATCH; b++) {
-            if (j0 + b < TILEOPS_OPT) {
-                float z[8];
-                smx_z8(xrow, o0, no, (j0 + b) * TILEOPS_THREADS + (int)t, whole[b], w[b], tt, z);
-#pragma unroll
-                for (int k = 0; k < 8; k++)
-                    m = smp_max(m, z[k]);
-            }
-        }
-    }
-    return m;
-}
-
-/* pass 2 of one chunk: the thread's sum of exp(z - M) over its slots (pads add +0) */
-TILEOPS_DEV float sr_chunk_sum(const char *xrow, int c, unsigned t, float tt, float M) {
-    const long long o0 = (long long)c * (TILEOPS_CHUNK / 8);
-    const int no = sr_octets(c);
-    const char *xt = xrow + (o0 + t) * (8 * TILEOPS_E);
-    float s = 0.0f;
-    SMX_UNROLL
-    for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMX_BATCH) {
-        struct tileops_v4 w[SMX_BATCH][SMP_WORDS];
-        int whole[SMX_BATCH];
-        smx_issue(xt, o0, no, j0, t, w, whole);
-#pragma unroll
-        for (int b = 0; b < SMX_BATCH; b++) {
-            if (j0 + b < TILEOPS_OPT) {
-                float z[8];
-                smx_z8(xrow, o0, no, (j0 + b) * TILEOPS_THREADS + (int)t, whole[b], w[b], tt, z);
-#pragma unroll
-                for (int k = 0; k < 8; k++)
-                    s = tileops_add(s, smp_exp(tileops_add(z[k], -M)));
-            }
-        }
-    }
-    return s;
-}
-
-/* pass 3 of one chunk: probs of its octets written */
-TILEOPS_DEV void sr_chunk_write(const char *xrow, char *yrow, int c, unsigned t, float tt, float M, float S) {
+/* One pass over chunk c of a row by the half's thread t, its slots in increasing order:
+ * SR_MAX returns max(acc, z) over them; SR_SUM returns the sum of exp(z - M) from acc
+ * (pads add +0); SR_WRITE writes probs = exp(z - M) / S of its octets (returns acc). */
+enum { SR_MAX, SR_SUM, SR_WRITE };
+TILEOPS_DEV float sr_chunk(int pass, const char *xrow, char *yrow, int c, unsigned t, float tt, float M, float S,
+                           float acc) {
     const long long o0 = (long long)c * (TILEOPS_CHUNK / 8);
     const int no = sr_octets(c);
     const char *xt = xrow + (o0 + t) * (8 * TILEOPS_E);
@@ -95,16 +50,24 @@ TILEOPS_DEV void sr_chunk_write(const char *xrow, char *yrow, int c, unsigned t,
 #pragma unroll
         for (int b = 0; b < SMX_BATCH; b++) {
             const int o = (j0 + b) * TILEOPS_THREADS + (int)t;
-            if (j0 + b < TILEOPS_OPT && o < no) {
-                float p[8];
-                smx_z8(xrow, o0, no, o, whole[b], w[b], tt, p);
+            if (j0 + b >= TILEOPS_OPT || (pass == SR_WRITE && o >= no))
+                continue;
+            float z[8];
+            smx_z8(xrow, o0, no, o, whole[b], w[b], tt, z);
 #pragma unroll
-                for (int k = 0; k < 8; k++)
-                    p[k] = smp_div(smp_exp(tileops_add(p[k], -M)), S);
-                smx_st8(yrow, o0 + o, p);
+            for (int k = 0; k < 8; k++) {
+                if (pass == SR_MAX)
+                    acc = smp_max(acc, z[k]);
+                else if (pass == SR_SUM)
+                    acc = tileops_add(acc, smp_exp(tileops_add(z[k], -M)));
+                else
+                    z[k] = smp_div(smp_exp(tileops_add(z[k], -M)), S);
             }
+            if (pass == SR_WRITE)
+                smx_st8(yrow, o0 + o, z);
         }
     }
+    return acc;
 }
 
 extern "C" __global__ void __launch_bounds__(SR_THREADS, 1)
@@ -126,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(SR_THREADS, 1)
         /* pass 1: M, the row's maximum over both halves */
         float m = SMP_NINF;
         for (int c = (int)half; c < TILEOPS_CLUSTER; c += 2)
-            m = sr_chunk_max(xrow, c, t, tt, m);
+            m = sr_chunk(SR_MAX, xrow, yrow, c, t, tt, 0.0f, 0.0f, m);
 #pragma unroll
         for (int off = 16; off >= 1; off >>= 1)
             m = smp_max(m, tileops_shfl_xor(m, off));
@@ -139,7 +102,8 @@ extern "C" __global__ void __launch_bounds__(SR_THREADS, 1)
         tileops_barrier();
         /* pass 2: each chunk's sum as its cluster CTA forms it (the half's tree), then S */
         for (int c = (int)half; c < TILEOPS_CLUSTER; c += 2) {
-            const float s = tileops_row_sum(sr_chunk_sum(xrow, c, t, tt, M), red, tid, TILEOPS_THREADS);
+            const float s = tileops_row_sum(sr_chunk(SR_SUM, xrow, yrow, c, t, tt, M, 0.0f, 0.0f), red, tid,
+                                            TILEOPS_THREADS);
             if (t == 0)
                 csum[c] = s;
             tileops_barrier(); /* red is reused by the next chunk's sum */
@@ -150,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(SR_THREADS, 1)
             S = tileops_add(S, csum[r]);
         /* pass 3: the probabilities */
         for (int c = (int)half; c < TILEOPS_CLUSTER; c += 2)
-            sr_chunk_write(xrow, yrow, c, t, tt, M, S);
+            (void)sr_chunk(SR_WRITE, xrow, yrow, c, t, tt, M, S, 0.0f);
         tileops_barrier(); /* csum and red are rewritten by the next row */
     }
 }
