@@ -64,7 +64,7 @@ def variant_launcher(q, k, positions, cache, q_out, k_out, hb, threads, min_bloc
     return launch, (gx, gy, nt)
 
 
-def rope_case(model, T, inplace, dtype=torch.float16):
+def rope_case(model, T, inplace, dtype=torch.float16, variants=VARIANTS):
     H, Hk = MODELS[model]
     D = 128
     g = torch.Generator(device="cuda").manual_seed(T + H)
@@ -85,7 +85,7 @@ def rope_case(model, T, inplace, dtype=torch.float16):
     else:
         fns = {"tileops": lambda: op(q0, k0, positions, cache)}
     fns["copy"] = lambda: dst.copy_(src)
-    for hb, threads, mb in VARIANTS:
+    for hb, threads, mb in variants:
         vname = f"hb{hb}_t{threads}_mb{mb}"
         qv, kv = q0.clone(), k0.clone()
         qo, ko = (qv, kv) if inplace else (torch.empty_like(q0), torch.empty_like(k0))
@@ -110,13 +110,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="Llama-3-8B at 4096 tokens only (in place, out of place)")
     ap.add_argument("--out", default="rope_sweep.json")
+    ap.add_argument("--variants", default=None,
+                    help="HB:threads:min_blocks,... instead of the default list (e.g. 2:160:0,4:80:0: blocks "
+                         "of exactly one token's units; session 12)")
+    ap.add_argument("--models", default=None, help="model names, comma-separated (with --quick's cases: all three)")
     args = ap.parse_args()
+    variants = VARIANTS if args.variants is None else [tuple(int(v) for v in s.split(":")) for s in
+                                                       args.variants.split(",")]
     cases = [("Llama-3-8B", 4096, True), ("Llama-3-8B", 4096, False)]
-    if not args.quick:
+    if args.models:
+        cases = [(m, 4096, inplace) for m in args.models.split(",") for inplace in (True, False)]
+    elif not args.quick:
         cases += [("Llama-3-70B", 4096, True), ("Qwen2.5-7B", 4096, True), ("Llama-3-8B", 256, True)]
     rows = []
     for model, T, inplace in cases:
-        r = rope_case(model, T, inplace)
+        r = rope_case(model, T, inplace, variants=variants)
         rows.append(r)
         print(f"\n{r['case']} ({r['bytes'] / 1e6:.1f} MB): hot / cold µs, over the copy "
               f"(copy {r['copy_hot_us']:.2f} / {r['copy_cold_us']:.2f})", flush=True)

@@ -357,7 +357,8 @@ def fuzz_plans(fz, C):
             want = (TypeError if (i in (0, 2, 3) and not isinstance(v, tuple))
                     or (i in (4, 5) and not callable(v)) else None)
             fz.expect("plan_setup", args, want)
-    # a harmless setup: the "state functions" return false / None, grad off
+    # a harmless setup: the "state functions" return false / None, grad off; "empty_like"
+    # is len, which fails on the arguments plan_call gives it (a SKIP, never an exception)
     fz.expect("plan_setup", [(int,), None, (bool,), (lambda: None,), bool, len, None, miss, skip], None)
     handle, fmt = C.cpu_kernel("layer_norm")
     items = tuple((1, 0) if c == "p" else (0, 1) for c in fmt)
@@ -374,9 +375,14 @@ def fuzz_plans(fz, C):
     for bad in [((9,),), ((1,),), ((1, 0, 0),), ((2, 0, 0),), ((2, 0),), ((0,),), ((0, "x"),), ((3, 1),), ("x",),
                 ((1, 99),), ((1, -1),)]:
         tolerant("plan_make", [handle, bad + items[1:], 3, 1, 0])
-    # plan_call over hostile inputs and memos: always a value, never an exception
+    # plan_call over hostile inputs and memos: always a value, never an exception (plan1,
+    # of one input, reaches the outputs' allocation for an input of None: templates)
+    plan1 = fz.expect("plan_make", [handle, items, 1, 1, 0], None)
     memos = [{}, {(miss, None, 0): None}, {(miss, None, 0): (plan, (0,), (None,))},
-             {(miss, None, 0): (plan, (5,), ())}, {(miss, None, 0): ("x", 1, 2)}]
+             {(miss, None, 0): (plan, (5,), ())}, {(miss, None, 0): ("x", 1, 2)},
+             {(miss, None, 0): (plan1, (("x", 3),), (None,))}, {(miss, None, 0): (plan1, ((None, -1),), (None,))},
+             {(miss, None, 0): (plan1, ((None, 2**64),), (None,))}, {(miss, None, 0): (plan1, ((None, "x"),), (None,))},
+             {(miss, None, 0): (plan1, ((None,),), (None,))}, {(miss, None, 0): (plan1, (0,), (None,))}]
     for memo in memos:
         for v in HOSTILE + [None]:
             for args in ([memo, v], [memo, None, v], [memo, v, v, v], [memo] + [None] * 9):

@@ -10,6 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from tileops.errors import BackwardError, InputValueError
+from tileops.activation import GeluAndMulFwdOp, GeluTanhAndMulFwdOp, SiluAndMulFwdOp
+from tileops.embedding import EmbeddingFwdOp
 from tileops.norm import FusedAddLayerNormFwdOp, FusedAddRMSNormFwdOp, GemmaRMSNormFwdOp, LayerNormFwdOp
 from tileops.ops import plans
 
@@ -197,3 +199,69 @@ def test_plan_make_refuses_what_does_not_fit_the_kernel():
     with pytest.raises(ValueError, match="no CPU kernel"):
         _C.plan_make(10**6, good, 3, 1, 0)
     assert plans.plan_call({}, None) is plans.MISS                     # an empty memo: no plan
+
+
+# ---- outputs not shaped like an input: the embedding and the gated activations ---------------
+
+GATED = [(SiluAndMulFwdOp, "silu_and_mul", lambda a, b: F.silu(a) * b),
+         (GeluAndMulFwdOp, "gelu_and_mul", lambda a, b: F.gelu(a) * b),
+         (GeluTanhAndMulFwdOp, "gelu_tanh_and_mul", lambda a, b: F.gelu(a, approximate="tanh") * b)]
+
+
+@pytest.mark.parametrize("id_dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("ids_shape", [(1,), (3,), (2, 5), (0,)])
+def test_an_embedding_plan_allocates_its_recorded_shape(id_dtype, dtype, ids_shape):
+    assert EmbeddingFwdOp.plan_kernel == "embedding"
+    g = torch.Generator().manual_seed(11)
+    w = torch.randn(50, 24, generator=g).to(dtype)
+    ids = torch.randint(0, 50, ids_shape, generator=g, dtype=id_dtype)
+    op = EmbeddingFwdOp()
+    assert _planned(op, (ids, w)) is plans.MISS
+    first = op(ids, w)                                      # the Python path, which records
+    again = _planned(op, (ids, w))
+    assert isinstance(again, torch.Tensor)
+    third = op(ids, w)
+    want = F.embedding(ids.long(), w)
+    for y in (first, again, third):
+        assert y.shape == ids_shape + (24,) and y.dtype == dtype and y.is_contiguous()
+        assert torch.equal(y, want)
+    if ids.numel():
+        assert again.data_ptr() != first.data_ptr() and third.data_ptr() != again.data_ptr()
+    assert _planned(op, (ids.new_zeros(7), w)) is plans.MISS                        # another shape
+    assert _planned(op, (ids, w[:10])) is plans.MISS                                  # another table
+
+
+def test_an_embedding_plan_leaves_a_bad_id_to_the_python_path_which_raises():
+    w = torch.randn(10, 8)
+    op = EmbeddingFwdOp()
+    ok = torch.tensor([1, 2])
+    op(ok, w)
+    assert isinstance(_planned(op, (ok, w)), torch.Tensor)
+    bad = torch.tensor([1, 10])                             # same signature, an id out of range
+    assert _planned(op, (bad, w)) is plans.SKIP              # the kernel refused: nothing returned
+    with pytest.raises(InputValueError, match=r"EmbeddingFwdOp: argument 'ids'.*= 10"):
+        op(bad, w)
+    assert torch.equal(op(ok, w), w[ok])                     # the plan still serves good ids
+
+
+@pytest.mark.parametrize("cls,name,ref", GATED)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("cast", [False, True])
+def test_a_gated_plan_replays_the_python_path_bit_for_bit(cls, name, ref, dtype, cast):
+    assert cls.plan_kernel == name
+    g = torch.Generator().manual_seed(12)
+    x = torch.randn(3, 2, 2 * 40, generator=g).to(dtype)
+    op = cls(cast_before_mul=cast)
+    first = op(x)
+    again = _planned(op, (x,))
+    assert isinstance(again, torch.Tensor) and again.shape == (3, 2, 40) and again.dtype == dtype
+    assert torch.equal(first, again) and torch.equal(op(x), first)
+    torch.testing.assert_close(again.double(), ref(x[..., :40].double(), x[..., 40:].double()),
+                               rtol=2e-2 if dtype != torch.float32 else 1e-5, atol=1e-2 if dtype != torch.float32 else 1e-6)
+    op.cast_before_mul = not cast                            # a param assigned: the plan dropped
+    assert _planned(op, (x,)) is plans.MISS
+    # a view with an odd last dimension's half: the Python path (non-contiguous), no plan
+    xv = torch.randn(2, 2 * 40 + 2, generator=g).to(dtype)[:, 2:]
+    assert _planned(op, (xv,)) is plans.SKIP
+    assert torch.equal(op(xv), cls(cast_before_mul=not cast)(xv.contiguous()))

@@ -484,8 +484,9 @@ static PyObject *py_cpu_simd_level(PyObject *self, PyObject *unused) {
  * then launch one CPU kernel over the inputs and outputs": the kernel (handle), each
  * argument's recipe, and each output's allocation. plan_call replays it: the same tests
  * of the same tensors (what the fast path tests, plus contiguity and the CPU), the
- * signature as the plan's key, torch.empty_like for the outputs, the launch. Anything it
- * cannot replay exactly answers a sentinel (MISS: no plan for this key; SKIP: these
+ * signature as the plan's key, the outputs (torch.empty_like of the input an output is
+ * shaped like, else of a template of the shape recorded: a plan is one signature), the
+ * launch. Anything it cannot replay exactly answers a sentinel (MISS: no plan for this key; SKIP: these
  * tensors, or this call, are not for a plan), and the caller takes the Python path, which
  * raises what is to be raised; no exception ever leaves plan_call. The plans live in the
  * instance's memo, so whatever drops the memo (a param assigned, the target undone)
@@ -734,26 +735,36 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
         else result = P.miss;
         goto done;
     }
-    /* entry: (capsule, likes, dtypes), or None: this signature is not for a plan */
+    /* entry: (capsule, allocs, dtypes), or None: this signature is not for a plan. An
+     * output's alloc is the index of the input it is shaped like, or (template, numel): a
+     * tensor of its shape and dtype (a 0-dim one expanded: no memory) and its size */
     if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3) goto done;
     Py_INCREF(entry);   /* the memo may change while torch runs Python below */
     const plan_t *p = PyCapsule_GetPointer(PyTuple_GET_ITEM(entry, 0), PLAN_CAPSULE);
-    PyObject *likes = PyTuple_GET_ITEM(entry, 1), *dtypes = PyTuple_GET_ITEM(entry, 2);
-    if (!p || p->n_in != n || !PyTuple_Check(likes) || !PyTuple_Check(dtypes) ||
-        PyTuple_GET_SIZE(likes) != p->n_out || PyTuple_GET_SIZE(dtypes) != p->n_out) {
+    PyObject *allocs = PyTuple_GET_ITEM(entry, 1), *dtypes = PyTuple_GET_ITEM(entry, 2);
+    if (!p || p->n_in != n || !PyTuple_Check(allocs) || !PyTuple_Check(dtypes) ||
+        PyTuple_GET_SIZE(allocs) != p->n_out || PyTuple_GET_SIZE(dtypes) != p->n_out) {
         PyErr_Clear();
         Py_DECREF(entry);
         goto done;
     }
     unsigned out_align = 0;
     for (int j = 0; j < p->n_out; j++) {
-        long like = PyLong_AsLong(PyTuple_GET_ITEM(likes, j));
-        if (like < 0 || like >= n || in[like] == Py_None) { PyErr_Clear(); Py_DECREF(entry); goto done; }
-        numel[n + j] = numel[like]; /* shaped like its input */
-        PyObject *dt = PyTuple_GET_ITEM(dtypes, j);
-        const int same = PyTuple_GET_ITEM(PyTuple_GET_ITEM(key, like + 1), 1) == dt; /* the input's dtype */
-        PyObject *cargs[3] = {in[like], same ? P.contiguous : dt, P.contiguous};
-        outs[j] = PyObject_Vectorcall(P.empty_like, cargs, 1, same ? P.kwnames_mf : P.kwnames);
+        PyObject *alloc = PyTuple_GET_ITEM(allocs, j), *dt = PyTuple_GET_ITEM(dtypes, j);
+        if (PyTuple_Check(alloc)) { /* (template, numel): empty_like(template), a new contiguous tensor */
+            const long long count = PyTuple_GET_SIZE(alloc) == 2 ? PyLong_AsLongLong(PyTuple_GET_ITEM(alloc, 1)) : -1;
+            if (count < 0) { PyErr_Clear(); Py_DECREF(entry); goto done; }
+            numel[n + j] = count;
+            PyObject *cargs[2] = {PyTuple_GET_ITEM(alloc, 0), P.contiguous};
+            outs[j] = PyObject_Vectorcall(P.empty_like, cargs, 1, P.kwnames_mf);
+        } else {
+            long like = PyLong_AsLong(alloc);
+            if (like < 0 || like >= n || in[like] == Py_None) { PyErr_Clear(); Py_DECREF(entry); goto done; }
+            numel[n + j] = numel[like]; /* shaped like its input */
+            const int same = PyTuple_GET_ITEM(PyTuple_GET_ITEM(key, like + 1), 1) == dt; /* the input's dtype */
+            PyObject *cargs[3] = {in[like], same ? P.contiguous : dt, P.contiguous};
+            outs[j] = PyObject_Vectorcall(P.empty_like, cargs, 1, same ? P.kwnames_mf : P.kwnames);
+        }
         if (!outs[j] || as_ptr_of(outs[j], &ptr[n + j])) { PyErr_Clear(); Py_DECREF(entry); goto done; }
         out_align |= (unsigned)(ptr[n + j] & 15u);
     }

@@ -3,20 +3,24 @@
 The generated boundary's eager fast path is Python (boundary.py): per call it tests the
 tensors, reads their signature, allocates the outputs and launches through the kernel
 memo, ~10 µs at one token where torch's own call of a fused ATen op takes ~5. An op whose
-`forward` is exactly "allocate the outputs (each shaped like an input), then one
-launchable of interface `plan_kernel` over the inputs then the outputs" declares
-`plan_kernel`; for it the boundary first asks `_C.plan_call(op._memo, *inputs)`, which
+`forward` is exactly "allocate the outputs, then one launchable of interface
+`plan_kernel` over the inputs then the outputs" declares `plan_kernel`; for it the boundary first asks `_C.plan_call(op._memo, *inputs)`, which
 replays the plan recorded for this call signature: the same tests the fast path makes
 (no compile, dispatch, torch-function or functorch mode, no tracer; plain dense tensors
 that autograd does not record, without a lazy flag) plus contiguity and the CPU, the
 signature (each input's shape and dtype, and the inputs' 16-byte alignment) as the key,
-torch.empty_like for the outputs, one CPU launch from the kernel's recipe of data. When
+the outputs allocated (torch.empty_like of the input an output is shaped like, else of a
+template of the shape recorded: a plan is one call signature, and an op without
+call-time scalars has output shapes that the input shapes and its params fix; the
+template is a 0-dim tensor expanded, so it holds no memory, and empty_like of it takes
+half torch.empty's time), one CPU launch from the kernel's recipe of data. When
 it cannot replay (no plan yet: MISS; these tensors or this call are not for a plan: SKIP)
 the boundary takes its Python path, and on a MISS records the plan of what that path did
 (`record`), or None when the call is not one a plan can replay exactly. A plan is kept in
 the instance's memo, so whatever drops the memo drops the plans with it: a param
 assigned, the target undone, the memo's size limit. Only launchables that carry
-`plan_recipe` (the CPU builds that set it: kernels/norm/rows.py) are planned."""
+`plan_recipe` (the CPU builds that set it: kernels/norm/rows.py, activation/gated.py,
+embedding/embedding.py) are planned."""
 from __future__ import annotations
 
 import torch
@@ -62,17 +66,16 @@ def key(inputs: tuple):
     return tuple(parts)
 
 
-def likes(entry) -> tuple | None:
+def likes(entry) -> tuple:
     """For each output of the manifest entry, the index of the required input it is shaped
-    like ("x.shape"), or None when an output is not so (no plan for the op)."""
+    like ("x.shape": allocated by torch.empty_like of it), or None (its shape is recorded
+    with the plan)."""
     names = [i.name for i in entry.inputs]
     required = {i.name for i in entry.inputs if not i.optional}
     out = []
     for o in entry.outputs:
         like = o.shape.removesuffix(".shape")
-        if like not in required or o.shape != f"{like}.shape":
-            return None
-        out.append(names.index(like))
+        out.append(names.index(like) if like in required and o.shape == f"{like}.shape" else None)
     return tuple(out)
 
 
@@ -94,10 +97,12 @@ def _plan(op, inputs, result):
     outs = result if isinstance(result, tuple) else (result,)
     if len(outs) != len(like):
         return None
+    allocs = []
     for o, i in zip(outs, like):
-        src = inputs[i]
-        if not (type(o) is torch.Tensor and o.is_cpu and o.is_contiguous() and o.shape == src.shape):
+        if not (type(o) is torch.Tensor and o.is_cpu and o.is_contiguous()
+                and (i is None or o.shape == inputs[i].shape)):
             return None
+        allocs.append((torch.empty((), dtype=o.dtype).expand(o.shape), o.numel()) if i is None else i)
         if o.numel() and any(t is not None and t.data_ptr() == o.data_ptr() for t in inputs):
             return None     # an output that is an input: not the allocation a plan makes
     memo, _, iface = op._memo_fns[name]
@@ -113,4 +118,4 @@ def _plan(op, inputs, result):
     for o in outs:
         out_align |= o.data_ptr() & 15
     plan = _C.plan_make(handle, items, len(inputs), len(outs), out_align)
-    return (plan, like, tuple(o.dtype for o in outs))
+    return (plan, tuple(allocs), tuple(o.dtype for o in outs))

@@ -138,6 +138,11 @@ def _fake_1(x, out, key):
     return None
 
 def _call_boundary(self, x, *, out=None):
+    _p = None
+    if out is None and not _is_compiling():
+        _p = _plan_call(self._memo, x)
+        if _p is not _MISS and _p is not _SKIP:
+            return _p
     if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
         _fast = False
     else:
@@ -153,6 +158,8 @@ def _call_boundary(self, x, *, out=None):
     if out is None:
         if _fast:
             _a = _body_0(self, x)
+            if _p is _MISS:
+                _record_plan(self, (x,), _a)
         else:
             _a = _op_0(x, self._key)
         return _a

@@ -73,6 +73,9 @@ def _build_cpu(b):
             run(handle, ids.data_ptr(), weight.data_ptr(), y.data_ptr(), ids.numel(), weight.shape[0], H, dtype, idt)
         except InputValueError as e:   # an id out of range (found before any write)
             raise InputValueError(f"EmbeddingFwdOp: argument 'ids': {e}") from None
+    if H:   # the same launch as data, for a plan (ops/plans.py): n = ids.numel(), V = weight.numel() // H
+        unchecked.plan_recipe = (handle, ((1, 0), (1, 1), (1, 2), (2, 0, 1), (2, 1, H), (0, H), (0, dtype),
+                                          (0, idt)))
     return checked(_guard(b, -1), unchecked)
 
 

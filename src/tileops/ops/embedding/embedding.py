@@ -19,6 +19,7 @@ class EmbeddingFwdOp(Op):
 
     kernel_types = {"embedding": EmbeddingKernel}
     interfaces = {"embedding": EmbeddingInterface}
+    plan_kernel = "embedding"   # forward: allocate, then this one launch (eager CPU calls replay a plan)
 
     def forward(self, ids: Tensor, weight: Tensor, *, out: Tensor | None = None) -> Tensor:
         y = self.allocate(ids, weight, out=out)
