@@ -3,7 +3,7 @@
   * B = 1, 32 / 8 heads, head_size 128, 1K context, float16: <= 8 us;
   * context >= 4K: >= 85 % of copy bandwidth (the bytes: the K and V rows read, q, o).
 
-    PYTHONPATH=src python3 dev/time_paged_decode.py [--quick] [--stages N] [--pdl-ab] [--out paged_decode_timing.json]
+    PYTHONPATH=src python3 dev/time_paged_decode.py [--quick] [--stages N] [--pdl-ab] [--cluster-ab] [--out paged_decode_timing.json]
 
 For each case: hot (tileops.bench.cuda_hot_us: 50 calls captured in a CUDA graph, the
 median of 20 replays; microseconds per call) and cold (tileops.bench.cuda_cold_us: L2
@@ -31,6 +31,21 @@ from tileops.bench import without_pdl
 MODELS = {"Llama-3-8B": (32, 8), "Qwen2.5-7B": (28, 4), "Llama-3-70B TP4": (16, 2)}
 
 PDL_AB = False   # --pdl-ab: each case also timed with every kernel launched plainly (tileops_plain)
+CLUSTER_AB = False   # --cluster-ab: each case also timed with the merge kernel (tileops_merge_kernel:
+                     # K.CLUSTER_MAX = 0, no split merged inside its cluster)
+
+
+def with_merge_kernel(fn):
+    """fn with every split merged by the merge kernel (the cluster merge off), for the A/B."""
+    from tileops.kernels.attention import paged_decode_attention as K
+
+    def call():
+        saved, K.CLUSTER_MAX = K.CLUSTER_MAX, 0
+        try:
+            return fn()
+        finally:
+            K.CLUSTER_MAX = saved
+    return call
 
 
 def case(label, H, Hkv, B, ctx, BS=16, D=128, dtype=torch.float16, sdpa=True):
@@ -48,6 +63,8 @@ def case(label, H, Hkv, B, ctx, BS=16, D=128, dtype=torch.float16, sdpa=True):
     fns = {"tileops": lambda: op(q, kc, vc, bt, sl), "copy": lambda: dst.copy_(src)}
     if PDL_AB:   # the same call launched plainly (no programmatic dependent launch)
         fns["tileops_plain"] = without_pdl(fns["tileops"])
+    if CLUSTER_AB:
+        fns["tileops_merge_kernel"] = with_merge_kernel(fns["tileops"])
     if sdpa and 2 * nbytes < torch.cuda.mem_get_info()[0] * 0.8:
         k = kc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()
         v = vc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()
@@ -77,9 +94,11 @@ def main():
     ap.add_argument("--groups", type=int, default=None, help="chunk groups a CTA (1 or 2), forced")
     ap.add_argument("--pdl-ab", action="store_true", help="also time each case with every kernel launched plainly "
                                                            "(tileops_plain: programmatic dependent launch off)")
+    ap.add_argument("--cluster-ab", action="store_true", help="also time each case with the merge kernel instead "
+                                                               "of the cluster's merge (tileops_merge_kernel)")
     args = ap.parse_args()
-    global PDL_AB
-    PDL_AB = args.pdl_ab
+    global PDL_AB, CLUSTER_AB
+    PDL_AB, CLUSTER_AB = args.pdl_ab, args.cluster_ab
     if args.groups is not None:
         from tileops.kernels.attention import paged_decode_attention as K
         K.CHUNK_GROUPS = args.groups
@@ -119,6 +138,8 @@ def report(rows, out):
     for r in rows:
         plain = (f"  plain {r['tileops_plain_hot_us']:.2f} / {r['tileops_plain_cold_us']:.2f}"
                  if "tileops_plain_hot_us" in r else "")
+        plain += (f"  merge kernel {r['tileops_merge_kernel_hot_us']:.2f} / {r['tileops_merge_kernel_cold_us']:.2f}"
+                  if "tileops_merge_kernel_hot_us" in r else "")
         print(f"{r['case']:44s} {r['tileops_hot_us']:9.2f} {r['tileops_cold_us']:9.2f} {r['tileops_cold_gbps']:7.0f} "
               f"{r['of_copy_cold']:8.2f} {r.get('sdpa_gathered_hot_us', float('nan')):9.2f} "
               f"{r.get('sdpa_gathered_cold_us', float('nan')):9.2f} {r['copy_cold_us']:9.2f}{plain}")

@@ -14,7 +14,10 @@
     sequence's blocks, or a length outside [0, max_blocks * block_size], gives that
     sequence NaN (o and lse), nothing read out of bounds (unused and bad entries are
     2^31 - 1 or negative: dereferenced, they would fault), the others bitwise unchanged;
-  * a misaligned tensor is refused naming the alignment.
+  * a misaligned tensor is refused naming the alignment;
+  * a small split merged inside its thread block cluster (sm_90+, one launch) gives the
+    merge kernel's bits: S of 2 to 8, one or two chunk groups, empty CTAs, bad input, a
+    CUDA graph replayed with new lengths.
 Skipped without CUDA (tests/gpu/conftest.py)."""
 import pytest
 import torch
@@ -258,3 +261,103 @@ def test_pdl_gives_the_bits_of_a_plain_launch_eager_and_in_a_graph(monkeypatch, 
                 want = run(op, q, kc, vc, bt, sl)
             assert torch.equal(o, want[0]) and torch.equal(lse, want[1]), step
     check_close(op, args, o, lse, dtype)
+
+
+# ---- a split merged inside its cluster (CLUSTER_MAX: no merge kernel) -----------------------
+
+PRE_HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability(0)[0] < 9
+
+
+def _launches():
+    from tileops import _C
+    return _C.cuda_stats()["launches"]
+
+
+@pytest.mark.skipif(PRE_HOPPER, reason="thread block clusters need sm_90+")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("H,Hkv,D,BS", GROUP_MODELS)
+def test_a_split_merged_in_its_cluster_gives_the_merge_kernel_s_bits(monkeypatch, dtype, H, Hkv, D, BS):
+    """A split of S <= 8 CTAs a sequence on at most half the SMs runs as one thread block
+    cluster whose CTAs fold the partials (one launch, no merge kernel): o and lse bit for bit
+    the merge kernel's, for S of 2 to 8 (forced chunks a CTA), one or two chunk groups,
+    lengths 0, 1, mid-chunk and ones whose last CTAs hold no chunk (those CTAs still arrive
+    at the cluster's barrier: a missing arrival would hang the call). Two sequences a batch
+    (the launch rule takes the cluster's merge only for few CTAs)."""
+    for lens in ([1800, 37], [0, 257], [1, 1000]):
+        _cluster_same_bits(monkeypatch, dtype, H, Hkv, D, BS, lens)
+
+
+def _cluster_same_bits(monkeypatch, dtype, H, Hkv, D, BS, lens):
+    op = PagedDecodeAttentionFwdOp(D, BS)
+    args = make(len(lens), H, Hkv, D, BS, lens, dtype, seed=5, device=DEV)
+    fused_seen = 0
+    for groups in (1, 2):
+        code = {torch.float16: 1, torch.bfloat16: 2}[dtype]
+        if groups == 2 and not K.groups_allowed(D, K.heads_per_cta(D, H // Hkv), code, True):
+            continue
+        for cpc in (1, 2, 3, 4):
+            monkeypatch.setattr(K, "CHUNK_GROUPS", groups)
+            monkeypatch.setattr(K, "SPLIT_CPC", cpc)
+            monkeypatch.setattr(K, "CLUSTER_MAX", 0)
+            n0 = _launches()
+            want = run(op, *args)
+            plain_launches = _launches() - n0
+            monkeypatch.setattr(K, "CLUSTER_MAX", 8)
+            n0 = _launches()
+            got = run(op, *args)
+            fused = plain_launches == 2 and _launches() - n0 == 1
+            fused_seen += fused
+            assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), (groups, cpc, fused)
+    assert fused_seen or max(lens) <= 256, "no call took the cluster's merge"   # one chunk: no split
+    check_close(op, args, *got, dtype)
+
+
+@pytest.mark.skipif(PRE_HOPPER, reason="thread block clusters need sm_90+")
+def test_a_cluster_merge_on_the_fma_path_and_with_bad_input(monkeypatch, fma_path):
+    """The same on the fp32-FMA path (float32), and the documented outcome of bad input when
+    the cluster's first CTA writes it: a bad length or block id gives that sequence NaN,
+    the others the merge kernel's bits."""
+    H, Hkv, D, BS, dtype = 16, 4, 64, 16, torch.float32
+    lens = [700, 300, 900]
+    op = PagedDecodeAttentionFwdOp(D, BS)
+    q, kc, vc, bt, sl = make(len(lens), H, Hkv, D, BS, lens, dtype, device=DEV)
+    N, mb = kc.shape[0], bt.shape[1]
+    bt[1, (lens[1] - 1) // BS] = N
+    sl[2] = mb * BS + 1
+    monkeypatch.setattr(K, "SPLIT_CPC", 1)
+    monkeypatch.setattr(K, "CLUSTER_MAX", 0)
+    want = run(op, q, kc, vc, bt, sl)
+    monkeypatch.setattr(K, "CLUSTER_MAX", 8)
+    n0 = _launches()
+    got = run(op, q, kc, vc, bt, sl)
+    assert _launches() - n0 == 1
+    assert got[0][1:3].isnan().all() and got[1][1:3].isnan().all()
+    assert torch.equal(got[0][0], want[0][0]) and torch.equal(got[1][0], want[1][0])
+
+
+@pytest.mark.skipif(PRE_HOPPER, reason="thread block clusters need sm_90+")
+def test_a_cluster_merge_replays_in_a_cuda_graph_with_new_lengths(monkeypatch):
+    """Captured once (the cluster build made before capture by the warm-up call), replayed
+    with new lengths and tables: the merge kernel's bits each step."""
+    H, Hkv, D, BS, dtype, B, mb = 32, 8, 128, 16, torch.float16, 2, 64
+    op = PagedDecodeAttentionFwdOp(D, BS)
+    q, kc, vc, bt, sl = make(B, H, Hkv, D, BS, [mb * BS] * B, dtype, spare=20, device=DEV)
+    N = kc.shape[0]
+    n0 = _launches()
+    run(op, q, kc, vc, bt, sl)                                # warm-up
+    assert _launches() - n0 == 1                             # B = 2, 1K tokens: a split, merged in the cluster
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        o, lse = op(q, kc, vc, bt, sl, return_lse=True)
+    g = torch.Generator().manual_seed(8)
+    for step in range(5):
+        new_lens = torch.randint(1, mb * BS + 1, (B,), generator=g, dtype=torch.int32)
+        new_lens[0] = [0, 1, mb * BS, 300, 17][step]
+        sl.copy_(new_lens)
+        bt.copy_(torch.randperm(N, generator=g)[:B * mb].view(B, mb).to(torch.int32))
+        graph.replay()
+        torch.cuda.synchronize()
+        monkeypatch.setattr(K, "CLUSTER_MAX", 0)
+        want = run(op, q, kc, vc, bt, sl)
+        monkeypatch.setattr(K, "CLUSTER_MAX", 8)
+        assert torch.equal(o, want[0]) and torch.equal(lse, want[1]), step

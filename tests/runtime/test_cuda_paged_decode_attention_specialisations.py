@@ -8,6 +8,8 @@ and odd ones, group sizes 1, 4, 7, 8 (Qwen2.5-7B's 28 / 4 is 7) and a 20-head gr
 slices, block sizes 16, 64 and ones that do not divide a tile. Skipped where nvcc is not
 installed."""
 
+import subprocess
+
 import pytest
 from helpers import nvcc, nvcc_build
 
@@ -89,6 +91,26 @@ def test_two_groups_where_one_group_would_need_a_split():
     assert K.launch_plan(128, 128, slots1, slots2, False)[0] == 1          # a head size 256 threads can't split
     assert K.groups_allowed(128, 4) and K.groups_allowed(16, 16) and not K.groups_allowed(48, 7)
     assert not K.groups_allowed(256, 8)                                     # no ring fits 8 warps' shared memory
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("dt,D,G,groups,cluster", [(1, 128, 4, 1, 2), (2, 128, 8, 1, 4), (1, 128, 7, 2, 8),
+                                                    (0, 64, 4, 1, 8), (2, 256, 1, 1, 3)])
+def test_every_cluster_build_compiles_without_spills(tmp_path, dt, D, G, groups, cluster):
+    """A split whose S CTAs run as one cluster (-DPDA_CS = S), the first merging the partials
+    after the cluster's barrier: the attribute and the barrier are in the cubin."""
+    heads = K.heads_per_cta(D, G)
+    mma = dt != 0
+    stages, _ = K.choose_stages(dt, D, heads, mma, groups=groups)
+    source, kernel, _, opts = K.cuda_specialisation(dt, D, G, heads, 16, mma, stages, groups, cluster)
+    assert f"-DPDA_CS={cluster}" in opts
+    nvcc_build(tmp_path, source, kernel, opts)
+    r = subprocess.run([NVCC, "-ptx", "-arch=sm_90a", *opts, "-o", str(tmp_path / "k.ptx"), str(tmp_path / "k.cu")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    ptx = (tmp_path / "k.ptx").read_text()
+    assert f".reqnctapercluster 1, {cluster}, 1" in ptx and "barrier.cluster.arrive.release" in ptx
+    assert K.cuda_specialisation(dt, D, G, heads, 16, mma, stages, groups)[3] == opts[:-1]   # 1: no define
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")

@@ -62,7 +62,10 @@
  *   PDA_GS .. + PDA_GS, those < G), chunks [y * cpc, y * cpc + cpc). lse may be 0 (not
  *   wanted). ws == 0: no split (S = 1): the CTA folds every chunk and writes o and lse.
  *   ws != 0: the CTA writes each chunk's partial to ws[((b * H + h) * max_chunks + c) *
- *   (D + 2) + (d | D: m | D + 1: l)] and tileops_paged_decode_attention_merge writes o, lse.
+ *   (D + 2) + (d | D: m | D + 1: l)] and tileops_paged_decode_attention_merge writes o, lse;
+ *   built with -DPDA_CS = S (2 .. 8, grid.y = S: the split is one thread block cluster) the
+ *   cluster's CTAs fold the partials themselves after its barrier, the same operations
+ *   (pda_cluster_finish), and no merge kernel is launched.
  *   scale_log2 = scale * log2(e). max_chunks = ceil(max_blocks * BS / PDA_CH).
  * tileops_paged_decode_attention_merge ("ppppqqq"): (ws, seq_lens, o, lse, H, max_blocks,
  *   max_chunks); grid B * H, block >= D threads (one per channel).
@@ -74,7 +77,8 @@
  *   of 16, <= 256);  PDA_G query heads per KV head;  PDA_GS query heads per CTA (<= 16, <= 8
  *   for D > 128);  PDA_BS block size;  PDA_MMA 1 tensor cores (16-bit dtypes), 0 fp32 FMAs;
  *   PDA_STAGES 1 .. 4, the depth of each warp's ring;  PDA_CG chunk groups a CTA (1 or 2;
- *   default 1; 2 needs D a multiple of 256 / (PDA_GS rounded up to 8)). */
+ *   default 1; 2 needs D a multiple of 256 / (PDA_GS rounded up to 8));  PDA_CS the split's
+ *   CTAs in one cluster (1: none, the merge kernel's path; 2 .. 8, sm_90+). */
 #include "../common/rows_common.cuh"
 
 #if !defined(PDA_D) || !defined(PDA_G) || !defined(PDA_GS) || !defined(PDA_BS) || !defined(PDA_MMA) || \
@@ -314,7 +318,81 @@ TILEOPS_DEV void pda_issue(const struct pda_seq *s, int k, int blk, unsigned rin
 /* ---- the main kernel ------------------------------------------------------------------------ */
 extern __shared__ __attribute__((aligned(16))) unsigned char pda_smem[];
 
-extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
+/* ---- a split's merge: each chunk's partial, folded in chunk order (the merge kernel, or
+ * the cluster's first CTA: the same operations) --------------------------------------- */
+/* chunks c0 .. c0 + PDA_MB - 1 (those < n) of channel d: their m, l and a */
+TILEOPS_DEV void pda_merge_load(const float *P, long long c0, long long n, int d, float *pm, float *pl, float *pa) {
+#pragma unroll
+    for (int j = 0; j < PDA_MB; j++) {
+        const float *Q = P + (c0 + j) * (PDA_D + 2);
+        const int in = c0 + j < n;
+        pm[j] = in ? Q[PDA_D] : 0.0f;
+        pl[j] = in ? Q[PDA_D + 1] : 0.0f;
+        pa[j] = in ? Q[d] : 0.0f;
+    }
+}
+/* folds chunks c0 .. (those < n) into (m, l, a) in chunk order; branch-free (a chunk past n
+ * leaves the state as it was, by selection), so that the weights' exp2 of successive
+ * chunks overlap: only m's max, l's and a's multiply-adds chain from chunk to chunk */
+TILEOPS_DEV void pda_merge_fold(long long c0, long long n, float *m, float *l, float *a, const float *pm,
+                                const float *pl, const float *pa) {
+#pragma unroll
+    for (int j = 0; j < PDA_MB; j++) {
+        float m2 = *m, l2 = *l, a2 = *a;
+        pda_merge(&m2, &l2, &a2, pm[j], pl[j], pa[j]);
+        const int in = c0 + j < n;
+        *m = in ? m2 : *m;
+        *l = in ? l2 : *l;
+        *a = in ? a2 : *a;
+    }
+}
+
+
+#ifndef PDA_CS
+#define PDA_CS 1
+#endif
+#if PDA_CS < 1 || PDA_CS > 8
+#error "PDA_CS (the split's CTAs in one cluster) must be 1 .. 8"
+#endif
+#if PDA_CS > 1
+#define PDA_CLUSTER_DIMS __attribute__((cluster_dims(1, PDA_CS, 1)))
+#else
+#define PDA_CLUSTER_DIMS
+#endif
+
+/* A split of S = PDA_CS CTAs a sequence launched as one cluster (grid.y = S): each CTA
+ * has written its chunks' partials to ws; after the cluster's barrier (release / acquire:
+ * every CTA's ws writes are visible to the others) its CTAs fold the partials of their
+ * query heads in chunk order, a (head, channel) pair per thread as the merge kernel does
+ * (pda_merge_load / _fold: the same bits), and write o and lse. No second kernel. Every
+ * CTA of the cluster calls this once, whether it had chunks or not (all of them arrive). */
+TILEOPS_DEV void pda_cluster_finish(const float *ws, void *o, float *lse, long long b, long long H, long long hbase,
+                                    long long z, long long n_chunks, long long max_chunks) {
+#if PDA_CS > 1
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+    /* the (head, channel) pairs dealt over the cluster's CTAs: one each where they suffice */
+    for (int e = (int)(tileops_ctaid_y() * TILEOPS_THREADS + tileops_tid()); e < PDA_GS * PDA_D;
+         e += PDA_CS * TILEOPS_THREADS) {
+        const int g = e / PDA_D, d = e % PDA_D;
+        if (z * PDA_GS + g >= PDA_G)
+            break;
+        const long long bh = b * H + hbase + g;
+        const float *P = ws + bh * max_chunks * (PDA_D + 2);
+        float m = pda_neg_inf(), l = 0.0f, a = 0.0f, pm[PDA_MB], pl[PDA_MB], pa[PDA_MB];
+        for (long long c0 = 0; c0 < n_chunks; c0 += PDA_MB) {
+            pda_merge_load(P, c0, n_chunks, d, pm, pl, pa);
+            pda_merge_fold(c0, n_chunks, &m, &l, &a, pm, pl, pa);
+        }
+        tileops_st_elem((char *)o + bh * PDA_D * TILEOPS_E, d, pda_out(l, a));
+        if (d == 0 && lse)
+            lse[bh] = pda_lse(m, l);
+    }
+#else
+    (void)ws; (void)o; (void)lse; (void)b; (void)H; (void)hbase; (void)z; (void)n_chunks; (void)max_chunks;
+#endif
+}
+
+extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_attention(
     const void *q, const void *key_cache, const void *value_cache, const int *block_table, const int *seq_lens,
     void *o, float *lse, float *ws, long long H, long long H_kv, long long num_blocks, long long max_blocks,
     long long max_chunks, long long cpc, long long zs, float scale_log2) {
@@ -354,8 +432,8 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
     #define PDA_HEAD_OK(hl) ((hl) < PDA_GS && z * PDA_GS + (hl) < PDA_G)
 
     if (len < 0 || len > max_blocks * PDA_BS) {  /* a bad length: NaN, nothing read */
-        if (split)
-            return;  /* the merge kernel writes the NaNs */
+        if (split && (PDA_CS == 1 || tileops_ctaid_y() != 0))
+            return;  /* the merge kernel (a cluster: its first CTA, below) writes the NaNs */
         for (int e = (int)tid; e < PDA_GS8 * PDA_D; e += TILEOPS_THREADS) {
             const int g = e / PDA_D, d = e % PDA_D;
             if (PDA_HEAD_OK(g)) {
@@ -371,8 +449,10 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
     if (split) {
         c_begin = (long long)tileops_ctaid_y() * cpc;
         c_end = c_begin + cpc < n_chunks ? c_begin + cpc : n_chunks;
-        if (c_begin >= c_end)
+        if (c_begin >= c_end) {   /* no chunk of this CTA holds a token */
+            pda_cluster_finish(ws, o, lse, b, H, hbase, z, n_chunks, max_chunks);
             return;
+        }
     }
     s.c_end = c_end;
     const unsigned ring = pda_smem_addr(pda_smem) + (unsigned)(w * PDA_WARP_BYTES);
@@ -626,8 +706,10 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
         tileops_barrier();
     }
     PDA_WAIT(0);
-    if (split)
+    if (split) {
+        pda_cluster_finish(ws, o, lse, b, H, hbase, z, n_chunks, max_chunks);
         return;
+    }
     /* ---- no split: o and lse of the folded state ---- */
     if (!PDA_HEAD_OK(fg))
         return;
@@ -636,34 +718,6 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_paged_decode_attention(
         tileops_st_elem((char *)o + ((b * H + hbase + fg) * PDA_D) * TILEOPS_E, fu + PDA_TPH * i, pda_out(rl, ra[i]));
     if (fu == 0 && lse)
         lse[b * H + hbase + fg] = pda_lse(rm, rl);
-}
-
-/* ---- the merge kernel (split): each chunk's partial, folded in chunk order ---------------- */
-/* chunks c0 .. c0 + PDA_MB - 1 (those < n) of channel d: their m, l and a */
-TILEOPS_DEV void pda_merge_load(const float *P, long long c0, long long n, int d, float *pm, float *pl, float *pa) {
-#pragma unroll
-    for (int j = 0; j < PDA_MB; j++) {
-        const float *Q = P + (c0 + j) * (PDA_D + 2);
-        const int in = c0 + j < n;
-        pm[j] = in ? Q[PDA_D] : 0.0f;
-        pl[j] = in ? Q[PDA_D + 1] : 0.0f;
-        pa[j] = in ? Q[d] : 0.0f;
-    }
-}
-/* folds chunks c0 .. (those < n) into (m, l, a) in chunk order; branch-free (a chunk past n
- * leaves the state as it was, by selection), so that the weights' exp2 of successive
- * chunks overlap: only m's max, l's and a's multiply-adds chain from chunk to chunk */
-TILEOPS_DEV void pda_merge_fold(long long c0, long long n, float *m, float *l, float *a, const float *pm,
-                                const float *pl, const float *pa) {
-#pragma unroll
-    for (int j = 0; j < PDA_MB; j++) {
-        float m2 = *m, l2 = *l, a2 = *a;
-        pda_merge(&m2, &l2, &a2, pm[j], pl[j], pa[j]);
-        const int in = c0 + j < n;
-        *m = in ? m2 : *m;
-        *l = in ? l2 : *l;
-        *a = in ? a2 : *a;
-    }
 }
 
 extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws, const int *seq_lens, void *o,

@@ -18,7 +18,10 @@ several chunks it may be split along the sequence into S CTAs of `cpc` chunks (l
 the groups and S that minimise an estimate of waves x a CTA's time), which write each
 chunk's partial state to a float32 workspace of B x H x max_chunks x (head_size + 2) taken
 per call from torch's caching allocator (stream-ordered, so capture-safe: a graph keeps its
-allocation), and a second kernel folds them. Both are launched with programmatic dependent
+allocation), and a second kernel folds them; where the split is small (S <= CLUSTER_MAX
+CTAs a sequence on at most half the SMs, sm_90+) its S CTAs run as one thread block
+cluster that folds them itself after the cluster's barrier (one launch; a build per S,
+made on first use; during capture without it, the merge kernel's path: the same bits). Both are launched with programmatic dependent
 launch on sm_90+, as every op kernel is (runtime.build(pdl=True): the merge is scheduled
 while the first kernel runs and waits for it on the GPU; TILEOPS_PDL=0 /
 runtime.set_pdl(False) launches them plainly, the same bits). The result is bitwise the
@@ -60,6 +63,11 @@ WS_COST = 0.05              # a chunk's partial written and read back (a split),
 MERGE_COST = 0.5
 SPLIT_CPC = None            # a dev knob (dev/time_paged_decode.py --cpc): chunks per CTA, forced
 CHUNK_GROUPS = None         # a dev knob (--groups): 1 or 2 chunk groups a CTA for every call; None: the rule
+# A split of S <= CLUSTER_MAX CTAs a sequence that holds at most half the SMs, on sm_90+:
+# the S CTAs run as one thread block cluster (-DPDA_CS=S) whose CTAs fold the partials
+# after the cluster's barrier (the merge kernel's operations: the same bits), so no merge
+# kernel is launched. 0 turns it off (dev/time_paged_decode.py --cluster-ab: the A/B).
+CLUSTER_MAX = 8
 # The dtypes (codes) the tensor-core path serves; the others take the fp32-FMA path, which
 # serves every dtype: empty this set (before an op's first call) to run float16 and
 # bfloat16 on the FMA path too (tests/gpu compare the two).
@@ -131,13 +139,14 @@ def choose_stages(dtype_code: int, head_size: int, heads: int, mma: bool,
                      f"(head_size {head_size}, {heads} heads per CTA, {groups} chunk groups)")
 
 
-def cuda_specialisation(dtype_code, head_size, group, heads, block_size, mma, stages, groups=1):
-    """(source, kernel, merge kernel, options): pure, no GPU."""
+def cuda_specialisation(dtype_code, head_size, group, heads, block_size, mma, stages, groups=1, cluster=1):
+    """(source, kernel, merge kernel, options): pure, no GPU. cluster > 1: the build whose
+    grid.y (the split) is one cluster, merging in its first CTA."""
     e = DTYPE[dtype_code].itemsize
     opts = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={head_size}", f"-DTILEOPS_VEC={16 // e}",
             f"-DTILEOPS_THREADS={THREADS * groups}", f"-DPDA_D={head_size}", f"-DPDA_G={group}",
             f"-DPDA_GS={heads}", f"-DPDA_BS={block_size}", f"-DPDA_MMA={int(bool(mma))}",
-            f"-DPDA_STAGES={stages}", f"-DPDA_CG={groups}")
+            f"-DPDA_STAGES={stages}", f"-DPDA_CG={groups}") + ((f"-DPDA_CS={cluster}",) if cluster > 1 else ())
     return ("attention/paged_decode_attention.cu", "tileops_paged_decode_attention",
             "tileops_paged_decode_attention_merge", opts)
 
@@ -278,6 +287,8 @@ def _build_cuda(b):
     if allowed:
         rings[2] = choose_stages(b.dtype, D, b.heads_per_cta, b.mma, per_block=per_block, groups=2)
     variants = {}   # groups -> (handle, merge, smem, slots)
+    clustered = {}  # (groups, S) -> the cluster build's handle, or None where it cannot be had
+    clusters_ok = tuple(runtime.device_attributes(device)["arch"]) >= (9, 0)
     plans = {}      # (ctas, max_chunks, the dev knobs) -> launch_plan's (groups, S, cpc): shapes only
 
     def variant(g):
@@ -301,6 +312,20 @@ def _build_cuda(b):
                 f"batch size before capture (warm-up). [{e}]") from None
         variants[g] = v
         return g, v
+
+    def cluster_build(g, s):
+        """The (groups, S) cluster build, made on first use; None while capturing before it
+        was made (the merge kernel's path serves: the same bits)."""
+        key = (g, s)
+        if key in clustered:
+            return clustered[key]
+        opts = cuda_specialisation(b.dtype, D, b.group, b.heads_per_cta, BS, b.mma, rings[g][0], g, s)[3]
+        try:
+            h = clustered[key] = runtime.build(device, "attention/paged_decode_attention.cu",
+                                               "tileops_paged_decode_attention", opts, ARG_FORMAT_CUDA, pdl=True)
+        except NotReadyDuringCaptureError:
+            return None
+        return h
 
     variant(1)   # the one-group build: made with the op's first call, as before
     slots1 = variants[1][3]
@@ -331,10 +356,16 @@ def _build_cuda(b):
         ws = empty(B * H * max_chunks * (D + 2), dtype=f32, device=q.device) if s > 1 else None
         stream = stream_of(device)
         lse_p = 0 if lse is None else lse.data_ptr()
-        launch_raw(handle, ctas, s, 1, THREADS * g, 1, 1, smem, stream, q.data_ptr(), key_cache.data_ptr(),
+        fused = None
+        if 1 < s <= CLUSTER_MAX and clusters_ok and 2 * ctas * s <= b.sm_count:
+            # the cluster's merge where the split holds at most half the SMs (H200: B = 1 and
+            # 2 at 1K tokens 0.5-1.1 µs faster hot, 1.2-1.9 cold; a wave of 128 CTAs in
+            # clusters of 4 was 0.3 µs slower hot than the merge kernel; dev/NOTES.md session 12)
+            fused = cluster_build(g, s)
+        launch_raw(fused or handle, ctas, s, 1, THREADS * g, 1, 1, smem, stream, q.data_ptr(), key_cache.data_ptr(),
                    value_cache.data_ptr(), block_table.data_ptr(), seq_lens.data_ptr(), o.data_ptr(), lse_p,
                    0 if ws is None else ws.data_ptr(), H, h_kv, key_cache.shape[0], mb, max_chunks, cpc, zs, scale_log2)
-        if ws is not None:
+        if ws is not None and fused is None:
             launch_raw(merge, B * H, 1, 1, merge_threads, 1, 1, 0, stream, ws.data_ptr(), seq_lens.data_ptr(),
                        o.data_ptr(), lse_p, H, mb, max_chunks)
     return checked(_guard(b, b.device), unchecked)
