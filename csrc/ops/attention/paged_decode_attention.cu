@@ -319,7 +319,7 @@ TILEOPS_DEV void pda_issue(const struct pda_seq *s, int k, int blk, unsigned rin
 extern __shared__ __attribute__((aligned(16))) unsigned char pda_smem[];
 
 /* ---- a split's merge: each chunk's partial, folded in chunk order (the merge kernel, or
- * the cluster's first CTA: the same operations) --------------------------------------- */
+ * the cluster's CTAs: the same operations) --------------------------------------------- */
 /* chunks c0 .. c0 + PDA_MB - 1 (those < n) of channel d: their m, l and a */
 TILEOPS_DEV void pda_merge_load(const float *P, long long c0, long long n, int d, float *pm, float *pl, float *pa) {
 #pragma unroll
@@ -346,7 +346,6 @@ TILEOPS_DEV void pda_merge_fold(long long c0, long long n, float *m, float *l, f
         *a = in ? a2 : *a;
     }
 }
-
 
 #ifndef PDA_CS
 #define PDA_CS 1
@@ -433,7 +432,8 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
 
     if (len < 0 || len > max_blocks * PDA_BS) {  /* a bad length: NaN, nothing read */
         if (split && (PDA_CS == 1 || tileops_ctaid_y() != 0))
-            return;  /* the merge kernel (a cluster: its first CTA, below) writes the NaNs */
+            return;  /* the merge kernel (a cluster: its first CTA, below) writes the NaNs; the
+                      * cluster's CTAs share b, so none of them waits at its barrier */
         for (int e = (int)tid; e < PDA_GS8 * PDA_D; e += TILEOPS_THREADS) {
             const int g = e / PDA_D, d = e % PDA_D;
             if (PDA_HEAD_OK(g)) {

@@ -3,24 +3,24 @@
 The generated boundary's eager fast path is Python (boundary.py): per call it tests the
 tensors, reads their signature, allocates the outputs and launches through the kernel
 memo, ~10 µs at one token where torch's own call of a fused ATen op takes ~5. An op whose
-`forward` is exactly "allocate the outputs, then one launchable of interface
-`plan_kernel` over the inputs then the outputs" declares `plan_kernel`; for it the boundary first asks `_C.plan_call(op._memo, *inputs)`, which
-replays the plan recorded for this call signature: the same tests the fast path makes
-(no compile, dispatch, torch-function or functorch mode, no tracer; plain dense tensors
-that autograd does not record, without a lazy flag) plus contiguity and the CPU, the
-signature (each input's shape and dtype, and the inputs' 16-byte alignment) as the key,
-the outputs allocated (torch.empty_like of the input an output is shaped like, else of a
-template of the shape recorded: a plan is one call signature, and an op without
-call-time scalars has output shapes that the input shapes and its params fix; the
-template is a 0-dim tensor expanded, so it holds no memory, and empty_like of it takes
-half torch.empty's time), one CPU launch from the kernel's recipe of data. When
-it cannot replay (no plan yet: MISS; these tensors or this call are not for a plan: SKIP)
-the boundary takes its Python path, and on a MISS records the plan of what that path did
-(`record`), or None when the call is not one a plan can replay exactly. A plan is kept in
-the instance's memo, so whatever drops the memo drops the plans with it: a param
-assigned, the target undone, the memo's size limit. Only launchables that carry
-`plan_recipe` (the CPU builds that set it: kernels/norm/rows.py, activation/gated.py,
-embedding/embedding.py) are planned."""
+`forward` is exactly "allocate the outputs, then one launchable of interface `plan_kernel`
+over the inputs then the outputs" declares `plan_kernel`; for it the boundary first asks
+`_C.plan_call(op._memo, *inputs)`, which replays the plan recorded for this call
+signature: the same tests the fast path makes (no compile, dispatch, torch-function or
+functorch mode, no tracer; plain dense tensors that autograd does not record, without a
+lazy flag) plus contiguity and the CPU, the signature (each input's shape and dtype, and
+the inputs' 16-byte alignment) as the key, the outputs allocated (torch.empty_like of the
+input an output is shaped like, else of a template of the shape recorded: a plan is one
+call signature, and an op without call-time scalars has output shapes that the input
+shapes and its params fix; the template is a 0-dim tensor expanded, so it holds no memory,
+and empty_like of it takes half torch.empty's time), one CPU launch from the kernel's
+recipe of data. When it cannot replay (no plan yet: MISS; these tensors or this call are
+not for a plan: SKIP) the boundary takes its Python path, and on a MISS records the plan
+of what that path did (`record`), or None when the call is not one a plan can replay
+exactly. A plan is kept in the instance's memo, so whatever drops the memo drops the plans
+with it: a param assigned, the target undone, the memo's size limit. Only launchables that
+carry `plan_recipe` (the CPU builds that set it: kernels/norm/rows.py,
+activation/gated.py, embedding/embedding.py) are planned."""
 from __future__ import annotations
 
 import torch

@@ -21,10 +21,11 @@ per call from torch's caching allocator (stream-ordered, so capture-safe: a grap
 allocation), and a second kernel folds them; where the split is small (S <= CLUSTER_MAX
 CTAs a sequence on at most half the SMs, sm_90+) its S CTAs run as one thread block
 cluster that folds them itself after the cluster's barrier (one launch; a build per S,
-made on first use; during capture without it, the merge kernel's path: the same bits). Both are launched with programmatic dependent
-launch on sm_90+, as every op kernel is (runtime.build(pdl=True): the merge is scheduled
-while the first kernel runs and waits for it on the GPU; TILEOPS_PDL=0 /
-runtime.set_pdl(False) launches them plainly, the same bits). The result is bitwise the
+made on first use; during capture without it, the merge kernel's path: the same bits).
+Both kernels are launched with programmatic dependent launch on sm_90+, as every op
+kernel is (runtime.build(pdl=True): the merge is scheduled while the first kernel runs and
+waits for it on the GPU; TILEOPS_PDL=0 / runtime.set_pdl(False) launches them plainly, the
+same bits). The result is bitwise the
 same whichever way (see the .cu); each of the two variants is built on the first call that
 takes it (during capture, where nothing may be built, a call takes the other if that one is
 built).
@@ -141,7 +142,7 @@ def choose_stages(dtype_code: int, head_size: int, heads: int, mma: bool,
 
 def cuda_specialisation(dtype_code, head_size, group, heads, block_size, mma, stages, groups=1, cluster=1):
     """(source, kernel, merge kernel, options): pure, no GPU. cluster > 1: the build whose
-    grid.y (the split) is one cluster, merging in its first CTA."""
+    grid.y (the split) is one cluster, whose CTAs merge the partials themselves."""
     e = DTYPE[dtype_code].itemsize
     opts = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={head_size}", f"-DTILEOPS_VEC={16 // e}",
             f"-DTILEOPS_THREADS={THREADS * groups}", f"-DPDA_D={head_size}", f"-DPDA_G={group}",
@@ -287,7 +288,7 @@ def _build_cuda(b):
     if allowed:
         rings[2] = choose_stages(b.dtype, D, b.heads_per_cta, b.mma, per_block=per_block, groups=2)
     variants = {}   # groups -> (handle, merge, smem, slots)
-    clustered = {}  # (groups, S) -> the cluster build's handle, or None where it cannot be had
+    clustered = {}  # (groups, S) -> the cluster build's handle, made on first use
     clusters_ok = tuple(runtime.device_attributes(device)["arch"]) >= (9, 0)
     plans = {}      # (ctas, max_chunks, the dev knobs) -> launch_plan's (groups, S, cpc): shapes only
 
@@ -362,9 +363,10 @@ def _build_cuda(b):
             # 2 at 1K tokens 0.5-1.1 µs faster hot, 1.2-1.9 cold; a wave of 128 CTAs in
             # clusters of 4 was 0.3 µs slower hot than the merge kernel; dev/NOTES.md session 12)
             fused = cluster_build(g, s)
-        launch_raw(fused or handle, ctas, s, 1, THREADS * g, 1, 1, smem, stream, q.data_ptr(), key_cache.data_ptr(),
-                   value_cache.data_ptr(), block_table.data_ptr(), seq_lens.data_ptr(), o.data_ptr(), lse_p,
-                   0 if ws is None else ws.data_ptr(), H, h_kv, key_cache.shape[0], mb, max_chunks, cpc, zs, scale_log2)
+        launch_raw(handle if fused is None else fused, ctas, s, 1, THREADS * g, 1, 1, smem, stream, q.data_ptr(),
+                   key_cache.data_ptr(), value_cache.data_ptr(), block_table.data_ptr(), seq_lens.data_ptr(),
+                   o.data_ptr(), lse_p, 0 if ws is None else ws.data_ptr(), H, h_kv, key_cache.shape[0], mb,
+                   max_chunks, cpc, zs, scale_log2)
         if ws is not None and fused is None:
             launch_raw(merge, B * H, 1, 1, merge_threads, 1, 1, 0, stream, ws.data_ptr(), seq_lens.data_ptr(),
                        o.data_ptr(), lse_p, H, mb, max_chunks)
