@@ -1,7 +1,8 @@
 """Launch-shape and register sweep of RoPE's CUDA kernel (csrc/ops/positional/rope.cu) on one
 GPU, against issue 12's goal: within 1.05x of the copy floor where 16 MB or more move.
 
-    PYTHONPATH=src python3 dev/time_rope.py [--quick] [--out rope_sweep.json]
+    PYTHONPATH=src python3 dev/time_rope.py [--quick] [--models M,..] [--variants HB:T:MB,..]
+        [--persistent HB:TPB:BPS,..] [--out rope_sweep.json]
 
 Session 10's reading: at 4096 tokens RoPE runs at 1.34x the copy. ptxas gives the shipped
 vector build (fp16, D = R = 128, NeoX, two heads a thread) 80 registers, so a 160-thread
@@ -17,11 +18,19 @@ runtime with the shipped defines but those, launched with the launch rule's shap
 that block size (kernels/positional/rope.py cuda_launch_shape), checked bit for bit
 against RopeFwdOp's output, then timed hot (tileops.bench.cuda_hot_us: a CUDA graph) and
 L2-cold (cuda_cold_us) beside the op and the copy floor of the same bytes
-(in place: q and k read and written; out of place: read, and outputs written)."""
+(in place: q and k read and written; out of place: read, and outputs written).
+
+--persistent (session 12, for the next device run): the lab kernel tileops_rope_persist
+(dev/cuda/rope_persistent_lab.cu, appended to the shipped source), blocks that walk tokens
+with the next token's loads in flight while one is stored, at HB heads a thread, TPB tokens
+a block and BPS blocks an SM at most; checked bit for bit against the op like the others.
+ptxas: 96 registers at HB 2, 148 at HB 4 (fp16, D = R = 128, NeoX), no spills."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import tempfile
 
 import torch
 from time_argmax import _copy_pair, time_fns   # dev/: tileops.bench's timers
@@ -64,7 +73,51 @@ def variant_launcher(q, k, positions, cache, q_out, k_out, hb, threads, min_bloc
     return launch, (gx, gy, nt)
 
 
-def rope_case(model, T, inplace, dtype=torch.float16, variants=VARIANTS):
+PERSIST_LAB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda", "rope_persistent_lab.cu")
+
+
+def persistent_source(dtype, pos_dtype, D, rd, hb, threads):
+    """(path of the spliced shipped source with the lab kernel appended, options): the
+    shipped vector build's defines but TILEOPS_HB and TILEOPS_THREADS (the block)."""
+    src, _, opts, rot, passing = R.cuda_specialisation(CODE[dtype], CODE[pos_dtype], D, rd, True,
+                                                       16 // torch.empty((), dtype=dtype).element_size(),
+                                                       threads=threads)
+    opts = tuple(o for o in opts if not o.startswith("-DTILEOPS_HB=")) + (f"-DTILEOPS_HB={hb}",)
+    with open(PERSIST_LAB) as f:
+        text = runtime.source(src) + "\n" + f.read()
+    path = os.path.join(tempfile.mkdtemp(prefix="rope_persist_"), "rope_persist.cu")
+    with open(path, "w") as f:
+        f.write(text)
+    return path, opts, rot, passing
+
+
+def persistent_launcher(q, k, positions, cache, q_out, k_out, hb, tokens_per_block, blocks_per_sm):
+    """launch(): tileops_rope_persist (dev/cuda/rope_persistent_lab.cu), blocks of
+    tokens_per_block x TT threads (TT = UPH x slots, rounded up to 32), blocks_per_sm x
+    sm_count blocks at most (fewer when the tokens do not need them)."""
+    dev = q.device.index or 0
+    T, H, D = q.shape
+    Hk = k.shape[1]
+    slots = -(-(H + Hk) // hb)
+    _, _, _, rot, passing = R.cuda_specialisation(CODE[q.dtype], CODE[positions.dtype], D, cache.shape[1], True,
+                                                  16 // q.element_size())
+    uph = max(rot + (passing if q_out is not q else 0), rot + (passing if k_out is not k else 0))
+    tt = uph * slots
+    threads = -(-(tt * tokens_per_block) // 32) * 32
+    path, opts, _, _ = persistent_source(q.dtype, positions.dtype, D, cache.shape[1], hb, threads)
+    handle = runtime.build(dev, path, "tileops_rope_persist", opts, R.ARG_FORMAT_CUDA, pdl=True)
+    grid = min(-(-T // tokens_per_block), blocks_per_sm * runtime.device_attributes(dev)["sm_count"])
+    a = R._args(q, k, positions, cache, q_out, k_out)
+    stream = torch._C._cuda_getCurrentRawStream
+    keep = (q, k, positions, cache, q_out, k_out)
+
+    def launch():
+        _C.cuda_launch(handle, grid, 1, 1, threads, 1, 1, 0, stream(dev), *a)
+        return keep
+    return launch, (grid, 1, threads)
+
+
+def rope_case(model, T, inplace, dtype=torch.float16, variants=VARIANTS, persistent=()):
     H, Hk = MODELS[model]
     D = 128
     g = torch.Generator(device="cuda").manual_seed(T + H)
@@ -102,6 +155,23 @@ def rope_case(model, T, inplace, dtype=torch.float16, variants=VARIANTS):
         fns[vname] = fn
         row["variants"].append(vname)
         row[vname + "_shape"] = shape
+    for hb, tpb, bps in persistent:
+        vname = f"persist_hb{hb}_tpb{tpb}_bps{bps}"
+        qv, kv = q0.clone(), k0.clone()
+        qo, ko = (qv, kv) if inplace else (torch.empty_like(q0), torch.empty_like(k0))
+        try:
+            fn, shape = persistent_launcher(qv, kv, positions, cache, qo, ko, hb, tpb, bps)
+        except Exception as e:   # a block past 1024 threads, a build that fails
+            row[vname + "_error"] = str(e)[:300]
+            continue
+        fn()
+        torch.cuda.synchronize()
+        assert torch.equal(qo, want_q) and torch.equal(ko, want_k), f"{name} {vname}: not the op's bits"
+        if inplace:
+            qv.copy_(q0), kv.copy_(k0)
+        fns[vname] = fn
+        row["variants"].append(vname)
+        row[vname + "_shape"] = shape
     row.update(time_fns(fns))
     return row
 
@@ -114,7 +184,13 @@ def main():
                     help="HB:threads:min_blocks,... instead of the default list (e.g. 2:160:0,4:80:0: blocks "
                          "of exactly one token's units; session 12)")
     ap.add_argument("--models", default=None, help="model names, comma-separated (with --quick's cases: all three)")
+    ap.add_argument("--persistent", default=None,
+                    help="HB:tokens_per_block:blocks_per_sm,... of the lab kernel tileops_rope_persist "
+                         "(dev/cuda/rope_persistent_lab.cu: blocks walking tokens, the next token's loads in "
+                         "flight while one is stored), timed beside the variants")
     args = ap.parse_args()
+    persistent = () if args.persistent is None else [tuple(int(v) for v in spec.split(":"))
+                                                       for spec in args.persistent.split(",")]
     variants = VARIANTS if args.variants is None else [tuple(int(v) for v in s.split(":")) for s in
                                                        args.variants.split(",")]
     cases = [("Llama-3-8B", 4096, True), ("Llama-3-8B", 4096, False)]
@@ -124,7 +200,7 @@ def main():
         cases += [("Llama-3-70B", 4096, True), ("Qwen2.5-7B", 4096, True), ("Llama-3-8B", 256, True)]
     rows = []
     for model, T, inplace in cases:
-        r = rope_case(model, T, inplace, variants=variants)
+        r = rope_case(model, T, inplace, variants=variants, persistent=persistent)
         rows.append(r)
         print(f"\n{r['case']} ({r['bytes'] / 1e6:.1f} MB): hot / cold µs, over the copy "
               f"(copy {r['copy_hot_us']:.2f} / {r['copy_cold_us']:.2f})", flush=True)
