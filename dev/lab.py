@@ -25,6 +25,20 @@ LAB_SOURCE = str(DEV_DIR / "cuda" / "rms_norm_lab.cu")
 RESULTS_DIR = DEV_DIR / "results"
 
 
+def appended_source(shipped: str, lab_file: str) -> str:
+    """The path of a temporary .cu: the shipped source `shipped` (a name tileops.runtime
+    knows, e.g. "sampling/softmax.cu") as spliced for NVRTC, then dev/cuda/`lab_file`, a lab
+    kernel that uses the shipped file's helpers and defines (the softmax rows and register
+    labs, the RoPE persistent lab). runtime.build takes the path."""
+    import tempfile
+
+    from tileops import runtime
+    text = runtime.source(shipped) + "\n" + (DEV_DIR / "cuda" / lab_file).read_text()
+    path = Path(tempfile.mkdtemp(prefix="lab_")) / lab_file
+    path.write_text(text)
+    return str(path)
+
+
 def default_out(filename: str) -> Path:
     """dev/results/<device dir>/<filename> (the device dir as benchmarks/common.py names it)."""
     return RESULTS_DIR / common.results_subdir("cuda") / filename

@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 
+import lab
 import torch
 from time_argmax import _copy_pair, time_fns   # dev/: tileops.bench's timers
 
@@ -73,22 +72,13 @@ def variant_launcher(q, k, positions, cache, q_out, k_out, hb, threads, min_bloc
     return launch, (gx, gy, nt)
 
 
-PERSIST_LAB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda", "rope_persistent_lab.cu")
-
-
 def persistent_source(dtype, pos_dtype, D, rd, hb, threads):
     """(path of the spliced shipped source with the lab kernel appended, options): the
     shipped vector build's defines but TILEOPS_HB and TILEOPS_THREADS (the block)."""
-    src, _, opts, rot, passing = R.cuda_specialisation(CODE[dtype], CODE[pos_dtype], D, rd, True,
-                                                       16 // torch.empty((), dtype=dtype).element_size(),
-                                                       threads=threads)
+    src, _, opts, _, _ = R.cuda_specialisation(CODE[dtype], CODE[pos_dtype], D, rd, True,
+                                               16 // torch.empty((), dtype=dtype).element_size(), threads=threads)
     opts = tuple(o for o in opts if not o.startswith("-DTILEOPS_HB=")) + (f"-DTILEOPS_HB={hb}",)
-    with open(PERSIST_LAB) as f:
-        text = runtime.source(src) + "\n" + f.read()
-    path = os.path.join(tempfile.mkdtemp(prefix="rope_persist_"), "rope_persist.cu")
-    with open(path, "w") as f:
-        f.write(text)
-    return path, opts, rot, passing
+    return lab.appended_source(src, "rope_persistent_lab.cu"), opts
 
 
 def persistent_launcher(q, k, positions, cache, q_out, k_out, hb, tokens_per_block, blocks_per_sm):
@@ -104,7 +94,7 @@ def persistent_launcher(q, k, positions, cache, q_out, k_out, hb, tokens_per_blo
     uph = max(rot + (passing if q_out is not q else 0), rot + (passing if k_out is not k else 0))
     tt = uph * slots
     threads = -(-(tt * tokens_per_block) // 32) * 32
-    path, opts, _, _ = persistent_source(q.dtype, positions.dtype, D, cache.shape[1], hb, threads)
+    path, opts = persistent_source(q.dtype, positions.dtype, D, cache.shape[1], hb, threads)
     handle = runtime.build(dev, path, "tileops_rope_persist", opts, R.ARG_FORMAT_CUDA, pdl=True)
     grid = min(-(-T // tokens_per_block), blocks_per_sm * runtime.device_attributes(dev)["sm_count"])
     a = R._args(q, k, positions, cache, q_out, k_out)
@@ -138,36 +128,22 @@ def rope_case(model, T, inplace, dtype=torch.float16, variants=VARIANTS, persist
     else:
         fns = {"tileops": lambda: op(q0, k0, positions, cache)}
     fns["copy"] = lambda: dst.copy_(src)
-    for hb, threads, mb in variants:
-        vname = f"hb{hb}_t{threads}_mb{mb}"
+    # (name, launcher, its shape arguments): the shipped kernel's variants, then the lab kernel's
+    launches = [(f"hb{hb}_t{threads}_mb{mb}", variant_launcher, (hb, threads, mb)) for hb, threads, mb in variants]
+    launches += [(f"persist_hb{hb}_tpb{tpb}_bps{bps}", persistent_launcher, (hb, tpb, bps))
+                 for hb, tpb, bps in persistent]
+    for vname, launcher, shape_args in launches:
         qv, kv = q0.clone(), k0.clone()
         qo, ko = (qv, kv) if inplace else (torch.empty_like(q0), torch.empty_like(k0))
         try:
-            fn, shape = variant_launcher(qv, kv, positions, cache, qo, ko, hb, threads, mb)
-        except Exception as e:   # a build that does not compile (e.g. a register cap below need)
+            fn, shape = launcher(qv, kv, positions, cache, qo, ko, *shape_args)
+        except Exception as e:   # a build that does not compile (a register cap below need), a block too large
             row[vname + "_error"] = str(e)[:300]
             continue
         fn()
         torch.cuda.synchronize()
         assert torch.equal(qo, want_q) and torch.equal(ko, want_k), f"{name} {vname}: not the op's bits"
         if inplace:   # time it on fresh copies: rotating in place again and again is the same traffic
-            qv.copy_(q0), kv.copy_(k0)
-        fns[vname] = fn
-        row["variants"].append(vname)
-        row[vname + "_shape"] = shape
-    for hb, tpb, bps in persistent:
-        vname = f"persist_hb{hb}_tpb{tpb}_bps{bps}"
-        qv, kv = q0.clone(), k0.clone()
-        qo, ko = (qv, kv) if inplace else (torch.empty_like(q0), torch.empty_like(k0))
-        try:
-            fn, shape = persistent_launcher(qv, kv, positions, cache, qo, ko, hb, tpb, bps)
-        except Exception as e:   # a block past 1024 threads, a build that fails
-            row[vname + "_error"] = str(e)[:300]
-            continue
-        fn()
-        torch.cuda.synchronize()
-        assert torch.equal(qo, want_q) and torch.equal(ko, want_k), f"{name} {vname}: not the op's bits"
-        if inplace:
             qv.copy_(q0), kv.copy_(k0)
         fns[vname] = fn
         row["variants"].append(vname)
@@ -189,10 +165,10 @@ def main():
                          "(dev/cuda/rope_persistent_lab.cu: blocks walking tokens, the next token's loads in "
                          "flight while one is stored), timed beside the variants")
     args = ap.parse_args()
-    persistent = () if args.persistent is None else [tuple(int(v) for v in spec.split(":"))
-                                                       for spec in args.persistent.split(",")]
-    variants = VARIANTS if args.variants is None else [tuple(int(v) for v in s.split(":")) for s in
-                                                       args.variants.split(",")]
+    def triples(text):   # "a:b:c,d:e:f" -> [(a, b, c), (d, e, f)]
+        return [tuple(int(v) for v in spec.split(":")) for spec in text.split(",")]
+    persistent = () if args.persistent is None else triples(args.persistent)
+    variants = VARIANTS if args.variants is None else triples(args.variants)
     cases = [("Llama-3-8B", 4096, True), ("Llama-3-8B", 4096, False)]
     if args.models:
         cases = [(m, 4096, inplace) for m in args.models.split(",") for inplace in (True, False)]

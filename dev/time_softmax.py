@@ -37,10 +37,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 import types
 
+import lab
 import torch
 from time_argmax import time_fns   # dev/: tileops.bench's timers
 
@@ -49,7 +48,6 @@ from tileops._dtypes import CODE
 from tileops.kernels.sampling import cuda_sampling
 from tileops.sampling import SoftmaxFwdOp
 
-ROWS_LAB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda", "softmax_rows_lab.cu")
 
 BS = (1, 32, 128, 256)
 VS = (128256, 152064)
@@ -72,12 +70,8 @@ def rows_launcher(x, t, out_dtype):
     source, _, opts, plan = cuda_sampling.softmax_specialisation(
         CODE[x.dtype], CODE[out_dtype], V, t is not None, aligned, cuda_sampling.arch(dev),
         cuda_sampling._device_limits(dev))
-    with open(ROWS_LAB) as f:
-        text = runtime.source(source) + "\n" + f.read()
-    path = os.path.join(tempfile.mkdtemp(prefix="softmax_rows_"), "softmax_rows.cu")
-    with open(path, "w") as f:
-        f.write(text)
-    handle = runtime.build(dev, path, "tileops_softmax_rows", opts, "pppq", pdl=True)
+    handle = runtime.build(dev, lab.appended_source(source, "softmax_rows_lab.cu"), "tileops_softmax_rows", opts,
+                           "pppq", pdl=True)
     grid = min(B, runtime.device_attributes(dev)["sm_count"])
     args = (x.data_ptr(), 0 if t is None else t.data_ptr(), probs.data_ptr(), B)
     stream = torch._C._cuda_getCurrentRawStream
@@ -87,9 +81,6 @@ def rows_launcher(x, t, out_dtype):
         _C.cuda_launch(handle, grid, 1, 1, 2 * plan.threads, 1, 1, 0, stream(dev), *args)
         return probs if keep else None
     return launch
-
-
-REGS_LAB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda", "softmax_regs_lab.cu")
 
 
 def regs_launcher(x, out_dtype, min_blocks=None):
@@ -108,12 +99,8 @@ def regs_launcher(x, out_dtype, min_blocks=None):
     opts = tuple("-DTILEOPS_STAGE=0" if o.startswith("-DTILEOPS_STAGE=") else o for o in opts)
     if min_blocks is not None:
         opts = tuple(f"-DTILEOPS_MIN_BLOCKS={min_blocks}" if o.startswith("-DTILEOPS_MIN_BLOCKS=") else o for o in opts)
-    with open(REGS_LAB) as f:
-        text = runtime.source(source) + "\n" + f.read()
-    path = os.path.join(tempfile.mkdtemp(prefix="softmax_regs_"), "softmax_regs.cu")
-    with open(path, "w") as f:
-        f.write(text)
-    handle = runtime.build(dev, path, "tileops_softmax_regs", opts, "ppp", pdl=True)
+    handle = runtime.build(dev, lab.appended_source(source, "softmax_regs_lab.cu"), "tileops_softmax_regs", opts,
+                           "ppp", pdl=True)
     args = (x.data_ptr(), 0, probs.data_ptr())
     stream = torch._C._cuda_getCurrentRawStream
     keep = x   # the pointer's tensor lives as long as the launch
