@@ -35,17 +35,40 @@ CLUSTER_AB = False   # --cluster-ab: each case also timed with the merge kernel 
                      # K.CLUSTER_MAX = 0, no split merged inside its cluster)
 
 
-def with_merge_kernel(fn):
-    """fn with every split merged by the merge kernel (the cluster merge off), for the A/B."""
+SWEEP = ()      # --sweep CPC:GROUPS,..: each case also timed with the split plan forced (c{cpc}g{groups})
+
+
+def with_knobs(fn, **knobs):
+    """fn with the kernel module's knobs (CLUSTER_MAX, SPLIT_CPC, CHUNK_GROUPS) set during each
+    call: the merge kernel's A/B (CLUSTER_MAX=0) and the split sweep."""
     from tileops.kernels.attention import paged_decode_attention as K
 
     def call():
-        saved, K.CLUSTER_MAX = K.CLUSTER_MAX, 0
+        saved = {k: getattr(K, k) for k in knobs}
+        for k, v in knobs.items():
+            setattr(K, k, v)
         try:
             return fn()
         finally:
-            K.CLUSTER_MAX = saved
+            for k, v in saved.items():
+                setattr(K, k, v)
     return call
+
+
+PROFILE = False   # --profile: each case's kernels timed one by one (torch.profiler, hot: caches warm)
+
+
+def kernel_times(fn, calls=20):
+    """{kernel name: mean microseconds a call} of fn's GPU kernels, from torch.profiler."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    total = lambda e: getattr(e, "device_time_total", 0) or getattr(e, "cuda_time_total", 0)   # noqa: E731
+    return {e.key: total(e) / calls for e in prof.key_averages() if total(e) > 0}
 
 
 def case(label, H, Hkv, B, ctx, BS=16, D=128, dtype=torch.float16, sdpa=True):
@@ -64,13 +87,18 @@ def case(label, H, Hkv, B, ctx, BS=16, D=128, dtype=torch.float16, sdpa=True):
     if PDL_AB:   # the same call launched plainly (no programmatic dependent launch)
         fns["tileops_plain"] = without_pdl(fns["tileops"])
     if CLUSTER_AB:
-        fns["tileops_merge_kernel"] = with_merge_kernel(fns["tileops"])
+        fns["tileops_merge_kernel"] = with_knobs(fns["tileops"], CLUSTER_MAX=0)
+    for cpc, g in SWEEP:
+        if cpc <= -(-ctx // 256):
+            fns[f"c{cpc}g{g}"] = with_knobs(fns["tileops"], SPLIT_CPC=cpc, CHUNK_GROUPS=g)
     if sdpa and 2 * nbytes < torch.cuda.mem_get_info()[0] * 0.8:
         k = kc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()
         v = vc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()
         q4 = q.unsqueeze(2)
         fns["sdpa_gathered"] = lambda: F.scaled_dot_product_attention(q4, k, v, enable_gqa=True)
     row = {"case": f"{label} B={B} ctx={ctx} bs={BS} {str(dtype)[6:]}", "bytes": nbytes}
+    if PROFILE:
+        row["kernels_us"] = kernel_times(fns["tileops"])
     for name, fn in fns.items():
         row[name + "_hot_us"] = hot_us(fn)
         row[name + "_cold_us"] = cold_us(fn)
@@ -96,9 +124,14 @@ def main():
                                                            "(tileops_plain: programmatic dependent launch off)")
     ap.add_argument("--cluster-ab", action="store_true", help="also time each case with the merge kernel instead "
                                                                "of the cluster's merge (tileops_merge_kernel)")
+    ap.add_argument("--sweep", default="", help="CPC:GROUPS,..: also time each case with the split plan forced "
+                                                 "(chunks per CTA, chunk groups a CTA), e.g. 4:1,8:1,8:2")
+    ap.add_argument("--profile", action="store_true", help="also each case's kernels one by one (torch.profiler)")
     args = ap.parse_args()
-    global PDL_AB, CLUSTER_AB
+    global PDL_AB, CLUSTER_AB, SWEEP, PROFILE
     PDL_AB, CLUSTER_AB = args.pdl_ab, args.cluster_ab
+    PROFILE = args.profile
+    SWEEP = tuple(tuple(int(v) for v in p.split(":")) for p in args.sweep.split(",") if p)
     if args.groups is not None:
         from tileops.kernels.attention import paged_decode_attention as K
         K.CHUNK_GROUPS = args.groups
@@ -140,6 +173,10 @@ def report(rows, out):
                  if "tileops_plain_hot_us" in r else "")
         plain += (f"  merge kernel {r['tileops_merge_kernel_hot_us']:.2f} / {r['tileops_merge_kernel_cold_us']:.2f}"
                   if "tileops_merge_kernel_hot_us" in r else "")
+        plain += "".join(f"  {k[:-7]} {r[k]:.2f} / {r[k[:-7] + '_cold_us']:.2f}" for k in r
+                         if k.startswith("c") and k.endswith("_hot_us") and k[1].isdigit())
+        if "kernels_us" in r:
+            plain += "  kernels: " + ", ".join(f"{k[-24:]} {v:.2f}" for k, v in r["kernels_us"].items())
         print(f"{r['case']:44s} {r['tileops_hot_us']:9.2f} {r['tileops_cold_us']:9.2f} {r['tileops_cold_gbps']:7.0f} "
               f"{r['of_copy_cold']:8.2f} {r.get('sdpa_gathered_hot_us', float('nan')):9.2f} "
               f"{r.get('sdpa_gathered_cold_us', float('nan')):9.2f} {r['copy_cold_us']:9.2f}{plain}")

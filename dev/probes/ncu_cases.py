@@ -27,6 +27,8 @@ def main():
     ap.add_argument("--Hkv", type=int, default=8)
     ap.add_argument("--V", type=int, default=128256)
     ap.add_argument("--stages", type=int, default=None)
+    ap.add_argument("--cpc", type=int, default=None, help="pda: chunks per CTA, forced (the split plan's knob)")
+    ap.add_argument("--groups", type=int, default=None, help="pda: chunk groups a CTA (1 or 2), forced")
     ap.add_argument("--T", type=int, default=32)
     ap.add_argument("--N", type=int, default=4096)
     ap.add_argument("--liger", action="store_true", help="rmsnorm: Liger-Kernel's instead of tileops'")
@@ -37,6 +39,8 @@ def main():
         if a.stages is not None:
             from tileops.kernels.attention import paged_decode_attention as K
             K.STAGES = a.stages
+        from tileops.kernels.attention import paged_decode_attention as K
+        K.SPLIT_CPC, K.CHUNK_GROUPS = a.cpc, a.groups
         BS, D, dt = 16, 128, torch.float16
         nb = a.ctx // BS
         kc = torch.randn(a.B * nb, BS, a.Hkv, D, device=dev, dtype=dt)
