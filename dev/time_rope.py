@@ -20,17 +20,18 @@ against RopeFwdOp's output, then timed hot (tileops.bench.cuda_hot_us: a CUDA gr
 L2-cold (cuda_cold_us) beside the op and the copy floor of the same bytes
 (in place: q and k read and written; out of place: read, and outputs written).
 
---persistent (session 12, for the next device run): the lab kernel tileops_rope_persist
-(dev/cuda/rope_persistent_lab.cu, appended to the shipped source), blocks that walk tokens
-with the next token's loads in flight while one is stored, at HB heads a thread, TPB tokens
-a block and BPS blocks an SM at most; checked bit for bit against the op like the others.
-ptxas: 96 registers at HB 2, 148 at HB 4 (fp16, D = R = 128, NeoX), no spills."""
+--persistent: the prefill kernel tileops_rope_persistent (session 12's lab kernel, shipped
+in session 13 at HB 2, one token a block, 4 blocks an SM: the op's "tileops" row from 4 x
+sm_count tokens on), blocks that walk tokens with the next token's loads in flight while
+one is stored, at HB heads a thread, TPB tokens a block and BPS blocks an SM at most;
+checked bit for bit against the op like the others. ptxas: 96 registers at HB 2, 148 at HB
+4 (fp16, D = R = 128, NeoX), no spills. The shipped 128-thread prefill build of
+tileops_rope, which the op took before, is the variant 2:128:0."""
 from __future__ import annotations
 
 import argparse
 import json
 
-import lab
 import torch
 from time_argmax import _copy_pair, time_fns   # dev/: tileops.bench's timers
 
@@ -72,17 +73,9 @@ def variant_launcher(q, k, positions, cache, q_out, k_out, hb, threads, min_bloc
     return launch, (gx, gy, nt)
 
 
-def persistent_source(dtype, pos_dtype, D, rd, hb, threads):
-    """(path of the spliced shipped source with the lab kernel appended, options): the
-    shipped vector build's defines but TILEOPS_HB and TILEOPS_THREADS (the block)."""
-    src, _, opts, _, _ = R.cuda_specialisation(CODE[dtype], CODE[pos_dtype], D, rd, True,
-                                               16 // torch.empty((), dtype=dtype).element_size(), threads=threads)
-    opts = tuple(o for o in opts if not o.startswith("-DTILEOPS_HB=")) + (f"-DTILEOPS_HB={hb}",)
-    return lab.appended_source(src, "rope_persistent_lab.cu"), opts
-
-
 def persistent_launcher(q, k, positions, cache, q_out, k_out, hb, tokens_per_block, blocks_per_sm):
-    """launch(): tileops_rope_persist (dev/cuda/rope_persistent_lab.cu), blocks of
+    """launch(): tileops_rope_persistent (the shipped prefill kernel, csrc/ops/positional/rope.cu;
+    session 12's lab kernel) at HB heads a thread, blocks of
     tokens_per_block x TT threads (TT = UPH x slots, rounded up to 32), blocks_per_sm x
     sm_count blocks at most (fewer when the tokens do not need them)."""
     dev = q.device.index or 0
@@ -94,8 +87,10 @@ def persistent_launcher(q, k, positions, cache, q_out, k_out, hb, tokens_per_blo
     uph = max(rot + (passing if q_out is not q else 0), rot + (passing if k_out is not k else 0))
     tt = uph * slots
     threads = -(-(tt * tokens_per_block) // 32) * 32
-    path, opts = persistent_source(q.dtype, positions.dtype, D, cache.shape[1], hb, threads)
-    handle = runtime.build(dev, path, "tileops_rope_persist", opts, R.ARG_FORMAT_CUDA, pdl=True)
+    src, kernel, opts, _, _ = R.cuda_specialisation(CODE[q.dtype], CODE[positions.dtype], D, cache.shape[1], True,
+                                                    16 // q.element_size(), threads=threads, persistent=True)
+    opts = tuple(o for o in opts if not o.startswith("-DTILEOPS_HB=")) + (f"-DTILEOPS_HB={hb}",)
+    handle = runtime.build(dev, src, kernel, opts, R.ARG_FORMAT_CUDA, pdl=True)
     grid = min(-(-T // tokens_per_block), blocks_per_sm * runtime.device_attributes(dev)["sm_count"])
     a = R._args(q, k, positions, cache, q_out, k_out)
     stream = torch._C._cuda_getCurrentRawStream
@@ -128,7 +123,7 @@ def rope_case(model, T, inplace, dtype=torch.float16, variants=VARIANTS, persist
     else:
         fns = {"tileops": lambda: op(q0, k0, positions, cache)}
     fns["copy"] = lambda: dst.copy_(src)
-    # (name, launcher, its shape arguments): the shipped kernel's variants, then the lab kernel's
+    # (name, launcher, its shape arguments): tileops_rope's variants, then the prefill kernel's
     launches = [(f"hb{hb}_t{threads}_mb{mb}", variant_launcher, (hb, threads, mb)) for hb, threads, mb in variants]
     launches += [(f"persist_hb{hb}_tpb{tpb}_bps{bps}", persistent_launcher, (hb, tpb, bps))
                  for hb, tpb, bps in persistent]
@@ -161,9 +156,9 @@ def main():
                          "of exactly one token's units; session 12)")
     ap.add_argument("--models", default=None, help="model names, comma-separated (with --quick's cases: all three)")
     ap.add_argument("--persistent", default=None,
-                    help="HB:tokens_per_block:blocks_per_sm,... of the lab kernel tileops_rope_persist "
-                         "(dev/cuda/rope_persistent_lab.cu: blocks walking tokens, the next token's loads in "
-                         "flight while one is stored), timed beside the variants")
+                    help="HB:tokens_per_block:blocks_per_sm,... of the prefill kernel tileops_rope_persistent "
+                         "(blocks walking tokens, the next token's loads in flight while one is stored), timed "
+                         "beside the variants")
     args = ap.parse_args()
     def triples(text):   # "a:b:c,d:e:f" -> [(a, b, c), (d, e, f)]
         return [tuple(int(v) for v in spec.split(":")) for spec in text.split(",")]

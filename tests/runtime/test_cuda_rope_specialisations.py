@@ -78,3 +78,43 @@ def test_cast_cos_sin_builds_compile_without_spills(tmp_path, dt, neox, vec):
         [o for o in plain[2] if not o.startswith("-DTILEOPS_HB=")] + ["-DTILEOPS_CAST_COS_SIN=1"]
     assert "-DTILEOPS_HB=1" in opts and (rot, passing) == plain[3:]
     nvcc_build(tmp_path, source, kernel, opts)
+
+
+def test_the_prefill_kernel_takes_the_vector_builds_from_four_tokens_an_sm():
+    """persistent_launch_shape: tileops_rope_persistent from PREFILL_TOKENS_PER_SM x sm_count
+    tokens on, for builds of HEADS_PER_THREAD heads a thread whose token fits its block bound: one
+    token's TT = UPH x ceil(NH / 2) threads rounded up to a warp, min(T, 4 x sm_count)
+    blocks; None (tileops_rope serves) elsewhere."""
+    sms, hb = 132, K.HEADS_PER_THREAD
+    assert K.persistent_launch_shape(4096, 32, 8, 8, 8, hb, sms) == (528, 160)      # Llama-3-8B fp16: 8 x 20
+    assert K.persistent_launch_shape(4096, 64, 8, 8, 8, hb, sms) == (528, 288)      # Llama-3-70B: 8 x 36
+    assert K.persistent_launch_shape(4096, 28, 4, 8, 8, hb, sms) == (528, 128)      # Qwen2.5-7B: 8 x 16
+    assert K.persistent_launch_shape(4096, 32, 8, 16, 16, hb, sms) == (528, 320)    # float32: 16 units a head
+    assert K.persistent_launch_shape(4096, 28, 4, 12, 8, hb, sms) == (528, 192)     # out of place, R < D: 12 x 16
+    assert K.persistent_launch_shape(600, 32, 8, 8, 8, hb, sms) == (528, 160)
+    assert K.persistent_launch_shape(528, 3, 0, 5, 0, hb, sms) == (528, 32)         # rounded up to a warp
+    assert K.persistent_launch_shape(527, 32, 8, 8, 8, hb, sms) is None              # decode-sized: tileops_rope
+    assert K.persistent_launch_shape(4096, 32, 8, 8, 8, 1, sms) is None              # the scalar / cast builds
+    assert K.persistent_launch_shape(4096, 300, 300, 8, 8, hb, sms) is None          # 2400 threads a token
+    assert K.persistent_launch_shape(4096, 64, 8, 16, 16, hb, sms) is None           # float32 70B: 576
+    assert K.persistent_launch_shape(4096, 32, 8, 0, 0, hb, sms) is None
+    for T in (528, 529, 1000, 4096, 2**31 + 5):
+        for H, Hk, uq, uk in ((32, 8, 8, 8), (64, 8, 8, 8), (28, 4, 16, 16), (1, 1, 1, 1), (40, 24, 16, 12)):
+            gx, threads = K.persistent_launch_shape(T, H, Hk, uq, uk, hb, sms)
+            tt = max(uq, uk) * -(-(H + Hk) // hb)
+            assert threads % 32 == 0 and tt <= threads < tt + 32 and threads <= K.PERSISTENT_MAX_BLOCK
+            assert gx == min(T, K.PERSISTENT_BLOCKS_PER_SM * sms)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("dt,pdt,D,R,neox", [(1, 4, 128, 128, True), (2, 3, 128, 128, True), (0, 4, 128, 128, True),
+                                             (1, 4, 128, 64, False), (2, 4, 64, 16, True), (1, 3, 80, 32, False)])
+@pytest.mark.parametrize("threads", [128, 160, 288, K.PERSISTENT_MAX_BLOCK])
+def test_the_prefill_kernel_compiles_without_spills(tmp_path, dt, pdt, D, R, neox, threads):
+    vec = K.cuda_vec(dt, D, R, neox, True)
+    assert vec != 1
+    source, kernel, opts, _, _ = K.cuda_specialisation(dt, pdt, D, R, neox, vec, threads=threads, persistent=True)
+    assert kernel == "tileops_rope_persistent" and f"-DTILEOPS_HB={K.HEADS_PER_THREAD}" in opts
+    assert f"-DTILEOPS_THREADS={threads}" in opts and "-DTILEOPS_PERSISTENT=1" in opts
+    err = nvcc_build(tmp_path, source, kernel, opts)
+    assert "Compiling entry function 'tileops_rope'" not in err   # the build holds the one kernel

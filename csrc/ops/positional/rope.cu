@@ -27,12 +27,17 @@
  *   TILEOPS_DTYPE 0 float32, 1 float16, 2 bfloat16;  TILEOPS_N = D (head dim);
  *   TILEOPS_RD = R (rotary dim, even, 2 <= R <= D); TILEOPS_NEOX 0 or 1;
  *   TILEOPS_POS64 1 for int64 positions, 0 for int32;  TILEOPS_THREADS the block-size bound;
- *   TILEOPS_HB heads per thread per step (1..16, default 4);
+ *   TILEOPS_HB heads per thread per step (1..16, default 4);  TILEOPS_PERSISTENT 1: the build
+ *   holds tileops_rope_persistent (TILEOPS_THREADS its block), 0 (default): tileops_rope;
  *   TILEOPS_VEC G = 16 / E (the vector path: every pointer 16-byte aligned, every stride
  *   times E a multiple of 16, and G dividing R/2 for NeoX, R for GPT-J) or 1.
  *
+ * ==== Kernels ============================================================================
+ *   tileops_rope (any build; below) and tileops_rope_persistent (prefill, the vector builds:
+ *   at the end of the file), with the same arguments and the same bits.
+ *
  * ==== Launch =============================================================================
- *   grid.y >= 1 splits each token's head slots, block.x = TT x tokens per block (<=
+ *   tileops_rope: grid.y >= 1 splits each token's head slots, block.x = TT x tokens per block (<=
  *   TILEOPS_THREADS), TT threads per token (the kernel's comment below), grid.x any >= 1
  *   (grid-stride over tokens). The launch side is src/tileops/kernels/positional/rope.py. */
 #include "../common/rows_common.cuh"
@@ -194,6 +199,74 @@ TILEOPS_DEV void rp_store(char *out, int u, int cnt, struct tileops_v4 va, struc
 #endif
 }
 
+/* ---- a token's heads: where they lie, and one thread's HB of them ------------------------- */
+struct rp_heads {
+    const char *q, *k;            /* k 0: no key */
+    char *qo, *ko;
+    long long q_st, q_sh, k_st, k_sh, qo_st, qo_sh, ko_st, ko_sh;
+    long long H;                  /* q's heads; k's follow them: heads H .. nh - 1 */
+    int nh, uq, uk;               /* heads in all; units per head of q and of k */
+};
+/* heads h0 .. h0 + HB - 1 (those < nh) of token t, unit u: loaded into va (and vb, NeoX's
+ * second halves) */
+TILEOPS_DEV void rp_load_heads(const struct rp_heads *g, long long t, int h0, int u, int cnt, struct tileops_v4 *va,
+                               struct tileops_v4 *vb) {
+#pragma unroll
+    for (int i = 0; i < TILEOPS_HB; i++) {
+        const int h = h0 + i;
+        if (h < g->H && u < g->uq)
+            rp_load(g->q + (t * g->q_st + h * g->q_sh) * TILEOPS_E, u, cnt, &va[i], &vb[TILEOPS_NEOX ? i : 0]);
+        else if (h >= g->H && h < g->nh && u < g->uk)
+            rp_load(g->k + (t * g->k_st + (h - g->H) * g->k_sh) * TILEOPS_E, u, cnt, &va[i],
+                    &vb[TILEOPS_NEOX ? i : 0]);
+    }
+}
+/* the same heads rotated by (cs, sn) and stored to the outputs */
+TILEOPS_DEV void rp_store_heads(const struct rp_heads *g, long long t, int h0, int u, int cnt,
+                                const struct tileops_v4 *va, const struct tileops_v4 *vb, const float *cs,
+                                const float *sn) {
+#pragma unroll
+    for (int i = 0; i < TILEOPS_HB; i++) {
+        const int h = h0 + i;
+        if (h < g->H && u < g->uq)
+            rp_store(g->qo + (t * g->qo_st + h * g->qo_sh) * TILEOPS_E, u, cnt, va[i], vb[TILEOPS_NEOX ? i : 0], cs,
+                     sn);
+        else if (h >= g->H && h < g->nh && u < g->uk)
+            rp_store(g->ko + (t * g->ko_st + (h - g->H) * g->ko_sh) * TILEOPS_E, u, cnt, va[i],
+                     vb[TILEOPS_NEOX ? i : 0], cs, sn);
+    }
+}
+/* unit u's cos / sin values of position p (NaN outside [0, P): nothing read there) */
+TILEOPS_DEV void rp_load_pos_cs(const float *cache, long long P, long long p, int u, int cnt, float *cs, float *sn) {
+    const int valid = p >= 0 && p < P;
+    rp_load_cs(cache + (valid ? p : 0) * (long long)TILEOPS_RD, u, cnt, valid, cs, sn);
+}
+/* positions[t] */
+TILEOPS_DEV long long rp_position(const void *positions, long long t) {
+#if TILEOPS_POS64
+    return ((const long long *)positions)[t];
+#else
+    return ((const int *)positions)[t];
+#endif
+}
+/* the kernels' view of their arguments */
+TILEOPS_DEV struct rp_heads rp_heads_of(const void *q, const void *k, void *q_out, void *k_out, long long H,
+                                        long long Hk, long long q_st, long long q_sh, long long k_st, long long k_sh,
+                                        long long qo_st, long long qo_sh, long long ko_st, long long ko_sh) {
+    struct rp_heads g;
+    g.q = (const char *)q;
+    g.k = (const char *)k;
+    g.qo = (char *)q_out;
+    g.ko = (char *)k_out;
+    g.q_st = q_st, g.q_sh = q_sh, g.k_st = k_st, g.k_sh = k_sh;
+    g.qo_st = qo_st, g.qo_sh = qo_sh, g.ko_st = ko_st, g.ko_sh = ko_sh;
+    g.H = H;
+    g.nh = (int)H + (k ? (int)Hk : 0);
+    g.uq = RP_ROT_UNITS + (q_out != q ? RP_PASS_UNITS : 0);
+    g.uk = k ? RP_ROT_UNITS + (k_out != k ? RP_PASS_UNITS : 0) : 0;
+    return g;
+}
+
 /* ---- the kernel ------------------------------------------------------------------------ *
  * A token's work is its heads (q's H, then k's Hk: NH) times UPH units per head (the larger
  * of q's and k's unit counts; a head with fewer skips the rest). A thread takes one unit u
@@ -204,16 +277,19 @@ TILEOPS_DEV void rp_store(char *out, int u, int cnt, struct tileops_v4 va, struc
  * block (decode: one token's heads over several SMs); TT = min(UPH x that, THREADS)
  * threads serve a token (looping when more), the block serves ntid / TT tokens: the
  * launch side computes the same TT. */
+#ifndef TILEOPS_PERSISTENT
+#define TILEOPS_PERSISTENT 0
+#endif
+#if !TILEOPS_PERSISTENT
 extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rope(const void *q, const void *k, const void *positions, const float *cache, void *q_out, void *k_out,
              long long T, long long H, long long Hk, long long P, long long q_st, long long q_sh, long long k_st,
              long long k_sh, long long qo_st, long long qo_sh, long long ko_st, long long ko_sh) {
     TILEOPS_PDL_PROLOGUE();
-    const int uq = RP_ROT_UNITS + (q_out != q ? RP_PASS_UNITS : 0);
-    const int uk = k ? RP_ROT_UNITS + (k_out != k ? RP_PASS_UNITS : 0) : 0;
-    const int uph = uq > uk ? uq : uk;
-    const int nh = (int)H + (k ? (int)Hk : 0);
-    const int slots = (nh + TILEOPS_HB - 1) / TILEOPS_HB;
+    const struct rp_heads g = rp_heads_of(q, k, q_out, k_out, H, Hk, q_st, q_sh, k_st, k_sh, qo_st, qo_sh, ko_st,
+                                          ko_sh);
+    const int uph = g.uq > g.uk ? g.uq : g.uk;
+    const int slots = (g.nh + TILEOPS_HB - 1) / TILEOPS_HB;
     /* grid.y splits a token's slots (decode: few tokens, many heads), ys per block */
     const int ys = (slots + (int)tileops_nctaid_y() - 1) / (int)tileops_nctaid_y();
     const int s0 = (int)tileops_ctaid_y() * ys;
@@ -225,45 +301,94 @@ tileops_rope(const void *q, const void *k, const void *positions, const float *c
     for (long long t = (long long)tileops_ctaid() * tpb + lt; t < T; t += (long long)tileops_nctaid() * tpb) {
         /* the position's load is issued first and used only after the first heads' loads:
          * the two memory latencies overlap */
-#if TILEOPS_POS64
-        const long long p = ((const long long *)positions)[t];
-#else
-        const long long p = ((const int *)positions)[t];
-#endif
+        const long long p = rp_position(positions, t);
         for (int w = j; w < uph * ys; w += tt) {
             const int u = w % uph, s = s0 + w / uph, cnt = rp_count(u);
             if (s >= slots)
                 break;
             float cs[8], sn[8];
             int have_cs = 0;
-            for (int h0 = s * TILEOPS_HB; h0 < nh; h0 += slots * TILEOPS_HB) {
+            for (int h0 = s * TILEOPS_HB; h0 < g.nh; h0 += slots * TILEOPS_HB) {
                 struct tileops_v4 va[TILEOPS_HB], vb[TILEOPS_NEOX ? TILEOPS_HB : 1]; /* GPT-J: one load */
-#pragma unroll
-                for (int i = 0; i < TILEOPS_HB; i++) {
-                    const int h = h0 + i;
-                    if (h < H && u < uq)
-                        rp_load((const char *)q + (t * q_st + h * q_sh) * TILEOPS_E, u, cnt, &va[i],
-                                &vb[TILEOPS_NEOX ? i : 0]);
-                    else if (h >= H && h < nh && u < uk)
-                        rp_load((const char *)k + (t * k_st + (h - H) * k_sh) * TILEOPS_E, u, cnt, &va[i],
-                                &vb[TILEOPS_NEOX ? i : 0]);
-                }
+                rp_load_heads(&g, t, h0, u, cnt, va, vb);
                 if (!have_cs) {
-                    const int valid = p >= 0 && p < P;
-                    rp_load_cs(cache + (valid ? p : 0) * (long long)TILEOPS_RD, u, cnt, valid, cs, sn);
+                    rp_load_pos_cs(cache, P, p, u, cnt, cs, sn);
                     have_cs = 1;
                 }
-#pragma unroll
-                for (int i = 0; i < TILEOPS_HB; i++) {
-                    const int h = h0 + i;
-                    if (h < H && u < uq)
-                        rp_store((char *)q_out + (t * qo_st + h * qo_sh) * TILEOPS_E, u, cnt, va[i],
-                                 vb[TILEOPS_NEOX ? i : 0], cs, sn);
-                    else if (h >= H && h < nh && u < uk)
-                        rp_store((char *)k_out + (t * ko_st + (h - H) * ko_sh) * TILEOPS_E, u, cnt, va[i],
-                                 vb[TILEOPS_NEOX ? i : 0], cs, sn);
-                }
+                rp_store_heads(&g, t, h0, u, cnt, va, vb, cs, sn);
             }
         }
     }
 }
+#endif /* !TILEOPS_PERSISTENT */
+
+/* ---- the prefill kernel: resident blocks walking tokens -------------------------------- *
+ * From PREFILL_TOKENS_PER_SM x sm_count tokens on (the vector builds of two heads a thread;
+ * kernels/positional/rope.py persistent_launch_shape), a block stays resident and walks
+ * tokens t, t + stride, ... (stride = gridDim.x x tokens per block) as a two-stage
+ * pipeline: while it rotates and stores token t it has already issued token t + stride's
+ * q / k loads and cos / sin loads (whose position was loaded an iteration before), and the
+ * position of t + 2 stride. tileops_rope instead takes a token and leaves, each token
+ * waiting on its position, then its cos / sin row (Nsight, session 12: 47 % of DRAM peak at
+ * 4096 tokens, warps on long scoreboard). H200, 4096 tokens, L2-cold: 1.06-1.13x the copy
+ * floor against 1.12-1.23x (dev/NOTES.md, session 13). Each thread keeps one work item
+ * (unit u of head slot s) for every token it walks, so a token takes TT = UPH x S threads
+ * (S = ceil((H + Hk) / HB) slots) and a block TPB = ntid / TT tokens. The arithmetic per
+ * element is rp_store's: tileops_rope's bits. Tokens are disjoint, so in place the next
+ * token's loads never alias this token's stores.
+ *
+ * Launch: block >= TT threads (TPB x TT rounded up to a warp: the threads past TPB x TT
+ * idle; TILEOPS_THREADS the block), grid.x any >= 1 (a few blocks an SM), grid.y 1. */
+#if TILEOPS_PERSISTENT
+extern "C" __global__ void TILEOPS_BOUNDS
+tileops_rope_persistent(const void *q, const void *k, const void *positions, const float *cache, void *q_out,
+                     void *k_out, long long T, long long H, long long Hk, long long P, long long q_st, long long q_sh,
+                     long long k_st, long long k_sh, long long qo_st, long long qo_sh, long long ko_st,
+                     long long ko_sh) {
+    TILEOPS_PDL_PROLOGUE();
+    const struct rp_heads g = rp_heads_of(q, k, q_out, k_out, H, Hk, q_st, q_sh, k_st, k_sh, qo_st, qo_sh, ko_st,
+                                          ko_sh);
+    const int uph = g.uq > g.uk ? g.uq : g.uk;
+    const int slots = (g.nh + TILEOPS_HB - 1) / TILEOPS_HB;
+    const int tt = uph * slots;
+    const int tpb = (int)tileops_ntid() / tt;
+    const int lt = (int)tileops_tid() / tt, j = (int)tileops_tid() - lt * tt;
+    if (lt >= tpb)
+        return;
+    const int u = j % uph, s = j / uph, cnt = rp_count(u), h0 = s * TILEOPS_HB;
+    const long long stride = (long long)tileops_nctaid() * tpb;
+    long long t = (long long)tileops_ctaid() * tpb + lt;
+    if (t >= T)
+        return;
+
+    struct tileops_v4 va[TILEOPS_HB], vb[TILEOPS_NEOX ? TILEOPS_HB : 1];
+    float cs[8], sn[8];
+    rp_load_heads(&g, t, h0, u, cnt, va, vb);
+    rp_load_pos_cs(cache, P, rp_position(positions, t), u, cnt, cs, sn);
+    long long p_next = t + stride < T ? rp_position(positions, t + stride) : 0;
+    for (; t < T; t += stride) {
+        const long long tn = t + stride;
+        struct tileops_v4 na[TILEOPS_HB], nb[TILEOPS_NEOX ? TILEOPS_HB : 1];
+        float ncs[8], nsn[8];
+        if (tn < T) {   /* the next token's loads, in flight while this one is stored */
+            rp_load_heads(&g, tn, h0, u, cnt, na, nb);
+            rp_load_pos_cs(cache, P, p_next, u, cnt, ncs, nsn);
+        }
+        const long long p_after = tn + stride < T ? rp_position(positions, tn + stride) : 0;
+        rp_store_heads(&g, t, h0, u, cnt, va, vb, cs, sn);
+        if (tn >= T)
+            break;
+#pragma unroll
+        for (int i = 0; i < TILEOPS_HB; i++) {
+            va[i] = na[i];
+            vb[TILEOPS_NEOX ? i : 0] = nb[TILEOPS_NEOX ? i : 0];
+        }
+#pragma unroll
+        for (int l = 0; l < 8; l++) {
+            cs[l] = ncs[l];
+            sn[l] = nsn[l];
+        }
+        p_next = p_after;
+    }
+}
+#endif /* TILEOPS_PERSISTENT */

@@ -17,7 +17,13 @@ tokens on (prefill: blocks of 128, each token's units looped over by 128 threads
 1.04-1.12x the copy floor hot at 4096 tokens against 256's 1.11-1.39x; 256 stays faster at
 256 tokens: dev/NOTES.md, session 11; a separate build, TILEOPS_THREADS being the kernel's
 bound too); while the tokens do not fill the SMs, a token's heads are split over several
-blocks (grid.y)."""
+blocks (grid.y). From 4 x sm_count tokens on, a vector build of two heads a thread takes
+the prefill kernel tileops_rope_persistent instead (`persistent_launch_shape`): blocks of
+one token's units, PERSISTENT_BLOCKS_PER_SM x sm_count of them at most, each walking tokens
+with the next token's loads in flight while one is stored (H200, 4096 tokens, L2-cold:
+1.06-1.13x the copy floor against the 128-thread build's 1.12-1.23x; dev/NOTES.md, session
+13). It is built per block size on first use, as the others are; during CUDA graph capture
+without it, the 128-thread build serves (the same bits)."""
 from __future__ import annotations
 
 import torch
@@ -38,6 +44,9 @@ PREFILL_THREADS = 128       # B from there on
 PREFILL_TOKENS_PER_SM = 4
 HEADS_PER_THREAD = 2        # TILEOPS_HB of the vector builds: heads a thread loads before its first store
 DECODE_BLOCK_THREADS = 64   # a decode launch splits a token's heads into blocks of at least this
+PERSISTENT_BLOCKS_PER_SM = 4  # the prefill kernel's grid: this many blocks an SM at most (session 13's best of 2-8)
+PERSISTENT_MAX_BLOCK = 512  # a token needing more threads takes tileops_rope (ptxas keeps ~96 registers a thread
+                            # at HB 2 under this block's launch bound: 65536 / 512 = 128)
 GRID_MAX = 2**31 - 1
 TENSORS = ("q", "k", "positions", "cos_sin_cache", "q_out", "k_out")
 
@@ -73,17 +82,20 @@ def block_bound(T: int, sm_count: int) -> int:
 
 
 def cuda_specialisation(dtype_code, pos_dtype_code, head_size, rotary_dim, is_neox, vec, cast=False,
-                        threads=MAX_THREADS):
+                        threads=MAX_THREADS, persistent=False):
     """(source, kernel, options, rotated units per head, pass-through units per head):
     pure, no GPU (tests compile every kind with nvcc). cast: cast_cos_sin's define;
-    threads: B (block_bound), which the kernel reads as TILEOPS_THREADS."""
+    threads: B (block_bound), which the kernel reads as TILEOPS_THREADS; persistent: the
+    prefill kernel tileops_rope_persistent (threads: its block) instead of tileops_rope."""
     hb = heads_per_thread(vec, cast)
     g = vec if vec != 1 else 16 // DTYPE[dtype_code].itemsize
     opts = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={head_size}", f"-DTILEOPS_RD={rotary_dim}",
             f"-DTILEOPS_NEOX={int(bool(is_neox))}", f"-DTILEOPS_POS64={int(DTYPE[pos_dtype_code] is torch.int64)}",
             f"-DTILEOPS_VEC={vec}", f"-DTILEOPS_THREADS={threads}", f"-DTILEOPS_HB={hb}") + (("-DTILEOPS_CAST_COS_SIN=1",) if cast else ())
     rot = -(-(rotary_dim // 2) // g) if is_neox else -(-rotary_dim // g)
-    return "positional/rope.cu", "tileops_rope", opts, rot, -(-(head_size - rotary_dim) // g)
+    kernel = "tileops_rope_persistent" if persistent else "tileops_rope"
+    opts += ("-DTILEOPS_PERSISTENT=1",) if persistent else ()
+    return "positional/rope.cu", kernel, opts, rot, -(-(head_size - rotary_dim) // g)
 
 
 # ---- what a launchable checks before it hands pointers to C --------------------------------
@@ -155,6 +167,22 @@ def cuda_launch_shape(T: int, H: int, Hk: int, uq: int, uk: int, hb: int, sm_cou
     return min(-(-T // tpb), GRID_MAX), gy, threads
 
 
+def persistent_launch_shape(T: int, H: int, Hk: int, uq: int, uk: int, hb: int, sm_count: int = 132):
+    """(grid_x, threads) of the prefill kernel tileops_rope_persistent, or None where
+    tileops_rope serves: fewer than PREFILL_TOKENS_PER_SM x sm_count tokens, a build of
+    other than HEADS_PER_THREAD heads a thread (the scalar and cast_cos_sin builds), or a
+    token needing more than PERSISTENT_MAX_BLOCK threads. A block is one token's TT = UPH x S threads
+    (S = ceil((H + Hk) / hb) slots) rounded up to a warp; min(T, PERSISTENT_BLOCKS_PER_SM x
+    sm_count) blocks walk the tokens."""
+    uph, nh = max(uq, uk), H + Hk
+    if T < PREFILL_TOKENS_PER_SM * sm_count or hb != HEADS_PER_THREAD or not uph or not nh:
+        return None
+    tt = uph * -(-nh // hb)
+    if tt > PERSISTENT_MAX_BLOCK:
+        return None
+    return min(T, PERSISTENT_BLOCKS_PER_SM * sm_count), -(-tt // 32) * 32
+
+
 def _build_cpu(b):
     handle = _C.cpu_kernel("rope_cast" if b.cast else "rope")[0]
     run = _C.cpu_launch
@@ -174,21 +202,23 @@ def _build_cuda(b):
     import torch
 
     from ... import runtime
+    from ...errors import NotReadyDuringCaptureError
     handles = {}
 
-    def handle(vec, threads):
-        """the build of (vec, B), made on its first use (the warm-up rule: a call at the
-        shape before a capture); the vector build's scalar twin serves calls whose strides
-        break 16-byte rows"""
-        h = handles.get((vec, threads))
+    def handle(vec, threads, persistent=False):
+        """the build of (vec, B) or the prefill kernel's of block `threads`, made on its first
+        use (the warm-up rule: a call at the shape before a capture); the vector build's
+        scalar twin serves calls whose strides break 16-byte rows"""
+        key = (vec, threads, persistent)
+        h = handles.get(key)
         if h is None:
-            opts = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim, b.is_neox, vec, b.cast,
-                                       threads)[2]
-            h = handles[(vec, threads)] = runtime.build(b.device, src, kernel, opts, ARG_FORMAT_CUDA, pdl=True)
+            source, name, opts = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim, b.is_neox, vec,
+                                                     b.cast, threads, persistent)[:3]
+            h = handles[key] = runtime.build(b.device, source, name, opts, ARG_FORMAT_CUDA, pdl=True)
         return h
 
-    src, kernel, _, rot, passing = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim,
-                                                       b.is_neox, b.vec, b.cast)
+    rot, passing = cuda_specialisation(b.dtype, b.pos_dtype, b.head_size, b.rotary_dim, b.is_neox, b.vec,
+                                       b.cast)[3:]
     handle(b.vec, MAX_THREADS)
     handle(1, MAX_THREADS)
     vec_hb = heads_per_thread(b.vec, b.cast)
@@ -204,8 +234,18 @@ def _build_cuda(b):
         if not T:
             return
         vec = all(s % step == 0 for s in a[10:])
-        gx, gy, threads = cuda_launch_shape(T, a[7], a[8], rot + (passing if q_out is not q else 0),
-                                            rot + (passing if k_out is not k else 0), vec_hb if vec else 1, sm_count)
+        uq, uk = rot + (passing if q_out is not q else 0), rot + (passing if k_out is not k else 0)
+        hb = vec_hb if vec else 1
+        walk = persistent_launch_shape(T, a[7], a[8], uq, uk, hb, sm_count)
+        if walk is not None:
+            try:
+                h = handle(b.vec, walk[1], True)
+            except NotReadyDuringCaptureError:   # capturing before its first use: tileops_rope (the same bits)
+                pass
+            else:
+                launch_raw(h, walk[0], 1, 1, walk[1], 1, 1, 0, stream_of(device), *a)
+                return
+        gx, gy, threads = cuda_launch_shape(T, a[7], a[8], uq, uk, hb, sm_count)
         if gx:
             launch_raw(handle(b.vec if vec else 1, block_bound(T, sm_count)), gx, gy, 1, threads, 1, 1, 0,
                        stream_of(device), *a)
