@@ -137,7 +137,7 @@ def merge(m, l, a, mb, lb, ab):
 
 # ---- the main kernel, one CTA ----------------------------------------------------------------
 
-def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws, max_chunks, groups=1):
+def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws, max_chunks, groups=1, SC=1):
     D, G, GS, GS8, NT, KS = cfg.D, cfg.G, cfg.GS, cfg.GS8, cfg.NT, cfg.KS
     H, Hkv, N, MB = q.shape[1], kc.shape[2], kc.shape[0], bt.shape[1]
     hbase = kvh * G + z * GS
@@ -169,6 +169,9 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
     run_a = np.zeros(GS8 * D, dtype=np.float32)
     run_m = np.full(GS8 * D, -np.inf, dtype=np.float32)
     run_l = np.zeros(GS8 * D, dtype=np.float32)
+    sup_a = np.zeros(GS8 * D, dtype=np.float32)      # the superchunk's state (PDA_SC > 1)
+    sup_m = np.full(GS8 * D, -np.inf, dtype=np.float32)
+    sup_l = np.zeros(GS8 * D, dtype=np.float32)
     lanes = np.arange(32)
     gq, t4 = lanes >> 2, lanes & 3
 
@@ -311,6 +314,10 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
         # thread tid folds channels fu + TPH i of head fg (the weights once per head), for
         # each group's chunk of the round in chunk order
         TPH = 128 * groups // GS8
+        # PDA_SC > 1: chunks fold into their superchunk's state (from empty), which folds into
+        # the running state (no split) or is stored whole (a split of whole superchunks) at
+        # the superchunk's end; a split of other chunk counts stores each chunk's partial
+        sup_store = split and SC > 1 and cpc % SC == 0
         for gi in range(groups):
             c = c_round + gi
             if c >= c_end:
@@ -326,7 +333,20 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
                     cm, cl, ca = F0[0, GS8 * D + fg], F0[0, GS8 * D + GS8 + fg], F0[0, e]
                     for ww in range(1, NW):
                         cm, cl, ca = merge(cm, cl, ca, F0[ww, GS8 * D + fg], F0[ww, GS8 * D + GS8 + fg], F0[ww, e])
-                    if not split:
+                    if SC > 1 and (not split or sup_store):
+                        sup_m[e], sup_l[e], sup_a[e] = merge(sup_m[e], sup_l[e], sup_a[e], cm, cl, ca)
+                        if c % SC == SC - 1 or c == n_chunks - 1:
+                            if not split:
+                                run_m[e], run_l[e], run_a[e] = merge(run_m[e], run_l[e], run_a[e], sup_m[e],
+                                                                     sup_l[e], sup_a[e])
+                            elif head_ok(fg):
+                                base = ((b * H + hbase + fg) * max_chunks + c // SC) * (D + 2)
+                                ws[base + d] = sup_a[e]
+                                if fu == 0:
+                                    ws[base + D] = sup_m[e]
+                                    ws[base + D + 1] = sup_l[e]
+                            sup_m[e], sup_l[e], sup_a[e] = -np.inf, 0.0, 0.0
+                    elif not split:
                         run_m[e], run_l[e], run_a[e] = merge(run_m[e], run_l[e], run_a[e], cm, cl, ca)
                     elif head_ok(fg):
                         base = ((b * H + hbase + fg) * max_chunks + c) * (D + 2)
@@ -347,8 +367,12 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
             lse[b, hbase + g] = -np.inf if lv == 0 else (run_m[e] + np.log2(lv)) * math.log(2)
 
 
-def merge_kernel(cfg, ws, sl, o, lse, H, MB, max_chunks):
+def merge_kernel(cfg, ws, sl, o, lse, H, MB, max_chunks, SC=1, cpc=1):
+    """SC > 1: the partials are whole superchunks' (cpc a multiple of SC), folded in order,
+    or chunks', folded into their superchunk's state from empty and each superchunk into
+    the result at its end"""
     D = cfg.D
+    two_level = SC > 1 and cpc % SC != 0
     for bh in range(o.shape[0] * H):
         b, h = bh // H, bh % H
         length = int(sl[b])
@@ -360,16 +384,25 @@ def merge_kernel(cfg, ws, sl, o, lse, H, MB, max_chunks):
         m = np.full(D, -np.inf, dtype=np.float32)
         l_ = np.zeros(D, dtype=np.float32)
         a = np.zeros(D, dtype=np.float32)
-        for c in range(n_chunks):
+        slots = n_chunks if SC == 1 or two_level else -(-n_chunks // SC)
+        sm, sl_, sa = np.full(D, -np.inf, dtype=np.float32), np.zeros(D, dtype=np.float32), np.zeros(D, np.float32)
+        for c in range(slots):
             P = ws[(bh * max_chunks + c) * (D + 2):(bh * max_chunks + c + 1) * (D + 2)]
-            m, l_, a = merge(m, l_, a, P[D], P[D + 1], P[:D])
+            if not two_level:
+                m, l_, a = merge(m, l_, a, P[D], P[D + 1], P[:D])
+                continue
+            sm, sl_, sa = merge(sm, sl_, sa, P[D], P[D + 1], P[:D])
+            if c % SC == SC - 1 or c == n_chunks - 1:
+                m, l_, a = merge(m, l_, a, sm, sl_, sa)
+                sm, sl_, sa = np.full(D, -np.inf, dtype=np.float32), np.zeros(D, np.float32), np.zeros(D, np.float32)
         o[b, h] = np.where(l_ == 0, 0.0, a / np.where(l_ == 0, 1, l_))
         lse[b, h] = -np.inf if l_[0] == 0 else (m[0] + np.log2(l_[0])) * math.log(2)
 
 
-def run(q, kc, vc, bt, sl, scale, BS, split_s=1, stages=2, groups=1):
-    """o, lse as the kernels compute them, with S = split_s CTAs along each sequence, each
-    CTA of `groups` chunk groups."""
+def run(q, kc, vc, bt, sl, scale, BS, split_s=1, stages=2, groups=1, SC=1, cpc=None):
+    """o, lse as the kernels compute them, with S = split_s CTAs along each sequence (cpc
+    chunks each: by default the fewest that cover max_chunks), each CTA of `groups` chunk
+    groups, superchunks of SC chunks (PDA_SC)."""
     B, H, D = q.shape
     Hkv = kc.shape[2]
     G = H // Hkv
@@ -378,7 +411,8 @@ def run(q, kc, vc, bt, sl, scale, BS, split_s=1, stages=2, groups=1):
     zs = -(-G // GS)
     MB = bt.shape[1]
     max_chunks = -(-MB * BS // CH)
-    cpc = -(-max_chunks // split_s) if split_s > 1 else max_chunks
+    if cpc is None:
+        cpc = -(-max_chunks // split_s) if split_s > 1 else max_chunks
     split = split_s > 1
     o = np.full((B, H, D), 123.0, dtype=np.float32)
     lse = np.full((B, H), 123.0, dtype=np.float32)
@@ -388,9 +422,9 @@ def run(q, kc, vc, bt, sl, scale, BS, split_s=1, stages=2, groups=1):
         kvh, b = pair % Hkv, pair // Hkv
         for y in range(split_s):
             cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale * math.log2(math.e), o, lse, ws, max_chunks,
-                groups)
+                groups, SC)
     if split:
-        merge_kernel(cfg, ws, sl, o, lse, H, MB, max_chunks)
+        merge_kernel(cfg, ws, sl, o, lse, H, MB, max_chunks, SC, cpc)
     return o, lse
 
 

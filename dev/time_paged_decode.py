@@ -120,6 +120,9 @@ def main():
                                                               "choice, kernels/attention/paged_decode_attention.py)")
     ap.add_argument("--cpc", type=int, default=None, help="chunks per CTA, forced (the split plan's knob)")
     ap.add_argument("--groups", type=int, default=None, help="chunk groups a CTA (1 or 2), forced")
+    ap.add_argument("--superchunk", type=int, default=None, help="chunks a superchunk (the SUPERCHUNK knob; with "
+                                                                  "--cpc a multiple of it a split stores one "
+                                                                  "partial a superchunk)")
     ap.add_argument("--pdl-ab", action="store_true", help="also time each case with every kernel launched plainly "
                                                            "(tileops_plain: programmatic dependent launch off)")
     ap.add_argument("--cluster-ab", action="store_true", help="also time each case with the merge kernel instead "
@@ -135,6 +138,9 @@ def main():
     if args.groups is not None:
         from tileops.kernels.attention import paged_decode_attention as K
         K.CHUNK_GROUPS = args.groups
+    if args.superchunk is not None:
+        from tileops.kernels.attention import paged_decode_attention as K
+        K.SUPERCHUNK = args.superchunk
     if args.cpc is not None:
         from tileops.kernels.attention import paged_decode_attention as K
         K.SPLIT_CPC = args.cpc

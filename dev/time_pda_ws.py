@@ -16,7 +16,10 @@ rewritten:
   sectors  rows of D + 8 floats, every 32-byte sector written whole by one instruction;
   every8   only every 8th chunk's partial stored (timing only: what a fold that stores one
            partial per 8 chunks would store);
-and the same inputs without a split (S = 1, every chunk folded in the CTA) as the floor.
+  sc8      the shipped source built with superchunks of 8 chunks (-DPDA_SC=8, the
+           SUPERCHUNK knob: one partial stored a superchunk where cpc is a multiple of 8);
+and the same inputs without a split (S = 1, every chunk folded in the CTA) as the floor,
+also with superchunks of 8 (nosplit_sc8: the cost of the second fold state).
 Hot (CUDA graph) and cold (L2 flushed) microseconds, interleaved rounds (lab.time_interleaved)."""
 from __future__ import annotations
 
@@ -51,6 +54,8 @@ EDITS = {
     "every8": (("P[d] = ca;", "if ((c & 7) == 7) P[d] = ca;"),
                ("if (split && fu == 0 && PDA_HEAD_OK(fg)) {", "if (split && fu == 0 && PDA_HEAD_OK(fg) && (c & 7) == 7) {")),
 }
+EDITS["sc8"] = ()            # the shipped source built with superchunks of 8 chunks: one store a superchunk
+EXTRA_OPTS = {"sc8": ("-DPDA_SC=8",)}
 WS_FLOATS = {"sectors": 8}   # a row's floats past D (else 2, the shipped rows)
 
 
@@ -99,10 +104,10 @@ def case(model, B, ctx, S, D=128, BS=16, dtype=torch.float16):
     fns = {}
     for kind in EDITS:
         ws = torch.empty(B * H * t["max_chunks"] * (D + WS_FLOATS.get(kind, 2)), dtype=torch.float32, device="cuda")
-        h = runtime.build(0, lab_source(kind), kernel, opts, K.ARG_FORMAT_CUDA, pdl=False)
+        h = runtime.build(0, lab_source(kind), kernel, opts + EXTRA_OPTS.get(kind, ()), K.ARG_FORMAT_CUDA, pdl=False)
         fns[f"split{S}_{kind}"] = launcher(h, smem, ctas, S, cpc, t, ws)
-        if kind == "plain":
-            fns["nosplit"] = launcher(h, smem, ctas, 1, t["max_chunks"], t, None)
+        if kind in ("plain", "sc8"):
+            fns["nosplit" + ("_sc8" if kind == "sc8" else "")] = launcher(h, smem, ctas, 1, t["max_chunks"], t, None)
     times = lab.time_interleaved(fns)
     row = {"case": f"{model} B={B} ctx={ctx} S={S} cpc={cpc}"}
     for k, v in times.items():

@@ -17,7 +17,8 @@
   * a misaligned tensor is refused naming the alignment;
   * a small split merged inside its thread block cluster (sm_90+, one launch) gives the
     merge kernel's bits: S of 2 to 8, one or two chunk groups, empty CTAs, bad input, a
-    CUDA graph replayed with new lengths.
+    CUDA graph replayed with new lengths;
+  * superchunks (the SUPERCHUNK knob at 8): one result whatever the split stores.
 Skipped without CUDA (tests/gpu/conftest.py)."""
 import pytest
 import torch
@@ -361,3 +362,39 @@ def test_a_cluster_merge_replays_in_a_cuda_graph_with_new_lengths(monkeypatch):
         want = run(op, q, kc, vc, bt, sl)
         monkeypatch.setattr(K, "CLUSTER_MAX", 8)
         assert torch.equal(o, want[0]) and torch.equal(lse, want[1]), step
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("groups", [1, 2])
+def test_superchunks_give_one_result_whatever_the_split(monkeypatch, dtype, groups):
+    """SUPERCHUNK = 8 (the knob, read when a launchable is built: an op of its own scale, so
+    an identity of its own): a sequence is the fold of its superchunks of 8 chunks. Plans
+    that store each chunk (cpc 1, 3: the merge folds both levels), whole superchunks (cpc 8,
+    16: one store each; 8 is a cluster of 3 at B = 1), the plan's own, one or two chunk
+    groups, the sequence alone or in a batch too large to split: the same bits, and the
+    float64 reference's values."""
+    monkeypatch.setattr(K, "SUPERCHUNK", 8)
+    monkeypatch.setattr(K, "CHUNK_GROUPS", groups)
+    H, Hkv, D, BS = 32, 8, 128, 16
+    lens = [5000, 2048, 2049, 37, 0, 4100]      # 20 chunks (3 superchunks), exactly one, one and a token
+    op = PagedDecodeAttentionFwdOp(D, BS, scale=0.0883)
+    args = make(len(lens), H, Hkv, D, BS, lens, dtype, seed=13, device=DEV)
+    q, kc, vc, bt, sl = args
+    got = {}
+    for cpc in (None, 1, 3, 8, 16):
+        monkeypatch.setattr(K, "SPLIT_CPC", cpc)
+        got[cpc] = run(op, *args)
+        if cpc == 8:
+            got["alone"] = [run(op, q[i:i + 1], kc, vc, bt[i:i + 1], sl[i:i + 1]) for i in range(len(lens))]
+    monkeypatch.setattr(K, "SPLIT_CPC", None)
+    reps = 300 // Hkv + 1
+    big = run(op, q.repeat(reps, 1, 1), kc, vc, bt.repeat(reps, 1), sl.repeat(reps))     # no split
+    o, lse = got[None]
+    for cpc in (1, 3, 8, 16):
+        assert torch.equal(got[cpc][0], o) and torch.equal(got[cpc][1], lse), cpc
+    for i in range(len(lens)):
+        assert torch.equal(got["alone"][i][0][0], o[i]) and torch.equal(got["alone"][i][1][0], lse[i]), i
+        for r in range(reps):
+            j = r * len(lens) + i
+            assert torch.equal(big[0][j], o[i]) and torch.equal(big[1][j], lse[i]), (i, r)
+    check_close(op, args, o, lse, dtype)

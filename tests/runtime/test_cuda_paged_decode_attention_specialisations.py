@@ -133,3 +133,23 @@ def test_every_ring_depth_compiles(tmp_path, stages):
     assert K.smem_bytes(1, 128, 8, stages, True) <= K.PER_BLOCK_SHARED
     source, kernel, merge, opts = K.cuda_specialisation(1, 128, 8, 8, 16, True, stages)
     nvcc_build(tmp_path, source, kernel, opts)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.parametrize("dt,D,G,groups,cluster", [(1, 128, 4, 1, 1), (2, 128, 7, 2, 1), (1, 128, 16, 1, 1),
+                                                    (0, 64, 4, 1, 1), (2, 256, 8, 1, 1), (1, 128, 8, 1, 4)])
+@pytest.mark.parametrize("superchunk", [2, 8])
+def test_every_superchunk_build_compiles_without_spills(tmp_path, dt, D, G, groups, cluster, superchunk):
+    """Builds of superchunks (-DPDA_SC, the SUPERCHUNK knob): the main kernel keeps a second
+    fold state, the merge takes cpc; the define only where the knob is above 1, and the
+    merge's argument format grows by the cpc it reads."""
+    heads = K.heads_per_cta(D, G)
+    mma = dt != 0
+    stages, _ = K.choose_stages(dt, D, heads, mma, groups=groups)
+    source, kernel, merge, opts = K.cuda_specialisation(dt, D, G, heads, 16, mma, stages, groups, cluster,
+                                                        superchunk=superchunk)
+    assert opts[-1] == f"-DPDA_SC={superchunk}"
+    assert K.cuda_specialisation(dt, D, G, heads, 16, mma, stages, groups, cluster, superchunk=1)[3] == opts[:-1]
+    assert K.merge_arg_format(superchunk) == K.ARG_FORMAT_MERGE + "q" and K.merge_arg_format(1) == K.ARG_FORMAT_MERGE
+    log = nvcc_build(tmp_path, source, kernel, opts)
+    assert f"Compiling entry function '{merge}'" in log

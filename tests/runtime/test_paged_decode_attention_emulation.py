@@ -90,3 +90,25 @@ def test_a_bad_block_id_gives_that_sequence_nan_in_both_launch_plans():
         # (numpy's exp2 of a scalar and of an array may differ in the last bit: not bitwise here)
         np.testing.assert_allclose(o[1:], good[0], rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(lse[1:], good[1], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("H,Hkv,D,BS,lens", [
+    (8, 1, 32, 16, [1300, 530, 17]),       # 6, 3 and 1 chunks: superchunks of 2, a last one half full
+    (4, 2, 64, 64, [1100, 1]),             # two KV heads, 64-token blocks: 5 chunks and 1
+])
+def test_superchunks_give_one_result_whatever_the_split(H, Hkv, D, BS, lens):
+    """PDA_SC = 2 (the superchunk fold, kernels/attention/paged_decode_attention.py
+    SUPERCHUNK): a sequence is the left fold of its superchunks, each the left fold of its
+    chunks from empty. No split, a split of whole superchunks (each stored once), splits of
+    other chunk counts (each chunk stored; the merge folds both levels) and two chunk groups
+    give the same bits, and the float64 reference's values."""
+    q, kc, vc, bt, sl = _inputs(H, Hkv, D, BS, lens, np.float16, seed=3)
+    scale = 1 / math.sqrt(D)
+    max_chunks = -(-bt.shape[1] * BS // 256)
+    o, lse = emu.run(q, kc, vc, bt, sl, scale, BS, SC=2)
+    _close_to_reference(o, lse, q, kc, vc, bt, sl, D, BS, scale)
+    for split, cpc, groups in ((-(-max_chunks // 2), 2, 1), (max_chunks, 1, 1), (2, 3, 1), (1, None, 2),
+                               (-(-max_chunks // 2), 2, 2)):
+        o2, lse2 = emu.run(q, kc, vc, bt, sl, scale, BS, split_s=split, groups=groups, SC=2, cpc=cpc)
+        np.testing.assert_array_equal(o2, o, err_msg=f"split {split} cpc {cpc} groups {groups}")
+        np.testing.assert_array_equal(lse2, lse, err_msg=f"split {split} cpc {cpc} groups {groups}")

@@ -24,6 +24,16 @@
  * (split: chosen from B x H_kv against the SM count), every operation on a sequence's values
  * is the same: its output is bitwise the same whatever else is in the batch.
  *
+ * ==== Superchunks (PDA_SC > 1; a build option, kernels/attention/paged_decode_attention.py
+ * SUPERCHUNK, default 1: the fold above) =====================================================
+ * The sequence is the left fold, in order, of its superchunks of PDA_SC chunks (the last
+ * may hold fewer), each the left fold of its chunks' partials from the empty state. Without
+ * a split the CTA keeps both states; a split whose CTAs take whole superchunks (cpc a
+ * multiple of PDA_SC) stores one partial a superchunk (PDA_SC times fewer stores: a
+ * split's per-chunk stores cost it 8-14 % at 32K tokens, dev/time_pda_ws.py); a split of
+ * another cpc stores each chunk's partial and the merge folds both levels. Every path is
+ * the same operations on the same values: batch invariant as above.
+ *
  * ==== Compute: tensor cores (PDA_MMA 1: float16, bfloat16) or fp32 FMAs (PDA_MMA 0) ========
  * A warp's tile: scores S^T = K Q^T (16 tokens x 8 query heads per n-tile, mma m16n8k16, K
  * from shared memory by ldmatrix, Q^T fragments in registers), f32 accumulation; p = 2^(s*c
@@ -78,7 +88,8 @@
  *   for D > 128);  PDA_BS block size;  PDA_MMA 1 tensor cores (16-bit dtypes), 0 fp32 FMAs;
  *   PDA_STAGES 1 .. 4, the depth of each warp's ring;  PDA_CG chunk groups a CTA (1 or 2;
  *   default 1; 2 needs D a multiple of 256 / (PDA_GS rounded up to 8));  PDA_CS the split's
- *   CTAs in one cluster (1: none, the merge kernel's path; 2 .. 8, sm_90+). */
+ *   CTAs in one cluster (1: none, the merge kernel's path; 2 .. 8, sm_90+);  PDA_SC chunks a
+ *   superchunk (default 1; see "Superchunks" below). */
 #include "../common/rows_common.cuh"
 
 #if !defined(PDA_D) || !defined(PDA_G) || !defined(PDA_GS) || !defined(PDA_BS) || !defined(PDA_MMA) || \
@@ -347,6 +358,65 @@ TILEOPS_DEV void pda_merge_fold(long long c0, long long n, float *m, float *l, f
     }
 }
 
+#ifndef PDA_SC
+#define PDA_SC 1
+#endif
+#if PDA_SC < 1
+#error "PDA_SC (chunks a superchunk) must be >= 1"
+#endif
+#if PDA_SC > 1
+/* chunks c0 .. c0 + PDA_MB - 1 (those < n) folded into the superchunk's state (sm, sl, sa),
+ * which at the superchunk's end (its last chunk, or the sequence's) is folded into (m, l, a)
+ * and emptied; branch-free, as pda_merge_fold */
+TILEOPS_DEV void pda_merge_fold_sc(long long c0, long long n, float *m, float *l, float *a, float *sm, float *sl,
+                                   float *sa, const float *pm, const float *pl, const float *pa) {
+#pragma unroll
+    for (int j = 0; j < PDA_MB; j++) {
+        const long long c = c0 + j;
+        float m2 = *sm, l2 = *sl, a2 = *sa;
+        pda_merge(&m2, &l2, &a2, pm[j], pl[j], pa[j]);
+        float m3 = *m, l3 = *l, a3 = *a;
+        pda_merge(&m3, &l3, &a3, m2, l2, a2);
+        const int in = c < n, end = in && (c % PDA_SC == PDA_SC - 1 || c == n - 1);
+        *m = end ? m3 : *m;
+        *l = end ? l3 : *l;
+        *a = end ? a3 : *a;
+        *sm = end ? pda_neg_inf() : in ? m2 : *sm;
+        *sl = end ? 0.0f : in ? l2 : *sl;
+        *sa = end ? 0.0f : in ? a2 : *sa;
+    }
+}
+#endif
+/* how a split's partials are folded: PDA_SC == 1, or whole superchunks stored (cpc a
+ * multiple of PDA_SC): slots of one partial each, folded in order; else chunks' partials
+ * folded into their superchunks first (pda_merge_fold_sc). *slots: the partials to fold. */
+TILEOPS_DEV int pda_two_level(long long cpc, long long n_chunks, long long *slots) {
+#if PDA_SC > 1
+    if (cpc % PDA_SC != 0) {
+        *slots = n_chunks;
+        return 1;
+    }
+    *slots = (n_chunks + PDA_SC - 1) / PDA_SC;
+#else
+    (void)cpc;
+    *slots = n_chunks;
+#endif
+    return 0;
+}
+/* folds partials [c0, c0 + PDA_MB) of n into (m, l, a), both levels when two (PDA_SC > 1) */
+TILEOPS_DEV void pda_merge_step(int two, long long c0, long long n, float *m, float *l, float *a, float *sm,
+                                float *sl, float *sa, const float *pm, const float *pl, const float *pa) {
+#if PDA_SC > 1
+    if (two) {
+        pda_merge_fold_sc(c0, n, m, l, a, sm, sl, sa, pm, pl, pa);
+        return;
+    }
+#else
+    (void)two; (void)sm; (void)sl; (void)sa;
+#endif
+    pda_merge_fold(c0, n, m, l, a, pm, pl, pa);
+}
+
 #ifndef PDA_CS
 #define PDA_CS 1
 #endif
@@ -366,7 +436,7 @@ TILEOPS_DEV void pda_merge_fold(long long c0, long long n, float *m, float *l, f
  * (pda_merge_load / _fold: the same bits), and write o and lse. No second kernel. Every
  * CTA of the cluster calls this once, whether it had chunks or not (all of them arrive). */
 TILEOPS_DEV void pda_cluster_finish(const float *ws, void *o, float *lse, long long b, long long H, long long hbase,
-                                    long long z, long long n_chunks, long long max_chunks) {
+                                    long long z, long long n_chunks, long long max_chunks, long long cpc) {
 #if PDA_CS > 1
     asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
     /* the (head, channel) pairs dealt over the cluster's CTAs: one each where they suffice */
@@ -378,17 +448,30 @@ TILEOPS_DEV void pda_cluster_finish(const float *ws, void *o, float *lse, long l
         const long long bh = b * H + hbase + g;
         const float *P = ws + bh * max_chunks * (PDA_D + 2);
         float m = pda_neg_inf(), l = 0.0f, a = 0.0f, pm[PDA_MB], pl[PDA_MB], pa[PDA_MB];
-        for (long long c0 = 0; c0 < n_chunks; c0 += PDA_MB) {
-            pda_merge_load(P, c0, n_chunks, d, pm, pl, pa);
-            pda_merge_fold(c0, n_chunks, &m, &l, &a, pm, pl, pa);
+        float sm = pda_neg_inf(), sl = 0.0f, sa = 0.0f;
+        long long n;
+        const int two = pda_two_level(cpc, n_chunks, &n);
+        for (long long c0 = 0; c0 < n; c0 += PDA_MB) {
+            pda_merge_load(P, c0, n, d, pm, pl, pa);
+            pda_merge_step(two, c0, n, &m, &l, &a, &sm, &sl, &sa, pm, pl, pa);
         }
         tileops_st_elem((char *)o + bh * PDA_D * TILEOPS_E, d, pda_out(l, a));
         if (d == 0 && lse)
             lse[bh] = pda_lse(m, l);
     }
 #else
-    (void)ws; (void)o; (void)lse; (void)b; (void)H; (void)hbase; (void)z; (void)n_chunks; (void)max_chunks;
+    (void)ws; (void)o; (void)lse; (void)b; (void)H; (void)hbase; (void)z; (void)n_chunks; (void)max_chunks; (void)cpc;
 #endif
+}
+
+/* element e of a chunk group's partial a: its warps' states (F0: the first warp's) folded in
+ * warp order with the head's weights sa, sb (pda_weigh's, per warp from the second on) */
+TILEOPS_DEV float pda_warps_fold(const float *F0, int e, const float *sa, const float *sb) {
+    float ca = F0[e];
+#pragma unroll
+    for (int ww = 1; ww < PDA_NW; ww++)
+        ca = pda_apply(ca, F0[ww * PDA_FOLD_W + e], sa[ww], sb[ww]);
+    return ca;
 }
 
 extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_attention(
@@ -450,7 +533,7 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
         c_begin = (long long)tileops_ctaid_y() * cpc;
         c_end = c_begin + cpc < n_chunks ? c_begin + cpc : n_chunks;
         if (c_begin >= c_end) {   /* no chunk of this CTA holds a token */
-            pda_cluster_finish(ws, o, lse, b, H, hbase, z, n_chunks, max_chunks);
+            pda_cluster_finish(ws, o, lse, b, H, hbase, z, n_chunks, max_chunks, cpc);
             return;
         }
     }
@@ -498,6 +581,14 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
 #pragma unroll
     for (int i = 0; i < PDA_EPT; i++)
         ra[i] = 0.0f;
+#if PDA_SC > 1
+    /* the current superchunk's state (no split, or a split storing whole superchunks) */
+    float qa[PDA_EPT], qm = ninf, ql = 0.0f;
+#pragma unroll
+    for (int i = 0; i < PDA_EPT; i++)
+        qa[i] = 0.0f;
+    const int sup_store = split && cpc % PDA_SC == 0;
+#endif
     int bad = 0;
 
     /* rounds of PDA_CG chunks (the last may leave a group without one: its warps copy and
@@ -681,6 +772,38 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
                 const float *G = F0 + ww * PDA_FOLD_W;
                 pda_weigh(&cm, &cl, G[PDA_GS8 * PDA_D + fg], G[PDA_GS8 * PDA_D + PDA_GS8 + fg], &sa[ww], &sb[ww]);
             }
+#if PDA_SC > 1
+            /* into the superchunk's state (no split, or whole superchunks stored), which at
+             * the superchunk's end goes into the running fold (no split) or to ws (split) */
+            const int to_sup = !split || sup_store, ends = c % PDA_SC == PDA_SC - 1 || c == n_chunks - 1;
+            float qsa = 0.0f, qsb = 0.0f, rsa = 0.0f, rsb = 0.0f;
+            if (to_sup)
+                pda_weigh(&qm, &ql, cm, cl, &qsa, &qsb);
+            if (!split && ends)
+                pda_weigh(&rm, &rl, qm, ql, &rsa, &rsb);
+            float *P = split ? ws + ((b * H + hbase + fg) * max_chunks + (sup_store ? c / PDA_SC : c)) * (PDA_D + 2) : 0;
+#pragma unroll
+            for (int i = 0; i < PDA_EPT; i++) {
+                const int d = fu + PDA_TPH * i;
+                const float ca = pda_warps_fold(F0, fg * PDA_D + d, sa, sb);
+                if (to_sup)
+                    qa[i] = pda_apply(qa[i], ca, qsa, qsb);
+                if (!split && ends)
+                    ra[i] = pda_apply(ra[i], qa[i], rsa, rsb);
+                else if (split && PDA_HEAD_OK(fg) && (!sup_store || ends))
+                    P[d] = sup_store ? qa[i] : ca;
+                if (to_sup && ends)
+                    qa[i] = 0.0f;
+            }
+            if (split && fu == 0 && PDA_HEAD_OK(fg) && (!sup_store || ends)) {
+                P[PDA_D] = sup_store ? qm : cm;
+                P[PDA_D + 1] = sup_store ? ql : cl;
+            }
+            if (to_sup && ends) {
+                qm = ninf;
+                ql = 0.0f;
+            }
+#else
             /* then into the CTA's running fold (no split) */
             float rsa = 0.0f, rsb = 0.0f;
             if (!split)
@@ -688,11 +811,8 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
             float *P = split ? ws + ((b * H + hbase + fg) * max_chunks + c) * (PDA_D + 2) : 0;
 #pragma unroll
             for (int i = 0; i < PDA_EPT; i++) {
-                const int d = fu + PDA_TPH * i, e = fg * PDA_D + d;
-                float ca = F0[e];
-#pragma unroll
-                for (int ww = 1; ww < PDA_NW; ww++)
-                    ca = pda_apply(ca, F0[ww * PDA_FOLD_W + e], sa[ww], sb[ww]);
+                const int d = fu + PDA_TPH * i;
+                const float ca = pda_warps_fold(F0, fg * PDA_D + d, sa, sb);
                 if (!split)
                     ra[i] = pda_apply(ra[i], ca, rsa, rsb);
                 else if (PDA_HEAD_OK(fg))
@@ -702,12 +822,13 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
                 P[PDA_D] = cm;
                 P[PDA_D + 1] = cl;
             }
+#endif
         }
         tileops_barrier();
     }
     PDA_WAIT(0);
     if (split) {
-        pda_cluster_finish(ws, o, lse, b, H, hbase, z, n_chunks, max_chunks);
+        pda_cluster_finish(ws, o, lse, b, H, hbase, z, n_chunks, max_chunks, cpc);
         return;
     }
     /* ---- no split: o and lse of the folded state ---- */
@@ -722,7 +843,14 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
 
 extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws, const int *seq_lens, void *o,
                                                                 float *lse, long long H, long long max_blocks,
-                                                                long long max_chunks) {
+                                                                long long max_chunks
+#if PDA_SC > 1
+                                                                , long long cpc
+#endif
+                                                                ) {
+#if PDA_SC == 1
+    const long long cpc = 1;
+#endif
     /* launched with programmatic dependent launch: scheduled while the attention kernel
      * still writes the partials, it waits for that kernel here */
     TILEOPS_PDL_PROLOGUE();
@@ -743,16 +871,17 @@ extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws,
             lse[bh] = pda_nan();
         return;
     }
-    const long long n_chunks = (len + PDA_CH - 1) / PDA_CH;
-    float m = pda_neg_inf(), l = 0.0f, a = 0.0f;
+    long long n_chunks = (len + PDA_CH - 1) / PDA_CH;
+    float m = pda_neg_inf(), l = 0.0f, a = 0.0f, sm = pda_neg_inf(), sl = 0.0f, sa = 0.0f;
+    const int two = pda_two_level(cpc, n_chunks, &n_chunks);   /* n_chunks: the partials to fold */
     /* The partials are loaded PDA_MB chunks at a time into one of two register batches while
      * the other batch is folded, one chunk after the other in chunk order (a 32K-token
      * sequence has 128 chunks: a load latency each would be the kernel's time). */
     for (long long c0 = 0; c0 < n_chunks; c0 += 2 * PDA_MB) {
         pda_merge_load(P, c0 + PDA_MB, n_chunks, d, bm, bl, ba);
-        pda_merge_fold(c0, n_chunks, &m, &l, &a, am, al, aa);
+        pda_merge_step(two, c0, n_chunks, &m, &l, &a, &sm, &sl, &sa, am, al, aa);
         pda_merge_load(P, c0 + 2 * PDA_MB, n_chunks, d, am, al, aa);
-        pda_merge_fold(c0 + PDA_MB, n_chunks, &m, &l, &a, bm, bl, ba);
+        pda_merge_step(two, c0 + PDA_MB, n_chunks, &m, &l, &a, &sm, &sl, &sa, bm, bl, ba);
     }
     tileops_st_elem(orow, d, pda_out(l, a));
     if (d == 0 && lse)

@@ -54,7 +54,7 @@ WARPS = 4
 CHUNK = 256                 # tokens per chunk (PDA_CH in the .cu, PDA_CH in the .c)
 TILE = 16
 ARG_FORMAT_CUDA = "ppppppppqqqqqqqf"
-ARG_FORMAT_MERGE = "ppppqqq"
+ARG_FORMAT_MERGE = "ppppqqq"   # + "q" (cpc) in builds of superchunks (merge_arg_format)
 GRID_MAX = 2**31 - 1
 SPLIT_MAX = 65535           # gridDim.y
 SM_SHARED = 233472          # shared memory per SM on sm_90 (228 KiB); a CTA also takes 1 KiB
@@ -69,6 +69,13 @@ CHUNK_GROUPS = None         # a dev knob (--groups): 1 or 2 chunk groups a CTA f
 # after the cluster's barrier (the merge kernel's operations: the same bits), so no merge
 # kernel is launched. 0 turns it off (dev/time_paged_decode.py --cluster-ab: the A/B).
 CLUSTER_MAX = 8
+# Chunks a superchunk (-DPDA_SC; the .cu's "Superchunks"): 1 (shipped) folds a sequence's
+# chunks in order; > 1 folds superchunks of that many chunks, each from empty, so that a
+# split whose CTAs take whole superchunks stores one partial a superchunk instead of one a
+# chunk (a split's per-chunk stores cost 8-14 % at 32K tokens: dev/time_pda_ws.py, session
+# 13). Other bits than 1's past SUPERCHUNK x 256 tokens, batch invariant all the same. A dev
+# knob until timed on a GPU: set it before an op's first call.
+SUPERCHUNK = 1
 # The dtypes (codes) the tensor-core path serves; the others take the fp32-FMA path, which
 # serves every dtype: empty this set (before an op's first call) to run float16 and
 # bfloat16 on the FMA path too (tests/gpu compare the two).
@@ -140,16 +147,26 @@ def choose_stages(dtype_code: int, head_size: int, heads: int, mma: bool,
                      f"(head_size {head_size}, {heads} heads per CTA, {groups} chunk groups)")
 
 
-def cuda_specialisation(dtype_code, head_size, group, heads, block_size, mma, stages, groups=1, cluster=1):
+def cuda_specialisation(dtype_code, head_size, group, heads, block_size, mma, stages, groups=1, cluster=1,
+                        superchunk=None):
     """(source, kernel, merge kernel, options): pure, no GPU. cluster > 1: the build whose
-    grid.y (the split) is one cluster, whose CTAs merge the partials themselves."""
+    grid.y (the split) is one cluster, whose CTAs merge the partials themselves;
+    superchunk: chunks a superchunk (None: SUPERCHUNK)."""
+    sc = SUPERCHUNK if superchunk is None else superchunk
     e = DTYPE[dtype_code].itemsize
     opts = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={head_size}", f"-DTILEOPS_VEC={16 // e}",
             f"-DTILEOPS_THREADS={THREADS * groups}", f"-DPDA_D={head_size}", f"-DPDA_G={group}",
             f"-DPDA_GS={heads}", f"-DPDA_BS={block_size}", f"-DPDA_MMA={int(bool(mma))}",
-            f"-DPDA_STAGES={stages}", f"-DPDA_CG={groups}") + ((f"-DPDA_CS={cluster}",) if cluster > 1 else ())
+            f"-DPDA_STAGES={stages}", f"-DPDA_CG={groups}") + ((f"-DPDA_CS={cluster}",) if cluster > 1 else ()) + (
+        (f"-DPDA_SC={sc}",) if sc > 1 else ())
     return ("attention/paged_decode_attention.cu", "tileops_paged_decode_attention",
             "tileops_paged_decode_attention_merge", opts)
+
+
+def merge_arg_format(superchunk: int) -> str:
+    """The merge kernel's argument format: cpc follows in builds of superchunks (the merge
+    reads how the partials were stored from it)."""
+    return ARG_FORMAT_MERGE + ("q" if superchunk > 1 else "")
 
 
 def split_plan(ctas: int, max_chunks: int, slots: int, groups: int = 1) -> tuple:
@@ -279,6 +296,8 @@ def _build_cuda(b):
     zs = -(-b.group // b.heads_per_cta)
     scale_log2 = b.scale * math.log2(math.e)
     merge_threads = max(32, -(-D // 32) * 32)
+    sc = SUPERCHUNK   # read once: every build of this launchable folds the same way
+    merge_tail = (lambda cpc: (cpc,)) if sc > 1 else (lambda cpc: ())
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream
     empty = torch.empty
@@ -298,10 +317,10 @@ def _build_cuda(b):
             return g, v
         stages, per_sm = rings[g]
         src, kernel, merge_kernel, opts = cuda_specialisation(b.dtype, D, b.group, b.heads_per_cta, BS, b.mma,
-                                                              stages, g)
+                                                              stages, g, superchunk=sc)
         try:
             v = (runtime.build(device, src, kernel, opts, ARG_FORMAT_CUDA, pdl=True),
-                 runtime.build(device, src, merge_kernel, opts, ARG_FORMAT_MERGE, pdl=True),
+                 runtime.build(device, src, merge_kernel, opts, merge_arg_format(sc), pdl=True),
                  smem_bytes(b.dtype, D, b.heads_per_cta, stages, b.mma, g), b.sm_count * per_sm)
         except NotReadyDuringCaptureError as e:
             if variants:
@@ -320,7 +339,7 @@ def _build_cuda(b):
         key = (g, s)
         if key in clustered:
             return clustered[key]
-        opts = cuda_specialisation(b.dtype, D, b.group, b.heads_per_cta, BS, b.mma, rings[g][0], g, s)[3]
+        opts = cuda_specialisation(b.dtype, D, b.group, b.heads_per_cta, BS, b.mma, rings[g][0], g, s, sc)[3]
         try:
             h = clustered[key] = runtime.build(device, "attention/paged_decode_attention.cu",
                                                "tileops_paged_decode_attention", opts, ARG_FORMAT_CUDA, pdl=True)
@@ -369,7 +388,7 @@ def _build_cuda(b):
                    max_chunks, cpc, zs, scale_log2)
         if ws is not None and fused is None:
             launch_raw(merge, B * H, 1, 1, merge_threads, 1, 1, 0, stream, ws.data_ptr(), seq_lens.data_ptr(),
-                       o.data_ptr(), lse_p, H, mb, max_chunks)
+                       o.data_ptr(), lse_p, H, mb, max_chunks, *merge_tail(cpc))
     return checked(_guard(b, b.device), unchecked)
 
 
