@@ -848,12 +848,12 @@ extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws,
                                                                 , long long cpc
 #endif
                                                                 ) {
-#if PDA_SC == 1
-    const long long cpc = 1;
-#endif
     /* launched with programmatic dependent launch: scheduled while the attention kernel
      * still writes the partials, it waits for that kernel here */
     TILEOPS_PDL_PROLOGUE();
+#if PDA_SC == 1
+    const long long cpc = 1;   /* (an argument only in builds of superchunks) */
+#endif
     const int d = (int)tileops_tid();
     if (d >= PDA_D)
         return;

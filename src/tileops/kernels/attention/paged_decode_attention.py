@@ -298,6 +298,7 @@ def _build_cuda(b):
     merge_threads = max(32, -(-D // 32) * 32)
     sc = SUPERCHUNK   # read once: every build of this launchable folds the same way
     merge_tail = (lambda cpc: (cpc,)) if sc > 1 else (lambda cpc: ())
+    merge_format = merge_arg_format(sc)
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream
     empty = torch.empty
@@ -320,7 +321,7 @@ def _build_cuda(b):
                                                               stages, g, superchunk=sc)
         try:
             v = (runtime.build(device, src, kernel, opts, ARG_FORMAT_CUDA, pdl=True),
-                 runtime.build(device, src, merge_kernel, opts, merge_arg_format(sc), pdl=True),
+                 runtime.build(device, src, merge_kernel, opts, merge_format, pdl=True),
                  smem_bytes(b.dtype, D, b.heads_per_cta, stages, b.mma, g), b.sm_count * per_sm)
         except NotReadyDuringCaptureError as e:
             if variants:
