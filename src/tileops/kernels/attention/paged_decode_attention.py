@@ -297,7 +297,6 @@ def _build_cuda(b):
     scale_log2 = b.scale * math.log2(math.e)
     merge_threads = max(32, -(-D // 32) * 32)
     sc = SUPERCHUNK   # read once: every build of this launchable folds the same way
-    merge_tail = (lambda cpc: (cpc,)) if sc > 1 else (lambda cpc: ())
     merge_format = merge_arg_format(sc)
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream
@@ -389,7 +388,7 @@ def _build_cuda(b):
                    max_chunks, cpc, zs, scale_log2)
         if ws is not None and fused is None:
             launch_raw(merge, B * H, 1, 1, merge_threads, 1, 1, 0, stream, ws.data_ptr(), seq_lens.data_ptr(),
-                       o.data_ptr(), lse_p, H, mb, max_chunks, *merge_tail(cpc))
+                       o.data_ptr(), lse_p, H, mb, max_chunks, *((cpc,) if sc > 1 else ()))
     return checked(_guard(b, b.device), unchecked)
 
 
