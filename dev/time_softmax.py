@@ -1,7 +1,7 @@
 """Times SoftmaxFwdOp on a GPU against issue 14's goal (run on the H200): softmax within 1.1x
 of the copy floor of its bytes at B >= 32.
 
-    PYTHONPATH=src python3 dev/time_softmax.py [--quick] [--temperature] [--rows] [--regs] [--batches 32,128]
+    PYTHONPATH=src python3 dev/time_softmax.py [--quick] [--temperature] [--rows] [--staged] [--batches 32,128]
         [--out softmax_timing.json]
 
 For B in {1, 32, 128, 256} x V in {128256, 152064} x logits {bfloat16, float32}, probabilities
@@ -15,10 +15,11 @@ tileops over the copy (the goal: <= 1.1 at B >= 32). Before timing, a case's res
 checked against float64 (rtol 1e-5, tests/gpu/test_gpu_sampling.py's tolerance) and
 torch's float32 result, so a wrong kernel cannot be timed as fast. Prints a table, writes JSON.
 
---regs (session 12, for the next device run): dev/cuda/softmax_regs_lab.cu,
-tileops_softmax_regs, the cluster kernel with the chunk's raw words kept in registers
-(converted and exponentiated again in passes 2 and 3) instead of z and e staged through
-shared memory; "regs" at the plan's TILEOPS_MIN_BLOCKS, "regs_mb2" at 2; no temperature.
+--staged (session 14): beside the op's registers build (16-bit logits without a
+temperature: TILEOPS_STAGE 2, the chunk's raw words kept in registers, converted and
+exponentiated again in passes 2 and 3; session 13's lab kernel, shipped), the staged build
+(TILEOPS_STAGE 1: z then e through shared memory, the kernel before), timed as "staged"
+and checked bit for bit against the op.
 --rows (a lab variant, session 11, not a build the launch rules select): dev/cuda/
 softmax_rows_lab.cu appended to the shipped source, tileops_softmax_rows: one CTA of 1024
 threads per row whose halves take the row's 8 chunks two at a time, exactly as the
@@ -83,35 +84,29 @@ def rows_launcher(x, t, out_dtype):
     return launch
 
 
-def regs_launcher(x, out_dtype, min_blocks=None):
-    """launch(): tileops_softmax_regs (dev/cuda/softmax_regs_lab.cu, no temperature) into a
-    new output: the shipped build's plan and defines for x's V, dtype and alignment but
-    TILEOPS_STAGE 0 (no staging in shared memory: the chunk kept in registers), the shipped
-    launch shape (grid rows x cluster, the plan's threads) without dynamic shared memory.
-    min_blocks: TILEOPS_MIN_BLOCKS instead of the plan's (3 at 128256 bf16 caps ptxas at 40
-    registers: 16 bytes spilled; 2 gives it 64, no spill, two CTAs an SM)."""
+def staged_launcher(x, out_dtype):
+    """launch(): tileops_softmax's staged build (TILEOPS_STAGE 1, its shared memory) for x
+    without a temperature into a new output: the shipped plan's launch shape otherwise."""
     dev = x.device.index or 0
     B, V = x.shape
     probs = torch.empty(B, V, dtype=out_dtype, device=x.device)
     aligned = all(p % 16 == 0 for p in (x.data_ptr(), probs.data_ptr()))
-    source, _, opts, plan = cuda_sampling.softmax_specialisation(
+    source, kernel, opts, plan = cuda_sampling.softmax_specialisation(
         CODE[x.dtype], CODE[out_dtype], V, False, aligned, cuda_sampling.arch(dev), cuda_sampling._device_limits(dev))
-    opts = tuple("-DTILEOPS_STAGE=0" if o.startswith("-DTILEOPS_STAGE=") else o for o in opts)
-    if min_blocks is not None:
-        opts = tuple(f"-DTILEOPS_MIN_BLOCKS={min_blocks}" if o.startswith("-DTILEOPS_MIN_BLOCKS=") else o for o in opts)
-    handle = runtime.build(dev, lab.appended_source(source, "softmax_regs_lab.cu"), "tileops_softmax_regs", opts,
-                           "ppp", pdl=True)
+    opts = tuple("-DTILEOPS_STAGE=1" if o.startswith("-DTILEOPS_STAGE=") else o for o in opts)
+    smem = plan.opt * plan.threads * 32
+    handle = runtime.build(dev, source, kernel, opts, "ppp", pdl=True)
     args = (x.data_ptr(), 0, probs.data_ptr())
     stream = torch._C._cuda_getCurrentRawStream
     keep = x   # the pointer's tensor lives as long as the launch
 
     def launch():
-        _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, 0, stream(dev), *args)
+        _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, smem, stream(dev), *args)
         return probs if keep is not None else None
     return launch
 
 
-def softmax_case(B, V, dtype, temperature, rows_lab=False, regs_lab=False):
+def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False):
     g = torch.Generator(device="cuda").manual_seed(B * 7 + V)
     x = (torch.randn(B, V, device="cuda", generator=g) * 3).to(dtype)
     t = (torch.rand(B, device="cuda", generator=g) * 1.75 + 0.25) if temperature else None
@@ -136,8 +131,8 @@ def softmax_case(B, V, dtype, temperature, rows_lab=False, regs_lab=False):
         # its construction says the op's bits; a value off float64 fails, bits that differ are reported
         torch.testing.assert_close(p.double(), torch.softmax(z, -1), rtol=1e-5, atol=1e-12)
         row["rows_bitwise"] = bool(torch.equal(p, got))
-    for lab, mb in (("regs", None), ("regs_mb2", 2)) if regs_lab and not temperature else ():
-        fns[lab] = regs_launcher(x, torch.float32, mb)
+    for lab in ("staged",) if staged_lab and not temperature and dtype != torch.float32 else ():
+        fns[lab] = staged_launcher(x, torch.float32)
         p = fns[lab]()
         torch.cuda.synchronize()
         torch.testing.assert_close(p.double(), torch.softmax(z, -1), rtol=1e-5, atol=1e-12)
@@ -151,8 +146,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="B = 128, 256, V = 128256, bfloat16 only")
     ap.add_argument("--temperature", action="store_true", help="with a per-row temperature too")
     ap.add_argument("--rows", action="store_true", help="time the lab kernel tileops_softmax_rows beside the op")
-    ap.add_argument("--regs", action="store_true", help="time the lab kernel tileops_softmax_regs beside the op "
-                                                         "(session 12: the chunk in registers, not shared memory)")
+    ap.add_argument("--staged", action="store_true", help="time the staged build (z in shared memory) beside the "
+                                                           "op's registers build (16-bit logits, no temperature)")
     ap.add_argument("--batches", default=None, help="comma-separated B values (default 1,32,128,256; --quick 128,256)")
     ap.add_argument("--out", default="softmax_timing.json")
     args = ap.parse_args()
@@ -164,7 +159,7 @@ def main():
                 for B in batches:
                     if args.quick and (V != 128256 or dtype != torch.bfloat16):
                         continue
-                    rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.regs))
+                    rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged))
                     print(rows[-1]["case"], flush=True)
     for r in rows:
         for m in ("hot", "cold"):
@@ -179,7 +174,7 @@ def main():
         print(f"{r['case']:36s} {r['tileops_hot_us']:8.2f} {r['tileops_cold_us']:8.2f} {r['tileops_cold_gbps']:6.0f} "
               f"{r['copy_hot_us']:9.2f} {r['copy_cold_us']:9.2f} {r['over_copy_hot']:8.2f} {r['over_copy_cold']:8.2f} "
               f"{r['torch_hot_us']:9.2f} {r['compile_hot_us']:11.2f} {r['compile_cold_us']:12.2f}{goal}")
-    for lab in ("regs", "regs_mb2") if args.regs else ():
+    for lab in ("staged",) if args.staged else ():
         print(f"\n{'case':36s} {lab + ' hot':>9s} {lab + ' cold':>9s} {'/copy h':>8s} {'/copy c':>8s} {'/op h':>7s} "
               f"{'/op c':>7s}  bits")
         for r in rows:

@@ -99,6 +99,25 @@ def test_softmax_peaks_in_every_cta_and_pads_under_negative_temperature(dtype, V
     assert got[: len(pos)].isnan().all() and not got[len(pos):].isnan().any()
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("V", VS)
+def test_softmax_kept_in_registers_gives_the_staged_builds_bits(dtype, V):
+    # 16-bit logits without a temperature take the build that keeps the chunk's words in
+    # registers (TILEOPS_STAGE 2); a temperature of ones takes the build that stages z in
+    # shared memory (x / 1 = x exactly): the same values in the same order, so the same bits,
+    # NaN rows included; both output dtypes; an offset view (unaligned rows: the scalar path)
+    x = sc.logits_like(7, V + 1, dtype, DEV, seed=V + 5)
+    x[2, 3] = NAN
+    x[3, V // 2] = INF
+    for logits in (x[:, :V].contiguous(), x[:, 1:].contiguous(), x.flatten()[1: 1 + 7 * V].view(7, V)):
+        ones = torch.ones(7, device=DEV)
+        for out_dtype in (torch.float32, dtype):
+            kept = _sync(SoftmaxFwdOp(out_dtype)(logits))
+            staged = _sync(SoftmaxFwdOp(out_dtype)(logits, ones))
+            assert torch.equal(kept.isnan(), staged.isnan()) and kept[2:4].isnan().all()
+            assert torch.equal(kept.nan_to_num(), staged.nan_to_num())
+
+
 # ---- argmax and the draw: the same tokens as torch and as the CPU ---------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -20,8 +20,15 @@
  * (no release barrier on the path): the logits are read once and the probabilities
  * written once, the bytes of a copy. A 128256-element row is split over a cluster of 8
  * CTAs of 512 threads (64 KiB of slots each, 3 CTAs per SM; 152064: 80 KiB, 2 per SM).
- * TILEOPS_STAGE 0 (a row too long for 8 CTAs' shared memory, or a GPU before sm_90 with
- * rows over one CTA's) reads the row three times instead (max, sum, write).
+ * TILEOPS_STAGE 2 (16-bit logits without a temperature) keeps the chunk's raw words in
+ * registers instead (a thread's OPT x 16 bytes: 16-20 registers), converting them and
+ * taking exp(z - M) again in passes 2 and 3, where stage 1 stores z, reads it, stores e and
+ * reads e (Nsight, session 12: stage 1 stalls on that round trip, MIO throttle and short
+ * scoreboard); the same values in the same order (ex2.approx is deterministic), so the
+ * same bits, at 0.92-0.95x stage 1's time L2-cold (H200, B = 32-256 x 128256 bf16,
+ * session 13's lab). With a temperature the IEEE divisions would be repeated too: stage 1
+ * stays. TILEOPS_STAGE 0 (a row too long for 8 CTAs' shared memory, or a GPU before sm_90
+ * with rows over one CTA's) reads the row three times instead (max, sum, write).
  * Order of the sum: each thread adds its slots' elements (slots in increasing order, each
  * slot's 8 in order; a pad adds +0, which changes no sum), the threads' sums by
  * tileops_row_sum's fixed tree, the CTAs' in rank order: fixed by V, the dtype and the
@@ -30,12 +37,12 @@
  * ==== Parameters (arg_format "ppp") ======================================================
  *   (const void *logits, const float *temperature /+ 0 when TILEOPS_TEMP 0 +/, void *probs)
  *   contiguous [rows, V]; grid.x = rows x TILEOPS_CLUSTER, block TILEOPS_THREADS, dynamic
- *   shared memory TILEOPS_OPT x TILEOPS_THREADS x 32 bytes when TILEOPS_STAGE (else 0).
+ *   shared memory TILEOPS_OPT x TILEOPS_THREADS x 32 bytes when TILEOPS_STAGE is 1 (else 0).
  *
  * ==== Defines (besides sampling_common.cuh's) ============================================
  *   TILEOPS_ODTYPE the output's dtype (0 float32, 1 float16, 2 bfloat16); TILEOPS_OVEC 1
  *   when the output's rows are 16-byte aligned (pointer and V x its element size), else 0;
- *   TILEOPS_TEMP 1 with a temperature; TILEOPS_STAGE 1 or 0 (above). */
+ *   TILEOPS_TEMP 1 with a temperature; TILEOPS_STAGE 0, 1 or 2 (above). */
 #include "sampling_common.cuh"
 
 #if !defined(TILEOPS_ODTYPE) || !defined(TILEOPS_OVEC) || !defined(TILEOPS_TEMP) || !defined(TILEOPS_STAGE)
@@ -47,6 +54,9 @@
 #define SMX_OE 2
 #else
 #error "TILEOPS_ODTYPE must be 0 (float32), 1 (float16) or 2 (bfloat16)"
+#endif
+#if TILEOPS_STAGE == 2 && (TILEOPS_TEMP || TILEOPS_E != 2)
+#error "TILEOPS_STAGE 2 (the words kept in registers) is a build for 16-bit logits without a temperature"
 #endif
 
 /* ---- the output's dtype ------------------------------------------------------------------ */
@@ -133,7 +143,7 @@ TILEOPS_DEV void smx_st8(char *row, long long o, const float *f) {
 #else
 #define SMX_BATCH SMP_BATCH
 #endif
-#if TILEOPS_OPT <= 2 * SMX_BATCH
+#if TILEOPS_OPT <= 2 * SMX_BATCH || TILEOPS_STAGE == 2 /* stage 2: kept[j] needs j known */
 #define SMX_UNROLL _Pragma("unroll")
 #else
 #define SMX_UNROLL _Pragma("unroll 1")
@@ -205,7 +215,7 @@ TILEOPS_DEV void smx_z8(const char *xrow, long long o0, int no, int o, int whole
     }
 }
 
-#if TILEOPS_STAGE
+#if TILEOPS_STAGE == 1
 /* The staged slots: half h (elements 4h .. 4h + 3) of slot o at float (h SLOTS + o) x 4, a
  * 16-byte access per half (a warp's 32 consecutive slots: 512 contiguous bytes, no bank
  * conflict). z after pass 1, e after pass 2. */
@@ -304,8 +314,11 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
     const float t = 1.0f;
     (void)temperature;
 #endif
-    /* pass 1: z (kept on chip), the maximum */
+    /* pass 1: z (kept on chip: stage 1 z, stage 2 the words), the maximum */
     float m = SMP_NINF;
+#if TILEOPS_STAGE == 2
+    struct tileops_v4 kept[TILEOPS_OPT][SMP_WORDS];
+#endif
     SMX_UNROLL
     for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMX_BATCH) {
         struct tileops_v4 w[SMX_BATCH][SMP_WORDS];
@@ -320,8 +333,12 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
 #pragma unroll
                 for (int k = 0; k < 8; k++)
                     m = smp_max(m, z[k]);
-#if TILEOPS_STAGE
+#if TILEOPS_STAGE == 1
                 smx_put(o, z);
+#elif TILEOPS_STAGE == 2
+#pragma unroll
+                for (int h = 0; h < SMP_WORDS; h++)
+                    kept[j0 + b][h] = w[b][h];
 #endif
             }
         }
@@ -333,7 +350,17 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
     const float M = smx_combine(m, slots[0], &bars[0], tid, 0);
     /* pass 2: e = exp(z - M) (kept on chip), its sum (a pad adds +0: the same sum) */
     float s = 0.0f;
-#if TILEOPS_STAGE
+#if TILEOPS_STAGE == 2
+#pragma unroll
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const int o = j * TILEOPS_THREADS + (int)tid;
+        float z[8];
+        smx_z8(xrow, o0, no, o, smx_whole(o0, no, o), kept[j], t, z);
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            s = tileops_add(s, smp_exp(tileops_add(z[k], -M)));
+    }
+#elif TILEOPS_STAGE == 1
     SMX_UNROLL
     for (int j = 0; j < TILEOPS_OPT; j++) {
         const int o = j * TILEOPS_THREADS + (int)tid;
@@ -371,7 +398,20 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
     smx_cluster_arrive_relaxed(); /* this CTA has received all: the others may exit after their wait */
 #endif
     /* pass 3: probs = e / S (e kept, or exp(z - M) again) */
-#if TILEOPS_STAGE
+#if TILEOPS_STAGE == 2
+#pragma unroll
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const int o = j * TILEOPS_THREADS + (int)tid;
+        if (o < no) {
+            float p[8];
+            smx_z8(xrow, o0, no, o, smx_whole(o0, no, o), kept[j], t, p);
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                p[k] = smp_div(smp_exp(tileops_add(p[k], -M)), S);
+            smx_st8(yrow, o0 + o, p);
+        }
+    }
+#elif TILEOPS_STAGE == 1
     SMX_UNROLL
     for (int j = 0; j < TILEOPS_OPT; j++) {
         const int o = j * TILEOPS_THREADS + (int)tid;

@@ -38,7 +38,7 @@ class RowPlan(NamedTuple):
     chunk: int               # elements per CTA (a multiple of 8)
     threads: int
     opt: int                 # octets per thread
-    stage: bool              # softmax: the chunk kept in shared memory
+    stage: int               # softmax: 0 read three times, 1 z kept in shared memory, 2 the words in registers
     smem: int                # dynamic shared memory, bytes
     min_blocks: int          # __launch_bounds__' second argument
 
@@ -54,27 +54,33 @@ def arch(device_index: int) -> int:
     return 10 * major + minor
 
 
-def row_plan(V: int, arch_: int, smem_optin: int, stage_bytes: int = 0, one_cta: bool = False) -> RowPlan:
+def row_plan(V: int, arch_: int, smem_optin: int, stage_bytes: int = 0, one_cta: bool = False,
+             registers: bool = False) -> RowPlan:
     """How a row of V elements is split over CTAs; stage_bytes: bytes per element a CTA
     would keep on chip (softmax's float32 z; 0: nothing kept); one_cta: a CTA per row
-    whatever V (the exact kernels' batch build)."""
+    whatever V (the exact kernels' batch build); registers: softmax may keep the chunk's
+    words in registers instead of z in shared memory (16-bit logits, no temperature)."""
     cluster = min(CLUSTER_MAX, _pow2ceil(-(-V // CLUSTER_ELEMS))) if arch_ >= 90 and not one_cta else 1
     chunk = -(-(-(-V // cluster)) // 8) * 8
     octets = chunk // 8
     if stage_bytes:
-        return _softmax_plan(cluster, chunk, octets, stage_bytes, smem_optin)
+        return _softmax_plan(cluster, chunk, octets, stage_bytes, smem_optin, registers)
     threads = min(1024, max(128, _pow2ceil(-(-octets // 8))))
     # CTAs per SM the registers must allow: 1024 threads (64 registers each: the batch of
     # loads a thread keeps in flight, sampling_common.cuh, fits)
     return RowPlan(cluster, chunk, threads, -(-octets // threads), False, 0, max(1, 1024 // threads))
 
 
-def _softmax_plan(cluster: int, chunk: int, octets: int, stage_bytes: int, smem_optin: int) -> RowPlan:
+def _softmax_plan(cluster: int, chunk: int, octets: int, stage_bytes: int, smem_optin: int,
+                  registers: bool) -> RowPlan:
     """Softmax: 4 octets a thread where they fit (threads: the power of two at or above
     octets / 4, in [128, 512]; 1024 when the row is read three times), so a thread's loads of a 16-bit chunk are one batch, all in flight; the
     chunk kept on chip in OPT x THREADS slots of 8 floats (the pads' z -inf) when they fit.
     Registers for 1536 threads per SM (40 each) where the staged chunks' shared memory allows
-    as many CTAs, 1024 when read three times."""
+    as many CTAs, 1024 when read three times. Where z would be staged, a registers build
+    (stage 2) keeps the raw words in registers instead, with no shared memory and the same
+    CTAs per SM (the occupancy measured: 3 at 128256, 16 bytes spilled; at 2, no spill, it
+    was slower)."""
     threads = min(512, max(128, _pow2ceil(-(-octets // 4))))
     opt = -(-octets // threads)
     smem = opt * threads * 8 * stage_bytes
@@ -86,7 +92,9 @@ def _softmax_plan(cluster: int, chunk: int, octets: int, stage_bytes: int, smem_
         per_sm = min(1536 // threads, (smem_optin + 1024) // (smem + SMEM_RESERVE))
     else:
         smem, per_sm = 0, 1024 // threads
-    return RowPlan(cluster, chunk, threads, opt, stage, smem, max(1, per_sm))
+    if stage and registers:
+        return RowPlan(cluster, chunk, threads, opt, 2, 0, max(1, per_sm))
+    return RowPlan(cluster, chunk, threads, opt, int(stage), smem, max(1, per_sm))
 
 
 def selection_plan(V: int) -> RowPlan:
@@ -110,7 +118,8 @@ def _row_opts(dtype_code: int, V: int, v: int, plan: RowPlan) -> list:
 # ---- specialisations: (source, kernel, options, plan) --------------------------------------
 
 def softmax_specialisation(dtype_code, out_dtype_code, V, temperature, aligned16, arch_, smem_optin):
-    plan = row_plan(V, arch_, smem_optin, stage_bytes=4)
+    plan = row_plan(V, arch_, smem_optin, stage_bytes=4,
+                    registers=not temperature and DTYPE[dtype_code].itemsize == 2)
     opts = _row_opts(dtype_code, V, vec(DTYPE[dtype_code], V, aligned16), plan) + [
         f"-DTILEOPS_ODTYPE={out_dtype_code}", f"-DTILEOPS_OVEC={int(vec(DTYPE[out_dtype_code], V, aligned16) > 1)}",
         f"-DTILEOPS_TEMP={int(bool(temperature))}", f"-DTILEOPS_STAGE={int(plan.stage)}"]
