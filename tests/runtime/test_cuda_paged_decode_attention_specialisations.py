@@ -49,6 +49,25 @@ def test_the_split_depends_on_shapes_only_and_covers_every_chunk():
             assert s <= K.SPLIT_MAX
 
 
+def test_a_plan_of_superchunks_counts_a_whole_superchunk_s_one_store(monkeypatch):
+    slots1, slots2 = 132 * 2, 132
+    for ctas in (1, 8, 64, 263):
+        for chunks in (2, 9, 16, 20, 128, 1000):
+            s, cpc = K.split_plan(ctas, chunks, slots1, 1, 8)
+            assert (s - 1) * cpc < chunks <= s * cpc and s <= K.SPLIT_MAX
+    # Llama-3-8B B = 8, 32K: whole superchunks already (32 chunks a CTA); B = 1, 32K: 8 chunks
+    # of two groups a CTA, one store, against 4 chunks of one group, four stores
+    assert K.launch_plan(64, 128, slots1, slots2, True, 1) == (1, 4, 32)
+    assert K.launch_plan(64, 128, slots1, slots2, True, 8) == (1, 4, 32)
+    assert K.launch_plan(8, 128, slots1, slots2, True, 1) == (1, 32, 4)
+    assert K.launch_plan(8, 128, slots1, slots2, True, 8) == (2, 16, 8)
+    # 8 chunks a CTA forced over 20: S = 3, and the CTAs keep whole superchunks (8, 8, 4)
+    # where the fewest chunks for S = 3 (7) would store every chunk
+    monkeypatch.setattr(K, "SPLIT_CPC", 8)
+    assert K.split_plan(1, 20, slots1, 1, 8) == (3, 8) and K.split_plan(1, 20, slots1, 1, 1) == (3, 7)
+    assert K.split_plan(1, 16, slots1, 1, 8) == K.split_plan(1, 16, slots1, 1, 1) == (2, 8)
+
+
 # (dtype, D, G, block_size): the manifest's models (G 4, 7, 8 at D 128, block sizes 16 and 64),
 # MHA (G 1), D 64 and 256, a 20-head group (slices of 16), a 5-token block, the fp32 path
 CASES = [(1, 128, 4, 16), (2, 128, 4, 64), (1, 128, 7, 16), (2, 128, 7, 64), (1, 128, 8, 16), (2, 128, 8, 64),

@@ -169,7 +169,7 @@ def merge_arg_format(superchunk: int) -> str:
     return ARG_FORMAT_MERGE + ("q" if superchunk > 1 else "")
 
 
-def split_plan(ctas: int, max_chunks: int, slots: int, groups: int = 1) -> tuple:
+def split_plan(ctas: int, max_chunks: int, slots: int, groups: int = 1, superchunk: int = None) -> tuple:
     """(S, cpc): CTAs per (sequence, KV head, slice) along the sequence and chunks per CTA,
     from shapes only. Every CTA streams cpc chunks, so the time is about the number of waves
     of `slots` CTAs times a CTA's time: cpc chunks plus START (a CTA's first copies and its
@@ -178,11 +178,13 @@ def split_plan(ctas: int, max_chunks: int, slots: int, groups: int = 1) -> tuple
     (the fewer CTAs on a tie): one wave of long CTAs where ctas x S fills it (a last wave a
     fifth full costs a whole wave), short CTAs when a sequence's chunks must spread over
     idle SMs. A CTA of `groups` chunk groups streams that many chunks at once
-    (ceil(cpc / groups) rounds). SPLIT_CPC (a dev knob) forces cpc."""
-    return _plan(ctas, max_chunks, slots, groups)[1:]
+    (ceil(cpc / groups) rounds). In builds of superchunks (superchunk: chunks a superchunk,
+    None: SUPERCHUNK), a CTA of whole superchunks stores one partial a superchunk: WS_COST
+    divided by it. SPLIT_CPC (a dev knob) forces cpc."""
+    return _plan(ctas, max_chunks, slots, groups, SUPERCHUNK if superchunk is None else superchunk)[1:]
 
 
-def _plan(ctas: int, max_chunks: int, slots: int, groups: int) -> tuple:
+def _plan(ctas: int, max_chunks: int, slots: int, groups: int, sc: int) -> tuple:
     """(estimated cost, S, cpc) of split_plan."""
     if max_chunks < 2:
         return (-(-ctas // slots) * (1 + START), 1, max_chunks)
@@ -191,24 +193,29 @@ def _plan(ctas: int, max_chunks: int, slots: int, groups: int) -> tuple:
         s = -(-max_chunks // cpc)
         if s > SPLIT_MAX:
             continue
-        cpc = -(-max_chunks // s)                # the same S with the fewest chunks per CTA
+        fewest = -(-max_chunks // s)             # the same S with the fewest chunks per CTA,
+        if sc == 1 or cpc % sc or fewest % sc == 0:   # unless that breaks whole superchunks
+            cpc = fewest
         waves = -(-ctas * s // slots)
         rounds = -(-cpc // groups)
-        cost = waves * (rounds * (1 + (WS_COST if s > 1 else 0)) + START) + (MERGE_COST if s > 1 else 0)
+        ws = WS_COST / sc if cpc % sc == 0 else WS_COST
+        cost = waves * (rounds * (1 + (ws if s > 1 else 0)) + START) + (MERGE_COST if s > 1 else 0)
         if best is None or cost < best[0] - 1e-9 or (cost < best[0] + 1e-9 and s < best[1]):
             best = (cost, s, cpc)
     return best
 
 
-def launch_plan(ctas: int, max_chunks: int, slots1: int, slots2: int, allowed: bool) -> tuple:
+def launch_plan(ctas: int, max_chunks: int, slots1: int, slots2: int, allowed: bool,
+                superchunk: int = None) -> tuple:
     """(groups, S, cpc): one chunk group a CTA (4 warps, `slots1` CTAs a wave) or two (8
     warps, `slots2`), whichever split_plan's estimate finds cheaper (one on a tie): two
     where one group would need a split's workspace to fill the GPU and two need none (few
     (sequence, KV head) pairs, long sequences: Qwen2.5's 4 KV heads at B = 32). Both give
-    the same bits. CHUNK_GROUPS (a dev knob) forces the groups."""
-    plans = {1: _plan(ctas, max_chunks, slots1, 1)}
+    the same bits. CHUNK_GROUPS (a dev knob) forces the groups; superchunk: split_plan's."""
+    sc = SUPERCHUNK if superchunk is None else superchunk
+    plans = {1: _plan(ctas, max_chunks, slots1, 1, sc)}
     if allowed and CHUNK_GROUPS != 1:
-        plans[2] = _plan(ctas, max_chunks, slots2, 2)
+        plans[2] = _plan(ctas, max_chunks, slots2, 2, sc)
     if CHUNK_GROUPS in plans:
         g = CHUNK_GROUPS
     else:
@@ -357,7 +364,7 @@ def _build_cuda(b):
         key = (ctas, max_chunks, CHUNK_GROUPS, SPLIT_CPC)
         p = plans.get(key)
         if p is None:
-            p = plans[key] = launch_plan(ctas, max_chunks, slots1, slots2, allowed)
+            p = plans[key] = launch_plan(ctas, max_chunks, slots1, slots2, allowed, sc)
         return p
 
     def unchecked(q, key_cache, value_cache, block_table, seq_lens, o, lse):
@@ -372,7 +379,7 @@ def _build_cuda(b):
         g, s, cpc = plan(ctas, max_chunks)
         g2, (handle, merge, smem, slots) = variant(g)
         if g2 != g:   # capturing, the other variant built: its own plan (the same bits)
-            g, (s, cpc) = g2, split_plan(ctas, max_chunks, slots, g2)
+            g, (s, cpc) = g2, split_plan(ctas, max_chunks, slots, g2, sc)
         ws = empty(B * H * max_chunks * (D + 2), dtype=f32, device=q.device) if s > 1 else None
         stream = stream_of(device)
         lse_p = 0 if lse is None else lse.data_ptr()
