@@ -1,8 +1,7 @@
 """The lab kernels of dev/cuda that dev scripts append to a shipped source (dev/time_softmax.py
---rows) still compile against that source as
-NVRTC is handed it (includes spliced in), with the defines the scripts give them: a change to a shipped
-kernel's helpers that breaks a lab kernel shows here, not on a device run. Skipped where
-nvcc is not installed."""
+--rows) still compile against that source as NVRTC is handed it (includes spliced in), with
+the defines the scripts give them: a change to a shipped kernel's helpers that breaks a lab
+kernel shows here, not on a device run. Skipped where nvcc is not installed."""
 import os
 import subprocess
 
