@@ -18,7 +18,8 @@
   * a small split merged inside its thread block cluster (sm_90+, one launch) gives the
     merge kernel's bits: S of 2 to 8, one or two chunk groups, empty CTAs, bad input, a
     CUDA graph replayed with new lengths;
-  * superchunks (the SUPERCHUNK knob at 8): one result whatever the split stores.
+  * superchunks (the SUPERCHUNK knob at 8): one result whatever the split stores, and a
+    short sequence's from the plain build (a narrow table) and the build of superchunks.
 Skipped without CUDA (tests/gpu/conftest.py)."""
 import pytest
 import torch
@@ -398,3 +399,25 @@ def test_superchunks_give_one_result_whatever_the_split(monkeypatch, dtype, grou
             j = r * len(lens) + i
             assert torch.equal(big[0][j], o[i]) and torch.equal(big[1][j], lse[i]), (i, r)
     check_close(op, args, o, lse, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_short_sequence_gets_one_result_from_both_folds(monkeypatch, dtype):
+    """SUPERCHUNK = 8: a call whose block table holds at most 8 chunks (2048 tokens) takes
+    the plain build, a wider one the build of superchunks (K.fold_of). A sequence of at most
+    8 chunks gets the same bits from both (its one superchunk folded into an empty state):
+    in a narrow table, and in a wide one beside a long sequence, split or not; so every
+    sequence's bits stay independent of the rest of the batch."""
+    monkeypatch.setattr(K, "SUPERCHUNK", 8)
+    H, Hkv, D, BS = 32, 8, 128, 16
+    lens = [2048, 1000, 257, 37, 0, 5000]       # 8, 4, 2, 1 and 0 chunks; 20
+    op = PagedDecodeAttentionFwdOp(D, BS, scale=0.0884)
+    q, kc, vc, bt, sl = make(len(lens), H, Hkv, D, BS, lens, dtype, seed=17, device=DEV)
+    narrow = bt[:5, :2048 // BS].contiguous()
+    assert K.fold_of(-(-narrow.shape[1] * BS // K.CHUNK)) == 1 and K.fold_of(-(-bt.shape[1] * BS // K.CHUNK)) == 8
+    want = run(op, q[:5], kc, vc, narrow, sl[:5])
+    check_close(op, (q[:5], kc, vc, narrow, sl[:5]), want[0], want[1], dtype)
+    for cpc in (None, 1, 3, 8):
+        monkeypatch.setattr(K, "SPLIT_CPC", cpc)
+        for got in (run(op, q, kc, vc, bt, sl), run(op, q[:5], kc, vc, bt[:5], sl[:5])):
+            assert torch.equal(got[0][:5], want[0]) and torch.equal(got[1][:5], want[1]), cpc

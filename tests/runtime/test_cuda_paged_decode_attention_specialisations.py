@@ -49,6 +49,13 @@ def test_the_split_depends_on_shapes_only_and_covers_every_chunk():
             assert s <= K.SPLIT_MAX
 
 
+def test_a_table_of_more_chunks_than_a_superchunk_takes_the_build_of_superchunks(monkeypatch):
+    assert K.fold_of(8, 8) == 1 and K.fold_of(9, 8) == 8 and K.fold_of(128, 8) == 8 and K.fold_of(1, 8) == 1
+    assert K.fold_of(128, 1) == 1
+    monkeypatch.setattr(K, "SUPERCHUNK", 4)
+    assert K.fold_of(4) == 1 and K.fold_of(5) == 4
+
+
 def test_a_plan_of_superchunks_counts_a_whole_superchunk_s_one_store(monkeypatch):
     slots1, slots2 = 132 * 2, 132
     for ctas in (1, 8, 64, 263):
@@ -172,3 +179,64 @@ def test_every_superchunk_build_compiles_without_spills(tmp_path, dt, D, G, grou
     assert K.merge_arg_format(superchunk) == K.ARG_FORMAT_MERGE + "q" and K.merge_arg_format(1) == K.ARG_FORMAT_MERGE
     log = nvcc_build(tmp_path, source, kernel, opts)
     assert f"Compiling entry function '{merge}'" in log
+
+
+def test_the_launcher_takes_the_fold_of_the_table_s_width(monkeypatch):
+    """SUPERCHUNK = 8, no GPU (runtime.build and the launches recorded): a call whose table
+    holds at most 8 chunks takes the plain build (no -DPDA_SC, the merge without cpc), a
+    wider one the build of superchunks (its merge given cpc), each built once; while
+    capturing, a call whose fold is not built raises NotReadyDuringCaptureError instead of
+    taking the other fold's build (other bits past 8 chunks), and takes the other chunk
+    groups' build of its own fold when that one is missing."""
+    import torch
+
+    from tileops import NotReadyDuringCaptureError, runtime
+    monkeypatch.setattr(K, "SUPERCHUNK", 8)
+    builds, launches, capturing = {}, [], [False]
+
+    def build(device, src, kernel, opts, fmt, pdl=False):
+        if capturing[0]:
+            raise NotReadyDuringCaptureError(f"kernel {kernel} is not built; capturing")
+        return builds.setdefault((kernel, opts, fmt), 100 + len(builds))
+    attrs = {"max_shared_per_block": K.PER_BLOCK_SHARED, "arch": (9, 0), "sm_count": 132}
+    monkeypatch.setattr(runtime, "build", build)
+    monkeypatch.setattr(runtime, "device_attributes", lambda device: attrs)
+    monkeypatch.setattr(K._C, "cuda_launch", lambda h, gx, gy, gz, bx, by, bz, smem, stream, *args:
+                        launches.append((h, gx, gy, args)))
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 0, raising=False)
+    D, BS, G = 128, 16, 4
+    heads = K.heads_per_cta(D, G)
+    stages, per_sm = K.choose_stages(1, D, heads, True)
+    b = K.CudaBuild(device=0, dtype=1, head_size=D, group=G, heads_per_cta=heads, block_size=BS, mma=True,
+                    stages=stages, scale=0.088, ctas_per_sm=per_sm, sm_count=132)
+    launch = K._build_cuda(b).unchecked
+    assert [k for k, o, f in builds] == ["tileops_paged_decode_attention", "tileops_paged_decode_attention_merge"]
+    assert not any("-DPDA_SC" in " ".join(o) for _, o, _ in builds)
+
+    def call(B, width):
+        q = torch.zeros(B, 8 * G, D, dtype=torch.float16)
+        kc = torch.zeros(4, BS, 8, D, dtype=torch.float16)
+        launch(q, kc, kc, torch.zeros(B, width, dtype=torch.int32), torch.zeros(B, dtype=torch.int32),
+               torch.empty_like(q), None)
+    call(1, 2048 // BS)                                  # 8 chunks: the plain build
+    assert len(builds) == 2 + 1                          # (and the cluster build of its split)
+    assert all("-DPDA_SC" not in " ".join(k[1]) for k in builds)
+    capturing[0] = True                                  # 16 chunks, nothing of that fold built
+    with pytest.raises(NotReadyDuringCaptureError, match="superchunks of 8 chunks"):
+        call(1, 4096 // BS)
+    capturing[0] = False
+    call(1, 4096 // BS)                                  # the build of superchunks, made now
+    new = [k for k in builds if "-DPDA_SC=8" in k[1]]
+    assert {k[0] for k in new} == {"tileops_paged_decode_attention", "tileops_paged_decode_attention_merge"}
+    assert all(k[2] == K.merge_arg_format(8) for k in new if k[0].endswith("_merge"))
+    merge = builds[next(k for k in new if k[0].endswith("_merge"))]
+    # B = 1, 16 chunks: S = 16, one chunk a CTA, the merge kernel: given cpc after its 7 arguments
+    assert launches[-2][2] == 16 and launches[-1][0] == merge and launches[-1][3][6:] == (16, 1)
+    n = len(builds)
+    call(1, 4096 // BS)
+    call(1, 2048 // BS)
+    assert len(builds) == n                              # each built once
+    main8 = builds[next(k for k in new if not k[0].endswith("_merge"))]
+    capturing[0] = True            # B = 1, 32K: the plan takes two chunk groups, not built: the one
+    call(1, 32768 // BS)           # group build of the same fold serves (the same bits)
+    assert launches[-2][0] == main8 and len(builds) == n

@@ -112,3 +112,19 @@ def test_superchunks_give_one_result_whatever_the_split(H, Hkv, D, BS, lens):
         o2, lse2 = emu.run(q, kc, vc, bt, sl, scale, BS, split_s=split, groups=groups, SC=2, cpc=cpc)
         np.testing.assert_array_equal(o2, o, err_msg=f"split {split} cpc {cpc} groups {groups}")
         np.testing.assert_array_equal(lse2, lse, err_msg=f"split {split} cpc {cpc} groups {groups}")
+
+
+def test_a_sequence_of_one_superchunk_gets_the_plain_fold_s_bits():
+    """kernels/attention/paged_decode_attention.py fold_of takes the plain build for a table
+    of at most SUPERCHUNK chunks and the build of superchunks for a wider one: batch
+    invariant because a sequence of at most SUPERCHUNK chunks gets the same bits from both
+    (its one superchunk, folded from empty, is folded into an empty state, which gives it
+    back exactly). Here with superchunks of 4: sequences of 4, 3, 1 and 0 chunks, unsplit,
+    split per chunk and per two chunks, one or two chunk groups."""
+    q, kc, vc, bt, sl = _inputs(8, 2, 32, 16, [1024, 530, 17, 0], np.float16, seed=5)
+    scale = 1 / math.sqrt(32)
+    o, lse = emu.run(q, kc, vc, bt, sl, scale, 16)
+    for split, cpc, groups in ((1, None, 1), (4, 1, 1), (2, 2, 1), (1, None, 2), (2, 2, 2)):
+        o2, lse2 = emu.run(q, kc, vc, bt, sl, scale, 16, split_s=split, groups=groups, SC=4, cpc=cpc)
+        np.testing.assert_array_equal(o2, o, err_msg=f"split {split} cpc {cpc} groups {groups}")
+        np.testing.assert_array_equal(lse2, lse, err_msg=f"split {split} cpc {cpc} groups {groups}")

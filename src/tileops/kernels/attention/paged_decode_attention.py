@@ -292,10 +292,24 @@ def _build_cpu(b):
     return checked(_guard(b, -1), unchecked)
 
 
+def fold_of(max_chunks: int, superchunk: int = None) -> int:
+    """The superchunk a call's build folds by: SUPERCHUNK (None: the knob) where the block
+    table holds more than SUPERCHUNK chunks, else 1 (the plain build). Batch invariant: a
+    sequence of at most SUPERCHUNK chunks gets the same bits from both builds (its one
+    superchunk, folded from empty, is folded into an empty state: merge(empty, x) is x
+    exactly), and a longer one only ever lives in a table of more than SUPERCHUNK chunks, so
+    it always takes the build of superchunks. The plain build where every sequence is short
+    keeps its speed there (a build of superchunks is 0.4-1.1 µs slower where a split's CTAs
+    take one chunk: H200, session 14)."""
+    sc = SUPERCHUNK if superchunk is None else superchunk
+    return sc if max_chunks > sc else 1
+
+
 def _build_cuda(b):
-    """The launchable. Its two variants (one chunk group a CTA, or two) compute the same
-    bits; each is built on the first call that takes it (during CUDA graph capture, where
-    nothing may be built, a call takes the other if that one exists)."""
+    """The launchable. Its variants (one chunk group a CTA or two; folded by superchunks or
+    not, fold_of) are built on the first call that takes them. The two chunk groups compute
+    the same bits: during CUDA graph capture, where nothing may be built, a call takes the
+    other if that one exists (never a build of another fold)."""
     from ... import runtime
     from ...errors import NotReadyDuringCaptureError
     D, BS, device = b.head_size, b.block_size, b.device
@@ -304,8 +318,7 @@ def _build_cuda(b):
     zs = -(-b.group // b.heads_per_cta)
     scale_log2 = b.scale * math.log2(math.e)
     merge_threads = max(32, -(-D // 32) * 32)
-    sc = SUPERCHUNK   # read once: every build of this launchable folds the same way
-    merge_format = merge_arg_format(sc)
+    superchunk = SUPERCHUNK   # read once: the launchable's calls fold by it (fold_of) or by 1
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream
     empty = torch.empty
@@ -314,13 +327,13 @@ def _build_cuda(b):
     rings = {1: (b.stages, b.ctas_per_sm)}
     if allowed:
         rings[2] = choose_stages(b.dtype, D, b.heads_per_cta, b.mma, per_block=per_block, groups=2)
-    variants = {}   # groups -> (handle, merge, smem, slots)
-    clustered = {}  # (groups, S) -> the cluster build's handle, made on first use
+    variants = {}   # (groups, fold) -> (handle, merge, smem, slots)
+    clustered = {}  # (groups, S, fold) -> the cluster build's handle, made on first use
     clusters_ok = tuple(runtime.device_attributes(device)["arch"]) >= (9, 0)
     plans = {}      # (ctas, max_chunks, the dev knobs) -> launch_plan's (groups, S, cpc): shapes only
 
-    def variant(g):
-        v = variants.get(g)
+    def variant(g, sc):
+        v = variants.get((g, sc))
         if v is not None:
             return g, v
         stages, per_sm = rings[g]
@@ -328,23 +341,25 @@ def _build_cuda(b):
                                                               stages, g, superchunk=sc)
         try:
             v = (runtime.build(device, src, kernel, opts, ARG_FORMAT_CUDA, pdl=True),
-                 runtime.build(device, src, merge_kernel, opts, merge_format, pdl=True),
+                 runtime.build(device, src, merge_kernel, opts, merge_arg_format(sc), pdl=True),
                  smem_bytes(b.dtype, D, b.heads_per_cta, stages, b.mma, g), b.sm_count * per_sm)
         except NotReadyDuringCaptureError as e:
-            if variants:
-                return next(iter(variants.items()))
+            for (g2, sc2), v2 in variants.items():
+                if sc2 == sc:   # the other chunk groups, the same fold: the same bits
+                    return g2, v2
             raise NotReadyDuringCaptureError(
                 f"PagedDecodeAttentionFwdOp: the {DTYPE[b.dtype]} build for head_size {D}, group {b.group}, "
-                f"block_size {BS} on cuda:{device} is not built and the stream is being captured into a CUDA "
-                f"graph. Building (compile, load) is not allowed during capture: call the op once at this "
-                f"batch size before capture (warm-up). [{e}]") from None
-        variants[g] = v
+                f"block_size {BS}{f', superchunks of {sc} chunks' if sc > 1 else ''} on cuda:{device} is not "
+                f"built and the stream is being captured into a CUDA graph. Building (compile, load) is not "
+                f"allowed during capture: call the op once at this batch size and block-table width before "
+                f"capture (warm-up). [{e}]") from None
+        variants[(g, sc)] = v
         return g, v
 
-    def cluster_build(g, s):
+    def cluster_build(g, s, sc):
         """The (groups, S) cluster build, made on first use; None while capturing before it
         was made (the merge kernel's path serves: the same bits)."""
-        key = (g, s)
+        key = (g, s, sc)
         if key in clustered:
             return clustered[key]
         opts = cuda_specialisation(b.dtype, D, b.group, b.heads_per_cta, BS, b.mma, rings[g][0], g, s, sc)[3]
@@ -355,11 +370,11 @@ def _build_cuda(b):
             return None
         return h
 
-    variant(1)   # the one-group build: made with the op's first call, as before
-    slots1 = variants[1][3]
+    variant(1, 1)   # the one-group plain build: made with the op's first call, as before
+    slots1 = variants[(1, 1)][3]
     slots2 = b.sm_count * rings[2][1] if allowed else slots1
 
-    def plan(ctas, max_chunks):
+    def plan(ctas, max_chunks, sc):
         """launch_plan, once per (ctas, max_chunks): its search over cpc is ~0.2 ms of Python
         at 32K tokens, too much for every call."""
         key = (ctas, max_chunks, CHUNK_GROUPS, SPLIT_CPC)
@@ -377,8 +392,9 @@ def _build_cuda(b):
         ctas = B * h_kv * zs
         if ctas > GRID_MAX or B * H > GRID_MAX:
             raise InputValueError(f"PagedDecodeAttentionFwdOp: {B} sequences x {H} heads exceed the CUDA grid")
-        g, s, cpc = plan(ctas, max_chunks)
-        g2, (handle, merge, smem, slots) = variant(g)
+        sc = fold_of(max_chunks, superchunk)
+        g, s, cpc = plan(ctas, max_chunks, sc)
+        g2, (handle, merge, smem, slots) = variant(g, sc)
         if g2 != g:   # capturing, the other variant built: its own plan (the same bits)
             g, (s, cpc) = g2, split_plan(ctas, max_chunks, slots, g2, sc)
         ws = empty(B * H * max_chunks * (D + 2), dtype=f32, device=q.device) if s > 1 else None
@@ -389,7 +405,7 @@ def _build_cuda(b):
             # the cluster's merge where the split holds at most half the SMs (H200: B = 1 and
             # 2 at 1K tokens 0.5-1.1 µs faster hot, 1.2-1.9 cold; a wave of 128 CTAs in
             # clusters of 4 was 0.3 µs slower hot than the merge kernel; dev/NOTES.md session 12)
-            fused = cluster_build(g, s)
+            fused = cluster_build(g, s, sc)
         launch_raw(handle if fused is None else fused, ctas, s, 1, THREADS * g, 1, 1, smem, stream, q.data_ptr(),
                    key_cache.data_ptr(), value_cache.data_ptr(), block_table.data_ptr(), seq_lens.data_ptr(),
                    o.data_ptr(), lse_p, 0 if ws is None else ws.data_ptr(), H, h_kv, key_cache.shape[0], mb,
