@@ -339,9 +339,10 @@ def _build_cuda(b):
         stages, per_sm = rings[g]
         src, kernel, merge_kernel, opts = cuda_specialisation(b.dtype, D, b.group, b.heads_per_cta, BS, b.mma,
                                                               stages, g, superchunk=sc)
+        merge_format = merge_arg_format(sc)
         try:
             v = (runtime.build(device, src, kernel, opts, ARG_FORMAT_CUDA, pdl=True),
-                 runtime.build(device, src, merge_kernel, opts, merge_arg_format(sc), pdl=True),
+                 runtime.build(device, src, merge_kernel, opts, merge_format, pdl=True),
                  smem_bytes(b.dtype, D, b.heads_per_cta, stages, b.mma, g), b.sm_count * per_sm)
         except NotReadyDuringCaptureError as e:
             for (g2, sc2), v2 in variants.items():
