@@ -54,6 +54,9 @@ def test_a_table_of_more_chunks_than_a_superchunk_takes_the_build_of_superchunks
     assert K.fold_of(128, 1) == 1
     monkeypatch.setattr(K, "SUPERCHUNK", 4)
     assert K.fold_of(4) == 1 and K.fold_of(5) == 4
+    # a superchunk divides the merge's batch of 16 partials (the .cu's PDA_MB)
+    with pytest.raises(ValueError, match="must divide 16"):
+        K.cuda_specialisation(1, 128, 4, 4, 16, True, 2, superchunk=3)
 
 
 def test_a_plan_of_superchunks_counts_a_whole_superchunk_s_one_store(monkeypatch):

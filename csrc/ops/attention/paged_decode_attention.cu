@@ -361,21 +361,19 @@ TILEOPS_DEV void pda_merge_fold(long long c0, long long n, float *m, float *l, f
 #ifndef PDA_SC
 #define PDA_SC 1
 #endif
-#if PDA_SC < 1
-#error "PDA_SC (chunks a superchunk) must be >= 1"
+#if PDA_SC < 1 || PDA_MB % PDA_SC != 0
+#error "PDA_SC (chunks a superchunk) must be >= 1 and divide PDA_MB (16): a merge batch holds whole superchunks"
 #endif
-#if PDA_SC > 1 && PDA_MB % PDA_SC == 0
+#if PDA_SC > 1
 /* chunks c0 .. c0 + PDA_MB - 1 (those < n; c0 a multiple of PDA_MB, so the batch holds whole
  * superchunks) folded superchunk by superchunk: each from empty in chunk order (the
  * superchunks' chains are independent: they overlap), then into (m, l, a) in order, where
- * the superchunk has a chunk < n. The operations of the general fold below (a superchunk's
- * chunks past n leave its state as it was, which is what that fold folds in at n - 1): the
- * same bits, and a chain of PDA_SC + PDA_MB / PDA_SC merges a batch instead of ~2 PDA_MB
- * (H200, session 14: the general fold made the merge kernel 1.2 µs slower than PDA_SC 1's).
- * (sm, sl, sa): unused (no superchunk crosses a batch). */
-TILEOPS_DEV void pda_merge_fold_sc(long long c0, long long n, float *m, float *l, float *a, float *sm, float *sl,
-                                   float *sa, const float *pm, const float *pl, const float *pa) {
-    (void)sm; (void)sl; (void)sa;
+ * the superchunk has a chunk < n (its chunks past n leave its state as it was). A chain of
+ * PDA_SC + PDA_MB / PDA_SC merges a batch (H200, session 14: a fold that carried one
+ * superchunk state through the batch, two merges a chunk, made the merge kernel 1.2 µs
+ * slower than PDA_SC 1's; this one is within 0.2 µs). */
+TILEOPS_DEV void pda_merge_fold_sc(long long c0, long long n, float *m, float *l, float *a, const float *pm,
+                                   const float *pl, const float *pa) {
     float qm[PDA_MB / PDA_SC], ql[PDA_MB / PDA_SC], qa[PDA_MB / PDA_SC];
 #pragma unroll
     for (int h = 0; h < PDA_MB / PDA_SC; h++) {
@@ -402,28 +400,6 @@ TILEOPS_DEV void pda_merge_fold_sc(long long c0, long long n, float *m, float *l
         *a = in ? a3 : *a;
     }
 }
-#elif PDA_SC > 1
-/* chunks c0 .. c0 + PDA_MB - 1 (those < n) folded into the superchunk's state (sm, sl, sa),
- * which at the superchunk's end (its last chunk, or the sequence's) is folded into (m, l, a)
- * and emptied; branch-free, as pda_merge_fold */
-TILEOPS_DEV void pda_merge_fold_sc(long long c0, long long n, float *m, float *l, float *a, float *sm, float *sl,
-                                   float *sa, const float *pm, const float *pl, const float *pa) {
-#pragma unroll
-    for (int j = 0; j < PDA_MB; j++) {
-        const long long c = c0 + j;
-        float m2 = *sm, l2 = *sl, a2 = *sa;
-        pda_merge(&m2, &l2, &a2, pm[j], pl[j], pa[j]);
-        float m3 = *m, l3 = *l, a3 = *a;
-        pda_merge(&m3, &l3, &a3, m2, l2, a2);
-        const int in = c < n, end = in && (c % PDA_SC == PDA_SC - 1 || c == n - 1);
-        *m = end ? m3 : *m;
-        *l = end ? l3 : *l;
-        *a = end ? a3 : *a;
-        *sm = end ? pda_neg_inf() : in ? m2 : *sm;
-        *sl = end ? 0.0f : in ? l2 : *sl;
-        *sa = end ? 0.0f : in ? a2 : *sa;
-    }
-}
 #endif
 /* how a split's partials are folded: PDA_SC == 1, or whole superchunks stored (cpc a
  * multiple of PDA_SC): slots of one partial each, folded in order; else chunks' partials
@@ -442,15 +418,15 @@ TILEOPS_DEV int pda_two_level(long long cpc, long long n_chunks, long long *slot
     return 0;
 }
 /* folds partials [c0, c0 + PDA_MB) of n into (m, l, a), both levels when two (PDA_SC > 1) */
-TILEOPS_DEV void pda_merge_step(int two, long long c0, long long n, float *m, float *l, float *a, float *sm,
-                                float *sl, float *sa, const float *pm, const float *pl, const float *pa) {
+TILEOPS_DEV void pda_merge_step(int two, long long c0, long long n, float *m, float *l, float *a, const float *pm,
+                                const float *pl, const float *pa) {
 #if PDA_SC > 1
     if (two) {
-        pda_merge_fold_sc(c0, n, m, l, a, sm, sl, sa, pm, pl, pa);
+        pda_merge_fold_sc(c0, n, m, l, a, pm, pl, pa);
         return;
     }
 #else
-    (void)two; (void)sm; (void)sl; (void)sa;
+    (void)two;
 #endif
     pda_merge_fold(c0, n, m, l, a, pm, pl, pa);
 }
@@ -486,12 +462,11 @@ TILEOPS_DEV void pda_cluster_finish(const float *ws, void *o, float *lse, long l
         const long long bh = b * H + hbase + g;
         const float *P = ws + bh * max_chunks * (PDA_D + 2);
         float m = pda_neg_inf(), l = 0.0f, a = 0.0f, pm[PDA_MB], pl[PDA_MB], pa[PDA_MB];
-        float sm = pda_neg_inf(), sl = 0.0f, sa = 0.0f;
         long long n;
         const int two = pda_two_level(cpc, n_chunks, &n);
         for (long long c0 = 0; c0 < n; c0 += PDA_MB) {
             pda_merge_load(P, c0, n, d, pm, pl, pa);
-            pda_merge_step(two, c0, n, &m, &l, &a, &sm, &sl, &sa, pm, pl, pa);
+            pda_merge_step(two, c0, n, &m, &l, &a, pm, pl, pa);
         }
         tileops_st_elem((char *)o + bh * PDA_D * TILEOPS_E, d, pda_out(l, a));
         if (d == 0 && lse)
@@ -910,16 +885,16 @@ extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws,
         return;
     }
     long long n_chunks = (len + PDA_CH - 1) / PDA_CH;
-    float m = pda_neg_inf(), l = 0.0f, a = 0.0f, sm = pda_neg_inf(), sl = 0.0f, sa = 0.0f;
+    float m = pda_neg_inf(), l = 0.0f, a = 0.0f;
     const int two = pda_two_level(cpc, n_chunks, &n_chunks);   /* n_chunks: the partials to fold */
     /* The partials are loaded PDA_MB chunks at a time into one of two register batches while
      * the other batch is folded, one chunk after the other in chunk order (a 32K-token
      * sequence has 128 chunks: a load latency each would be the kernel's time). */
     for (long long c0 = 0; c0 < n_chunks; c0 += 2 * PDA_MB) {
         pda_merge_load(P, c0 + PDA_MB, n_chunks, d, bm, bl, ba);
-        pda_merge_step(two, c0, n_chunks, &m, &l, &a, &sm, &sl, &sa, am, al, aa);
+        pda_merge_step(two, c0, n_chunks, &m, &l, &a, am, al, aa);
         pda_merge_load(P, c0 + 2 * PDA_MB, n_chunks, d, am, al, aa);
-        pda_merge_step(two, c0 + PDA_MB, n_chunks, &m, &l, &a, &sm, &sl, &sa, bm, bl, ba);
+        pda_merge_step(two, c0 + PDA_MB, n_chunks, &m, &l, &a, bm, bl, ba);
     }
     tileops_st_elem(orow, d, pda_out(l, a));
     if (d == 0 && lse)

@@ -77,6 +77,12 @@ CLUSTER_MAX = 8
 # (H200, session 14): 7-13 % faster at 32K tokens, 0.4-1.5 µs slower where the split's CTAs
 # take one chunk (B = 1 at 1K / 4K), so a dev knob still: set it before an op's first call.
 SUPERCHUNK = 1
+MERGE_BATCH = 16            # partials the merge folds at once (PDA_MB): a superchunk must divide it
+
+
+def _superchunk(superchunk):
+    """superchunk, or the SUPERCHUNK knob for None."""
+    return SUPERCHUNK if superchunk is None else superchunk
 # The dtypes (codes) the tensor-core path serves; the others take the fp32-FMA path, which
 # serves every dtype: empty this set (before an op's first call) to run float16 and
 # bfloat16 on the FMA path too (tests/gpu compare the two).
@@ -153,7 +159,10 @@ def cuda_specialisation(dtype_code, head_size, group, heads, block_size, mma, st
     """(source, kernel, merge kernel, options): pure, no GPU. cluster > 1: the build whose
     grid.y (the split) is one cluster, whose CTAs merge the partials themselves;
     superchunk: chunks a superchunk (None: SUPERCHUNK)."""
-    sc = SUPERCHUNK if superchunk is None else superchunk
+    sc = _superchunk(superchunk)
+    if sc < 1 or MERGE_BATCH % sc:
+        raise ValueError(f"paged_decode_attention: SUPERCHUNK must divide {MERGE_BATCH} (the merge's batch of "
+                         f"partials), got {sc}")
     e = DTYPE[dtype_code].itemsize
     opts = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={head_size}", f"-DTILEOPS_VEC={16 // e}",
             f"-DTILEOPS_THREADS={THREADS * groups}", f"-DPDA_D={head_size}", f"-DPDA_G={group}",
@@ -182,7 +191,7 @@ def split_plan(ctas: int, max_chunks: int, slots: int, groups: int = 1, superchu
     (ceil(cpc / groups) rounds). In builds of superchunks (superchunk: chunks a superchunk,
     None: SUPERCHUNK), a CTA of whole superchunks stores one partial a superchunk: WS_COST
     divided by it. SPLIT_CPC (a dev knob) forces cpc."""
-    return _plan(ctas, max_chunks, slots, groups, SUPERCHUNK if superchunk is None else superchunk)[1:]
+    return _plan(ctas, max_chunks, slots, groups, _superchunk(superchunk))[1:]
 
 
 def _plan(ctas: int, max_chunks: int, slots: int, groups: int, sc: int) -> tuple:
@@ -213,7 +222,7 @@ def launch_plan(ctas: int, max_chunks: int, slots1: int, slots2: int, allowed: b
     where one group would need a split's workspace to fill the GPU and two need none (few
     (sequence, KV head) pairs, long sequences: Qwen2.5's 4 KV heads at B = 32). Both give
     the same bits. CHUNK_GROUPS (a dev knob) forces the groups; superchunk: split_plan's."""
-    sc = SUPERCHUNK if superchunk is None else superchunk
+    sc = _superchunk(superchunk)
     plans = {1: _plan(ctas, max_chunks, slots1, 1, sc)}
     if allowed and CHUNK_GROUPS != 1:
         plans[2] = _plan(ctas, max_chunks, slots2, 2, sc)
@@ -301,7 +310,7 @@ def fold_of(max_chunks: int, superchunk: int = None) -> int:
     it always takes the build of superchunks. The plain build where every sequence is short
     keeps its speed there (a build of superchunks is 0.4-1.1 µs slower where a split's CTAs
     take one chunk: H200, session 14)."""
-    sc = SUPERCHUNK if superchunk is None else superchunk
+    sc = _superchunk(superchunk)
     return sc if max_chunks > sc else 1
 
 
@@ -330,7 +339,7 @@ def _build_cuda(b):
     variants = {}   # (groups, fold) -> (handle, merge, smem, slots)
     clustered = {}  # (groups, S, fold) -> the cluster build's handle, made on first use
     clusters_ok = tuple(runtime.device_attributes(device)["arch"]) >= (9, 0)
-    plans = {}      # (ctas, max_chunks, the dev knobs) -> launch_plan's (groups, S, cpc): shapes only
+    plans = {}      # (ctas, max_chunks, the dev knobs) -> (fold_of, launch_plan's groups, S, cpc): shapes only
 
     def variant(g, sc):
         v = variants.get((g, sc))
@@ -375,13 +384,14 @@ def _build_cuda(b):
     slots1 = variants[(1, 1)][3]
     slots2 = b.sm_count * rings[2][1] if allowed else slots1
 
-    def plan(ctas, max_chunks, sc):
-        """launch_plan, once per (ctas, max_chunks): its search over cpc is ~0.2 ms of Python
-        at 32K tokens, too much for every call."""
+    def plan(ctas, max_chunks):
+        """(fold, groups, S, cpc): fold_of and launch_plan, once per (ctas, max_chunks): the
+        search over cpc is ~0.2 ms of Python at 32K tokens, too much for every call."""
         key = (ctas, max_chunks, CHUNK_GROUPS, SPLIT_CPC)
         p = plans.get(key)
         if p is None:
-            p = plans[key] = launch_plan(ctas, max_chunks, slots1, slots2, allowed, sc)
+            sc = fold_of(max_chunks, superchunk)
+            p = plans[key] = (sc,) + launch_plan(ctas, max_chunks, slots1, slots2, allowed, sc)
         return p
 
     def unchecked(q, key_cache, value_cache, block_table, seq_lens, o, lse):
@@ -393,8 +403,7 @@ def _build_cuda(b):
         ctas = B * h_kv * zs
         if ctas > GRID_MAX or B * H > GRID_MAX:
             raise InputValueError(f"PagedDecodeAttentionFwdOp: {B} sequences x {H} heads exceed the CUDA grid")
-        sc = fold_of(max_chunks, superchunk)
-        g, s, cpc = plan(ctas, max_chunks, sc)
+        sc, g, s, cpc = plan(ctas, max_chunks)
         g2, (handle, merge, smem, slots) = variant(g, sc)
         if g2 != g:   # capturing, the other variant built: its own plan (the same bits)
             g, (s, cpc) = g2, split_plan(ctas, max_chunks, slots, g2, sc)
