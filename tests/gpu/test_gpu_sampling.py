@@ -336,6 +336,40 @@ def test_top_k_top_p_matches_vllms_forward_native_as_written():
     assert not (differ & ~((before - p[:, None].double()).abs() < 1e-5)).any()
 
 
+# ---- the selections over a cluster ---------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", [128256, 65537])
+def test_every_cluster_of_the_selections_gives_the_same_bits(dtype, V, monkeypatch):
+    """top-k and the top-k / top-p mask over 1, 2, 4 and 8 CTAs a row
+    (cuda_sampling.selection_cluster forced): ties spread over every CTA's chunk are ranked
+    by index across the chunks; every cluster gives one CTA's bits, which are the
+    reference's."""
+    from tileops.kernels.sampling import cuda_sampling as K
+    x = sc.logits_like(7, V, dtype, DEV, seed=8)
+    x[1] = x[1].round()                          # a few dozen values: ties across every chunk
+    x[2] = 0.5
+    x[2, V - 1] = 1.0                            # all equal but the last
+    x[3, V // 2] = NAN
+    x[4] = (x[4] / 8).round()                    # ties of the edge larger than k, split over CTAs
+    x[5, : V // 3] = -INF
+    k = torch.tensor([50, 1000, 1000, 7, 3, V, 1], dtype=torch.int32, device=DEV)
+    p = torch.tensor([0.9, 0.5, 0.3, 0.9, 0.99, 0.0, 1.0], device=DEV)
+    bits = torch.int16 if dtype != torch.float32 else torch.int32
+    got = {}
+    for c in (1, 2, 4, 8):
+        monkeypatch.setattr(K, "selection_cluster", lambda rows, V_, arch_, sms, c=c: c)
+        values, indices = _sync(TopKFwdOp(1000)(x))
+        got[c] = (values.view(bits), indices, _sync(TopKTopPMaskFwdOp()(x, k, p)).view(bits),
+                  _sync(TopKTopPMaskFwdOp()(x, None, p)).view(bits))
+    for c in (2, 4, 8):
+        for a, b in zip(got[c], got[1]):
+            assert torch.equal(a, b), c
+    assert torch.equal(got[1][1].cpu(), ref.top_k(x.cpu(), k=1000)[1])
+    sc.check_mask(got[1][2].view(dtype).cpu(), x.cpu(), k.cpu(), p.cpu())
+    sc.check_mask(got[1][3].view(dtype).cpu(), x.cpu(), None, p.cpu())
+
+
 # ---- batch invariance ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -129,6 +129,28 @@ def test_top_k_builds_compile_bare_without_spills(tmp_path, dt, V, k, values, al
     nvcc_bare(tmp_path, source, kernel, opts)
 
 
+def test_a_selection_row_spreads_over_a_cluster_while_the_batch_leaves_sms_idle():
+    # the largest of 8, 4, 2 CTAs a row with rows x cluster <= SMs and >= 8192 elements a CTA
+    assert [K.selection_cluster(B, 128256, 90, 132) for B in (1, 16, 17, 33, 34, 66, 67, 128, 256)] == \
+        [8, 8, 4, 4, 2, 2, 1, 1, 1]
+    assert K.selection_cluster(1, 40000, 90, 132) == 4 and K.selection_cluster(1, 16384, 90, 132) == 2
+    assert K.selection_cluster(1, 16383, 90, 132) == 1 and K.selection_cluster(1, 300, 90, 132) == 1
+    assert K.selection_cluster(1, 128256, 80, 108) == 1                      # no clusters before sm_90
+    for c in (1, 2, 4, 8):
+        p = K.selection_plan(128256, c)
+        assert p.cluster == c and p.chunk % 8 == 0 and c * p.chunk >= 128256 > (c - 1) * p.chunk
+        assert p.opt * 1024 * 8 >= p.chunk and p.threads == 1024
+        assert f"-DTILEOPS_CLUSTER={c}" in K.top_k_specialisation(2, 128256, 50, True, True, c)[2]
+
+
+@NEEDS_NVCC
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+@pytest.mark.parametrize("dt,V", [(0, 152064), (2, 128256), (1, 65537)])
+def test_selection_cluster_builds_compile_bare_without_spills(tmp_path, cluster, dt, V):
+    nvcc_bare(tmp_path, *K.top_k_specialisation(dt, V, 1024, True, True, cluster)[:3])
+    nvcc_bare(tmp_path, *K.top_k_top_p_mask_specialisation(dt, V, True, 4, True, V % 8 == 0, cluster)[:3])
+
+
 @NEEDS_NVCC
 @pytest.mark.parametrize("dt,V,has_k,kdt,has_p,aligned", [(0, 128256, True, 3, True, True),
                                                           (1, 152064, True, 4, True, True),

@@ -411,10 +411,20 @@ TILEOPS_DEV long long smp_chunk_count(long long c0) {
 TILEOPS_DEV long long smp_row(void) { return (long long)(tileops_ctaid() / TILEOPS_CLUSTER); }
 
 /* ==== the selection kernels (top_k.cu, top_k_top_p_mask.cu) =============================
- * One CTA of SMP_SEL_THREADS per row (TILEOPS_CLUSTER 1, TILEOPS_CHUNK >= V). Keys are the
+ * A row over a cluster of TILEOPS_CLUSTER CTAs of SMP_SEL_THREADS (1: a CTA per row), the
+ * CTA of rank c taking octets [o0, o0 + no) of the row (smp_sel_chunk). Keys are the
  * dtype's own: 32 bits of a float32 (smp_key), 16 of a float16 / bfloat16 (smp_key16 of
  * its bits: the same order), chosen digit by digit from the top (11, 11, 10 bits; 11, 5)
- * over histograms of SMP_BINS bins in shared memory. */
+ * over histograms of SMP_BINS bins in shared memory: each CTA counts its chunk, every CTA
+ * reads every CTA's bins (distributed shared memory) and sums them in rank order, so every
+ * CTA picks the same digit. Counts and masses are integers: the picks, so the results, do
+ * not depend on the cluster's size (the launcher may choose it by the batch).
+ *
+ * The cluster's exchanges (a histogram's bins, a word per CTA) follow one protocol: the
+ * CTA writes its part, arrives at and waits on a cluster barrier, reads the others', then
+ * arrives again without waiting (*pending = 1): that second barrier's wait comes before the
+ * CTA next writes what others read (smp_cluster_settle) and before it exits. With
+ * TILEOPS_CLUSTER 1 every exchange is the CTA's own value. */
 #define SMP_BINS 2048
 #define SMP_SEL_THREADS 1024 /* two bins per thread in the scans */
 #define SMP_SEL_UNROLL _Pragma("unroll 2") /* a pass over the row: short code, loads in flight */
@@ -497,12 +507,111 @@ struct smp_pick {
     smp_u64 count, mass;
 };
 
-/* Digit of the k-th largest (1 <= need <= the histogram's total) in the counts of cnt:
- * the bin d with (counts above d) < need <= (counts above d) + cnt[d]. */
-TILEOPS_DEV struct smp_pick smp_pick_count(const unsigned *cnt, smp_u64 need, smp_u64 *red, struct smp_pick *out,
+/* ---- the cluster's exchanges -------------------------------------------------------- */
+/* the CTA's octets of the row: [*o0, *o0 + *no) */
+TILEOPS_DEV void smp_sel_chunk(long long *o0, long long *no) {
+    const long long c0 = smp_chunk_first();
+    *o0 = c0 / 8;
+    *no = (smp_chunk_count(c0) + 7) / 8;
+}
+/* the wait of a pending arrival (the protocol above) */
+TILEOPS_DEV void smp_cluster_settle(int *pending) {
+    if (*pending)
+        smp_cluster_wait();
+    *pending = 0;
+}
+#if TILEOPS_CLUSTER > 1
+TILEOPS_DEV unsigned smp_ld_cluster_u32(const unsigned *p, unsigned rank) {
+    unsigned r;
+    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %1, %2; ld.shared::cluster.u32 %0, [a]; }"
+                 : "=r"(r)
+                 : "r"(smp_smem_addr(p)), "r"(rank)
+                 : "memory");
+    return r;
+}
+TILEOPS_DEV void smp_st_cluster_u64(smp_u64 *p, unsigned rank, smp_u64 v) {
+    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %0, %1; st.shared::cluster.u64 [a], %2; }" ::"r"(
+                     smp_smem_addr(p)),
+                 "r"(rank), "l"(v)
+                 : "memory");
+}
+#endif
+/* the write of a word to the shared array `p` of the cluster's CTA of rank 0 */
+TILEOPS_DEV void smp_put_rank0(smp_u64 *p, smp_u64 v) {
+#if TILEOPS_CLUSTER > 1
+    smp_st_cluster_u64(p, 0, v);
+#else
+    *p = v;
+#endif
+}
+/* The CTAs' words v (the same in every thread of a CTA) over the cluster: their sum (*before:
+ * over the ranks below this CTA's) and their maximum. slot: a shared word of the CTA's,
+ * written here; every thread of the cluster calls it. */
+TILEOPS_DEV smp_u64 smp_sel_exchange(smp_u64 v, smp_u64 *slot, unsigned tid, int *pending, smp_u64 *before,
+                                     smp_u64 *largest) {
+#if TILEOPS_CLUSTER > 1
+    smp_cluster_settle(pending);
+    if (tid == 0)
+        *slot = v;
+    smp_cluster_arrive();
+    smp_cluster_wait();
+    const unsigned me = smp_rank_in_cluster();
+    smp_u64 sum = 0, b = 0, mx = 0;
+#pragma unroll
+    for (unsigned r = 0; r < TILEOPS_CLUSTER; r++) {
+        const smp_u64 o = smp_ld_cluster_u64(slot, r);
+        sum += o;
+        b += r < me ? o : 0;
+        mx = o > mx ? o : mx;
+    }
+    smp_cluster_arrive();
+    *pending = 1;
+    *before = b;
+    *largest = mx;
+    return sum;
+#else
+    (void)slot, (void)tid, (void)pending;
+    *before = 0;
+    *largest = v;
+    return v;
+#endif
+}
+/* Bin d's count, and mass (lo, hi: its words; lo 0: none), summed over the cluster's CTAs
+ * in rank order (after the histograms' barrier). */
+TILEOPS_DEV smp_u64 smp_bin_count(const unsigned *cnt, int d) {
+#if TILEOPS_CLUSTER > 1
+    smp_u64 s = 0;
+#pragma unroll
+    for (unsigned r = 0; r < TILEOPS_CLUSTER; r++)
+        s += smp_ld_cluster_u32(&cnt[d], r);
+    return s;
+#else
+    return cnt[d];
+#endif
+}
+TILEOPS_DEV smp_u64 smp_bin_mass(const unsigned *lo, const unsigned *hi, int d) {
+#if TILEOPS_CLUSTER > 1
+    smp_u64 s = 0;
+#pragma unroll
+    for (unsigned r = 0; r < TILEOPS_CLUSTER; r++)
+        s += ((smp_u64)smp_ld_cluster_u32(&hi[d], r) << 32) | smp_ld_cluster_u32(&lo[d], r);
+    return s;
+#else
+    return ((smp_u64)hi[d] << 32) | lo[d];
+#endif
+}
+/* A thread's two bins of the scans (dh = BINS - 1 - 2 tid, dl = dh - 1), over the cluster. */
+struct smp_bins {
+    smp_u64 ch, cl; /* counts */
+    smp_u64 wh, wl; /* masses (0 without) */
+};
+
+/* Digit of the k-th largest (1 <= need <= the histogram's total) in the counts: the bin d
+ * with (counts above d) < need <= (counts above d) + count[d]. */
+TILEOPS_DEV struct smp_pick smp_pick_count(struct smp_bins bn, smp_u64 need, smp_u64 *red, struct smp_pick *out,
                                            unsigned tid) {
     const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
-    const smp_u64 ch = cnt[dh], cl = cnt[dl];
+    const smp_u64 ch = bn.ch, cl = bn.cl;
     smp_u64 total;
     const smp_u64 ah = smp_block_scan_u64(ch + cl, red, tid, &total), al = ah + ch;
     if (ah < need && need <= ah + ch)
@@ -516,18 +625,17 @@ TILEOPS_DEV struct smp_pick smp_pick_count(const unsigned *cnt, smp_u64 need, sm
 }
 
 /* The top-p digit: the lowest non-empty bin d whose mass above (g + the masses of the bins
- * above d) is < bound. (g < bound: one exists.) A bin's mass: mass_hi:mass_lo. */
-TILEOPS_DEV struct smp_pick smp_pick_mass(const unsigned *cnt, const unsigned *mass_lo, const unsigned *mass_hi,
-                                          smp_u64 g, smp_u64 bound, smp_u64 *red, struct smp_pick *out, int *lowest,
-                                          unsigned tid) {
+ * above d) is < bound. (g < bound: one exists.) */
+TILEOPS_DEV struct smp_pick smp_pick_mass(struct smp_bins bn, smp_u64 g, smp_u64 bound, smp_u64 *red,
+                                          struct smp_pick *out, int *lowest, unsigned tid) {
     const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
-    const smp_u64 wh = ((smp_u64)mass_hi[dh] << 32) | mass_lo[dh], wl = ((smp_u64)mass_hi[dl] << 32) | mass_lo[dl];
+    const smp_u64 wh = bn.wh, wl = bn.wl;
     smp_u64 total;
     const smp_u64 ah = g + smp_block_scan_u64(wh + wl, red, tid, &total), al = ah + wh;
     if (tid == 0)
         *lowest = SMP_BINS;
     tileops_barrier();
-    const int mine = (cnt[dl] && al < bound) ? dl : (cnt[dh] && ah < bound) ? dh : SMP_BINS;
+    const int mine = (bn.cl && al < bound) ? dl : (bn.ch && ah < bound) ? dh : SMP_BINS;
     if (mine < SMP_BINS)
         smp_red_min_s32(lowest, mine);
     tileops_barrier();
@@ -535,7 +643,7 @@ TILEOPS_DEV struct smp_pick smp_pick_mass(const unsigned *cnt, const unsigned *m
     if (d == dh || d == dl) {
         out->digit = d;
         out->above = d == dh ? ah : al;
-        out->count = cnt[d];
+        out->count = d == dh ? bn.ch : bn.cl;
         out->mass = d == dh ? wh : wl;
     }
     tileops_barrier();
@@ -544,18 +652,69 @@ TILEOPS_DEV struct smp_pick smp_pick_mass(const unsigned *cnt, const unsigned *m
     return p;
 }
 
-/* One pass of a radix search over the row: per digit ((key >> shift) & digit_mask) of the
- * keys >= floor that share the digits chosen so far (key & chosen == prefix), the count
- * (cnt) and, when lo is given, the mass floor(exp(f - m) 2^40) (lo, hi: its two words).
- * Clears the histograms first; every thread calls it. */
+/* a key's mass in the top-p search: floor(exp(f - m) 2^40) */
 TILEOPS_DEV smp_u64 smp_weight(float f, float m) {
     smp_u64 w;
     asm("cvt.rzi.u64.f32 %0, %1;" : "=l"(w) : "f"(tileops_mul(smp_exp(tileops_add(f, -m)), 1099511627776.0f)));
     return w;
 }
-TILEOPS_DEV void smp_histogram(const char *row, unsigned floor, unsigned chosen, unsigned prefix, int shift,
-                               unsigned digit_mask, unsigned *cnt, unsigned *lo, unsigned *hi, float m,
-                               unsigned tid) {
+#if !defined(TILEOPS_SEL_AGG)
+#define TILEOPS_SEL_AGG 1
+#endif
+#if TILEOPS_SEL_AGG && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "TILEOPS_SEL_AGG 1 needs sm_80 or later (match.any, redux.sync)"
+#endif
+/* The lanes of the warp whose v equals this lane's (every lane of the warp calls it). */
+TILEOPS_DEV unsigned smp_match_any(unsigned v) {
+    unsigned m;
+    asm volatile("match.any.sync.b32 %0, %1, 0xffffffff;" : "=r"(m) : "r"(v));
+    return m;
+}
+TILEOPS_DEV unsigned smp_warp_max_u32(unsigned v) {
+    unsigned r;
+    asm volatile("redux.sync.max.u32 %0, %1, 0xffffffff;" : "=r"(r) : "r"(v));
+    return r;
+}
+TILEOPS_DEV unsigned smp_lanemask_lt(void) {
+    unsigned r;
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(r));
+    return r;
+}
+TILEOPS_DEV unsigned smp_popc(unsigned v) {
+    unsigned r;
+    asm("popc.b32 %0, %1;" : "=r"(r) : "r"(v));
+    return r;
+}
+/* The sum of w over the lanes of `peers` (this lane among them), in the lane of `peers`'
+ * lowest set bit (the others' results are partial): a tree over the group's ranks, the
+ * partner of rank r at step s the lane of rank r + s (fns: the n-th set bit). Every lane
+ * of the warp calls it; `largest` (warp-uniform) is the size of the largest group. Integer sums:
+ * exact in any order. */
+TILEOPS_DEV smp_u64 smp_group_sum_u64(smp_u64 w, unsigned peers, unsigned rank, unsigned largest) {
+    for (unsigned s = 1; s < largest; s <<= 1) {
+        unsigned src;
+        asm("fns.b32 %0, %1, 0, %2;" : "=r"(src) : "r"(peers), "r"((int)(rank + s + 1)));
+        const int take = src != 0xffffffffu && (rank & (2 * s - 1)) == 0;
+        unsigned lo_, hi_;
+        const unsigned from = take ? src : (tileops_tid() & 31u);
+        asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(lo_) : "r"((unsigned)w), "r"(from));
+        asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(hi_) : "r"((unsigned)(w >> 32)), "r"(from));
+        if (take)
+            w += ((smp_u64)hi_ << 32) | lo_;
+    }
+    return w;
+}
+/* One pass of a radix search over the CTA's chunk (octets [o0, o0 + no)): per digit
+ * ((key >> shift) & digit_mask) of the keys >= floor that share the digits chosen so far
+ * (key & chosen == prefix), the count (cnt) and, when lo is given, the mass (smp_weight;
+ * lo, hi: its two words); then this thread's two bins of the scans summed over the
+ * cluster. Clears the histograms first; every thread of the cluster calls it (an exchange:
+ * it leaves *pending). */
+TILEOPS_DEV struct smp_bins smp_histogram(const char *row, long long o0, long long no, unsigned floor,
+                                           unsigned chosen, unsigned prefix, int shift, unsigned digit_mask,
+                                           unsigned *cnt, unsigned *lo, unsigned *hi, float m, unsigned tid,
+                                           int *pending) {
+    smp_cluster_settle(pending); /* the others have read the previous pass's bins */
     for (int b = (int)tid; b < SMP_BINS; b += SMP_SEL_THREADS) {
         cnt[b] = 0;
         if (lo != 0) {
@@ -567,33 +726,100 @@ TILEOPS_DEV void smp_histogram(const char *row, unsigned floor, unsigned chosen,
     SMP_SEL_UNROLL
     for (int j = 0; j < TILEOPS_OPT; j++) {
         const long long o = (long long)j * SMP_SEL_THREADS + tid;
-        if (o < SMP_NO) {
-            unsigned key[8], bits[8];
-            float f[8];
-            smp_keys8(row, o, key, f, bits);
+#if TILEOPS_SEL_AGG
+        /* Logits fall in a few dozen top digits: lanes adding to one bin would be
+         * serialised, so each warp's lanes of one digit add once (their number, and their
+         * masses summed in registers), by the lowest of them. Every lane takes part in the
+         * match (a lane past the chunk with keys of no digit). */
+        if ((long long)j * SMP_SEL_THREADS + (tid & ~31u) >= no)
+            break; /* warp-uniform: the whole warp is past the chunk */
+        unsigned key[8], bits[8];
+        float f[8];
+        const int in = o < no;
+        if (in)
+            smp_keys8(row, o0 + o, key, f, bits);
+        else
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                if (8 * o + e < TILEOPS_N && key[e] >= floor && (key[e] & chosen) == prefix) {
+                key[e] = 0, f[e] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const int ok = in && 8 * (o0 + o) + e < TILEOPS_N && key[e] >= floor && (key[e] & chosen) == prefix;
+            const unsigned d = (key[e] >> shift) & digit_mask;
+            const unsigned peers = smp_match_any(ok ? d : 0xffffffffu);
+            const unsigned rank = smp_popc(peers & smp_lanemask_lt());
+            if (ok && rank == 0)
+                smp_red_add_u32(&cnt[d], smp_popc(peers));
+            if (lo != 0) {
+                const smp_u64 w = smp_group_sum_u64(ok ? smp_weight(f[e], m) : 0ull, peers, rank,
+                                                    smp_warp_max_u32(smp_popc(peers)));
+                if (ok && rank == 0)
+                    smp_add_u64_split(&lo[d], &hi[d], w);
+            }
+        }
+#else
+        if (o < no) {
+            unsigned key[8], bits[8];
+            float f[8];
+            smp_keys8(row, o0 + o, key, f, bits);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                if (8 * (o0 + o) + e < TILEOPS_N && key[e] >= floor && (key[e] & chosen) == prefix) {
                     const unsigned d = (key[e] >> shift) & digit_mask;
                     smp_red_add_u32(&cnt[d], 1u);
                     if (lo != 0)
                         smp_add_u64_split(&lo[d], &hi[d], smp_weight(f[e], m));
                 }
         }
+#endif
     }
     tileops_barrier();
+    /* the cluster's bins: this thread's two of the scans */
+    smp_cluster_arrive();
+    smp_cluster_wait();
+    const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
+    struct smp_bins bn;
+    bn.ch = smp_bin_count(cnt, dh);
+    bn.cl = smp_bin_count(cnt, dl);
+    bn.wh = lo != 0 ? smp_bin_mass(lo, hi, dh) : 0;
+    bn.wl = lo != 0 ? smp_bin_mass(lo, hi, dl) : 0;
+#if TILEOPS_CLUSTER > 1
+    smp_cluster_arrive();
+    *pending = 1;
+#endif
+    return bn;
+}
+
+/* (keys above t) << 32 | (keys equal to t) over the CTA's chunk (every thread calls it) */
+TILEOPS_DEV smp_u64 smp_count_around(const char *row, long long o0, long long no, unsigned t, smp_u64 *red,
+                                     unsigned tid) {
+    smp_u64 mine = 0;
+#pragma unroll 1
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const long long o = (long long)j * SMP_SEL_THREADS + tid;
+        if (o < no) {
+            unsigned key[8], bits[8];
+            float f[8];
+            smp_keys8(row, o0 + o, key, f, bits);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                mine += key[e] > t ? (1ull << 32) : key[e] == t && 8 * (o0 + o) + e < TILEOPS_N ? 1ull : 0ull;
+        }
+    }
+    return smp_block_sum_u64(mine, red, tid);
 }
 
 /* The k-th largest key of the row (1 <= k <= V); *above: how many keys are larger. */
-TILEOPS_DEV unsigned smp_select(const char *row, smp_u64 k, unsigned *cnt, smp_u64 *red, struct smp_pick *out,
-                                unsigned tid, smp_u64 *above) {
+TILEOPS_DEV unsigned smp_select(const char *row, long long o0, long long no, smp_u64 k, unsigned *cnt, smp_u64 *red,
+                                struct smp_pick *out, unsigned tid, smp_u64 *above, int *pending) {
     unsigned prefix = 0, chosen = 0; /* the digits chosen so far, and their bits */
     smp_u64 gt = 0;
     for (int p = 0; p < SMP_PASSES; p++) {
         const int shift = SMP_SHIFT(p);
         const unsigned digit_mask = (1u << SMP_WIDTH(p)) - 1u;
-        smp_histogram(row, 0u, chosen, prefix, shift, digit_mask, cnt, 0, 0, 0.0f, tid);
-        const struct smp_pick pk = smp_pick_count(cnt, k - gt, red, out, tid);
+        const struct smp_bins bn =
+            smp_histogram(row, o0, no, 0u, chosen, prefix, shift, digit_mask, cnt, 0, 0, 0.0f, tid, pending);
+        const struct smp_pick pk = smp_pick_count(bn, k - gt, red, out, tid);
         gt += pk.above;
         prefix |= (unsigned)pk.digit << shift;
         chosen |= digit_mask << shift;

@@ -3,22 +3,26 @@
  * in by the runtime):
  *   the k largest of each row, largest first, equal values by lower index first, NaN the
  *   largest, -0.0 equal to 0.0; values copied bit for bit.
- * One CTA of 1024 threads per row, no full sort:
+ * A row over a cluster of TILEOPS_CLUSTER CTAs of 1024 threads (1: one CTA), no full sort:
  *   1. the k-th largest key T by radix selection (smp_select: 3 passes over a float32
- *      row's keys, 2 over a 16-bit one's), and how many keys are above it;
- *   2. in index order (tiles of the row, a block scan per tile), every element above T and
- *      the first k - (those) equal to T, as ranks (key, index reversed) in shared memory;
- *   3. a bitonic sort of those ranks, largest first (pow2ceil(k) of them, padded with 0);
+ *      row's keys, 2 over a 16-bit one's, every CTA over its chunk, the histograms summed
+ *      over the cluster), and how many keys are above it;
+ *   2. in index order (a CTA's chunk after the chunks of the ranks below it: their counts
+ *      exchanged; tiles of the chunk, a block scan per tile), every element above T and
+ *      the first k - (those) equal to T, as ranks (key, index reversed) in the shared
+ *      memory of the cluster's CTA of rank 0;
+ *   3. there, a bitonic sort of those ranks, largest first (pow2ceil(k) of them, padded
+ *      with 0);
  *   4. values and indices written.
- * The same result as the CPU kernel (the same order, an exact selection).
+ * The same result as the CPU kernel (the same order, an exact selection), whatever the
+ * cluster's size.
  *
  * ==== Parameters (arg_format "ppp") =======================================================
  *   (const void *logits, void *values /+ 0 when TILEOPS_VALUES 0 +/, long long *indices):
- *   logits contiguous [rows, V], values and indices [rows, K]; grid.x = rows, block 1024,
- *   dynamic shared memory TILEOPS_KP x 8 bytes.
+ *   logits contiguous [rows, V], values and indices [rows, K]; grid.x = rows x CLUSTER,
+ *   block 1024, dynamic shared memory TILEOPS_KP x 8 bytes.
  *
- * ==== Defines (besides sampling_common.cuh's, with TILEOPS_CLUSTER 1, TILEOPS_THREADS
- * 1024, TILEOPS_CHUNK >= V) =====================================================================
+ * ==== Defines (besides sampling_common.cuh's, with TILEOPS_THREADS 1024) ==================
  *   TILEOPS_K = k (1 <= k <= V); TILEOPS_KP = pow2ceil(k); TILEOPS_VALUES 1 to write values. */
 #include "sampling_common.cuh"
 
@@ -28,59 +32,82 @@
 #if TILEOPS_K < 1 || TILEOPS_K > TILEOPS_N || TILEOPS_KP < TILEOPS_K || TILEOPS_KP & (TILEOPS_KP - 1)
 #error "TILEOPS_K must be in [1, V] and TILEOPS_KP the power of two at or above it"
 #endif
-#if TILEOPS_CLUSTER != 1 || TILEOPS_THREADS != SMP_SEL_THREADS || TILEOPS_CHUNK < TILEOPS_N
-#error "top_k.cu: one CTA of 1024 threads per row (TILEOPS_CLUSTER 1, TILEOPS_CHUNK >= V)"
+#if TILEOPS_THREADS != SMP_SEL_THREADS
+#error "top_k.cu: CTAs of 1024 threads"
 #endif
 
-extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k(const void *x, void *values, long long *indices) {
+extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const void *x, void *values,
+                                                                         long long *indices) {
     TILEOPS_PDL_PROLOGUE();
     extern __shared__ __attribute__((aligned(16))) smp_u64 sel[];
     __shared__ unsigned cnt[SMP_BINS];
     __shared__ smp_u64 red[TILEOPS_WARPS];
+    __shared__ smp_u64 slot;
     __shared__ struct smp_pick out;
     const unsigned tid = tileops_tid();
     const long long row = smp_row();
     const char *xrow = (const char *)x + row * (long long)TILEOPS_N * TILEOPS_E;
+    long long o0, no;
+    smp_sel_chunk(&o0, &no);
+    const int rank0 = smp_rank_in_cluster() == 0;
+    int pending = 0;
 
     smp_u64 above;
-    const unsigned t = smp_select(xrow, TILEOPS_K, cnt, red, &out, tid, &above);
+    const unsigned t = smp_select(xrow, o0, no, TILEOPS_K, cnt, red, &out, tid, &above, &pending);
     const smp_u64 need = TILEOPS_K - above; /* of the keys equal to t, the first `need` */
 
-    for (int i = (int)tid; i < TILEOPS_KP; i += SMP_SEL_THREADS)
-        sel[i] = 0;
+    if (rank0)
+        for (int i = (int)tid; i < TILEOPS_KP; i += SMP_SEL_THREADS)
+            sel[i] = 0;
+    /* base: (above t) << 32 | (equal to t), in the chunks of the ranks below and the tiles
+     * before */
+    smp_u64 base = 0;
+#if TILEOPS_CLUSTER > 1
+    smp_u64 largest;
+    /* the exchange's barrier also orders rank 0's zeroed sel before the others' writes */
+    smp_sel_exchange(smp_count_around(xrow, o0, no, t, red, tid), &slot, tid, &pending, &base, &largest);
+#else
+    (void)slot;
     tileops_barrier();
-    smp_u64 base = 0; /* (above t) << 32 | (equal to t), in the tiles before */
+#endif
     SMP_SEL_UNROLL
     for (int j = 0; j < TILEOPS_OPT; j++) {
         const long long o = (long long)j * SMP_SEL_THREADS + tid;
         unsigned key[8], bits[8];
         float f[8];
         smp_u64 mine = 0;
-        if (o < SMP_NO) {
-            smp_keys8(xrow, o, key, f, bits);
+        if (o < no) {
+            smp_keys8(xrow, o0 + o, key, f, bits);
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                mine += key[e] > t ? (1ull << 32) : key[e] == t && 8 * o + e < TILEOPS_N ? 1ull : 0ull;
+                mine += key[e] > t ? (1ull << 32) : key[e] == t && 8 * (o0 + o) + e < TILEOPS_N ? 1ull : 0ull;
         }
         smp_u64 total;
         smp_u64 at = base + smp_block_scan_u64(mine, red, tid, &total);
         base += total;
-        if (o < SMP_NO) {
+        if (o < no) {
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                const long long i = 8 * o + e;
+                const long long i = 8 * (o0 + o) + e;
                 if (key[e] > t) {
-                    sel[at >> 32] = smp_rank(key[e], i);
+                    smp_put_rank0(&sel[at >> 32], smp_rank(key[e], i));
                     at += 1ull << 32;
                 } else if (key[e] == t && i < TILEOPS_N) {
                     const smp_u64 r = at & 0xffffffffull;
                     if (r < need)
-                        sel[above + r] = smp_rank(key[e], i);
+                        smp_put_rank0(&sel[above + r], smp_rank(key[e], i));
                     at += 1;
                 }
             }
         }
     }
+    /* every rank's writes to sel visible to rank 0; then only rank 0 goes on (no CTA reads
+     * another's shared memory after this barrier) */
+    smp_cluster_settle(&pending);
+    smp_cluster_arrive();
+    smp_cluster_wait();
+    if (!rank0)
+        return;
     tileops_barrier();
 
     /* bitonic sort, largest first */

@@ -6,7 +6,10 @@
  *   finite): in the order larger value first, equal values by lower index first, an
  *   element is kept when the probability mass before it is < p (the first always);
  *   masked elements become -inf, kept ones keep their bits; a row with a NaN is all NaN.
- * One CTA of 1024 threads per row, the same steps as the CPU kernel (top_k_top_p_mask.c):
+ * A row over a cluster of TILEOPS_CLUSTER CTAs of 1024 threads (1: one CTA), each over its
+ * chunk of the row, the same steps as the CPU kernel (top_k_top_p_mask.c), every sum and
+ * histogram over the cluster (sampling_common.cuh: integer counts and masses, so the same
+ * result whatever the cluster's size):
  *   1. m = max, and whether the row has a NaN (then: NaN written, done);
  *   2. top-k: the k-th largest key T by radix selection (smp_select);
  *   3. top-p: integer weights W = floor(exp(x - m) 2^40) (exact sums in any order),
@@ -16,25 +19,25 @@
  *      index are kept (all when W_K is 0);
  *   4. one pass writes -inf over the masked elements (in place: only those; out of place:
  *      every element), ranking the elements equal to K in index order (a block scan per
- *      tile) only when some of them are masked.
+ *      tile, after the counts of the chunks of the ranks below) only when some of them are
+ *      masked.
  * exp here is ex2.approx (the CPU kernel's is its own): the edge can differ from the CPU's
  * only where the mass before an element is within rounding of p Z.
  *
  * ==== Parameters (arg_format "pppp") ======================================================
  *   (const void *logits, const void *k /+ 0 without +/, const float *p /+ 0 without +/,
  *    void *out /+ the logits themselves: in place +/): contiguous [rows, V] and [rows];
- *   grid.x = rows, block 1024, no dynamic shared memory.
+ *   grid.x = rows x CLUSTER, block 1024, no dynamic shared memory.
  *
- * ==== Defines (besides sampling_common.cuh's, with TILEOPS_CLUSTER 1, TILEOPS_THREADS
- * 1024, TILEOPS_CHUNK >= V) =====================================================================
+ * ==== Defines (besides sampling_common.cuh's, with TILEOPS_THREADS 1024) ===================
  *   TILEOPS_HAS_K, TILEOPS_HAS_P 0 or 1; TILEOPS_K64 1 for int64 k, 0 for int32. */
 #include "sampling_common.cuh"
 
 #if !defined(TILEOPS_HAS_K) || !defined(TILEOPS_HAS_P) || !defined(TILEOPS_K64)
 #error "top_k_top_p_mask.cu needs -DTILEOPS_HAS_K, -DTILEOPS_HAS_P, -DTILEOPS_K64"
 #endif
-#if TILEOPS_CLUSTER != 1 || TILEOPS_THREADS != SMP_SEL_THREADS || TILEOPS_CHUNK < TILEOPS_N
-#error "top_k_top_p_mask.cu: one CTA of 1024 threads per row (TILEOPS_CLUSTER 1, TILEOPS_CHUNK >= V)"
+#if TILEOPS_THREADS != SMP_SEL_THREADS
+#error "top_k_top_p_mask.cu: CTAs of 1024 threads"
 #endif
 
 #if TILEOPS_E == 4
@@ -68,13 +71,17 @@ TILEOPS_DEV smp_u64 tkp_bound(float p, smp_u64 z) {
     return r;
 }
 
-extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x, const void *kk, const float *pp,
-                                                                   void *y) {
+/* the float of an ordered key (smp_key's inverse; 0x80000000: +0.0) */
+TILEOPS_DEV float tkp_unkey(unsigned k) { return tileops_as_float(k & 0x80000000u ? k & 0x7fffffffu : ~k); }
+
+extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_mask(const void *x, const void *kk,
+                                                                                    const float *pp, void *y) {
     TILEOPS_PDL_PROLOGUE();
     __shared__ unsigned cnt[SMP_BINS];
     __shared__ unsigned mass_lo[SMP_BINS], mass_hi[SMP_BINS];
     __shared__ smp_u64 red[TILEOPS_WARPS];
     __shared__ float fred[TILEOPS_WARPS];
+    __shared__ smp_u64 slot[4]; /* one word per exchange */
     __shared__ struct smp_pick out;
     __shared__ int lowest;
     const unsigned tid = tileops_tid();
@@ -82,6 +89,10 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x
     const char *xrow = (const char *)x + row * (long long)TILEOPS_N * TILEOPS_E;
     char *yrow = (char *)y + row * (long long)TILEOPS_N * TILEOPS_E;
     const int in_place = x == y;
+    long long o0, no;
+    smp_sel_chunk(&o0, &no);
+    int pending = 0;
+    smp_u64 before, largest;
 
     /* 1. the maximum, and NaN */
     float m = SMP_NINF;
@@ -89,10 +100,10 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x
     SMP_SEL_UNROLL
     for (int j = 0; j < TILEOPS_OPT; j++) {
         const long long o = (long long)j * SMP_SEL_THREADS + tid;
-        if (o < SMP_NO) {
+        if (o < no) {
             unsigned key[8], bits[8];
             float f[8];
-            smp_keys8(xrow, o, key, f, bits);
+            smp_keys8(xrow, o0 + o, key, f, bits);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
                 m = smp_max(m, f[e]);
@@ -101,11 +112,18 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x
         }
     }
     m = smp_block_max(m, fred, tid);
-    if (smp_block_sum_u64(nan, red, tid)) {
-        for (long long i = tid; i < TILEOPS_N; i += SMP_SEL_THREADS)
+    const int has_nan = smp_block_sum_u64(nan, red, tid) != 0;
+    /* over the cluster, one word a CTA: the key of its maximum, and 2^40 when it has a NaN
+     * (the sum counts those; without one the largest word is the row's maximum's key) */
+    const smp_u64 word = smp_sel_exchange((smp_u64)smp_key(m) | ((smp_u64)has_nan << 40), &slot[0], tid, &pending,
+                                          &before, &largest);
+    if (word >> 40) {
+        for (long long i = 8 * o0 + tid; i < 8 * (o0 + no) && i < TILEOPS_N; i += SMP_SEL_THREADS)
             tkp_put(yrow, i, TKP_NAN);
+        smp_cluster_settle(&pending);
         return;
     }
+    m = tkp_unkey((unsigned)largest);
 
     /* 2. top-k */
     unsigned tk = 0;
@@ -117,7 +135,7 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x
 #endif
     if (k >= 1 && k < TILEOPS_N) {
         smp_u64 above;
-        tk = smp_select(xrow, (smp_u64)k, cnt, red, &out, tid, &above);
+        tk = smp_select(xrow, o0, no, (smp_u64)k, cnt, red, &out, tid, &above, &pending);
     }
 #else
     (void)kk;
@@ -136,22 +154,23 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x
         SMP_SEL_UNROLL
         for (int j = 0; j < TILEOPS_OPT; j++) {
             const long long o = (long long)j * SMP_SEL_THREADS + tid;
-            if (o < SMP_NO) {
+            if (o < no) {
                 unsigned key[8], bits[8];
                 float f[8];
-                smp_keys8(xrow, o, key, f, bits);
+                smp_keys8(xrow, o0 + o, key, f, bits);
 #pragma unroll
                 for (int e = 0; e < 8; e++)
-                    if (8 * o + e < TILEOPS_N && key[e] >= tk) {
+                    if (8 * (o0 + o) + e < TILEOPS_N && key[e] >= tk) {
                         z += smp_weight(f[e], m);
                         top = key[e] > top ? key[e] : top;
                     }
             }
         }
-        z = smp_block_sum_u64(z, red, tid);
+        z = smp_sel_exchange(smp_block_sum_u64(z, red, tid), &slot[1], tid, &pending, &before, &largest);
         const smp_u64 bound = tkp_bound(p, z);
         if (bound == 0) { /* p <= 0: the largest alone, its first element */
-            kb = (unsigned)smp_block_max_u64(top, red, tid);
+            smp_sel_exchange(smp_block_max_u64(top, red, tid), &slot[2], tid, &pending, &before, &largest);
+            kb = (unsigned)largest;
             take = 1;
             count_b = 2; /* more than take: rank the ties */
         } else {
@@ -161,8 +180,9 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x
             for (int pass = 0; pass < SMP_PASSES; pass++) {
                 const int shift = SMP_SHIFT(pass);
                 const unsigned digit_mask = (1u << SMP_WIDTH(pass)) - 1u;
-                smp_histogram(xrow, tk, chosen, prefix, shift, digit_mask, cnt, mass_lo, mass_hi, m, tid);
-                pk = smp_pick_mass(cnt, mass_lo, mass_hi, g, bound, red, &out, &lowest, tid);
+                const struct smp_bins bn = smp_histogram(xrow, o0, no, tk, chosen, prefix, shift, digit_mask, cnt,
+                                                         mass_lo, mass_hi, m, tid, &pending);
+                pk = smp_pick_mass(bn, g, bound, red, &out, &lowest, tid);
                 g = pk.above;
                 prefix |= (unsigned)pk.digit << shift;
                 chosen |= digit_mask << shift;
@@ -179,29 +199,35 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x
 
     /* 4. the write */
     const int rank_ties = top_p && take < count_b;
-    smp_u64 base = 0; /* elements equal to kb in the tiles before */
+    smp_u64 base = 0; /* elements equal to kb in the chunks of the ranks below, and the tiles before */
+#if TILEOPS_CLUSTER > 1
+    if (rank_ties) { /* uniform over the cluster; the low word: the keys equal to kb */
+        smp_sel_exchange(smp_count_around(xrow, o0, no, kb, red, tid) & 0xffffffffull, &slot[3], tid, &pending, &base,
+                         &largest);
+    }
+#endif
     SMP_SEL_UNROLL
     for (int j = 0; j < TILEOPS_OPT; j++) {
         const long long o = (long long)j * SMP_SEL_THREADS + tid;
         unsigned key[8], bits[8];
         float f[8];
         smp_u64 at = 0;
-        if (o < SMP_NO)
-            smp_keys8(xrow, o, key, f, bits);
+        if (o < no)
+            smp_keys8(xrow, o0 + o, key, f, bits);
         if (rank_ties) { /* uniform over the CTA: every thread takes part in the scan */
             smp_u64 mine = 0, total;
-            if (o < SMP_NO) {
+            if (o < no) {
 #pragma unroll
                 for (int e = 0; e < 8; e++)
-                    mine += 8 * o + e < TILEOPS_N && key[e] == kb;
+                    mine += 8 * (o0 + o) + e < TILEOPS_N && key[e] == kb;
             }
             at = base + smp_block_scan_u64(mine, red, tid, &total);
             base += total;
         }
-        if (o < SMP_NO) {
+        if (o < no) {
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                const long long i = 8 * o + e;
+                const long long i = 8 * (o0 + o) + e;
                 if (i >= TILEOPS_N)
                     continue;
                 int keep = key[e] >= tk;
@@ -218,4 +244,5 @@ extern "C" __global__ void TILEOPS_BOUNDS tileops_top_k_top_p_mask(const void *x
             }
         }
     }
+    smp_cluster_settle(&pending); /* no CTA exits while another may read its shared memory */
 }

@@ -12,10 +12,14 @@ Launch rules (csrc/ops/sampling/sampling_common.cuh says what the kernels take):
     the power of two at or above CHUNK / 32 (4 octets a thread) in [128, 512] (1024 when
     read three times). grid.x = rows x cluster (in pieces below 2^31); argmax's and
     sample's `threads`: the power of two at or above CHUNK / 64 (8 octets), in [128, 1024].
-  top_k, top_k_top_p_mask: one CTA of 1024 threads per row, grid.x = rows.
+  top_k, top_k_top_p_mask: a row over a cluster of `selection_cluster(rows, ...)` CTAs of
+    1024 threads (a batch too small to fill the SMs spreads each row's passes over up to
+    8 SMs), grid.x = rows x cluster; their histograms hold integer counts and masses, so
+    the result is the same whatever the cluster.
 Softmax's every choice depends on V, the dtypes and the device's architecture, never on
 the number of rows: a row's bits are the same whatever else is in the batch. Argmax's and
-sample's result is an index, exactly the same under every split."""
+sample's result is an index, and the selections' the exact top-k / mask, the same under
+every split."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -97,10 +101,27 @@ def _softmax_plan(cluster: int, chunk: int, octets: int, stage_bytes: int, smem_
     return RowPlan(cluster, chunk, threads, opt, int(stage), smem, max(1, per_sm))
 
 
-def selection_plan(V: int) -> RowPlan:
-    """One CTA of 1024 threads per row (top_k, top_k_top_p_mask)."""
-    chunk = -(-V // 8) * 8
-    return RowPlan(1, chunk, SEL_THREADS, -(-(chunk // 8) // SEL_THREADS), False, 0, 1)
+def selection_plan(V: int, cluster: int = 1) -> RowPlan:
+    """A row of top_k, top_k_top_p_mask over `cluster` CTAs of 1024 threads: V / cluster
+    elements each, rounded up to octets."""
+    chunk = -(-V // (8 * cluster)) * 8
+    return RowPlan(cluster, chunk, SEL_THREADS, -(-(chunk // 8) // SEL_THREADS), False, 0, 1)
+
+
+SEL_MIN_CHUNK = 8 * SEL_THREADS   # a selection CTA of a cluster takes at least an octet a thread
+
+
+def selection_cluster(rows: int, V: int, arch_: int, sm_count: int) -> int:
+    """The cluster of a selection kernel's row: the largest of 8, 4, 2 whose CTAs (rows x
+    cluster) fit one per SM with at least SEL_MIN_CHUNK elements each (sm_90 and later);
+    else 1. A row's CTA alone makes every radix pass over the row: at B = 1 one SM did
+    the work in ~110 µs where torch.topk took 33 (H200, session 14)."""
+    if arch_ < 90:
+        return 1
+    for c in (8, 4, 2):
+        if rows * c <= sm_count and V >= c * SEL_MIN_CHUNK:
+            return c
+    return 1
 
 
 def vec(dtype, V: int, aligned16: bool) -> int:
@@ -138,8 +159,8 @@ def sample_specialisation(dtype_code, V, aligned16, arch_, smem_optin, one_cta=F
     return "sampling/sample_from_probs.cu", "tileops_sample_from_probs", tuple(_row_opts(dtype_code, V, v, plan)), plan
 
 
-def top_k_specialisation(dtype_code, V, k, values, aligned16):
-    plan = selection_plan(V)
+def top_k_specialisation(dtype_code, V, k, values, aligned16, cluster=1):
+    plan = selection_plan(V, cluster)
     kp = _pow2ceil(k)
     plan = plan._replace(smem=kp * 8)
     opts = _row_opts(dtype_code, V, vec(DTYPE[dtype_code], V, aligned16), plan) + [
@@ -147,8 +168,8 @@ def top_k_specialisation(dtype_code, V, k, values, aligned16):
     return "sampling/top_k.cu", "tileops_top_k", tuple(opts), plan
 
 
-def top_k_top_p_mask_specialisation(dtype_code, V, has_k, k_dtype_code, has_p, aligned16):
-    plan = selection_plan(V)
+def top_k_top_p_mask_specialisation(dtype_code, V, has_k, k_dtype_code, has_p, aligned16, cluster=1):
+    plan = selection_plan(V, cluster)
     opts = _row_opts(dtype_code, V, vec(DTYPE[dtype_code], V, aligned16), plan) + [
         f"-DTILEOPS_HAS_K={int(bool(has_k))}", f"-DTILEOPS_HAS_P={int(bool(has_p))}",
         f"-DTILEOPS_K64={int(DTYPE[k_dtype_code] is torch.int64)}"]
@@ -237,10 +258,34 @@ def build_sample(b):
     return launch
 
 
+def _selection_launcher(b, specialisation, arg_format: str):
+    """The launcher of a selection kernel: each row over selection_cluster(rows, ...) CTAs,
+    each cluster's build made on its first use (the warm-up rule: a call at the shape
+    before a capture). The result does not depend on the cluster, so while a stream
+    captures, a cluster not built yet falls back to one that is (the nearest)."""
+    from ... import runtime
+    from ...errors import NotReadyDuringCaptureError
+    sm_count = runtime.device_attributes(b.device)["sm_count"]
+    launchers = {}
+
+    def launch(rows, ptrs):
+        c = selection_cluster(rows, b.V, b.arch, sm_count)
+        run = launchers.get(c)
+        if run is None:
+            try:
+                run = launchers[c] = _rows_launcher(b, specialisation(c), arg_format)
+            except NotReadyDuringCaptureError:
+                if not launchers:
+                    raise
+                run = launchers[min(launchers, key=lambda have: abs(have - c))]
+        run(rows, ptrs)
+    return launch
+
+
 def build_top_k(b):
     if b.k == 0:
         return lambda logits, values, indices: None
-    run = _rows_launcher(b, top_k_specialisation(b.dtype, b.V, b.k, b.values, b.vec), "ppp")
+    run = _selection_launcher(b, lambda c: top_k_specialisation(b.dtype, b.V, b.k, b.values, b.vec, c), "ppp")
     e = DTYPE[b.dtype].itemsize
 
     def launch(logits, values, indices):
@@ -250,8 +295,8 @@ def build_top_k(b):
 
 
 def build_top_k_top_p_mask(b):
-    spec = top_k_top_p_mask_specialisation(b.dtype, b.V, b.has_k, b.k_dtype, b.has_p, b.vec)
-    run = _rows_launcher(b, spec, "pppp")
+    run = _selection_launcher(
+        b, lambda c: top_k_top_p_mask_specialisation(b.dtype, b.V, b.has_k, b.k_dtype, b.has_p, b.vec, c), "pppp")
     e, ke = DTYPE[b.dtype].itemsize, DTYPE[b.k_dtype].itemsize
 
     def launch(logits, k, p, masked):
