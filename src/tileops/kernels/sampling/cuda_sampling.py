@@ -113,13 +113,14 @@ SEL_MIN_CHUNK = 8 * SEL_THREADS   # a selection CTA of a cluster takes at least 
 
 def selection_cluster(rows: int, V: int, arch_: int, sm_count: int) -> int:
     """The cluster of a selection kernel's row: the largest of 8, 4, 2 whose CTAs (rows x
-    cluster) fit one per SM with at least SEL_MIN_CHUNK elements each (sm_90 and later);
-    else 1. A row's CTA alone makes every radix pass over the row: at B = 1 one SM did
+    cluster) fill at most half the SMs (clusters of 1024-thread CTAs past that queue in a
+    second wave: B = 32 in clusters of 4 took 140 µs against 124 in clusters of 2, H200)
+    with at least SEL_MIN_CHUNK elements each (sm_90 and later); else 1. A row's CTA alone makes every radix pass over the row: at B = 1 one SM did
     the work in ~110 µs where torch.topk took 33 (H200, session 14)."""
     if arch_ < 90:
         return 1
     for c in (8, 4, 2):
-        if rows * c <= sm_count and V >= c * SEL_MIN_CHUNK:
+        if 2 * rows * c <= sm_count and V >= c * SEL_MIN_CHUNK:
             return c
     return 1
 
