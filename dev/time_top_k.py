@@ -4,11 +4,12 @@ tileops_top_k_top_p_mask) in lab variants on a GPU, against torch in the same pr
 torch.topk at B = 1).
 
     PYTHONPATH=src python3 dev/time_top_k.py [--batches 1,8,32,128] [--dtypes bfloat16,float32]
-        [--variants c1a0,c1a1,c4a1,c8a1] [--ops top_k,mask] [--out top_k_lab.json]
+        [--variants c1,c2,c4,c8] [--ops top_k,mask] [--out top_k_lab.json]
 
-A variant cCaA: the row over a cluster of C CTAs of 1024 threads (cuda_sampling's
-selection_plan(V, C)), the histograms' adds warp-aggregated (A = 1,
--DTILEOPS_SEL_AGG) or one per key (A = 0, the kernels of session 14). Each variant is
+A variant cC: the row over a cluster of C CTAs of 1024 threads (cuda_sampling's
+selection_plan(V, C)). (Session 15's variants cCa1, the histograms' adds warp-aggregated
+by match.any, measured slower and left the kernels in session 16: commit 75f5deb has
+them.) Each variant is
 launched raw (runtime.build + _C.cuda_launch, as the op's launcher does) and its result
 checked bit for bit: top-k's values against torch.topk's (its indices against the logits
 and the first variant's: torch.topk does not promise ties' order), the mask against the
@@ -31,15 +32,14 @@ from tileops.kernels.sampling import cuda_sampling as K
 V = 128256
 
 
-def parse_variant(v: str):
-    c, a = v[1:].split("a")
-    return int(c), int(a)
+def parse_variant(v: str) -> int:
+    return int(v[1:])
 
 
-def launcher(specialisation, fmt, rows, cluster, agg, ptrs):
-    """A raw launch of specialisation(cluster) (cuda_sampling's) with -DTILEOPS_SEL_AGG=agg."""
+def launcher(specialisation, fmt, rows, cluster, ptrs):
+    """A raw launch of specialisation(cluster) (cuda_sampling's)."""
     source, kernel, opts, plan = specialisation(cluster)
-    handle = runtime.build(0, source, kernel, tuple(opts) + (f"-DTILEOPS_SEL_AGG={agg}",), fmt, pdl=True)
+    handle = runtime.build(0, source, kernel, tuple(opts), fmt, pdl=True)
     stream = torch._C._cuda_getCurrentRawStream
 
     def launch():
@@ -58,8 +58,7 @@ def top_k_case(B, dtype, k, variants):
     fns = {"torch": lambda: torch.topk(x, k, dim=-1)}
     first = None
     for v in variants:
-        c, a = parse_variant(v)
-        fn = launcher(spec, "ppp", B, c, a, (x.data_ptr(), vals.data_ptr(), idx.data_ptr()))
+        fn = launcher(spec, "ppp", B, parse_variant(v), (x.data_ptr(), vals.data_ptr(), idx.data_ptr()))
         vals.fill_(0), idx.fill_(-1)
         fn()
         torch.cuda.synchronize()
@@ -89,8 +88,7 @@ def mask_case(B, dtype, fixed, variants):
     first = None
     fns = {}
     for v in variants:
-        c, a = parse_variant(v)
-        fn = launcher(spec, "pppp", B, c, a, (x.data_ptr(), k.data_ptr(), p.data_ptr(), out.data_ptr()))
+        fn = launcher(spec, "pppp", B, parse_variant(v), (x.data_ptr(), k.data_ptr(), p.data_ptr(), out.data_ptr()))
         out.fill_(7.0)
         fn()
         torch.cuda.synchronize()
@@ -111,7 +109,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", default="1,8,32,128")
     ap.add_argument("--dtypes", default="bfloat16,float32")
-    ap.add_argument("--variants", default="c1a0,c1a1,c2a1,c4a1,c8a1")
+    ap.add_argument("--variants", default="c1,c2,c4,c8")
     ap.add_argument("--ops", default="top_k,mask")
     ap.add_argument("--ks", default="50,1024")
     ap.add_argument("--out", default="top_k_lab.json")

@@ -340,13 +340,16 @@ TILEOPS_DEV void smp_cluster_wait(void) {
 }
 #if TILEOPS_CLUSTER > 1
 /* the word at the same shared address as p in the CTA of rank `rank` */
-TILEOPS_DEV float smp_ld_cluster_f32(const float *p, unsigned rank) {
-    float r;
-    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %1, %2; ld.shared::cluster.f32 %0, [a]; }"
-                 : "=f"(r)
+TILEOPS_DEV unsigned smp_ld_cluster_u32(const void *p, unsigned rank) {
+    unsigned r;
+    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %1, %2; ld.shared::cluster.u32 %0, [a]; }"
+                 : "=r"(r)
                  : "r"(smp_smem_addr(p)), "r"(rank)
                  : "memory");
     return r;
+}
+TILEOPS_DEV float smp_ld_cluster_f32(const float *p, unsigned rank) {
+    return tileops_as_float(smp_ld_cluster_u32(p, rank));
 }
 TILEOPS_DEV smp_u64 smp_ld_cluster_u64(const smp_u64 *p, unsigned rank) {
     smp_u64 r;
@@ -426,6 +429,9 @@ TILEOPS_DEV long long smp_row(void) { return (long long)(tileops_ctaid() / TILEO
  * CTA next writes what others read (smp_cluster_settle) and before it exits. With
  * TILEOPS_CLUSTER 1 every exchange is the CTA's own value. */
 #define SMP_BINS 2048
+#if TILEOPS_N >= 4294967296LL
+#error "the selections' counts are 32-bit words: V < 2^32"
+#endif
 #define SMP_SEL_THREADS 1024 /* two bins per thread in the scans */
 #define SMP_SEL_UNROLL _Pragma("unroll 2") /* a pass over the row: short code, loads in flight */
 #if TILEOPS_E == 4
@@ -505,11 +511,14 @@ struct smp_pick {
     int digit;
     smp_u64 above; /* what the bins above the digit hold (counts or masses) */
     smp_u64 count, mass;
+    /* this CTA's own keys: how many in the bins above the digit (smp_pick_count only), and
+     * in the digit's bin */
+    smp_u64 local_above, local_count;
 };
 
 /* ---- the cluster's exchanges -------------------------------------------------------- */
 /* the CTA's octets of the row: [*o0, *o0 + *no) */
-TILEOPS_DEV void smp_sel_chunk(long long *o0, long long *no) {
+TILEOPS_DEV void smp_sel_chunk(int *o0, int *no) {
     const long long c0 = smp_chunk_first();
     *o0 = c0 / 8;
     *no = (smp_chunk_count(c0) + 7) / 8;
@@ -521,14 +530,6 @@ TILEOPS_DEV void smp_cluster_settle(int *pending) {
     *pending = 0;
 }
 #if TILEOPS_CLUSTER > 1
-TILEOPS_DEV unsigned smp_ld_cluster_u32(const unsigned *p, unsigned rank) {
-    unsigned r;
-    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %1, %2; ld.shared::cluster.u32 %0, [a]; }"
-                 : "=r"(r)
-                 : "r"(smp_smem_addr(p)), "r"(rank)
-                 : "memory");
-    return r;
-}
 TILEOPS_DEV void smp_st_cluster_u64(smp_u64 *p, unsigned rank, smp_u64 v) {
     asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %0, %1; st.shared::cluster.u64 [a], %2; }" ::"r"(
                      smp_smem_addr(p)),
@@ -608,16 +609,20 @@ struct smp_bins {
 
 /* Digit of the k-th largest (1 <= need <= the histogram's total) in the counts: the bin d
  * with (counts above d) < need <= (counts above d) + count[d]. */
-TILEOPS_DEV struct smp_pick smp_pick_count(struct smp_bins bn, smp_u64 need, smp_u64 *red, struct smp_pick *out,
-                                           unsigned tid) {
+TILEOPS_DEV struct smp_pick smp_pick_count(struct smp_bins bn, const unsigned *cnt, smp_u64 need, smp_u64 *red,
+                                           struct smp_pick *out, unsigned tid) {
     const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
     const smp_u64 ch = bn.ch, cl = bn.cl;
+    /* one scan of both: the cluster's counts in the high word, the CTA's in the low (each
+     * at most V < 2^32) */
     smp_u64 total;
-    const smp_u64 ah = smp_block_scan_u64(ch + cl, red, tid, &total), al = ah + ch;
+    const unsigned lh = cnt[dh], ll = cnt[dl];
+    const smp_u64 s = smp_block_scan_u64(((ch + cl) << 32) | (lh + ll), red, tid, &total);
+    const smp_u64 ah = s >> 32, al = ah + ch, lah = s & 0xffffffffull, lal = lah + lh;
     if (ah < need && need <= ah + ch)
-        out->digit = dh, out->above = ah;
+        out->digit = dh, out->above = ah, out->local_above = lah, out->local_count = lh;
     if (al < need && need <= al + cl)
-        out->digit = dl, out->above = al;
+        out->digit = dl, out->above = al, out->local_above = lal, out->local_count = ll;
     tileops_barrier();
     const struct smp_pick p = *out;
     tileops_barrier();
@@ -626,8 +631,8 @@ TILEOPS_DEV struct smp_pick smp_pick_count(struct smp_bins bn, smp_u64 need, smp
 
 /* The top-p digit: the lowest non-empty bin d whose mass above (g + the masses of the bins
  * above d) is < bound. (g < bound: one exists.) */
-TILEOPS_DEV struct smp_pick smp_pick_mass(struct smp_bins bn, smp_u64 g, smp_u64 bound, smp_u64 *red,
-                                          struct smp_pick *out, int *lowest, unsigned tid) {
+TILEOPS_DEV struct smp_pick smp_pick_mass(struct smp_bins bn, const unsigned *cnt, smp_u64 g, smp_u64 bound,
+                                          smp_u64 *red, struct smp_pick *out, int *lowest, unsigned tid) {
     const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
     const smp_u64 wh = bn.wh, wl = bn.wl;
     smp_u64 total;
@@ -645,6 +650,7 @@ TILEOPS_DEV struct smp_pick smp_pick_mass(struct smp_bins bn, smp_u64 g, smp_u64
         out->above = d == dh ? ah : al;
         out->count = d == dh ? bn.ch : bn.cl;
         out->mass = d == dh ? wh : wl;
+        out->local_count = cnt[d];
     }
     tileops_barrier();
     const struct smp_pick p = *out;
@@ -658,59 +664,13 @@ TILEOPS_DEV smp_u64 smp_weight(float f, float m) {
     asm("cvt.rzi.u64.f32 %0, %1;" : "=l"(w) : "f"(tileops_mul(smp_exp(tileops_add(f, -m)), 1099511627776.0f)));
     return w;
 }
-#if !defined(TILEOPS_SEL_AGG)
-#define TILEOPS_SEL_AGG 0 /* measured slower on the H200: match.any costs more than the collisions (session 15) */
-#endif
-#if TILEOPS_SEL_AGG && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#error "TILEOPS_SEL_AGG 1 needs sm_80 or later (match.any, redux.sync)"
-#endif
-/* The lanes of the warp whose v equals this lane's (every lane of the warp calls it). */
-TILEOPS_DEV unsigned smp_match_any(unsigned v) {
-    unsigned m;
-    asm volatile("match.any.sync.b32 %0, %1, 0xffffffff;" : "=r"(m) : "r"(v));
-    return m;
-}
-TILEOPS_DEV unsigned smp_warp_max_u32(unsigned v) {
-    unsigned r;
-    asm volatile("redux.sync.max.u32 %0, %1, 0xffffffff;" : "=r"(r) : "r"(v));
-    return r;
-}
-TILEOPS_DEV unsigned smp_lanemask_lt(void) {
-    unsigned r;
-    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(r));
-    return r;
-}
-TILEOPS_DEV unsigned smp_popc(unsigned v) {
-    unsigned r;
-    asm("popc.b32 %0, %1;" : "=r"(r) : "r"(v));
-    return r;
-}
-/* The sum of w over the lanes of `peers` (this lane among them), in the lane of `peers`'
- * lowest set bit (the others' results are partial): a tree over the group's ranks, the
- * partner of rank r at step s the lane of rank r + s (fns: the n-th set bit). Every lane
- * of the warp calls it; `largest` (warp-uniform) is the size of the largest group. Integer sums:
- * exact in any order. */
-TILEOPS_DEV smp_u64 smp_group_sum_u64(smp_u64 w, unsigned peers, unsigned rank, unsigned largest) {
-    for (unsigned s = 1; s < largest; s <<= 1) {
-        unsigned src;
-        asm("fns.b32 %0, %1, 0, %2;" : "=r"(src) : "r"(peers), "r"((int)(rank + s + 1)));
-        const int take = src != 0xffffffffu && (rank & (2 * s - 1)) == 0;
-        unsigned lo_, hi_;
-        const unsigned from = take ? src : (tileops_tid() & 31u);
-        asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(lo_) : "r"((unsigned)w), "r"(from));
-        asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(hi_) : "r"((unsigned)(w >> 32)), "r"(from));
-        if (take)
-            w += ((smp_u64)hi_ << 32) | lo_;
-    }
-    return w;
-}
 /* One pass of a radix search over the CTA's chunk (octets [o0, o0 + no)): per digit
  * ((key >> shift) & digit_mask) of the keys >= floor that share the digits chosen so far
  * (key & chosen == prefix), the count (cnt) and, when lo is given, the mass (smp_weight;
  * lo, hi: its two words); then this thread's two bins of the scans summed over the
  * cluster. Clears the histograms first; every thread of the cluster calls it (an exchange:
  * it leaves *pending). */
-TILEOPS_DEV struct smp_bins smp_histogram(const char *row, long long o0, long long no, unsigned floor,
+TILEOPS_DEV struct smp_bins smp_histogram(const char *row, int o0, int no, unsigned floor,
                                            unsigned chosen, unsigned prefix, int shift, unsigned digit_mask,
                                            unsigned *cnt, unsigned *lo, unsigned *hi, float m, unsigned tid,
                                            int *pending) {
@@ -726,38 +686,6 @@ TILEOPS_DEV struct smp_bins smp_histogram(const char *row, long long o0, long lo
     SMP_SEL_UNROLL
     for (int j = 0; j < TILEOPS_OPT; j++) {
         const long long o = (long long)j * SMP_SEL_THREADS + tid;
-#if TILEOPS_SEL_AGG
-        /* Logits fall in a few dozen top digits: lanes adding to one bin would be
-         * serialised, so each warp's lanes of one digit add once (their number, and their
-         * masses summed in registers), by the lowest of them. Every lane takes part in the
-         * match (a lane past the chunk with keys of no digit). */
-        if ((long long)j * SMP_SEL_THREADS + (tid & ~31u) >= no)
-            break; /* warp-uniform: the whole warp is past the chunk */
-        unsigned key[8], bits[8];
-        float f[8];
-        const int in = o < no;
-        if (in)
-            smp_keys8(row, o0 + o, key, f, bits);
-        else
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                key[e] = 0, f[e] = 0.0f;
-#pragma unroll
-        for (int e = 0; e < 8; e++) {
-            const int ok = in && 8 * (o0 + o) + e < TILEOPS_N && key[e] >= floor && (key[e] & chosen) == prefix;
-            const unsigned d = (key[e] >> shift) & digit_mask;
-            const unsigned peers = smp_match_any(ok ? d : 0xffffffffu);
-            const unsigned rank = smp_popc(peers & smp_lanemask_lt());
-            if (ok && rank == 0)
-                smp_red_add_u32(&cnt[d], smp_popc(peers));
-            if (lo != 0) {
-                const smp_u64 w = smp_group_sum_u64(ok ? smp_weight(f[e], m) : 0ull, peers, rank,
-                                                    smp_warp_max_u32(smp_popc(peers)));
-                if (ok && rank == 0)
-                    smp_add_u64_split(&lo[d], &hi[d], w);
-            }
-        }
-#else
         if (o < no) {
             unsigned key[8], bits[8];
             float f[8];
@@ -771,7 +699,6 @@ TILEOPS_DEV struct smp_bins smp_histogram(const char *row, long long o0, long lo
                         smp_add_u64_split(&lo[d], &hi[d], smp_weight(f[e], m));
                 }
         }
-#endif
     }
     tileops_barrier();
     /* the cluster's bins: this thread's two of the scans */
@@ -791,7 +718,7 @@ TILEOPS_DEV struct smp_bins smp_histogram(const char *row, long long o0, long lo
 }
 
 /* (keys above t) << 32 | (keys equal to t) over the CTA's chunk (every thread calls it) */
-TILEOPS_DEV smp_u64 smp_count_around(const char *row, long long o0, long long no, unsigned t, smp_u64 *red,
+TILEOPS_DEV smp_u64 smp_count_around(const char *row, int o0, int no, unsigned t, smp_u64 *red,
                                      unsigned tid) {
     smp_u64 mine = 0;
 #pragma unroll 1
@@ -809,20 +736,23 @@ TILEOPS_DEV smp_u64 smp_count_around(const char *row, long long o0, long long no
     return smp_block_sum_u64(mine, red, tid);
 }
 
-/* The k-th largest key of the row (1 <= k <= V); *above: how many keys are larger. */
-TILEOPS_DEV unsigned smp_select(const char *row, long long o0, long long no, smp_u64 k, unsigned *cnt, smp_u64 *red,
-                                struct smp_pick *out, unsigned tid, smp_u64 *above, int *pending) {
+/* The k-th largest key t of the row (1 <= k <= V); *above: how many keys are larger;
+ * *local: (this CTA's keys above t) << 32 | (its keys equal to t), from the histograms. */
+TILEOPS_DEV unsigned smp_select(const char *row, int o0, int no, smp_u64 k, unsigned *cnt, smp_u64 *red,
+                                struct smp_pick *out, unsigned tid, smp_u64 *above, smp_u64 *local, int *pending) {
     unsigned prefix = 0, chosen = 0; /* the digits chosen so far, and their bits */
-    smp_u64 gt = 0;
+    smp_u64 gt = 0, lgt = 0;
     for (int p = 0; p < SMP_PASSES; p++) {
         const int shift = SMP_SHIFT(p);
         const unsigned digit_mask = (1u << SMP_WIDTH(p)) - 1u;
         const struct smp_bins bn =
             smp_histogram(row, o0, no, 0u, chosen, prefix, shift, digit_mask, cnt, 0, 0, 0.0f, tid, pending);
-        const struct smp_pick pk = smp_pick_count(bn, k - gt, red, out, tid);
+        const struct smp_pick pk = smp_pick_count(bn, cnt, k - gt, red, out, tid);
         gt += pk.above;
+        lgt += pk.local_above;
         prefix |= (unsigned)pk.digit << shift;
         chosen |= digit_mask << shift;
+        *local = (lgt << 32) | pk.local_count;
     }
     *above = gt;
     return prefix;

@@ -8,7 +8,8 @@
  *      row's keys, 2 over a 16-bit one's, every CTA over its chunk, the histograms summed
  *      over the cluster), and how many keys are above it;
  *   2. in index order (a CTA's chunk after the chunks of the ranks below it: their counts
- *      exchanged; tiles of the chunk, a block scan per tile), every element above T and
+ *      above and equal to T, read off the selection's histograms, exchanged; tiles of the
+ *      chunk, a block scan per tile), every element above T and
  *      the first k - (those) equal to T, as ranks (key, index reversed) in the shared
  *      memory of the cluster's CTA of rank 0;
  *   3. there, a bitonic sort of those ranks, largest first (pow2ceil(k) of them, padded
@@ -47,13 +48,13 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const v
     const unsigned tid = tileops_tid();
     const long long row = smp_row();
     const char *xrow = (const char *)x + row * (long long)TILEOPS_N * TILEOPS_E;
-    long long o0, no;
+    int o0, no; /* octets (V < 2^32) */
     smp_sel_chunk(&o0, &no);
     const int rank0 = smp_rank_in_cluster() == 0;
     int pending = 0;
 
-    smp_u64 above;
-    const unsigned t = smp_select(xrow, o0, no, TILEOPS_K, cnt, red, &out, tid, &above, &pending);
+    smp_u64 above, local;
+    const unsigned t = smp_select(xrow, o0, no, TILEOPS_K, cnt, red, &out, tid, &above, &local, &pending);
     const smp_u64 need = TILEOPS_K - above; /* of the keys equal to t, the first `need` */
 
     if (rank0)
@@ -65,9 +66,9 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const v
 #if TILEOPS_CLUSTER > 1
     smp_u64 largest;
     /* the exchange's barrier also orders rank 0's zeroed sel before the others' writes */
-    smp_sel_exchange(smp_count_around(xrow, o0, no, t, red, tid), &slot, tid, &pending, &base, &largest);
+    smp_sel_exchange(local, &slot, tid, &pending, &base, &largest);
 #else
-    (void)slot;
+    (void)slot, (void)local;
     tileops_barrier();
 #endif
     SMP_SEL_UNROLL

@@ -89,7 +89,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
     const char *xrow = (const char *)x + row * (long long)TILEOPS_N * TILEOPS_E;
     char *yrow = (char *)y + row * (long long)TILEOPS_N * TILEOPS_E;
     const int in_place = x == y;
-    long long o0, no;
+    int o0, no; /* octets (V < 2^32) */
     smp_sel_chunk(&o0, &no);
     int pending = 0;
     smp_u64 before, largest;
@@ -134,8 +134,8 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
     const long long k = ((const int *)kk)[row];
 #endif
     if (k >= 1 && k < TILEOPS_N) {
-        smp_u64 above;
-        tk = smp_select(xrow, o0, no, (smp_u64)k, cnt, red, &out, tid, &above, &pending);
+        smp_u64 above, local;
+        tk = smp_select(xrow, o0, no, (smp_u64)k, cnt, red, &out, tid, &above, &local, &pending);
     }
 #else
     (void)kk;
@@ -144,7 +144,9 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
     /* 3. top-p */
     int top_p = 0;
     unsigned kb = 0;
-    smp_u64 take = 0, count_b = 0;
+    smp_u64 take = 0;
+    int rank_ties = 0;       /* some elements equal to kb masked: rank them by index */
+    smp_u64 local_b = ~0ull; /* this CTA's keys equal to kb (~0: not counted) */
 #if TILEOPS_HAS_P
     const float p = pp[row];
     top_p = p < 1.0f && m != SMP_NINF && m != tileops_as_float(0x7f800000u);
@@ -172,7 +174,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
             smp_sel_exchange(smp_block_max_u64(top, red, tid), &slot[2], tid, &pending, &before, &largest);
             kb = (unsigned)largest;
             take = 1;
-            count_b = 2; /* more than take: rank the ties */
+            rank_ties = 1;
         } else {
             unsigned prefix = 0, chosen = 0;
             smp_u64 g = 0;
@@ -182,15 +184,16 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
                 const unsigned digit_mask = (1u << SMP_WIDTH(pass)) - 1u;
                 const struct smp_bins bn = smp_histogram(xrow, o0, no, tk, chosen, prefix, shift, digit_mask, cnt,
                                                          mass_lo, mass_hi, m, tid, &pending);
-                pk = smp_pick_mass(bn, g, bound, red, &out, &lowest, tid);
+                pk = smp_pick_mass(bn, cnt, g, bound, red, &out, &lowest, tid);
                 g = pk.above;
                 prefix |= (unsigned)pk.digit << shift;
                 chosen |= digit_mask << shift;
             }
             kb = prefix;
-            count_b = pk.count;
+            local_b = pk.local_count;
             const smp_u64 wb = pk.mass / pk.count;
             take = wb == 0 ? pk.count : (bound - g + wb - 1) / wb;
+            rank_ties = take < pk.count;
         }
     }
 #else
@@ -198,12 +201,12 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
 #endif
 
     /* 4. the write */
-    const int rank_ties = top_p && take < count_b;
     smp_u64 base = 0; /* elements equal to kb in the chunks of the ranks below, and the tiles before */
 #if TILEOPS_CLUSTER > 1
-    if (rank_ties) { /* uniform over the cluster; the low word: the keys equal to kb */
-        smp_sel_exchange(smp_count_around(xrow, o0, no, kb, red, tid) & 0xffffffffull, &slot[3], tid, &pending, &base,
-                         &largest);
+    if (rank_ties) { /* uniform over the cluster; counted here only after p <= 0 (the low word: keys equal to kb) */
+        if (local_b == ~0ull)
+            local_b = smp_count_around(xrow, o0, no, kb, red, tid) & 0xffffffffull;
+        smp_sel_exchange(local_b, &slot[3], tid, &pending, &base, &largest);
     }
 #endif
     SMP_SEL_UNROLL
