@@ -13,7 +13,8 @@
  *      the first k - (those) equal to T, as ranks (key, index reversed) in the shared
  *      memory of the cluster's CTA of rank 0;
  *   3. there, a bitonic sort of those ranks, largest first (pow2ceil(k) of them, padded
- *      with 0);
+ *      with 0; up to 1024, one a thread in registers, exchanged by shuffles below a warp's
+ *      width and through shared memory above);
  *   4. values and indices written.
  * The same result as the CPU kernel (the same order, an exact selection), whatever the
  * cluster's size.
@@ -37,11 +38,26 @@
 #error "top_k.cu: CTAs of 1024 threads"
 #endif
 
+/* the i-th largest of the row (its rank r): index, and value copied bit for bit */
+TILEOPS_DEV void tk_put(const char *xrow, long long row, int i, smp_u64 r, void *values, long long *indices) {
+    const long long e = smp_rank_index(r);
+    indices[row * TILEOPS_K + i] = e;
+#if TILEOPS_VALUES
+#if TILEOPS_E == 4
+    ((unsigned *)values)[row * TILEOPS_K + i] = ((const unsigned *)xrow)[e];
+#else
+    ((unsigned short *)values)[row * TILEOPS_K + i] = ((const unsigned short *)xrow)[e];
+#endif
+#else
+    (void)xrow, (void)values;
+#endif
+}
+
 extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const void *x, void *values,
                                                                          long long *indices) {
     TILEOPS_PDL_PROLOGUE();
     extern __shared__ __attribute__((aligned(16))) smp_u64 sel[];
-    __shared__ unsigned cnt[SMP_BINS];
+    __shared__ __attribute__((aligned(16))) unsigned cnt[SMP_BINS]; /* then, in rank 0, the sort's second buffer */
     __shared__ smp_u64 red[TILEOPS_WARPS];
     __shared__ smp_u64 slot;
     __shared__ struct smp_pick out;
@@ -111,7 +127,36 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const v
         return;
     tileops_barrier();
 
-    /* bitonic sort, largest first */
+#if TILEOPS_KP <= SMP_SEL_THREADS
+    /* bitonic sort, largest first, a rank per thread: strides below 32 by shuffles, the
+     * others through shared memory, sel and cnt's words in turn (one barrier a stage: a
+     * buffer is written again only after the next stage's barrier, when every read of it
+     * is done) */
+    {
+        const int i = (int)tid;
+        smp_u64 v = i < TILEOPS_KP ? sel[i] : 0;
+        int flip = 0;
+        for (int size = 2; size <= TILEOPS_KP; size <<= 1) {
+            for (int stride = size >> 1; stride > 0; stride >>= 1) {
+                smp_u64 w;
+                if (stride >= 32) {
+                    smp_u64 *buf = flip ? (smp_u64 *)cnt : sel;
+                    if (i < TILEOPS_KP)
+                        buf[i] = v;
+                    tileops_barrier();
+                    w = i < TILEOPS_KP ? buf[i ^ stride] : 0;
+                    flip ^= 1;
+                } else
+                    w = smp_shfl_xor_u64(v, stride);
+                /* the pair's lower index keeps the larger in a descending block */
+                v = (((i & stride) == 0) == ((i & size) == 0)) ? (v > w ? v : w) : (v < w ? v : w);
+            }
+        }
+        if (i < TILEOPS_K)
+            tk_put(xrow, row, i, v, values, indices);
+    }
+#else
+    /* bitonic sort, largest first, in shared memory */
     for (int size = 2; size <= TILEOPS_KP; size <<= 1) {
         for (int stride = size >> 1; stride > 0; stride >>= 1) {
             for (int i = (int)tid; i < TILEOPS_KP / 2; i += SMP_SEL_THREADS) {
@@ -126,17 +171,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const v
         }
     }
 
-    for (int i = (int)tid; i < TILEOPS_K; i += SMP_SEL_THREADS) {
-        const long long e = smp_rank_index(sel[i]);
-        indices[row * TILEOPS_K + i] = e;
-#if TILEOPS_VALUES
-#if TILEOPS_E == 4
-        ((unsigned *)values)[row * TILEOPS_K + i] = ((const unsigned *)xrow)[e];
-#else
-        ((unsigned short *)values)[row * TILEOPS_K + i] = ((const unsigned short *)xrow)[e];
+    for (int i = (int)tid; i < TILEOPS_K; i += SMP_SEL_THREADS)
+        tk_put(xrow, row, i, sel[i], values, indices);
 #endif
-#else
-        (void)values;
-#endif
-    }
 }
