@@ -119,6 +119,29 @@ def test_top_k_values_are_torch_topks_and_ties_go_to_the_lower_index(dtype, V, k
     assert isinstance(only, torch.Tensor) and torch.equal(only, indices)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("k", [1, 40, 1000])
+def test_top_k_whatever_the_sample_of_the_row_sees(dtype, k):
+    """The CPU kernel keeps, for a small k, only the elements above a floor found on a
+    sample of every 16th element (sampling_candidates); a row that fools the sample must
+    give the same k largest as one that does not."""
+    V = 40000
+    x = sc.logits_like(8, V, dtype)
+    x[0, 0::16] += 50.0                        # the largest where the sample does not look
+    x[1, 8::16] += 50.0                        # ... and where it looks (the floor is high)
+    x[2] = torch.arange(V, dtype=dtype)        # increasing: ties in 16-bit, the top at the end
+    x[3] = -torch.arange(V, dtype=torch.float32).to(dtype)
+    x[4] = 1.0                                 # one value: every element ties
+    x[5, ::2] = -0.0
+    x[5, 1::2] = 0.0                           # signed zeros are equal
+    x[6, 8::16] = NAN                          # the sample sees NaN (the largest) only
+    x[7, 3::16] = INF
+    values, indices = TopKFwdOp(k)(x)
+    assert torch.equal(indices, ref.top_k(x, k=k)[1])
+    bits = torch.int16 if dtype != torch.float32 else torch.int32
+    assert torch.equal(values.view(bits), x.view(bits).gather(1, indices))
+
+
 def test_top_k_of_zero_and_a_k_above_v():
     x = torch.randn(3, 10)
     v, i = TopKFwdOp(0)(x)

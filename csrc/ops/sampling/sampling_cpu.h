@@ -28,12 +28,11 @@
  * topk and sort take NaN as the largest value). */
 static inline uint32_t sampling_key(float f) {
     uint32_t u;
-    if (f != f)
-        return 0xffffffffu;
-    if (f == 0.0f)
-        return 0x80000000u;
     memcpy(&u, &f, sizeof u);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    /* selects, no branches: a loop of keys vectorises */
+    uint32_t k = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    k = f == 0.0f ? 0x80000000u : k;
+    return f != f ? 0xffffffffu : k;
 }
 
 /* (key, index) in one number whose order is the order of "larger value first, then lower

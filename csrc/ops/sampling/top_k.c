@@ -7,9 +7,10 @@
  * asked for), indices [B, k] int64, B, V, k (0 <= k <= V), the logits' dtype. Contiguous.
  * A value is copied bit for bit (-0.0 and NaN payloads kept).
  *
- * Per row: the ordered keys (sampling_rows.h), the k-th largest key T by radix selection,
- * then in index order every element above T and the first k - (those) equal to T, then a
- * sort of those k by rank (key, then lower index). */
+ * Per row: the ordered keys (sampling_rows.h); the candidates (sampling_candidates: for a
+ * small k, the elements above a floor found on a sample of the row); the k-th largest key
+ * T among them by radix selection; in index order every candidate above T and the first
+ * k - (those) equal to T; a sort of those k by rank (key, then lower index). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,20 +50,25 @@ static void rows_range(void *ctx, int64_t r0, int64_t r1) {
     const int64_t V = a->V, k = a->k;
     float *z = malloc((size_t)V * sizeof(float));
     uint32_t *keys = malloc((size_t)V * sizeof(uint32_t)), *scratch = malloc((size_t)V * sizeof(uint32_t));
-    uint64_t *sel = malloc((size_t)k * sizeof(uint64_t));
-    if (z == NULL || keys == NULL || scratch == NULL || sel == NULL) {
+    uint64_t *cand = malloc((size_t)V * sizeof(uint64_t)), *sel = malloc((size_t)k * sizeof(uint64_t));
+    if (z == NULL || keys == NULL || scratch == NULL || cand == NULL || sel == NULL) {
         __atomic_store_n(&a->failed, 1, __ATOMIC_RELAXED);
     } else {
         const size_t es = tileops_dtype_size(a->dt);
         for (int64_t r = r0; r < r1; r++) {
             int nan;
             (void)sampling_row_keys((const char *)a->x + (size_t)(r * V) * es, a->dt, V, z, keys, &nan);
+            const int64_t m = sampling_candidates(keys, V, k, cand, scratch);
+            for (int64_t j = 0; j < m; j++)
+                scratch[j] = (uint32_t)(cand[j] >> 32);
             int64_t above;
-            const uint32_t t = sampling_select(keys, V, k, scratch, &above);
+            const uint32_t t = sampling_select(scratch, m, k, scratch, &above);
             int64_t n = 0, ties = k - above;
-            for (int64_t i = 0; i < V && n < k; i++)
-                if (keys[i] > t || (keys[i] == t && ties-- > 0))
-                    sel[n++] = sampling_rank(keys[i], i);
+            for (int64_t j = 0; j < m && n < k; j++) {
+                const uint32_t key = (uint32_t)(cand[j] >> 32);
+                if (key > t || (key == t && ties-- > 0))
+                    sel[n++] = cand[j];
+            }
             qsort(sel, (size_t)k, sizeof *sel, sampling_by_rank_descending);
             write_row(a, r, sel);
         }
@@ -70,6 +76,7 @@ static void rows_range(void *ctx, int64_t r0, int64_t r1) {
     free(z);
     free(keys);
     free(scratch);
+    free(cand);
     free(sel);
 }
 
