@@ -80,9 +80,25 @@ def test_manifest_peers_are_checked():
     assert parse_entry("P", {**raw, "peers": {"lib": {"call": "m.f", "args": [half]}}}, "t.yaml").peers
     for bad in ({"lib": {"call": "not a path"}}, {"lib": {"call": "m.f", "args": "x"}},
                 {"lib": {"call": "m.f", "extra": 1}}, {"lib": "m.f"},
-                {"lib": {"call": "m.f", "args": [{"expr": "x[..."}]}}, {"lib": {"call": "m.f", "args": [{"e": "x"}]}}):
+                {"lib": {"call": "m.f", "args": [{"expr": "x[..."}]}}, {"lib": {"call": "m.f", "args": [{"e": "x"}]}},
+                {"lib": {"call": "m.f", "devices": ["tpu"]}}, {"lib": {"call": "m.f", "devices": []}},
+                {"lib": {"call": "m.f", "devices": "cpu"}}):
         with pytest.raises(ManifestError, match="peers"):
             parse_entry("P", {**raw, "peers": bad}, "t.yaml")
+
+
+def test_a_peer_runs_on_the_devices_its_entry_lists(tmp_path):
+    """torch.topk, the call a user makes on any device, is timed beside TopKFwdOp on the CPU
+    (devices: [cpu, cuda]); a peer library's GPU kernel (the default devices) is not."""
+    out = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-m", "tileops", "bench", "--op", "TopKFwdOp", "--device", "cpu", "--quick",
+                        "--impls", "tileops,torch.topk", "--out", str(out), "--no-plot"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    row = json.loads(out.read_text())["rows"][0]
+    assert set(row["impls"]) == {"tileops", "torch.topk"} and row["impls"]["torch.topk"]["us"] > 0
+    assert row["ratios"]["us"]["tileops/torch.topk"] > 0
+    assert tileops.all_op_classes()["RMSNormFwdOp"]._entry.peers["liger"].get("devices", ["cuda"]) == ["cuda"]
 
 
 def test_a_peer_argument_may_be_an_expression_over_the_inputs():

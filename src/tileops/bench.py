@@ -13,7 +13,7 @@ in interleaved rounds (the order rotated each round, the median round kept):
                  an optional input present when the case gives its shape)
   torch          the entry's ``ref_api`` (tileops.reference) with ``op.resolved_params()``
   torch.compile  the same, ``torch.compile(fullgraph=True, dynamic=False)``, compiled per case
-  <peer>         CUDA only: a peer library's kernel the entry names under ``peers`` (e.g.
+  <peer>         a peer library's kernel the entry names under ``peers`` (e.g.
                  ``liger``), when it imports; how to call it is data in the manifest (see
                  :func:`peer_callable`)
   copy           the memory floor: a device copy of half the bytes the entry's ``roofline``
@@ -811,8 +811,9 @@ def build_impls(cls, case, cfg, notes):
     for peer, spec in peer_specs(entry).items():
         if not cfg.wants(peer):
             continue
-        if not cfg.cuda:
-            notes.setdefault(peer, "CUDA only: not run on the CPU")
+        if ("cuda" if cfg.cuda else "cpu") not in spec.get("devices", ["cuda"]):
+            notes.setdefault(peer, f"not run on the {'GPU' if cfg.cuda else 'CPU'} (its manifest devices: "
+                                   f"{', '.join(spec.get('devices', ['cuda']))})")
             continue
         try:
             fns[peer] = peer_callable(entry, spec, inputs, params)

@@ -638,7 +638,8 @@ def parse_workloads(raw, source, entry, input_names, param_names, index_inputs=(
 
 
 # ---- peers -------------------------------------------------------------------------------
-PEER_KEYS = {"call", "args", "kwargs"}
+PEER_KEYS = {"call", "args", "kwargs", "devices"}
+PEER_DEVICES = ("cpu", "cuda")
 
 
 def parse_peers(raw, source, entry):
@@ -647,7 +648,9 @@ def parse_peers(raw, source, entry):
     {...}}`: a string argument naming one of the op's inputs or params stands for it, a
     mapping `{expr: "<expression>"}` for that Python expression over the inputs and params
     (a peer taking a view of an input, e.g. `x[..., :x.shape[-1] // 2]`), any other value
-    is passed as is; the call returns the op's outputs in manifest order."""
+    is passed as is; the call returns the op's outputs in manifest order. `devices`, a list
+    of "cpu" / "cuda" (default ["cuda"]: a peer library's GPU kernel), says where it runs:
+    a torch function the user would call instead (torch.topk) runs on both."""
     if raw is None:
         return None
     _check_keys(source, entry, "peers", raw, set(raw))
@@ -661,6 +664,10 @@ def parse_peers(raw, source, entry):
             raise _err(source, entry, field + ".args", "expected a list")
         if not isinstance(spec.get("kwargs", {}), dict):
             raise _err(source, entry, field + ".kwargs", "expected a mapping")
+        devices = spec.get("devices", ["cuda"])
+        if not isinstance(devices, list) or not devices or any(d not in PEER_DEVICES for d in devices):
+            raise _err(source, entry, field + ".devices", f"expected a list of {' / '.join(PEER_DEVICES)}, "
+                       f"got {devices!r}")
         for i, a in enumerate(list(spec.get("args") or ()) + list((spec.get("kwargs") or {}).values())):
             if isinstance(a, dict):
                 _check_keys(source, entry, f"{field}.args[{i}]", a, {"expr"})
