@@ -21,7 +21,7 @@ float sampling_row_keys(const void *x, int dt, int64_t n, float *z, uint32_t *ke
 void sampling_row_exp(const float *z, int64_t n, float m, float *w);
 
 /* The k-th largest of the n keys (1 <= k <= n), and in *above how many keys are larger;
- * scratch holds n keys. */
+ * scratch holds n keys, and may be keys itself (which the selection then overwrites). */
 uint32_t sampling_select(const uint32_t *keys, int64_t n, int64_t k, uint32_t *scratch, int64_t *above);
 
 /* The elements that can be among the k largest of n keys (1 <= k <= n), as ranks
