@@ -74,7 +74,7 @@ def test_manifest_peers_are_checked():
     from tileops.manifest.schema import parse_entry
     raw = {"family": "norm", "status": "spec-only", "signature": {"inputs": {"x": {"dtype": "float32"}}}}
     ok = parse_entry("P", {**raw, "peers": {"lib": {"call": "pkg.mod.Fn.apply", "args": ["x", 1.0]}}}, "t.yaml")
-    assert ok.peers == {"lib": {"call": "pkg.mod.Fn.apply", "args": ["x", 1.0]}}
+    assert ok.peers == {"lib": {"call": "pkg.mod.Fn.apply", "args": ["x", 1.0], "devices": ["cuda"]}}
     assert parse_entry("P", raw, "t.yaml").peers is None
     half = {"expr": "x[..., :x.shape[-1] // 2]"}
     assert parse_entry("P", {**raw, "peers": {"lib": {"call": "m.f", "args": [half]}}}, "t.yaml").peers
@@ -98,7 +98,7 @@ def test_a_peer_runs_on_the_devices_its_entry_lists(tmp_path):
     row = json.loads(out.read_text())["rows"][0]
     assert set(row["impls"]) == {"tileops", "torch.topk"} and row["impls"]["torch.topk"]["us"] > 0
     assert row["ratios"]["us"]["tileops/torch.topk"] > 0
-    assert tileops.all_op_classes()["RMSNormFwdOp"]._entry.peers["liger"].get("devices", ["cuda"]) == ["cuda"]
+    assert tileops.all_op_classes()["RMSNormFwdOp"]._entry.peers["liger"]["devices"] == ["cuda"]
 
 
 def test_a_peer_argument_may_be_an_expression_over_the_inputs():

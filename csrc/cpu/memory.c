@@ -2,6 +2,7 @@
  * (cpu/memory.h says why). */
 #include "cpu/memory.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,4 +54,30 @@ int tileops_cpu_fresh_output(void *p, int64_t bytes, int64_t advise_min_bytes) {
     (void)advise_min_bytes;
     return 0;
 #endif
+}
+
+/* ---- a thread's scratch ------------------------------------------------------------- */
+static _Thread_local struct {
+    void *p;
+    size_t cap;
+} tl_scratch;
+static pthread_key_t g_scratch_key; /* its destructor frees a thread's buffer when the thread exits */
+static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
+static int g_scratch_key_ok;
+
+static void scratch_key_make(void) { g_scratch_key_ok = pthread_key_create(&g_scratch_key, free) == 0; }
+
+void *tileops_cpu_scratch(size_t bytes) {
+    if (bytes <= tl_scratch.cap)
+        return tl_scratch.p;
+    pthread_once(&g_scratch_once, scratch_key_make);
+    void *p = malloc(bytes); /* not realloc: nothing to keep */
+    if (p == NULL)
+        return NULL;
+    free(tl_scratch.p);
+    tl_scratch.p = p;
+    tl_scratch.cap = bytes;
+    if (g_scratch_key_ok)
+        (void)pthread_setspecific(g_scratch_key, p);
+    return p;
 }

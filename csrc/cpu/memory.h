@@ -17,6 +17,14 @@
  * advice moves no data and a failure changes nothing but the time. */
 int tileops_cpu_fresh_output(void *p, int64_t bytes, int64_t advise_min_bytes);
 
+/* A buffer of at least `bytes` owned by the calling thread and kept between calls (grown,
+ * never shrunk; freed when the thread exits), for a kernel's per-row scratch: glibc maps a
+ * large allocation afresh and its first touch faults page by page, so a top-k row's 2.5 MB
+ * of scratch malloc'd per call cost ~0.5 ms, six times the selection. Its contents mean
+ * nothing from one call to the next, and a thread uses it for one kernel at a time. NULL
+ * when there is no memory (the previous buffer is kept). */
+void *tileops_cpu_scratch(size_t bytes);
+
 /* What C can check of a buffer it is given as a raw address, once the sizes are known to
  * fit int64: that the address is a multiple of the element size (`align`), and that the
  * buffer's `bytes` do not run past the top of the address space (pointer arithmetic over

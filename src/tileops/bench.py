@@ -811,9 +811,9 @@ def build_impls(cls, case, cfg, notes):
     for peer, spec in peer_specs(entry).items():
         if not cfg.wants(peer):
             continue
-        if ("cuda" if cfg.cuda else "cpu") not in spec.get("devices", ["cuda"]):
+        if ("cuda" if cfg.cuda else "cpu") not in spec["devices"]:
             notes.setdefault(peer, f"not run on the {'GPU' if cfg.cuda else 'CPU'} (its manifest devices: "
-                                   f"{', '.join(spec.get('devices', ['cuda']))})")
+                                   f"{', '.join(spec['devices'])})")
             continue
         try:
             fns[peer] = peer_callable(entry, spec, inputs, params)

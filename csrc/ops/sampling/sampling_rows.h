@@ -28,7 +28,8 @@ uint32_t sampling_select(const uint32_t *keys, int64_t n, int64_t k, uint32_t *s
  * (sampling_rank) in index order in cand (room for n): those whose key is at least a floor
  * with k or more keys at or above it, the floor the k_s-th largest of every 16th key (k_s
  * a margin above k / 16); where that floor holds fewer than k keys, or k is not small
- * against n, the floor is 0: every element. Returns how many; tmp: room for n / 16 keys.
+ * against n, the floor is 0: every element. Returns how many; n means every element, and
+ * then cand may not have been written (the caller reads the keys). tmp: room for n / 16 keys.
  * Any floor gives the same k largest: the sample changes only the time. */
 int64_t sampling_candidates(const uint32_t *keys, int64_t n, int64_t k, uint64_t *cand, uint32_t *tmp);
 

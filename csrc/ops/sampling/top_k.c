@@ -48,36 +48,39 @@ static void write_row(const top_k_args_t *a, int64_t r, const uint64_t *sel) {
 static void rows_range(void *ctx, int64_t r0, int64_t r1) {
     top_k_args_t *a = ctx;
     const int64_t V = a->V, k = a->k;
-    float *z = malloc((size_t)V * sizeof(float));
-    uint32_t *keys = malloc((size_t)V * sizeof(uint32_t)), *scratch = malloc((size_t)V * sizeof(uint32_t));
-    uint64_t *cand = malloc((size_t)V * sizeof(uint64_t)), *sel = malloc((size_t)k * sizeof(uint64_t));
-    if (z == NULL || keys == NULL || scratch == NULL || cand == NULL || sel == NULL) {
+    /* the thread's scratch: cand [V] and sel [k] ranks, z [V], keys and scratch [V] */
+    uint64_t *cand = tileops_cpu_scratch((size_t)V * 20 + (size_t)k * 8);
+    if (cand == NULL) {
         __atomic_store_n(&a->failed, 1, __ATOMIC_RELAXED);
     } else {
+        uint64_t *sel = cand + V;
+        float *z = (float *)(sel + k);
+        uint32_t *keys = (uint32_t *)(z + V), *scratch = keys + V;
         const size_t es = tileops_dtype_size(a->dt);
         for (int64_t r = r0; r < r1; r++) {
             int nan;
             (void)sampling_row_keys((const char *)a->x + (size_t)(r * V) * es, a->dt, V, z, keys, &nan);
             const int64_t m = sampling_candidates(keys, V, k, cand, scratch);
-            for (int64_t j = 0; j < m; j++)
-                scratch[j] = (uint32_t)(cand[j] >> 32);
+            const int all = m == V; /* every element: the row's own keys, cand unused */
+            const uint32_t *ck = keys;
+            if (!all) {
+                for (int64_t j = 0; j < m; j++)
+                    scratch[j] = (uint32_t)(cand[j] >> 32);
+                ck = scratch;
+            }
             int64_t above;
-            const uint32_t t = sampling_select(scratch, m, k, scratch, &above);
+            const uint32_t t = sampling_select(ck, m, k, scratch, &above);
             int64_t n = 0, ties = k - above;
             for (int64_t j = 0; j < m && n < k; j++) {
-                const uint32_t key = (uint32_t)(cand[j] >> 32);
+                const uint64_t rank = all ? sampling_rank(keys[j], j) : cand[j];
+                const uint32_t key = (uint32_t)(rank >> 32);
                 if (key > t || (key == t && ties-- > 0))
-                    sel[n++] = cand[j];
+                    sel[n++] = rank;
             }
             qsort(sel, (size_t)k, sizeof *sel, sampling_by_rank_descending);
             write_row(a, r, sel);
         }
     }
-    free(z);
-    free(keys);
-    free(scratch);
-    free(cand);
-    free(sel);
 }
 
 static tileops_status_t reference_rows(const top_k_args_t *a) {

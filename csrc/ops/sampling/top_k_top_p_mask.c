@@ -176,15 +176,14 @@ static void row(const tkp_args_t *a, const tkp_scratch_t *s, int64_t r) {
 static void rows_range(void *ctx, int64_t r0, int64_t r1) {
     tkp_args_t *a = ctx;
     const size_t V = (size_t)a->V;
-    tkp_scratch_t s = {malloc(V * sizeof(float)), malloc(V * sizeof(uint32_t)), malloc(V * sizeof(uint32_t))};
-    if (s.w == NULL || s.keys == NULL || s.cand == NULL)
+    float *w = tileops_cpu_scratch(V * 12); /* the thread's scratch: w, keys and cand [V] */
+    if (w == NULL) {
         __atomic_store_n(&a->failed, 1, __ATOMIC_RELAXED);
-    else
-        for (int64_t r = r0; r < r1; r++)
-            row(a, &s, r);
-    free(s.w);
-    free(s.keys);
-    free(s.cand);
+        return;
+    }
+    const tkp_scratch_t s = {w, (uint32_t *)(w + V), (uint32_t *)(w + V) + V};
+    for (int64_t r = r0; r < r1; r++)
+        row(a, &s, r);
 }
 
 /* ---- reference: the definition over a full sort, in double ----------------------------- */

@@ -676,4 +676,4 @@ def parse_peers(raw, source, entry):
                 except (SyntaxError, TypeError, ValueError) as e:
                     raise _err(source, entry, f"{field}.args[{i}].expr",
                                f"expected a Python expression, got {a.get('expr')!r} ({e})") from None
-    return {peer: dict(spec) for peer, spec in raw.items()}
+    return {peer: {**spec, "devices": list(spec.get("devices", ["cuda"]))} for peer, spec in raw.items()}
