@@ -4,10 +4,12 @@ tileops_top_k_top_p_mask) in lab variants on a GPU, against torch in the same pr
 torch.topk at B = 1).
 
     PYTHONPATH=src python3 dev/time_top_k.py [--batches 1,8,32,128] [--dtypes bfloat16,float32]
-        [--variants c1,c2,c4,c8] [--ops top_k,mask] [--out top_k_lab.json]
+        [--variants c1,c2,c4,c8] [--ops top_k,mask] [--out top_k_lab.json] [--phases]
 
 A variant cC: the row over a cluster of C CTAs of 1024 threads (cuda_sampling's
-selection_plan(V, C)). (Session 15's variants cCa1, the histograms' adds warp-aggregated
+selection_plan(V, C)); cCf0: the same without the selection's floor (-DTILEOPS_SEL_FLOOR=0,
+sampling_common.cuh's smp_floor). --phases: top-k only, where the time of a call goes, CTA
+by CTA (dev/cuda/top_k_phases_lab.cu). (Session 15's variants cCa1, the histograms' adds warp-aggregated
 by match.any, measured slower and left the kernels in session 16: commit 75f5deb has
 them.) Each variant is
 launched raw (runtime.build + _C.cuda_launch, as the op's launcher does) and its result
@@ -24,6 +26,7 @@ import json
 
 import torch
 
+import lab as dev_lab
 from tileops import _C, runtime
 from tileops._dtypes import CODE
 from tileops.bench import cuda_cold_us as cold_us, cuda_hot_us as hot_us
@@ -32,14 +35,20 @@ from tileops.kernels.sampling import cuda_sampling as K
 V = 128256
 
 
-def parse_variant(v: str) -> int:
-    return int(v[1:])
+def parse_variant(v: str):
+    """cC or cCf0: (cluster, extra defines)."""
+    c, _, f = v[1:].partition("f")
+    return int(c), (("-DTILEOPS_SEL_FLOOR=0",) if f == "0" else ())
 
 
-def launcher(specialisation, fmt, rows, cluster, ptrs):
-    """A raw launch of specialisation(cluster) (cuda_sampling's)."""
+def launcher(specialisation, fmt, rows, variant, ptrs, lab=None):
+    """A raw launch of specialisation(cluster) (cuda_sampling's); lab: (file, kernel) of
+    dev/cuda appended to the shipped source instead of the shipped kernel."""
+    cluster, extra = parse_variant(variant)
     source, kernel, opts, plan = specialisation(cluster)
-    handle = runtime.build(0, source, kernel, tuple(opts), fmt, pdl=True)
+    if lab is not None:
+        source, kernel = dev_lab.appended_source(source, lab[0]), lab[1]
+    handle = runtime.build(0, source, kernel, tuple(opts) + extra, fmt, pdl=True)
     stream = torch._C._cuda_getCurrentRawStream
 
     def launch():
@@ -58,7 +67,7 @@ def top_k_case(B, dtype, k, variants):
     fns = {"torch": lambda: torch.topk(x, k, dim=-1)}
     first = None
     for v in variants:
-        fn = launcher(spec, "ppp", B, parse_variant(v), (x.data_ptr(), vals.data_ptr(), idx.data_ptr()))
+        fn = launcher(spec, "ppp", B, v, (x.data_ptr(), vals.data_ptr(), idx.data_ptr()))
         vals.fill_(0), idx.fill_(-1)
         fn()
         torch.cuda.synchronize()
@@ -71,6 +80,52 @@ def top_k_case(B, dtype, k, variants):
         row[name + "_hot_us"] = hot_us(fn)
         row[name + "_cold_us"] = cold_us(fn)
     return row
+
+
+PHASES = ["largest keys", "floor"] + [f"pass {p} {w}" for p in range(3) for w in ("clear", "count", "sum", "pick")] + [
+    "exchange", "collect", "last barrier", "sort+write"]
+
+
+def phases_case(B, dtype, k, variants, runs=30):
+    """Where a call's time goes, by CTA: dev/cuda/top_k_phases_lab.cu's marks (cycles of the
+    SM, converted by the CTA's own globaltimer over cycles), the median over `runs` calls
+    (the first dropped), µs from the CTA's start; the values checked against torch.topk."""
+    torch.manual_seed(0)
+    x = torch.randn(B, V, device="cuda", dtype=dtype)
+    ref_v, _ = torch.topk(x, k, dim=-1)
+    vals, idx = torch.empty_like(ref_v), torch.empty(B, k, dtype=torch.int64, device="cuda")
+    spec = lambda c: K.top_k_specialisation(CODE[dtype], V, k, True, True, c)  # noqa: E731
+    rows = []
+    for v in variants:
+        C = parse_variant(v)[0]
+        ph = torch.zeros(B, C, 24, dtype=torch.int64, device="cuda")
+        fn = launcher(spec, "pppp", B, v, (x.data_ptr(), vals.data_ptr(), idx.data_ptr(), ph.data_ptr()),
+                      lab=("top_k_phases_lab.cu", "tileops_top_k_phases"))
+        samples = []
+        for r in range(runs + 1):
+            fn()
+            torch.cuda.synchronize()
+            if r:
+                samples.append(ph.clone())
+        assert torch.equal(vals, ref_v), f"{v}: the phases build's top-{k} differs from torch.topk"
+        s = torch.stack(samples).cpu()          # [runs, B, C, 24]
+        ns_per_cycle = (s[..., 20] - s[..., 19]).double() / (s[..., 21] - s[..., 0]).double()
+        us = (s[..., :19] - s[..., :1]).double() * ns_per_cycle[..., None] / 1e3   # from the CTA's start
+        start = (s[..., 19] - s[..., 19].amin(dim=2, keepdim=True)).double() / 1e3  # CTA start skew in the row
+        med = us.median(dim=0).values[0]        # row 0: [C, 19]
+        skew = start.median(dim=0).values[0]
+        row = {"op": "top_k_phases", "case": f"top-{k} B={B} {str(dtype)[6:]}", "variant": v,
+               "ghz": float(1 / ns_per_cycle.median()), "start_skew_us": skew.tolist(),
+               "marks_us": {name: med[:, i + 1].tolist() for i, name in enumerate(PHASES)}}
+        rows.append(row)
+        print(f"{row['case']} {v}: GHz {row['ghz']:.2f}, CTA start skew (us) {[round(t, 2) for t in row['start_skew_us']]}")
+        prev = torch.zeros(C, dtype=torch.float64)
+        for i, name in enumerate(PHASES):
+            cur = med[:, i + 1]
+            print(f"  {name:16s} at {cur.max().item():7.2f} us  (+{(cur - prev).max().item():6.2f} max over CTAs; "
+                  f"rank 0 +{(cur - prev)[0].item():6.2f})")
+            prev = cur
+    return rows
 
 
 def mask_case(B, dtype, fixed, variants):
@@ -88,7 +143,7 @@ def mask_case(B, dtype, fixed, variants):
     first = None
     fns = {}
     for v in variants:
-        fn = launcher(spec, "pppp", B, parse_variant(v), (x.data_ptr(), k.data_ptr(), p.data_ptr(), out.data_ptr()))
+        fn = launcher(spec, "pppp", B, v, (x.data_ptr(), k.data_ptr(), p.data_ptr(), out.data_ptr()))
         out.fill_(7.0)
         fn()
         torch.cuda.synchronize()
@@ -113,9 +168,18 @@ def main():
     ap.add_argument("--ops", default="top_k,mask")
     ap.add_argument("--ks", default="50,1024")
     ap.add_argument("--out", default="top_k_lab.json")
+    ap.add_argument("--phases", action="store_true", help="dev/cuda/top_k_phases_lab.cu's marks instead of times")
     a = ap.parse_args()
     variants = a.variants.split(",")
     rows = []
+    if a.phases:
+        for dt in [getattr(torch, d) for d in a.dtypes.split(",")]:
+            for B in [int(b) for b in a.batches.split(",")]:
+                for k in [int(k) for k in a.ks.split(",")]:
+                    rows += phases_case(B, dt, k, variants)
+        with open(a.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(0), "V": V, "rows": rows}, f, indent=1)
+        return
     for dt in [getattr(torch, d) for d in a.dtypes.split(",")]:
         for B in [int(b) for b in a.batches.split(",")]:
             if "top_k" in a.ops:

@@ -510,7 +510,7 @@ TILEOPS_DEV void smp_keys8(const char *row, long long o, unsigned *key, float *f
 struct smp_pick {
     int digit;
     smp_u64 above; /* what the bins above the digit hold (counts or masses) */
-    smp_u64 count, mass;
+    smp_u64 count, mass; /* the digit's bin's (smp_pick_count: count is the histogram's total) */
     /* this CTA's own keys: how many in the bins above the digit (smp_pick_count only), and
      * in the digit's bin */
     smp_u64 local_above, local_count;
@@ -608,7 +608,8 @@ struct smp_bins {
 };
 
 /* Digit of the k-th largest (1 <= need <= the histogram's total) in the counts: the bin d
- * with (counts above d) < need <= (counts above d) + count[d]. */
+ * with (counts above d) < need <= (counts above d) + count[d]; .count: the total (with
+ * need > total, .digit is stale). */
 TILEOPS_DEV struct smp_pick smp_pick_count(struct smp_bins bn, const unsigned *cnt, smp_u64 need, smp_u64 *red,
                                            struct smp_pick *out, unsigned tid) {
     const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
@@ -623,6 +624,8 @@ TILEOPS_DEV struct smp_pick smp_pick_count(struct smp_bins bn, const unsigned *c
         out->digit = dh, out->above = ah, out->local_above = lah, out->local_count = lh;
     if (al < need && need <= al + cl)
         out->digit = dl, out->above = al, out->local_above = lal, out->local_count = ll;
+    if (tid == 0)
+        out->count = total >> 32; /* the cluster's keys counted */
     tileops_barrier();
     const struct smp_pick p = *out;
     tileops_barrier();
@@ -664,6 +667,39 @@ TILEOPS_DEV smp_u64 smp_weight(float f, float m) {
     asm("cvt.rzi.u64.f32 %0, %1;" : "=l"(w) : "f"(tileops_mul(smp_exp(tileops_add(f, -m)), 1099511627776.0f)));
     return w;
 }
+/* The histograms' two ends: cleared (after the others have read the previous pass's
+ * bins), then, once every thread has added, summed over the cluster: this thread's two
+ * bins of the scans (an exchange: it leaves *pending). */
+TILEOPS_DEV void smp_histogram_clear(unsigned *cnt, unsigned *lo, unsigned *hi, unsigned tid, int *pending) {
+    smp_cluster_settle(pending);
+    for (int b = (int)tid; b < SMP_BINS; b += SMP_SEL_THREADS) {
+        cnt[b] = 0;
+        if (lo != 0) {
+            lo[b] = 0;
+            hi[b] = 0;
+        }
+    }
+    tileops_barrier();
+}
+TILEOPS_DEV struct smp_bins smp_histogram_sum(const unsigned *cnt, const unsigned *lo, const unsigned *hi,
+                                              unsigned tid, int *pending) {
+    tileops_barrier();
+    smp_cluster_arrive();
+    smp_cluster_wait();
+    const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
+    struct smp_bins bn;
+    bn.ch = smp_bin_count(cnt, dh);
+    bn.cl = smp_bin_count(cnt, dl);
+    bn.wh = lo != 0 ? smp_bin_mass(lo, hi, dh) : 0;
+    bn.wl = lo != 0 ? smp_bin_mass(lo, hi, dl) : 0;
+#if TILEOPS_CLUSTER > 1
+    smp_cluster_arrive();
+    *pending = 1;
+#else
+    (void)pending;
+#endif
+    return bn;
+}
 /* One pass of a radix search over the CTA's chunk (octets [o0, o0 + no)): per digit
  * ((key >> shift) & digit_mask) of the keys >= floor that share the digits chosen so far
  * (key & chosen == prefix), the count (cnt) and, when lo is given, the mass (smp_weight;
@@ -674,15 +710,7 @@ TILEOPS_DEV struct smp_bins smp_histogram(const char *row, int o0, int no, unsig
                                            unsigned chosen, unsigned prefix, int shift, unsigned digit_mask,
                                            unsigned *cnt, unsigned *lo, unsigned *hi, float m, unsigned tid,
                                            int *pending) {
-    smp_cluster_settle(pending); /* the others have read the previous pass's bins */
-    for (int b = (int)tid; b < SMP_BINS; b += SMP_SEL_THREADS) {
-        cnt[b] = 0;
-        if (lo != 0) {
-            lo[b] = 0;
-            hi[b] = 0;
-        }
-    }
-    tileops_barrier();
+    smp_histogram_clear(cnt, lo, hi, tid, pending);
     SMP_SEL_UNROLL
     for (int j = 0; j < TILEOPS_OPT; j++) {
         const long long o = (long long)j * SMP_SEL_THREADS + tid;
@@ -700,21 +728,7 @@ TILEOPS_DEV struct smp_bins smp_histogram(const char *row, int o0, int no, unsig
                 }
         }
     }
-    tileops_barrier();
-    /* the cluster's bins: this thread's two of the scans */
-    smp_cluster_arrive();
-    smp_cluster_wait();
-    const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
-    struct smp_bins bn;
-    bn.ch = smp_bin_count(cnt, dh);
-    bn.cl = smp_bin_count(cnt, dl);
-    bn.wh = lo != 0 ? smp_bin_mass(lo, hi, dh) : 0;
-    bn.wl = lo != 0 ? smp_bin_mass(lo, hi, dl) : 0;
-#if TILEOPS_CLUSTER > 1
-    smp_cluster_arrive();
-    *pending = 1;
-#endif
-    return bn;
+    return smp_histogram_sum(cnt, lo, hi, tid, pending);
 }
 
 /* (keys above t) << 32 | (keys equal to t) over the CTA's chunk (every thread calls it) */
@@ -736,17 +750,61 @@ TILEOPS_DEV smp_u64 smp_count_around(const char *row, int o0, int no, unsigned t
     return smp_block_sum_u64(mine, red, tid);
 }
 
-/* The k-th largest key t of the row (1 <= k <= V); *above: how many keys are larger;
- * *local: (this CTA's keys above t) << 32 | (its keys equal to t), from the histograms. */
-TILEOPS_DEV unsigned smp_select(const char *row, int o0, int no, smp_u64 k, unsigned *cnt, smp_u64 *red,
-                                struct smp_pick *out, unsigned tid, smp_u64 *above, smp_u64 *local, int *pending) {
+/* The largest key of this thread's elements of the CTA's chunk (0: none), one pass. */
+TILEOPS_DEV unsigned smp_top_key(const char *row, int o0, int no, unsigned tid) {
+    unsigned top = 0;
+    SMP_SEL_UNROLL
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const long long o = (long long)j * SMP_SEL_THREADS + tid;
+        if (o < no) {
+            unsigned key[8], bits[8];
+            float f[8];
+            smp_keys8(row, o0 + o, key, f, bits);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                top = key[e] > top ? key[e] : top; /* keys past V are 0 */
+        }
+    }
+    return top;
+}
+
+/* A floor under the k-th largest key of the row, so that the selection's first pass counts
+ * only the keys at or above it (logits share a few top digits: counting every key makes
+ * the lanes' adds collide on those bins, and that pass took most of a row's time).
+ * `top`: this thread's largest key (smp_top_key; 0: none). The threads' largest keys are
+ * distinct elements of the row; the floor is the lowest key of the first pass's digit that
+ * holds the k-th largest of them, so at least k of the row's keys are at or above it, and
+ * the k-th largest key of the row is too. 0 (every key) when the cluster's threads hold
+ * fewer than k keys (at once, with no exchange, when k exceeds its threads). The same floor in every CTA of the cluster (an exchange: it leaves
+ * *pending); the selection's result does not depend on it. */
+#ifndef TILEOPS_SEL_FLOOR
+#define TILEOPS_SEL_FLOOR 1 /* 0: the lab's builds without a floor (dev/time_top_k.py cCf0) */
+#endif
+TILEOPS_DEV unsigned smp_floor(unsigned top, smp_u64 k, unsigned *cnt, smp_u64 *red, struct smp_pick *out,
+                               unsigned tid, int *pending) {
+    if (!TILEOPS_SEL_FLOOR || k > (smp_u64)SMP_SEL_THREADS * TILEOPS_CLUSTER) /* uniform: no exchange */
+        return 0u;
+    smp_histogram_clear(cnt, 0, 0, tid, pending);
+    if (top)
+        smp_red_add_u32(&cnt[(top >> SMP_SHIFT(0)) & ((1u << SMP_WIDTH(0)) - 1u)], 1u);
+    const struct smp_bins bn = smp_histogram_sum(cnt, 0, 0, tid, pending);
+    const struct smp_pick pk = smp_pick_count(bn, cnt, k, red, out, tid);
+    return pk.count < k ? 0u : (unsigned)pk.digit << SMP_SHIFT(0);
+}
+
+/* The k-th largest key t of the row (1 <= k <= V) among keys >= floor (smp_floor's, or 0:
+ * at least k keys are >= floor); *above: how many keys are larger; *local: (this CTA's keys
+ * above t) << 32 | (its keys equal to t), from the histograms. */
+TILEOPS_DEV unsigned smp_select(const char *row, int o0, int no, unsigned floor, smp_u64 k, unsigned *cnt,
+                                smp_u64 *red, struct smp_pick *out, unsigned tid, smp_u64 *above, smp_u64 *local,
+                                int *pending) {
     unsigned prefix = 0, chosen = 0; /* the digits chosen so far, and their bits */
     smp_u64 gt = 0, lgt = 0;
     for (int p = 0; p < SMP_PASSES; p++) {
         const int shift = SMP_SHIFT(p);
         const unsigned digit_mask = (1u << SMP_WIDTH(p)) - 1u;
         const struct smp_bins bn =
-            smp_histogram(row, o0, no, 0u, chosen, prefix, shift, digit_mask, cnt, 0, 0, 0.0f, tid, pending);
+            smp_histogram(row, o0, no, floor, chosen, prefix, shift, digit_mask, cnt, 0, 0, 0.0f, tid, pending);
         const struct smp_pick pk = smp_pick_count(bn, cnt, k - gt, red, out, tid);
         gt += pk.above;
         lgt += pk.local_above;

@@ -6,7 +6,9 @@
  * A row over a cluster of TILEOPS_CLUSTER CTAs of 1024 threads (1: one CTA), no full sort:
  *   1. the k-th largest key T by radix selection (smp_select: 3 passes over a float32
  *      row's keys, 2 over a 16-bit one's, every CTA over its chunk, the histograms summed
- *      over the cluster), and how many keys are above it;
+ *      over the cluster; its first pass counts only the keys at or above smp_floor's
+ *      floor, from a pass taking each thread's largest key), and how many keys are above
+ *      it;
  *   2. in index order (a CTA's chunk after the chunks of the ranks below it: their counts
  *      above and equal to T, read off the selection's histograms, exchanged; tiles of the
  *      chunk, a block scan per tile), every element above T and
@@ -37,6 +39,7 @@
 #if TILEOPS_THREADS != SMP_SEL_THREADS
 #error "top_k.cu: CTAs of 1024 threads"
 #endif
+
 
 /* the i-th largest of the row (its rank r): index, and value copied bit for bit */
 TILEOPS_DEV void tk_put(const char *xrow, long long row, int i, smp_u64 r, void *values, long long *indices) {
@@ -70,7 +73,10 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const v
     int pending = 0;
 
     smp_u64 above, local;
-    const unsigned t = smp_select(xrow, o0, no, TILEOPS_K, cnt, red, &out, tid, &above, &local, &pending);
+    const unsigned floor = TILEOPS_SEL_FLOOR && TILEOPS_K <= SMP_SEL_THREADS * TILEOPS_CLUSTER
+                               ? smp_floor(smp_top_key(xrow, o0, no, tid), TILEOPS_K, cnt, red, &out, tid, &pending)
+                               : 0u;
+    const unsigned t = smp_select(xrow, o0, no, floor, TILEOPS_K, cnt, red, &out, tid, &above, &local, &pending);
     const smp_u64 need = TILEOPS_K - above; /* of the keys equal to t, the first `need` */
 
     if (rank0)

@@ -11,7 +11,8 @@
  * histogram over the cluster (sampling_common.cuh: integer counts and masses, so the same
  * result whatever the cluster's size):
  *   1. m = max, and whether the row has a NaN (then: NaN written, done);
- *   2. top-k: the k-th largest key T by radix selection (smp_select);
+ *   2. top-k: the k-th largest key T by radix selection (smp_select, its first pass over
+ *      the keys at or above smp_floor's floor, from the threads' largest keys of pass 1);
  *   3. top-p: integer weights W = floor(exp(x - m) 2^40) (exact sums in any order),
  *      Z = sum W over keys >= T, P = ceil(p Z) in double; the edge by a radix search over
  *      the keys with each digit's count and mass (smp_pick_mass): the lowest kept key K,
@@ -96,7 +97,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
 
     /* 1. the maximum, and NaN */
     float m = SMP_NINF;
-    unsigned nan = 0;
+    unsigned nan = 0, top = 0; /* top: the thread's largest key (smp_floor's) */
     SMP_SEL_UNROLL
     for (int j = 0; j < TILEOPS_OPT; j++) {
         const long long o = (long long)j * SMP_SEL_THREADS + tid;
@@ -108,6 +109,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
             for (int e = 0; e < 8; e++) {
                 m = smp_max(m, f[e]);
                 nan |= f[e] != f[e];
+                top = key[e] > top ? key[e] : top;
             }
         }
     }
@@ -135,10 +137,11 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
 #endif
     if (k >= 1 && k < TILEOPS_N) {
         smp_u64 above, local;
-        tk = smp_select(xrow, o0, no, (smp_u64)k, cnt, red, &out, tid, &above, &local, &pending);
+        const unsigned floor = smp_floor(top, (smp_u64)k, cnt, red, &out, tid, &pending);
+        tk = smp_select(xrow, o0, no, floor, (smp_u64)k, cnt, red, &out, tid, &above, &local, &pending);
     }
 #else
-    (void)kk;
+    (void)kk, (void)top;
 #endif
 
     /* 3. top-p */
