@@ -358,7 +358,7 @@ def test_every_cluster_of_the_selections_gives_the_same_bits(dtype, V, monkeypat
     bits = torch.int16 if dtype != torch.float32 else torch.int32
     got = {}
     for c in (1, 2, 4, 8):
-        monkeypatch.setattr(K, "selection_cluster", lambda rows, V_, arch_, sms, c=c: c)
+        monkeypatch.setattr(K, "selection_cluster", lambda rows, V_, arch_, sms, largest=8, c=c: c)
         values, indices = _sync(TopKFwdOp(1000)(x))
         got[c] = (values.view(bits), indices, _sync(TopKTopPMaskFwdOp()(x, k, p)).view(bits),
                   _sync(TopKTopPMaskFwdOp()(x, None, p)).view(bits))
@@ -368,6 +368,42 @@ def test_every_cluster_of_the_selections_gives_the_same_bits(dtype, V, monkeypat
     assert torch.equal(got[1][1].cpu(), ref.top_k(x.cpu(), k=1000)[1])
     sc.check_mask(got[1][2].view(dtype).cpu(), x.cpu(), k.cpu(), p.cpu())
     sc.check_mask(got[1][3].view(dtype).cpu(), x.cpu(), None, p.cpu())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_selection_floor_never_changes_a_result(dtype, monkeypatch):
+    """The selections' first pass counts only keys at or above a floor taken from the
+    threads' largest keys (sampling_common.cuh smp_floor). Rows that make those largest
+    keys a poor sample of the top: the k largest packed side by side (few threads hold
+    them), all in the octets of one thread of each CTA, one per thread, -inf but for a
+    few, and two values only; every cluster gives the reference's result."""
+    from tileops.kernels.sampling import cuda_sampling as K
+    V, k = 128256, 1000
+    x = sc.logits_like(6, V, dtype, DEV, seed=9)
+    x[0, 5000:5000 + k] = 100.0 + torch.arange(k, device=DEV, dtype=dtype) / 64
+    for c in (1, 8):                            # thread 0's octets of each CTA, for clusters of c
+        chunk = K.selection_plan(V, c).chunk
+        at = torch.tensor([r * chunk + 8 * j * K.SEL_THREADS + e for r in range(c) for j in range(4) for e in range(8)
+                           if r * chunk + 8 * j * K.SEL_THREADS + e < V], device=DEV)
+        x[1 + (c == 8), at] = 200.0
+    x[3, ::8] = x[3, ::8].abs() + 50.0          # one large key an octet
+    x[4] = -INF
+    x[4, 7:V:4099] = 1.0
+    x[5] = torch.where(torch.arange(V, device=DEV) % 3 == 0, 2.0, 1.0).to(dtype)
+    kk = torch.tensor([k, 60, 300, 2000, 20, k], dtype=torch.int32, device=DEV)
+    p = torch.tensor([0.9, 0.5, 1.0, 0.99, 0.7, 0.2], device=DEV)
+    bits = torch.int16 if dtype != torch.float32 else torch.int32
+    want_v, _ = torch.topk(x.cpu(), k)
+    want_i = ref.top_k(x.cpu(), k=k)[1]
+    for c in (1, 2, 8):
+        monkeypatch.setattr(K, "selection_cluster", lambda rows, V_, arch_, sms, largest=8, c=c: c)
+        values, indices = _sync(TopKFwdOp(k)(x))
+        assert torch.equal(indices.cpu(), want_i), c
+        assert torch.equal(values.cpu().view(bits), want_v.view(bits)), c
+        for r, kr in enumerate(kk.tolist()):
+            small = _sync(TopKFwdOp(kr)(x[r:r + 1]))[1].cpu()
+            assert torch.equal(small, ref.top_k(x[r:r + 1].cpu(), k=kr)[1]), (c, r, kr)
+        sc.check_mask(_sync(TopKTopPMaskFwdOp()(x, kk, p)).cpu(), x.cpu(), kk.cpu(), p.cpu())
 
 
 # ---- batch invariance ---------------------------------------------------------------------
