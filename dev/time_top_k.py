@@ -7,9 +7,11 @@ torch.topk at B = 1).
         [--variants c1,c2,c4,c8] [--ops top_k,mask] [--out top_k_lab.json] [--phases]
 
 A variant cC: the row over a cluster of C CTAs of 1024 threads (cuda_sampling's
-selection_plan(V, C)); cCf0: the same without the selection's floor (-DTILEOPS_SEL_FLOOR=0,
-sampling_common.cuh's smp_floor). --phases: top-k only, where the time of a call goes, CTA
-by CTA (dev/cuda/top_k_phases_lab.cu). (Session 15's variants cCa1, the histograms' adds warp-aggregated
+selection_plan(V, C)); cCuU: the same with the passes over the row unrolled U times
+(-DTILEOPS_SEL_UNROLL=U; the shipped 2). (Session 17's cCf0, without a floor under the
+k-th key from the threads' largest keys, measured the floor slower: commit ab57afc has
+it.) --phases: top-k only, where the time of a call goes, CTA by CTA
+(dev/cuda/top_k_phases_lab.cu). (Session 15's variants cCa1, the histograms' adds warp-aggregated
 by match.any, measured slower and left the kernels in session 16: commit 75f5deb has
 them.) Each variant is
 launched raw (runtime.build + _C.cuda_launch, as the op's launcher does) and its result
@@ -36,9 +38,9 @@ V = 128256
 
 
 def parse_variant(v: str):
-    """cC or cCf0: (cluster, extra defines)."""
-    c, _, f = v[1:].partition("f")
-    return int(c), (("-DTILEOPS_SEL_FLOOR=0",) if f == "0" else ())
+    """cC or cCuU: (cluster, extra defines)."""
+    c, _, u = v[1:].partition("u")
+    return int(c), ((f"-DTILEOPS_SEL_UNROLL={int(u)}",) if u else ())
 
 
 def launcher(specialisation, fmt, rows, variant, ptrs, lab=None):
@@ -82,8 +84,9 @@ def top_k_case(B, dtype, k, variants):
     return row
 
 
-PHASES = ["largest keys", "floor"] + [f"pass {p} {w}" for p in range(3) for w in ("clear", "count", "sum", "pick")] + [
-    "exchange", "collect", "last barrier", "sort+write"]
+PHASES = ["init"] + [f"pass {p} {w}" for p in range(3) for w in ("clear", "count", "sum", "pick")] + [
+    "collect", "last barrier", "sort+write"]
+T0, T1, CLOCK1, ORDERED = 17, 18, 19, 21   # top_k_phases_lab.cu's slots
 
 
 def phases_case(B, dtype, k, variants, runs=30):
@@ -109,16 +112,19 @@ def phases_case(B, dtype, k, variants, runs=30):
                 samples.append(ph.clone())
         assert torch.equal(vals, ref_v), f"{v}: the phases build's top-{k} differs from torch.topk"
         s = torch.stack(samples).cpu()          # [runs, B, C, 24]
-        ns_per_cycle = (s[..., 20] - s[..., 19]).double() / (s[..., 21] - s[..., 0]).double()
-        us = (s[..., :19] - s[..., :1]).double() * ns_per_cycle[..., None] / 1e3   # from the CTA's start
-        start = (s[..., 19] - s[..., 19].amin(dim=2, keepdim=True)).double() / 1e3  # CTA start skew in the row
-        med = us.median(dim=0).values[0]        # row 0: [C, 19]
+        ns_per_cycle = (s[..., T1] - s[..., T0]).double() / (s[..., CLOCK1] - s[..., 0]).double()
+        n = len(PHASES) + 1
+        us = (s[..., :n] - s[..., :1]).double() * ns_per_cycle[..., None] / 1e3   # from the CTA's start
+        start = (s[..., T0] - s[..., T0].amin(dim=2, keepdim=True)).double() / 1e3  # CTA start skew in the row
+        med = us.median(dim=0).values[0]        # row 0: [C, n]
         skew = start.median(dim=0).values[0]
         row = {"op": "top_k_phases", "case": f"top-{k} B={B} {str(dtype)[6:]}", "variant": v,
                "ghz": float(1 / ns_per_cycle.median()), "start_skew_us": skew.tolist(),
+               "ordered": bool(s[0, 0, 0, ORDERED]),
                "marks_us": {name: med[:, i + 1].tolist() for i, name in enumerate(PHASES)}}
         rows.append(row)
-        print(f"{row['case']} {v}: GHz {row['ghz']:.2f}, CTA start skew (us) {[round(t, 2) for t in row['start_skew_us']]}")
+        print(f"{row['case']} {v}: GHz {row['ghz']:.2f}, CTA start skew (us) {[round(t, 2) for t in row['start_skew_us']]}"
+              f"{', ordered collection' if row['ordered'] else ''}")
         prev = torch.zeros(C, dtype=torch.float64)
         for i, name in enumerate(PHASES):
             cur = med[:, i + 1]

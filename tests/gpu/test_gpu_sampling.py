@@ -370,16 +370,23 @@ def test_every_cluster_of_the_selections_gives_the_same_bits(dtype, V, monkeypat
     sc.check_mask(got[1][3].view(dtype).cpu(), x.cpu(), None, p.cpu())
 
 
+def _distinct_above(dtype, n, device):
+    """n distinct values of `dtype`, each above 2.0 (consecutive bit patterns from 2.0's)."""
+    bits, two = (torch.int32, 0x40000000) if dtype == torch.float32 else (torch.int16, 0x4000)
+    return (torch.arange(n, device=device, dtype=torch.int32) + two).to(bits).view(dtype)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_the_selection_floor_never_changes_a_result(dtype, monkeypatch):
-    """The selections' first pass counts only keys at or above a floor taken from the
-    threads' largest keys (sampling_common.cuh smp_floor). Rows that make those largest
-    keys a poor sample of the top: the k largest packed side by side (few threads hold
-    them), all in the octets of one thread of each CTA, one per thread, -inf but for a
-    few, and two values only; every cluster gives the reference's result."""
+def test_top_k_collects_rows_of_every_shape_of_top(dtype, monkeypatch):
+    """How top-k gathers the selected (top_k.cu step 2): every key >= the k-th at slots
+    taken from a counter when they fit the sort, else in index order. Rows that make each
+    path and its edge: the k largest packed side by side, all in one thread's octets of
+    each CTA, one per octet, -inf but for a few, two values only, and ties at the k-th
+    that just fit the sort (990 above + 34 equal = 1024) and just do not (35); every
+    cluster gives the reference's result, and the mask's."""
     from tileops.kernels.sampling import cuda_sampling as K
     V, k = 128256, 1000
-    x = sc.logits_like(6, V, dtype, DEV, seed=9)
+    x = sc.logits_like(8, V, dtype, DEV, seed=9)
     x[0, 5000:5000 + k] = 100.0 + torch.arange(k, device=DEV, dtype=dtype) / 64
     for c in (1, 8):                            # thread 0's octets of each CTA, for clusters of c
         chunk = K.selection_plan(V, c).chunk
@@ -390,8 +397,12 @@ def test_the_selection_floor_never_changes_a_result(dtype, monkeypatch):
     x[4] = -INF
     x[4, 7:V:4099] = 1.0
     x[5] = torch.where(torch.arange(V, device=DEV) % 3 == 0, 2.0, 1.0).to(dtype)
-    kk = torch.tensor([k, 60, 300, 2000, 20, k], dtype=torch.int32, device=DEV)
-    p = torch.tensor([0.9, 0.5, 1.0, 0.99, 0.7, 0.2], device=DEV)
+    for r, ties in ((6, 34), (7, 35)):
+        x[r] = x[r].clamp(-1.0, 1.0)
+        x[r, 0:3960:4] = _distinct_above(dtype, 990, DEV)
+        x[r, 2:V:4 * (V // (4 * ties))][:ties] = 1.5   # the k-th value, over every CTA: 10 of its ties taken
+    kk = torch.tensor([k, 60, 300, 2000, 20, k, k, k], dtype=torch.int32, device=DEV)
+    p = torch.tensor([0.9, 0.5, 1.0, 0.99, 0.7, 0.2, 0.9, 0.95], device=DEV)
     bits = torch.int16 if dtype != torch.float32 else torch.int32
     want_v, _ = torch.topk(x.cpu(), k)
     want_i = ref.top_k(x.cpu(), k=k)[1]
@@ -400,7 +411,7 @@ def test_the_selection_floor_never_changes_a_result(dtype, monkeypatch):
         values, indices = _sync(TopKFwdOp(k)(x))
         assert torch.equal(indices.cpu(), want_i), c
         assert torch.equal(values.cpu().view(bits), want_v.view(bits)), c
-        for r, kr in enumerate(kk.tolist()):
+        for r, kr in enumerate(kk.tolist()[:5]):
             small = _sync(TopKFwdOp(kr)(x[r:r + 1]))[1].cpu()
             assert torch.equal(small, ref.top_k(x[r:r + 1].cpu(), k=kr)[1]), (c, r, kr)
         sc.check_mask(_sync(TopKTopPMaskFwdOp()(x, kk, p)).cpu(), x.cpu(), kk.cpu(), p.cpu())

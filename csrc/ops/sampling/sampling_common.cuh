@@ -292,27 +292,38 @@ TILEOPS_DEV smp_u64 smp_block_sum_u64(smp_u64 v, smp_u64 *red, unsigned tid) {
     tileops_barrier();
     return s;
 }
-/* The sum of v over the threads below this one (exclusive, in thread order); *total the
- * sum over all. red: TILEOPS_WARPS words. */
-TILEOPS_DEV smp_u64 smp_block_scan_u64(smp_u64 v, smp_u64 *red, unsigned tid, smp_u64 *total) {
-    const unsigned lane = tid & 31u, warp = tid >> 5;
-    smp_u64 incl = v;
+/* The inclusive sum of v over the warp's lanes up to this one. */
+TILEOPS_DEV smp_u64 smp_warp_scan_u64(smp_u64 v, unsigned lane) {
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
-        const smp_u64 o = smp_shfl_up_u64(incl, d);
+        const smp_u64 o = smp_shfl_up_u64(v, d);
         if (lane >= (unsigned)d)
-            incl += o;
+            v += o;
     }
+    return v;
+}
+/* The sum of v over the threads below this one (exclusive, in thread order); *total the
+ * sum over all. red: SMP_RED words (the warps' totals, scanned by warp 0: a thread reads
+ * two words, where a loop over the warps' totals in every thread read 64 and the scan took
+ * ~2 µs of 1024 threads, H200). */
+#define SMP_RED (TILEOPS_WARPS + 1)
+TILEOPS_DEV smp_u64 smp_block_scan_u64(smp_u64 v, smp_u64 *red, unsigned tid, smp_u64 *total) {
+    const unsigned lane = tid & 31u, warp = tid >> 5;
+    const smp_u64 incl = smp_warp_scan_u64(v, lane);
     if (lane == 31)
         red[warp] = incl;
     tileops_barrier();
-    smp_u64 before = 0, all = 0;
-    for (unsigned w = 0; w < (unsigned)TILEOPS_WARPS; w++) {
-        before += w < warp ? red[w] : 0;
-        all += red[w];
+    if (warp == 0) {
+        const smp_u64 w = lane < (unsigned)TILEOPS_WARPS ? red[lane] : 0, wi = smp_warp_scan_u64(w, lane);
+        if (lane < (unsigned)TILEOPS_WARPS)
+            red[lane] = wi - w; /* the warps' totals before this one's */
+        if (lane == 31)
+            red[TILEOPS_WARPS] = wi;
     }
     tileops_barrier();
-    *total = all;
+    const smp_u64 before = red[warp];
+    *total = red[TILEOPS_WARPS];
+    tileops_barrier();
     return before + incl - v;
 }
 
@@ -418,22 +429,32 @@ TILEOPS_DEV long long smp_row(void) { return (long long)(tileops_ctaid() / TILEO
  * CTA of rank c taking octets [o0, o0 + no) of the row (smp_sel_chunk). Keys are the
  * dtype's own: 32 bits of a float32 (smp_key), 16 of a float16 / bfloat16 (smp_key16 of
  * its bits: the same order), chosen digit by digit from the top (11, 11, 10 bits; 11, 5)
- * over histograms of SMP_BINS bins in shared memory: each CTA counts its chunk, every CTA
- * reads every CTA's bins (distributed shared memory) and sums them in rank order, so every
- * CTA picks the same digit. Counts and masses are integers: the picks, so the results, do
- * not depend on the cluster's size (the launcher may choose it by the batch).
+ * over histograms of SMP_BINS bins in shared memory: each CTA counts its chunk in its own
+ * bins, then adds its non-zero bins into every CTA's sums (SMP_SUMS: reductions over
+ * distributed shared memory; a pass's keys fall in a few dozen bins, where reading all
+ * 2048 bins of every CTA took ~6 µs a pass at a cluster of 8, H200), so every CTA picks the
+ * same digit. Counts and masses are integers: the sums, the picks, so the results, do not
+ * depend on the order of the adds or the cluster's size (the launcher may choose it by
+ * the batch).
  *
- * The cluster's exchanges (a histogram's bins, a word per CTA) follow one protocol: the
- * CTA writes its part, arrives at and waits on a cluster barrier, reads the others', then
- * arrives again without waiting (*pending = 1): that second barrier's wait comes before the
- * CTA next writes what others read (smp_cluster_settle) and before it exits. With
- * TILEOPS_CLUSTER 1 every exchange is the CTA's own value. */
+ * The cluster's exchanges (a histogram's sums, a word per CTA) follow one protocol: the
+ * CTA writes its part (into the others' sums, or its own slot), arrives at and waits on a
+ * cluster barrier, reads (its sums, or the others' slots), then arrives again without
+ * waiting (*pending = 1): that second barrier's wait comes before the CTA next writes what
+ * others read or adds into their sums (smp_cluster_settle) and before it exits. A thread
+ * clears the sums it read (its two bins) before that arrival. With TILEOPS_CLUSTER 1 every
+ * exchange is the CTA's own value. */
 #define SMP_BINS 2048
 #if TILEOPS_N >= 4294967296LL
 #error "the selections' counts are 32-bit words: V < 2^32"
 #endif
 #define SMP_SEL_THREADS 1024 /* two bins per thread in the scans */
-#define SMP_SEL_UNROLL _Pragma("unroll 2") /* a pass over the row: short code, loads in flight */
+#ifndef TILEOPS_SEL_UNROLL
+#define TILEOPS_SEL_UNROLL 2 /* a pass over the row: short code, loads in flight (the lab: cCuU) */
+#endif
+#define SMP_STR(x) #x
+#define SMP_UNROLL_(n) _Pragma(SMP_STR(unroll n))
+#define SMP_SEL_UNROLL SMP_UNROLL_(TILEOPS_SEL_UNROLL)
 #if TILEOPS_E == 4
 #define SMP_PASSES 3
 #define SMP_SHIFT(p) ((p) == 0 ? 21 : (p) == 1 ? 10 : 0)
@@ -510,7 +531,7 @@ TILEOPS_DEV void smp_keys8(const char *row, long long o, unsigned *key, float *f
 struct smp_pick {
     int digit;
     smp_u64 above; /* what the bins above the digit hold (counts or masses) */
-    smp_u64 count, mass; /* the digit's bin's (smp_pick_count: count is the histogram's total) */
+    smp_u64 count, mass; /* the digit's bin's, over the cluster (mass: smp_pick_mass only) */
     /* this CTA's own keys: how many in the bins above the digit (smp_pick_count only), and
      * in the digit's bin */
     smp_u64 local_above, local_count;
@@ -537,6 +558,37 @@ TILEOPS_DEV void smp_st_cluster_u64(smp_u64 *p, unsigned rank, smp_u64 v) {
                  : "memory");
 }
 #endif
+#if TILEOPS_CLUSTER > 1
+/* reductions into the word at the same shared address as p in the CTA of rank `rank` */
+TILEOPS_DEV void smp_red_cluster_u32(const void *p, unsigned rank, unsigned v) {
+    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %0, %1; red.shared::cluster.add.u32 [a], %2; }" ::"r"(
+                     smp_smem_addr(p)),
+                 "r"(rank), "r"(v)
+                 : "memory");
+}
+TILEOPS_DEV void smp_red_cluster_u64(const void *p, unsigned rank, smp_u64 v) {
+    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %0, %1; red.shared::cluster.add.u64 [a], %2; }" ::"r"(
+                     smp_smem_addr(p)),
+                 "r"(rank), "l"(v)
+                 : "memory");
+}
+TILEOPS_DEV unsigned smp_atom_cluster_u32(const void *p, unsigned rank, unsigned v) { /* the old value */
+    unsigned old;
+    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %1, %2; atom.shared::cluster.add.u32 %0, [a], %3; }"
+                 : "=r"(old)
+                 : "r"(smp_smem_addr(p)), "r"(rank), "r"(v)
+                 : "memory");
+    return old;
+}
+#endif
+/* n slots of the counter *p of the cluster's CTA of rank 0: the first one's number */
+TILEOPS_DEV unsigned smp_take_rank0(unsigned *p, unsigned n) {
+#if TILEOPS_CLUSTER > 1
+    return smp_atom_cluster_u32(p, 0, n);
+#else
+    return smp_atom_add_u32(p, n);
+#endif
+}
 /* the write of a word to the shared array `p` of the cluster's CTA of rank 0 */
 TILEOPS_DEV void smp_put_rank0(smp_u64 *p, smp_u64 v) {
 #if TILEOPS_CLUSTER > 1
@@ -577,30 +629,6 @@ TILEOPS_DEV smp_u64 smp_sel_exchange(smp_u64 v, smp_u64 *slot, unsigned tid, int
     return v;
 #endif
 }
-/* Bin d's count, and mass (lo, hi: its words; lo 0: none), summed over the cluster's CTAs
- * in rank order (after the histograms' barrier). */
-TILEOPS_DEV smp_u64 smp_bin_count(const unsigned *cnt, int d) {
-#if TILEOPS_CLUSTER > 1
-    smp_u64 s = 0;
-#pragma unroll
-    for (unsigned r = 0; r < TILEOPS_CLUSTER; r++)
-        s += smp_ld_cluster_u32(&cnt[d], r);
-    return s;
-#else
-    return cnt[d];
-#endif
-}
-TILEOPS_DEV smp_u64 smp_bin_mass(const unsigned *lo, const unsigned *hi, int d) {
-#if TILEOPS_CLUSTER > 1
-    smp_u64 s = 0;
-#pragma unroll
-    for (unsigned r = 0; r < TILEOPS_CLUSTER; r++)
-        s += ((smp_u64)smp_ld_cluster_u32(&hi[d], r) << 32) | smp_ld_cluster_u32(&lo[d], r);
-    return s;
-#else
-    return ((smp_u64)hi[d] << 32) | lo[d];
-#endif
-}
 /* A thread's two bins of the scans (dh = BINS - 1 - 2 tid, dl = dh - 1), over the cluster. */
 struct smp_bins {
     smp_u64 ch, cl; /* counts */
@@ -608,8 +636,7 @@ struct smp_bins {
 };
 
 /* Digit of the k-th largest (1 <= need <= the histogram's total) in the counts: the bin d
- * with (counts above d) < need <= (counts above d) + count[d]; .count: the total (with
- * need > total, .digit is stale). */
+ * with (counts above d) < need <= (counts above d) + count[d]. */
 TILEOPS_DEV struct smp_pick smp_pick_count(struct smp_bins bn, const unsigned *cnt, smp_u64 need, smp_u64 *red,
                                            struct smp_pick *out, unsigned tid) {
     const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
@@ -621,11 +648,9 @@ TILEOPS_DEV struct smp_pick smp_pick_count(struct smp_bins bn, const unsigned *c
     const smp_u64 s = smp_block_scan_u64(((ch + cl) << 32) | (lh + ll), red, tid, &total);
     const smp_u64 ah = s >> 32, al = ah + ch, lah = s & 0xffffffffull, lal = lah + lh;
     if (ah < need && need <= ah + ch)
-        out->digit = dh, out->above = ah, out->local_above = lah, out->local_count = lh;
+        out->digit = dh, out->above = ah, out->count = ch, out->local_above = lah, out->local_count = lh;
     if (al < need && need <= al + cl)
-        out->digit = dl, out->above = al, out->local_above = lal, out->local_count = ll;
-    if (tid == 0)
-        out->count = total >> 32; /* the cluster's keys counted */
+        out->digit = dl, out->above = al, out->count = cl, out->local_above = lal, out->local_count = ll;
     tileops_barrier();
     const struct smp_pick p = *out;
     tileops_barrier();
@@ -667,11 +692,78 @@ TILEOPS_DEV smp_u64 smp_weight(float f, float m) {
     asm("cvt.rzi.u64.f32 %0, %1;" : "=l"(w) : "f"(tileops_mul(smp_exp(tileops_add(f, -m)), 1099511627776.0f)));
     return w;
 }
-/* The histograms' two ends: cleared (after the others have read the previous pass's
- * bins), then, once every thread has added, summed over the cluster: this thread's two
- * bins of the scans (an exchange: it leaves *pending). */
-TILEOPS_DEV void smp_histogram_clear(unsigned *cnt, unsigned *lo, unsigned *hi, unsigned tid, int *pending) {
-    smp_cluster_settle(pending);
+/* The cluster's sums of the CTAs' bins: counts (tot) and, in the mask, masses (totw), in
+ * every CTA's shared memory (SMP_SUMS bytes; unused with TILEOPS_CLUSTER 1, where the
+ * CTA's own bins are the sums). smp_sums_init clears this thread's two bins (the scans'
+ * dh, dl) before the first histogram; every thread of the cluster calls it (it leaves
+ * *pending). */
+#define SMP_SUMS (SMP_BINS * 12)
+TILEOPS_DEV void smp_sums_init(unsigned *tot, smp_u64 *totw, unsigned tid, int *pending) {
+#if TILEOPS_CLUSTER > 1
+    const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
+    tot[dh] = tot[dl] = 0;
+    if (totw != 0)
+        totw[dh] = totw[dl] = 0;
+    smp_cluster_arrive();
+    *pending = 1;
+#else
+    (void)tot, (void)totw, (void)tid, (void)pending;
+#endif
+}
+/* A histogram's end: once every thread of the CTA has counted, this thread's two bins of
+ * the scans (dh, dl) summed over the cluster: the CTA's non-zero bins added into every
+ * CTA's sums, a cluster barrier, its own sums read and cleared (an exchange: it leaves
+ * *pending). */
+TILEOPS_DEV struct smp_bins smp_histogram_sum(const unsigned *cnt, const unsigned *lo, const unsigned *hi,
+                                              unsigned *tot, smp_u64 *totw, unsigned tid, int *pending) {
+    tileops_barrier();
+    const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
+    struct smp_bins bn;
+    bn.ch = cnt[dh];
+    bn.cl = cnt[dl];
+    bn.wh = lo != 0 ? ((smp_u64)hi[dh] << 32) | lo[dh] : 0;
+    bn.wl = lo != 0 ? ((smp_u64)hi[dl] << 32) | lo[dl] : 0;
+#if TILEOPS_CLUSTER > 1
+    smp_cluster_settle(pending); /* every CTA has read and cleared its sums */
+#pragma unroll
+    for (unsigned r = 0; r < TILEOPS_CLUSTER; r++) {
+        if (bn.ch)
+            smp_red_cluster_u32(&tot[dh], r, (unsigned)bn.ch);
+        if (bn.cl)
+            smp_red_cluster_u32(&tot[dl], r, (unsigned)bn.cl);
+        if (bn.wh)
+            smp_red_cluster_u64(&totw[dh], r, bn.wh);
+        if (bn.wl)
+            smp_red_cluster_u64(&totw[dl], r, bn.wl);
+    }
+    smp_cluster_arrive();
+    smp_cluster_wait();
+    bn.ch = tot[dh];
+    bn.cl = tot[dl];
+    tot[dh] = tot[dl] = 0;
+    if (lo != 0) {
+        bn.wh = totw[dh];
+        bn.wl = totw[dl];
+        totw[dh] = totw[dl] = 0;
+    }
+    smp_cluster_arrive();
+    *pending = 1;
+#else
+    (void)tot, (void)totw, (void)pending;
+#endif
+    return bn;
+}
+
+/* One pass of a radix search over the CTA's chunk (octets [o0, o0 + no)): per digit
+ * ((key >> shift) & digit_mask) of the keys >= floor that share the digits chosen so far
+ * (key & chosen == prefix), the count (cnt) and, when lo is given, the mass (smp_weight;
+ * lo, hi: its two words); then this thread's two bins of the scans summed over the
+ * cluster (tot, totw: smp_sums_init's). Every thread of the cluster calls it (an exchange:
+ * it leaves *pending). */
+TILEOPS_DEV struct smp_bins smp_histogram(const char *row, int o0, int no, unsigned floor,
+                                           unsigned chosen, unsigned prefix, int shift, unsigned digit_mask,
+                                           unsigned *cnt, unsigned *lo, unsigned *hi, unsigned *tot, smp_u64 *totw,
+                                           float m, unsigned tid, int *pending) {
     for (int b = (int)tid; b < SMP_BINS; b += SMP_SEL_THREADS) {
         cnt[b] = 0;
         if (lo != 0) {
@@ -680,37 +772,6 @@ TILEOPS_DEV void smp_histogram_clear(unsigned *cnt, unsigned *lo, unsigned *hi, 
         }
     }
     tileops_barrier();
-}
-TILEOPS_DEV struct smp_bins smp_histogram_sum(const unsigned *cnt, const unsigned *lo, const unsigned *hi,
-                                              unsigned tid, int *pending) {
-    tileops_barrier();
-    smp_cluster_arrive();
-    smp_cluster_wait();
-    const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
-    struct smp_bins bn;
-    bn.ch = smp_bin_count(cnt, dh);
-    bn.cl = smp_bin_count(cnt, dl);
-    bn.wh = lo != 0 ? smp_bin_mass(lo, hi, dh) : 0;
-    bn.wl = lo != 0 ? smp_bin_mass(lo, hi, dl) : 0;
-#if TILEOPS_CLUSTER > 1
-    smp_cluster_arrive();
-    *pending = 1;
-#else
-    (void)pending;
-#endif
-    return bn;
-}
-/* One pass of a radix search over the CTA's chunk (octets [o0, o0 + no)): per digit
- * ((key >> shift) & digit_mask) of the keys >= floor that share the digits chosen so far
- * (key & chosen == prefix), the count (cnt) and, when lo is given, the mass (smp_weight;
- * lo, hi: its two words); then this thread's two bins of the scans summed over the
- * cluster. Clears the histograms first; every thread of the cluster calls it (an exchange:
- * it leaves *pending). */
-TILEOPS_DEV struct smp_bins smp_histogram(const char *row, int o0, int no, unsigned floor,
-                                           unsigned chosen, unsigned prefix, int shift, unsigned digit_mask,
-                                           unsigned *cnt, unsigned *lo, unsigned *hi, float m, unsigned tid,
-                                           int *pending) {
-    smp_histogram_clear(cnt, lo, hi, tid, pending);
     SMP_SEL_UNROLL
     for (int j = 0; j < TILEOPS_OPT; j++) {
         const long long o = (long long)j * SMP_SEL_THREADS + tid;
@@ -728,7 +789,7 @@ TILEOPS_DEV struct smp_bins smp_histogram(const char *row, int o0, int no, unsig
                 }
         }
     }
-    return smp_histogram_sum(cnt, lo, hi, tid, pending);
+    return smp_histogram_sum(cnt, lo, hi, tot, totw, tid, pending);
 }
 
 /* (keys above t) << 32 | (keys equal to t) over the CTA's chunk (every thread calls it) */
@@ -750,67 +811,26 @@ TILEOPS_DEV smp_u64 smp_count_around(const char *row, int o0, int no, unsigned t
     return smp_block_sum_u64(mine, red, tid);
 }
 
-/* The largest key of this thread's elements of the CTA's chunk (0: none), one pass. */
-TILEOPS_DEV unsigned smp_top_key(const char *row, int o0, int no, unsigned tid) {
-    unsigned top = 0;
-    SMP_SEL_UNROLL
-    for (int j = 0; j < TILEOPS_OPT; j++) {
-        const long long o = (long long)j * SMP_SEL_THREADS + tid;
-        if (o < no) {
-            unsigned key[8], bits[8];
-            float f[8];
-            smp_keys8(row, o0 + o, key, f, bits);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                top = key[e] > top ? key[e] : top; /* keys past V are 0 */
-        }
-    }
-    return top;
-}
-
-/* A floor under the k-th largest key of the row, so that the selection's first pass counts
- * only the keys at or above it (logits share a few top digits: counting every key makes
- * the lanes' adds collide on those bins, and that pass took most of a row's time).
- * `top`: this thread's largest key (smp_top_key; 0: none). The threads' largest keys are
- * distinct elements of the row; the floor is the lowest key of the first pass's digit that
- * holds the k-th largest of them, so at least k of the row's keys are at or above it, and
- * the k-th largest key of the row is too. 0 (every key) when the cluster's threads hold
- * fewer than k keys (at once, with no exchange, when k exceeds its threads). The same floor in every CTA of the cluster (an exchange: it leaves
- * *pending); the selection's result does not depend on it. */
-#ifndef TILEOPS_SEL_FLOOR
-#define TILEOPS_SEL_FLOOR 1 /* 0: the lab's builds without a floor (dev/time_top_k.py cCf0) */
-#endif
-TILEOPS_DEV unsigned smp_floor(unsigned top, smp_u64 k, unsigned *cnt, smp_u64 *red, struct smp_pick *out,
-                               unsigned tid, int *pending) {
-    if (!TILEOPS_SEL_FLOOR || k > (smp_u64)SMP_SEL_THREADS * TILEOPS_CLUSTER) /* uniform: no exchange */
-        return 0u;
-    smp_histogram_clear(cnt, 0, 0, tid, pending);
-    if (top)
-        smp_red_add_u32(&cnt[(top >> SMP_SHIFT(0)) & ((1u << SMP_WIDTH(0)) - 1u)], 1u);
-    const struct smp_bins bn = smp_histogram_sum(cnt, 0, 0, tid, pending);
-    const struct smp_pick pk = smp_pick_count(bn, cnt, k, red, out, tid);
-    return pk.count < k ? 0u : (unsigned)pk.digit << SMP_SHIFT(0);
-}
-
-/* The k-th largest key t of the row (1 <= k <= V) among keys >= floor (smp_floor's, or 0:
- * at least k keys are >= floor); *above: how many keys are larger; *local: (this CTA's keys
- * above t) << 32 | (its keys equal to t), from the histograms. */
-TILEOPS_DEV unsigned smp_select(const char *row, int o0, int no, unsigned floor, smp_u64 k, unsigned *cnt,
-                                smp_u64 *red, struct smp_pick *out, unsigned tid, smp_u64 *above, smp_u64 *local,
-                                int *pending) {
+/* The k-th largest key t of the row (1 <= k <= V); *above: how many keys are larger,
+ * *equal: how many equal it; *local: (this CTA's keys above t) << 32 | (its keys equal to
+ * t), from the histograms. */
+TILEOPS_DEV unsigned smp_select(const char *row, int o0, int no, smp_u64 k, unsigned *cnt, unsigned *tot,
+                                smp_u64 *red, struct smp_pick *out, unsigned tid, smp_u64 *above, smp_u64 *equal,
+                                smp_u64 *local, int *pending) {
     unsigned prefix = 0, chosen = 0; /* the digits chosen so far, and their bits */
     smp_u64 gt = 0, lgt = 0;
     for (int p = 0; p < SMP_PASSES; p++) {
         const int shift = SMP_SHIFT(p);
         const unsigned digit_mask = (1u << SMP_WIDTH(p)) - 1u;
         const struct smp_bins bn =
-            smp_histogram(row, o0, no, floor, chosen, prefix, shift, digit_mask, cnt, 0, 0, 0.0f, tid, pending);
+            smp_histogram(row, o0, no, 0u, chosen, prefix, shift, digit_mask, cnt, 0, 0, tot, 0, 0.0f, tid, pending);
         const struct smp_pick pk = smp_pick_count(bn, cnt, k - gt, red, out, tid);
         gt += pk.above;
         lgt += pk.local_above;
         prefix |= (unsigned)pk.digit << shift;
         chosen |= digit_mask << shift;
         *local = (lgt << 32) | pk.local_count;
+        *equal = pk.count;
     }
     *above = gt;
     return prefix;

@@ -6,14 +6,13 @@
  * A row over a cluster of TILEOPS_CLUSTER CTAs of 1024 threads (1: one CTA), no full sort:
  *   1. the k-th largest key T by radix selection (smp_select: 3 passes over a float32
  *      row's keys, 2 over a 16-bit one's, every CTA over its chunk, the histograms summed
- *      over the cluster; its first pass counts only the keys at or above smp_floor's
- *      floor, from a pass taking each thread's largest key), and how many keys are above
- *      it;
- *   2. in index order (a CTA's chunk after the chunks of the ranks below it: their counts
- *      above and equal to T, read off the selection's histograms, exchanged; tiles of the
- *      chunk, a block scan per tile), every element above T and
- *      the first k - (those) equal to T, as ranks (key, index reversed) in the shared
- *      memory of the cluster's CTA of rank 0;
+ *      over the cluster), and how many keys are above it;
+ *   2. every element at or above T, as ranks (key, index reversed), into the shared memory
+ *      of the cluster's CTA of rank 0 at slots taken from its counter, when they fit the
+ *      sort (which then ranks the ties by index); else, in index order (a CTA's chunk after
+ *      the chunks of the ranks below it: their counts above and equal to T, read off the
+ *      selection's histograms, exchanged; tiles of the chunk, a block scan per tile), every
+ *      element above T and the first k - (those) equal to T;
  *   3. there, a bitonic sort of those ranks, largest first (pow2ceil(k) of them, padded
  *      with 0; up to 1024, one a thread in registers, exchanged by shuffles below a warp's
  *      width and through shared memory above);
@@ -40,7 +39,6 @@
 #error "top_k.cu: CTAs of 1024 threads"
 #endif
 
-
 /* the i-th largest of the row (its rank r): index, and value copied bit for bit */
 TILEOPS_DEV void tk_put(const char *xrow, long long row, int i, smp_u64 r, void *values, long long *indices) {
     const long long e = smp_rank_index(r);
@@ -61,8 +59,14 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const v
     TILEOPS_PDL_PROLOGUE();
     extern __shared__ __attribute__((aligned(16))) smp_u64 sel[];
     __shared__ __attribute__((aligned(16))) unsigned cnt[SMP_BINS]; /* then, in rank 0, the sort's second buffer */
-    __shared__ smp_u64 red[TILEOPS_WARPS];
+#if TILEOPS_CLUSTER > 1
+    __shared__ unsigned tot[SMP_BINS];
+#else
+    unsigned *const tot = 0;
+#endif
+    __shared__ smp_u64 red[SMP_RED];
     __shared__ smp_u64 slot;
+    __shared__ unsigned taken; /* rank 0's: the slots of sel given out */
     __shared__ struct smp_pick out;
     const unsigned tid = tileops_tid();
     const long long row = smp_row();
@@ -71,55 +75,83 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const v
     smp_sel_chunk(&o0, &no);
     const int rank0 = smp_rank_in_cluster() == 0;
     int pending = 0;
-
-    smp_u64 above, local;
-    const unsigned floor = TILEOPS_SEL_FLOOR && TILEOPS_K <= SMP_SEL_THREADS * TILEOPS_CLUSTER
-                               ? smp_floor(smp_top_key(xrow, o0, no, tid), TILEOPS_K, cnt, red, &out, tid, &pending)
-                               : 0u;
-    const unsigned t = smp_select(xrow, o0, no, floor, TILEOPS_K, cnt, red, &out, tid, &above, &local, &pending);
-    const smp_u64 need = TILEOPS_K - above; /* of the keys equal to t, the first `need` */
-
-    if (rank0)
+    /* rank 0's sel (the sort pads with 0) and counter, ordered before the others' writes by
+     * the selection's cluster barriers */
+    if (rank0) {
         for (int i = (int)tid; i < TILEOPS_KP; i += SMP_SEL_THREADS)
             sel[i] = 0;
-    /* base: (above t) << 32 | (equal to t), in the chunks of the ranks below and the tiles
-     * before */
-    smp_u64 base = 0;
-#if TILEOPS_CLUSTER > 1
-    smp_u64 largest;
-    /* the exchange's barrier also orders rank 0's zeroed sel before the others' writes */
-    smp_sel_exchange(local, &slot, tid, &pending, &base, &largest);
-#else
-    (void)slot, (void)local;
-    tileops_barrier();
-#endif
-    SMP_SEL_UNROLL
-    for (int j = 0; j < TILEOPS_OPT; j++) {
-        const long long o = (long long)j * SMP_SEL_THREADS + tid;
-        unsigned key[8], bits[8];
-        float f[8];
-        smp_u64 mine = 0;
-        if (o < no) {
-            smp_keys8(xrow, o0 + o, key, f, bits);
+        if (tid == 0)
+            taken = 0;
+    }
+    smp_sums_init(tot, 0, tid, &pending);
+
+    smp_u64 above, equal, local;
+    const unsigned t = smp_select(xrow, o0, no, TILEOPS_K, cnt, tot, red, &out, tid, &above, &equal, &local, &pending);
+    const smp_u64 need = TILEOPS_K - above; /* of the keys equal to t, the first `need` */
+
+    if (above + equal <= TILEOPS_KP) {
+        /* every key >= t fits the sort (which ranks the ties by index): no order needed here,
+         * a thread takes slots of rank 0's sel for its keys of an octet at once */
+        (void)need, (void)slot, (void)local;
+        SMP_SEL_UNROLL
+        for (int j = 0; j < TILEOPS_OPT; j++) {
+            const long long o = (long long)j * SMP_SEL_THREADS + tid;
+            if (o < no) {
+                unsigned key[8], bits[8];
+                float f[8];
+                smp_keys8(xrow, o0 + o, key, f, bits);
+                unsigned n = 0;
 #pragma unroll
-            for (int e = 0; e < 8; e++)
-                mine += key[e] > t ? (1ull << 32) : key[e] == t && 8 * (o0 + o) + e < TILEOPS_N ? 1ull : 0ull;
+                for (int e = 0; e < 8; e++)
+                    n += key[e] >= t; /* keys past V are 0 < t */
+                if (n) {
+                    unsigned at = smp_take_rank0(&taken, n);
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        if (key[e] >= t)
+                            smp_put_rank0(&sel[at++], smp_rank(key[e], 8 * (o0 + o) + e));
+                }
+            }
         }
-        smp_u64 total;
-        smp_u64 at = base + smp_block_scan_u64(mine, red, tid, &total);
-        base += total;
-        if (o < no) {
+    } else {
+        /* more keys equal to t than the sort holds: in index order, every key above t and the
+         * first `need` equal to it. base: (above t) << 32 | (equal to t), in the chunks of the
+         * ranks below and the tiles before */
+        smp_u64 base = 0;
+#if TILEOPS_CLUSTER > 1
+        smp_u64 largest;
+        smp_sel_exchange(local, &slot, tid, &pending, &base, &largest);
+#else
+        (void)slot, (void)local;
+#endif
+        SMP_SEL_UNROLL
+        for (int j = 0; j < TILEOPS_OPT; j++) {
+            const long long o = (long long)j * SMP_SEL_THREADS + tid;
+            unsigned key[8], bits[8];
+            float f[8];
+            smp_u64 mine = 0;
+            if (o < no) {
+                smp_keys8(xrow, o0 + o, key, f, bits);
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                const long long i = 8 * (o0 + o) + e;
-                if (key[e] > t) {
-                    smp_put_rank0(&sel[at >> 32], smp_rank(key[e], i));
-                    at += 1ull << 32;
-                } else if (key[e] == t && i < TILEOPS_N) {
-                    const smp_u64 r = at & 0xffffffffull;
-                    if (r < need)
-                        smp_put_rank0(&sel[above + r], smp_rank(key[e], i));
-                    at += 1;
+                for (int e = 0; e < 8; e++)
+                    mine += key[e] > t ? (1ull << 32) : key[e] == t && 8 * (o0 + o) + e < TILEOPS_N ? 1ull : 0ull;
+            }
+            smp_u64 total;
+            smp_u64 at = base + smp_block_scan_u64(mine, red, tid, &total);
+            base += total;
+            if (o < no) {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const long long i = 8 * (o0 + o) + e;
+                    if (key[e] > t) {
+                        smp_put_rank0(&sel[at >> 32], smp_rank(key[e], i));
+                        at += 1ull << 32;
+                    } else if (key[e] == t && i < TILEOPS_N) {
+                        const smp_u64 r = at & 0xffffffffull;
+                        if (r < need)
+                            smp_put_rank0(&sel[above + r], smp_rank(key[e], i));
+                        at += 1;
+                    }
                 }
             }
         }

@@ -11,8 +11,7 @@
  * histogram over the cluster (sampling_common.cuh: integer counts and masses, so the same
  * result whatever the cluster's size):
  *   1. m = max, and whether the row has a NaN (then: NaN written, done);
- *   2. top-k: the k-th largest key T by radix selection (smp_select, its first pass over
- *      the keys at or above smp_floor's floor, from the threads' largest keys of pass 1);
+ *   2. top-k: the k-th largest key T by radix selection (smp_select);
  *   3. top-p: integer weights W = floor(exp(x - m) 2^40) (exact sums in any order),
  *      Z = sum W over keys >= T, P = ceil(p Z) in double; the edge by a radix search over
  *      the keys with each digit's count and mass (smp_pick_mass): the lowest kept key K,
@@ -28,7 +27,8 @@
  * ==== Parameters (arg_format "pppp") ======================================================
  *   (const void *logits, const void *k /+ 0 without +/, const float *p /+ 0 without +/,
  *    void *out /+ the logits themselves: in place +/): contiguous [rows, V] and [rows];
- *   grid.x = rows x CLUSTER, block 1024, no dynamic shared memory.
+ *   grid.x = rows x CLUSTER, block 1024, dynamic shared memory SMP_SUMS bytes when
+ *   CLUSTER > 1 (the cluster's sums of the histograms), else none.
  *
  * ==== Defines (besides sampling_common.cuh's, with TILEOPS_THREADS 1024) ===================
  *   TILEOPS_HAS_K, TILEOPS_HAS_P 0 or 1; TILEOPS_K64 1 for int64 k, 0 for int32. */
@@ -80,7 +80,15 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
     TILEOPS_PDL_PROLOGUE();
     __shared__ unsigned cnt[SMP_BINS];
     __shared__ unsigned mass_lo[SMP_BINS], mass_hi[SMP_BINS];
-    __shared__ smp_u64 red[TILEOPS_WARPS];
+#if TILEOPS_CLUSTER > 1
+    extern __shared__ __attribute__((aligned(16))) smp_u64 sums[]; /* SMP_SUMS bytes: masses, then counts */
+    smp_u64 *const totw = sums;
+    unsigned *const tot = (unsigned *)(sums + SMP_BINS);
+#else
+    smp_u64 *const totw = 0;
+    unsigned *const tot = 0;
+#endif
+    __shared__ smp_u64 red[SMP_RED];
     __shared__ float fred[TILEOPS_WARPS];
     __shared__ smp_u64 slot[4]; /* one word per exchange */
     __shared__ struct smp_pick out;
@@ -94,10 +102,11 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
     smp_sel_chunk(&o0, &no);
     int pending = 0;
     smp_u64 before, largest;
+    smp_sums_init(tot, totw, tid, &pending);
 
     /* 1. the maximum, and NaN */
     float m = SMP_NINF;
-    unsigned nan = 0, top = 0; /* top: the thread's largest key (smp_floor's) */
+    unsigned nan = 0;
     SMP_SEL_UNROLL
     for (int j = 0; j < TILEOPS_OPT; j++) {
         const long long o = (long long)j * SMP_SEL_THREADS + tid;
@@ -109,7 +118,6 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
             for (int e = 0; e < 8; e++) {
                 m = smp_max(m, f[e]);
                 nan |= f[e] != f[e];
-                top = key[e] > top ? key[e] : top;
             }
         }
     }
@@ -136,12 +144,11 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
     const long long k = ((const int *)kk)[row];
 #endif
     if (k >= 1 && k < TILEOPS_N) {
-        smp_u64 above, local;
-        const unsigned floor = smp_floor(top, (smp_u64)k, cnt, red, &out, tid, &pending);
-        tk = smp_select(xrow, o0, no, floor, (smp_u64)k, cnt, red, &out, tid, &above, &local, &pending);
+        smp_u64 above, equal, local;
+        tk = smp_select(xrow, o0, no, (smp_u64)k, cnt, tot, red, &out, tid, &above, &equal, &local, &pending);
     }
 #else
-    (void)kk, (void)top;
+    (void)kk;
 #endif
 
     /* 3. top-p */
@@ -186,7 +193,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
                 const int shift = SMP_SHIFT(pass);
                 const unsigned digit_mask = (1u << SMP_WIDTH(pass)) - 1u;
                 const struct smp_bins bn = smp_histogram(xrow, o0, no, tk, chosen, prefix, shift, digit_mask, cnt,
-                                                         mass_lo, mass_hi, m, tid, &pending);
+                                                         mass_lo, mass_hi, tot, totw, m, tid, &pending);
                 pk = smp_pick_mass(bn, cnt, g, bound, red, &out, &lowest, tid);
                 g = pk.above;
                 prefix |= (unsigned)pk.digit << shift;

@@ -175,8 +175,12 @@ def top_k_specialisation(dtype_code, V, k, values, aligned16, cluster=1):
     return "sampling/top_k.cu", "tileops_top_k", tuple(opts), plan
 
 
+SEL_SUMS_BYTES = 2048 * 12  # sampling_common.cuh SMP_SUMS: a mask cluster's sums of its histograms
+
+
 def top_k_top_p_mask_specialisation(dtype_code, V, has_k, k_dtype_code, has_p, aligned16, cluster=1):
     plan = selection_plan(V, cluster)
+    plan = plan._replace(smem=SEL_SUMS_BYTES if cluster > 1 else 0)
     opts = _row_opts(dtype_code, V, vec(DTYPE[dtype_code], V, aligned16), plan) + [
         f"-DTILEOPS_HAS_K={int(bool(has_k))}", f"-DTILEOPS_HAS_P={int(bool(has_p))}",
         f"-DTILEOPS_K64={int(DTYPE[k_dtype_code] is torch.int64)}"]
