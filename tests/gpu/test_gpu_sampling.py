@@ -358,7 +358,7 @@ def test_every_cluster_of_the_selections_gives_the_same_bits(dtype, V, monkeypat
     bits = torch.int16 if dtype != torch.float32 else torch.int32
     got = {}
     for c in (1, 2, 4, 8):
-        monkeypatch.setattr(K, "selection_cluster", lambda rows, V_, arch_, sms, largest=8, c=c: c)
+        monkeypatch.setattr(K, "selection_cluster", lambda rows, V_, arch_, sms, c=c: c)
         values, indices = _sync(TopKFwdOp(1000)(x))
         got[c] = (values.view(bits), indices, _sync(TopKTopPMaskFwdOp()(x, k, p)).view(bits),
                   _sync(TopKTopPMaskFwdOp()(x, None, p)).view(bits))
@@ -407,7 +407,7 @@ def test_top_k_collects_rows_of_every_shape_of_top(dtype, monkeypatch):
     want_v, _ = torch.topk(x.cpu(), k)
     want_i = ref.top_k(x.cpu(), k=k)[1]
     for c in (1, 2, 8):
-        monkeypatch.setattr(K, "selection_cluster", lambda rows, V_, arch_, sms, largest=8, c=c: c)
+        monkeypatch.setattr(K, "selection_cluster", lambda rows, V_, arch_, sms, c=c: c)
         values, indices = _sync(TopKFwdOp(k)(x))
         assert torch.equal(indices.cpu(), want_i), c
         assert torch.equal(values.cpu().view(bits), want_v.view(bits)), c

@@ -111,22 +111,19 @@ def selection_plan(V: int, cluster: int = 1) -> RowPlan:
 SEL_MIN_CHUNK = 8 * SEL_THREADS   # a selection CTA of a cluster takes at least an octet a thread
 
 
-MASK_LARGEST_CLUSTER = 4
-
-
-def selection_cluster(rows: int, V: int, arch_: int, sm_count: int, largest: int = 8) -> int:
-    """The cluster of a selection kernel's row: the largest of 8, 4, 2, at most `largest`,
-    whose CTAs (rows x cluster) fill at most half the SMs (clusters of 1024-thread CTAs past
-    that queue in a second wave: B = 32 in clusters of 4 took 140 µs against 124 in clusters
-    of 2, H200) with at least SEL_MIN_CHUNK elements each (sm_90 and later); else 1. A row's
-    CTA alone makes every radix pass over the row: at B = 1 one SM did the work in ~110 µs
-    where torch.topk took 33 (H200, session 14). top_k_top_p_mask takes at most
-    MASK_LARGEST_CLUSTER = 4: its nine passes' exchanges made 8 CTAs slower than 4 in 6 of
-    8 cases at B = 1 and 8 (H200, session 16)."""
+def selection_cluster(rows: int, V: int, arch_: int, sm_count: int) -> int:
+    """The cluster of a selection kernel's row: the largest of 8, 4, 2 whose CTAs (rows x
+    cluster) fill at most half the SMs (clusters of 1024-thread CTAs past that queue in a
+    second wave: B = 32 in clusters of 4 took 140 µs against 124 in clusters of 2, H200)
+    with at least SEL_MIN_CHUNK elements each (sm_90 and later); else 1. A row's CTA alone
+    makes every radix pass over the row: at B = 1 one SM did the work in ~110 µs where
+    torch.topk took 33 (H200, session 14). Since the histograms' sums are pushed (session
+    17) a cluster of 8 is the fastest at B = 1 for both kernels (the mask: 48.6 µs against
+    71.7 in clusters of 4, bf16)."""
     if arch_ < 90:
         return 1
     for c in (8, 4, 2):
-        if c <= largest and 2 * rows * c <= sm_count and V >= c * SEL_MIN_CHUNK:
+        if 2 * rows * c <= sm_count and V >= c * SEL_MIN_CHUNK:
             return c
     return 1
 
@@ -269,7 +266,7 @@ def build_sample(b):
     return launch
 
 
-def _selection_launcher(b, specialisation, arg_format: str, largest: int = 8):
+def _selection_launcher(b, specialisation, arg_format: str):
     """The launcher of a selection kernel: each row over selection_cluster(rows, ...) CTAs,
     each cluster's build made on its first use (the warm-up rule: a call at the shape
     before a capture). The result does not depend on the cluster, so while a stream
@@ -280,7 +277,7 @@ def _selection_launcher(b, specialisation, arg_format: str, largest: int = 8):
     launchers = {}
 
     def launch(rows, ptrs):
-        c = selection_cluster(rows, b.V, b.arch, sm_count, largest)
+        c = selection_cluster(rows, b.V, b.arch, sm_count)
         run = launchers.get(c)
         if run is None:
             try:
@@ -307,8 +304,7 @@ def build_top_k(b):
 
 def build_top_k_top_p_mask(b):
     run = _selection_launcher(
-        b, lambda c: top_k_top_p_mask_specialisation(b.dtype, b.V, b.has_k, b.k_dtype, b.has_p, b.vec, c), "pppp",
-        largest=MASK_LARGEST_CLUSTER)
+        b, lambda c: top_k_top_p_mask_specialisation(b.dtype, b.V, b.has_k, b.k_dtype, b.has_p, b.vec, c), "pppp")
     e, ke = DTYPE[b.dtype].itemsize, DTYPE[b.k_dtype].itemsize
 
     def launch(logits, k, p, masked):
