@@ -48,7 +48,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_phases(
     unsigned *const tot = 0;
 #endif
     __shared__ smp_u64 red[SMP_RED];
-    __shared__ smp_u64 slot;
+    __shared__ smp_u64 slot, all[TILEOPS_CLUSTER];
     __shared__ unsigned taken;
     __shared__ struct smp_pick out;
     __shared__ long long ph[TKP_SLOTS]; /* thread 0's marks (shared: no registers held) */
@@ -121,7 +121,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_phases(
     const int ordered = above + equal > TILEOPS_KP;
 
     if (!ordered) {
-        (void)slot;
+        (void)slot, (void)all;
         SMP_SEL_UNROLL
         for (int j = 0; j < TILEOPS_OPT; j++) {
             const long long o = (long long)j * SMP_SEL_THREADS + tid;
@@ -146,9 +146,9 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_phases(
         smp_u64 base = 0;
 #if TILEOPS_CLUSTER > 1
         smp_u64 largest;
-        smp_sel_exchange(local, &slot, tid, &pending, &base, &largest);
+        smp_sel_exchange(local, &slot, all, tid, &pending, &base, &largest);
 #else
-        (void)slot, (void)local;
+        (void)slot, (void)all, (void)local;
 #endif
         SMP_SEL_UNROLL
         for (int j = 0; j < TILEOPS_OPT; j++) {
@@ -190,6 +190,8 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_phases(
     TKP_MARK(15);
     if (rank0) {
         tileops_barrier();
+    }
+    if (rank0 && tid < TK_SORT_THREADS) {
         const int i = (int)tid;
         smp_u64 v = i < TILEOPS_KP ? sel[i] : 0;
         int flip = 0;
@@ -198,10 +200,9 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_phases(
                 smp_u64 w;
                 if (stride >= 32) {
                     smp_u64 *buf = flip ? (smp_u64 *)cnt : sel;
-                    if (i < TILEOPS_KP)
-                        buf[i] = v;
-                    tileops_barrier();
-                    w = i < TILEOPS_KP ? buf[i ^ stride] : 0;
+                    buf[i] = v;
+                    tk_sort_barrier();
+                    w = buf[i ^ stride];
                     flip ^= 1;
                 } else
                     w = smp_shfl_xor_u64(v, stride);
@@ -210,7 +211,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_phases(
         }
         if (i < TILEOPS_K)
             tk_put(xrow, row, i, v, values, indices);
-        tileops_barrier();
+        tk_sort_barrier();
     }
     TKP_MARK(16);
     if (tid == 0) {

@@ -43,7 +43,7 @@ TILEOPS_DEV void am_batch(const char *xrow, long long o0, long long no, int j0, 
 extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_argmax(const void *x, long long *token) {
     TILEOPS_PDL_PROLOGUE();
     __shared__ smp_u64 red[TILEOPS_WARPS];
-    __shared__ smp_u64 slot;
+    __shared__ smp_u64 slots[TILEOPS_CLUSTER];
     const unsigned tid = tileops_tid();
     const long long row = smp_row(), c0 = smp_chunk_first(), n = smp_chunk_count(c0);
     const long long no = (n + 7) / 8, o0 = c0 / 8;
@@ -71,9 +71,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_argmax(const 
     if (best != best)
         idx = smp_first_nan(xrow, o0, no, tid);
     smp_u64 rank = tid < no ? smp_rank(smp_key(best), idx) : 0;
-    rank = smp_cluster_max_u64(smp_block_max_u64(rank, red, tid), &slot, tid);
-    smp_cluster_arrive();
+    rank = smp_cluster_max_u64(smp_block_max_u64(rank, red, tid), slots, tid);
     if (tid == 0 && smp_rank_in_cluster() == 0)
         token[row] = smp_rank_index(rank);
-    smp_cluster_wait();
 }

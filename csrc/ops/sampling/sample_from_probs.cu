@@ -41,7 +41,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_sample_from_p
                                                                                     long long *token) {
     TILEOPS_PDL_PROLOGUE();
     __shared__ smp_u64 red[TILEOPS_WARPS];
-    __shared__ smp_u64 slot;
+    __shared__ smp_u64 slots[TILEOPS_CLUSTER];
     const unsigned tid = tileops_tid();
     const long long row = smp_row(), c0 = smp_chunk_first(), n = smp_chunk_count(c0);
     const long long no = (n + 7) / 8, o0 = c0 / 8;
@@ -87,9 +87,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_sample_from_p
             idx = 8 * (o0 + (long long)j0 * TILEOPS_THREADS + tid) + at;
     }
     smp_u64 rank = idx < 0 ? 0 : smp_rank(smp_key(best), idx);
-    rank = smp_cluster_max_u64(smp_block_max_u64(rank, red, tid), &slot, tid);
-    smp_cluster_arrive();
+    rank = smp_cluster_max_u64(smp_block_max_u64(rank, red, tid), slots, tid);
     if (tid == 0 && smp_rank_in_cluster() == 0)
         token[row] = rank == 0 ? -1 : smp_rank_index(rank);
-    smp_cluster_wait();
 }

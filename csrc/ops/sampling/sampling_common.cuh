@@ -350,18 +350,14 @@ TILEOPS_DEV void smp_cluster_wait(void) {
 #endif
 }
 #if TILEOPS_CLUSTER > 1
-/* the word at the same shared address as p in the CTA of rank `rank` */
-TILEOPS_DEV unsigned smp_ld_cluster_u32(const void *p, unsigned rank) {
-    unsigned r;
-    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %1, %2; ld.shared::cluster.u32 %0, [a]; }"
-                 : "=r"(r)
-                 : "r"(smp_smem_addr(p)), "r"(rank)
+/* the write of v to the word at the same shared address as p in the CTA of rank `rank` */
+TILEOPS_DEV void smp_st_cluster_u64(smp_u64 *p, unsigned rank, smp_u64 v) {
+    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %0, %1; st.shared::cluster.u64 [a], %2; }" ::"r"(
+                     smp_smem_addr(p)),
+                 "r"(rank), "l"(v)
                  : "memory");
-    return r;
 }
-TILEOPS_DEV float smp_ld_cluster_f32(const float *p, unsigned rank) {
-    return tileops_as_float(smp_ld_cluster_u32(p, rank));
-}
+/* the word at the same shared address as p in the CTA of rank `rank` */
 TILEOPS_DEV smp_u64 smp_ld_cluster_u64(const smp_u64 *p, unsigned rank) {
     smp_u64 r;
     asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %1, %2; ld.shared::cluster.u64 %0, [a]; }"
@@ -371,45 +367,26 @@ TILEOPS_DEV smp_u64 smp_ld_cluster_u64(const smp_u64 *p, unsigned rank) {
     return r;
 }
 #endif
-/* The CTAs' v combined over the cluster, in rank order: the maximum (sum 0) or the sum
- * (sum 1) of floats, the maximum of ranks (u64). Every thread of every CTA calls it; *slot,
- * this CTA's word, is read by the others after the barrier: it must not be written again,
- * and the CTA must not exit, before they have passed one more cluster barrier. */
-TILEOPS_DEV float smp_cluster_f32(float v, float *slot, unsigned tid, int sum) {
+/* The largest of the CTAs' ranks v (each CTA's the same in its every thread), in thread 0
+ * of the cluster's CTA of rank 0 (elsewhere: v): each CTA's thread 0 writes its v into
+ * rank 0's slots (TILEOPS_CLUSTER words), one cluster barrier (reading every CTA's word in
+ * every thread took 1024 x CLUSTER loads over distributed shared memory a CTA). Every
+ * thread of every CTA calls it; no CTA reads another's shared memory after it. */
+TILEOPS_DEV smp_u64 smp_cluster_max_u64(smp_u64 v, smp_u64 *slots, unsigned tid) {
 #if TILEOPS_CLUSTER > 1
+    const unsigned me = smp_rank_in_cluster();
     if (tid == 0)
-        *slot = v;
+        smp_st_cluster_u64(&slots[me], 0, v);
     smp_cluster_arrive();
     smp_cluster_wait();
-    float a = smp_ld_cluster_f32(slot, 0);
+    if (tid == 0 && me == 0) {
 #pragma unroll
-    for (unsigned r = 1; r < TILEOPS_CLUSTER; r++) {
-        const float o = smp_ld_cluster_f32(slot, r);
-        a = sum ? tileops_add(a, o) : smp_max(a, o);
+        for (unsigned r = 0; r < TILEOPS_CLUSTER; r++)
+            v = slots[r] > v ? slots[r] : v;
     }
-    return a;
-#else
-    (void)slot;
-    (void)tid;
-    (void)sum;
     return v;
-#endif
-}
-TILEOPS_DEV smp_u64 smp_cluster_max_u64(smp_u64 v, smp_u64 *slot, unsigned tid) {
-#if TILEOPS_CLUSTER > 1
-    if (tid == 0)
-        *slot = v;
-    smp_cluster_arrive();
-    smp_cluster_wait();
-    smp_u64 m = 0;
-#pragma unroll
-    for (unsigned r = 0; r < TILEOPS_CLUSTER; r++) {
-        const smp_u64 o = smp_ld_cluster_u64(slot, r);
-        m = o > m ? o : m;
-    }
-    return m;
 #else
-    (void)slot;
+    (void)slots;
     (void)tid;
     return v;
 #endif
@@ -551,14 +528,6 @@ TILEOPS_DEV void smp_cluster_settle(int *pending) {
     *pending = 0;
 }
 #if TILEOPS_CLUSTER > 1
-TILEOPS_DEV void smp_st_cluster_u64(smp_u64 *p, unsigned rank, smp_u64 v) {
-    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %0, %1; st.shared::cluster.u64 [a], %2; }" ::"r"(
-                     smp_smem_addr(p)),
-                 "r"(rank), "l"(v)
-                 : "memory");
-}
-#endif
-#if TILEOPS_CLUSTER > 1
 /* reductions into the word at the same shared address as p in the CTA of rank `rank` */
 TILEOPS_DEV void smp_red_cluster_u32(const void *p, unsigned rank, unsigned v) {
     asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %0, %1; red.shared::cluster.add.u32 [a], %2; }" ::"r"(
@@ -599,31 +568,36 @@ TILEOPS_DEV void smp_put_rank0(smp_u64 *p, smp_u64 v) {
 }
 /* The CTAs' words v (the same in every thread of a CTA) over the cluster: their sum (*before:
  * over the ranks below this CTA's) and their maximum. slot: a shared word of the CTA's,
- * written here; every thread of the cluster calls it. */
-TILEOPS_DEV smp_u64 smp_sel_exchange(smp_u64 v, smp_u64 *slot, unsigned tid, int *pending, smp_u64 *before,
-                                     smp_u64 *largest) {
+ * written here; all: CLUSTER shared words, where CLUSTER threads gather every CTA's slot
+ * (CLUSTER loads over distributed shared memory a CTA, not a thread) for the CTA's others
+ * to read. Every thread of the cluster calls it. */
+TILEOPS_DEV smp_u64 smp_sel_exchange(smp_u64 v, smp_u64 *slot, smp_u64 *all, unsigned tid, int *pending,
+                                     smp_u64 *before, smp_u64 *largest) {
 #if TILEOPS_CLUSTER > 1
     smp_cluster_settle(pending);
     if (tid == 0)
         *slot = v;
     smp_cluster_arrive();
     smp_cluster_wait();
+    if (tid < TILEOPS_CLUSTER)
+        all[tid] = smp_ld_cluster_u64(slot, tid);
+    smp_cluster_arrive();
+    *pending = 1;
+    tileops_barrier();
     const unsigned me = smp_rank_in_cluster();
     smp_u64 sum = 0, b = 0, mx = 0;
 #pragma unroll
     for (unsigned r = 0; r < TILEOPS_CLUSTER; r++) {
-        const smp_u64 o = smp_ld_cluster_u64(slot, r);
+        const smp_u64 o = all[r];
         sum += o;
         b += r < me ? o : 0;
         mx = o > mx ? o : mx;
     }
-    smp_cluster_arrive();
-    *pending = 1;
     *before = b;
     *largest = mx;
     return sum;
 #else
-    (void)slot, (void)tid, (void)pending;
+    (void)slot, (void)all, (void)tid, (void)pending;
     *before = 0;
     *largest = v;
     return v;

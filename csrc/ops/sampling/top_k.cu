@@ -39,6 +39,16 @@
 #error "top_k.cu: CTAs of 1024 threads"
 #endif
 
+/* the threads of the register sort (KP <= 1024): the warps holding ranks, and their barrier */
+#define TK_SORT_THREADS (TILEOPS_KP < 32 ? 32 : TILEOPS_KP)
+TILEOPS_DEV void tk_sort_barrier(void) {
+#if TK_SORT_THREADS >= SMP_SEL_THREADS
+    tileops_barrier();
+#else
+    asm volatile("bar.sync 1, %0;" ::"n"(TK_SORT_THREADS) : "memory");
+#endif
+}
+
 /* the i-th largest of the row (its rank r): index, and value copied bit for bit */
 TILEOPS_DEV void tk_put(const char *xrow, long long row, int i, smp_u64 r, void *values, long long *indices) {
     const long long e = smp_rank_index(r);
@@ -65,7 +75,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const v
     unsigned *const tot = 0;
 #endif
     __shared__ smp_u64 red[SMP_RED];
-    __shared__ smp_u64 slot;
+    __shared__ smp_u64 slot, all[TILEOPS_CLUSTER];
     __shared__ unsigned taken; /* rank 0's: the slots of sel given out */
     __shared__ struct smp_pick out;
     const unsigned tid = tileops_tid();
@@ -92,7 +102,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const v
     if (above + equal <= TILEOPS_KP) {
         /* every key >= t fits the sort (which ranks the ties by index): no order needed here,
          * a thread takes slots of rank 0's sel for its keys of an octet at once */
-        (void)need, (void)slot, (void)local;
+        (void)need, (void)slot, (void)all, (void)local;
         SMP_SEL_UNROLL
         for (int j = 0; j < TILEOPS_OPT; j++) {
             const long long o = (long long)j * SMP_SEL_THREADS + tid;
@@ -120,9 +130,9 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const v
         smp_u64 base = 0;
 #if TILEOPS_CLUSTER > 1
         smp_u64 largest;
-        smp_sel_exchange(local, &slot, tid, &pending, &base, &largest);
+        smp_sel_exchange(local, &slot, all, tid, &pending, &base, &largest);
 #else
-        (void)slot, (void)local;
+        (void)slot, (void)all, (void)local;
 #endif
         SMP_SEL_UNROLL
         for (int j = 0; j < TILEOPS_OPT; j++) {
@@ -166,10 +176,13 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const v
     tileops_barrier();
 
 #if TILEOPS_KP <= SMP_SEL_THREADS
-    /* bitonic sort, largest first, a rank per thread: strides below 32 by shuffles, the
-     * others through shared memory, sel and cnt's words in turn (one barrier a stage: a
-     * buffer is written again only after the next stage's barrier, when every read of it
-     * is done) */
+    /* bitonic sort, largest first, a rank per thread of the warps that hold one (the others
+     * leave: the sort of 64 took 2 µs in 1024 threads, H200): strides below 32 by shuffles,
+     * the others through shared memory, sel and cnt's words in turn (one barrier of the
+     * sorting warps a stage: a buffer is written again only after the next stage's barrier,
+     * when every read of it is done) */
+    if (tid >= TK_SORT_THREADS)
+        return;
     {
         const int i = (int)tid;
         smp_u64 v = i < TILEOPS_KP ? sel[i] : 0;
@@ -179,10 +192,9 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const v
                 smp_u64 w;
                 if (stride >= 32) {
                     smp_u64 *buf = flip ? (smp_u64 *)cnt : sel;
-                    if (i < TILEOPS_KP)
-                        buf[i] = v;
-                    tileops_barrier();
-                    w = i < TILEOPS_KP ? buf[i ^ stride] : 0;
+                    buf[i] = v;
+                    tk_sort_barrier();
+                    w = buf[i ^ stride];
                     flip ^= 1;
                 } else
                     w = smp_shfl_xor_u64(v, stride);

@@ -90,7 +90,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
 #endif
     __shared__ smp_u64 red[SMP_RED];
     __shared__ float fred[TILEOPS_WARPS];
-    __shared__ smp_u64 slot[4]; /* one word per exchange */
+    __shared__ smp_u64 slot[4], all[TILEOPS_CLUSTER]; /* one word per exchange; the gathered */
     __shared__ struct smp_pick out;
     __shared__ int lowest;
     const unsigned tid = tileops_tid();
@@ -125,7 +125,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
     const int has_nan = smp_block_sum_u64(nan, red, tid) != 0;
     /* over the cluster, one word a CTA: the key of its maximum, and 2^40 when it has a NaN
      * (the sum counts those; without one the largest word is the row's maximum's key) */
-    const smp_u64 word = smp_sel_exchange((smp_u64)smp_key(m) | ((smp_u64)has_nan << 40), &slot[0], tid, &pending,
+    const smp_u64 word = smp_sel_exchange((smp_u64)smp_key(m) | ((smp_u64)has_nan << 40), &slot[0], all, tid, &pending,
                                           &before, &largest);
     if (word >> 40) {
         for (long long i = 8 * o0 + tid; i < 8 * (o0 + no) && i < TILEOPS_N; i += SMP_SEL_THREADS)
@@ -178,10 +178,10 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
                     }
             }
         }
-        z = smp_sel_exchange(smp_block_sum_u64(z, red, tid), &slot[1], tid, &pending, &before, &largest);
+        z = smp_sel_exchange(smp_block_sum_u64(z, red, tid), &slot[1], all, tid, &pending, &before, &largest);
         const smp_u64 bound = tkp_bound(p, z);
         if (bound == 0) { /* p <= 0: the largest alone, its first element */
-            smp_sel_exchange(smp_block_max_u64(top, red, tid), &slot[2], tid, &pending, &before, &largest);
+            smp_sel_exchange(smp_block_max_u64(top, red, tid), &slot[2], all, tid, &pending, &before, &largest);
             kb = (unsigned)largest;
             take = 1;
             rank_ties = 1;
@@ -216,7 +216,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
     if (rank_ties) { /* uniform over the cluster; counted here only after p <= 0 (the low word: keys equal to kb) */
         if (local_b == ~0ull)
             local_b = smp_count_around(xrow, o0, no, kb, red, tid) & 0xffffffffull;
-        smp_sel_exchange(local_b, &slot[3], tid, &pending, &base, &largest);
+        smp_sel_exchange(local_b, &slot[3], all, tid, &pending, &base, &largest);
     }
 #endif
     SMP_SEL_UNROLL
