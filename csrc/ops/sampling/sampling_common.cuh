@@ -264,33 +264,38 @@ TILEOPS_DEV float smp_block_sum(float v, float *red, unsigned tid) {
     tileops_barrier();
     return v;
 }
-TILEOPS_DEV smp_u64 smp_block_max_u64(smp_u64 v, smp_u64 *red, unsigned tid) {
+/* The ranks' maximum (sum 0) or the words' sum (sum 1) over the CTA, exact in any order:
+ * each warp's by a butterfly, then warp 0 combines the warps' (a thread reads one word of
+ * red, not every warp's). */
+TILEOPS_DEV smp_u64 smp_block_reduce_u64(smp_u64 v, smp_u64 *red, unsigned tid, int sum) {
 #pragma unroll
     for (int off = 16; off >= 1; off >>= 1) {
         const smp_u64 o = smp_shfl_xor_u64(v, off);
-        v = o > v ? o : v;
+        v = sum ? v + o : o > v ? o : v;
     }
     if ((tid & 31u) == 0)
         red[tid >> 5] = v;
     tileops_barrier();
-    smp_u64 m = red[0];
-    for (int w = 1; w < TILEOPS_WARPS; w++)
-        m = red[w] > m ? red[w] : m;
+    if (tid < 32) {
+        v = tid < (unsigned)TILEOPS_WARPS ? red[tid] : 0;
+#pragma unroll
+        for (int off = 16; off >= 1; off >>= 1) {
+            const smp_u64 o = smp_shfl_xor_u64(v, off);
+            v = sum ? v + o : o > v ? o : v;
+        }
+        if (tid == 0)
+            red[0] = v;
+    }
     tileops_barrier();
-    return m;
+    v = red[0];
+    tileops_barrier();
+    return v;
+}
+TILEOPS_DEV smp_u64 smp_block_max_u64(smp_u64 v, smp_u64 *red, unsigned tid) {
+    return smp_block_reduce_u64(v, red, tid, 0);
 }
 TILEOPS_DEV smp_u64 smp_block_sum_u64(smp_u64 v, smp_u64 *red, unsigned tid) {
-#pragma unroll
-    for (int off = 16; off >= 1; off >>= 1)
-        v += smp_shfl_xor_u64(v, off);
-    if ((tid & 31u) == 0)
-        red[tid >> 5] = v;
-    tileops_barrier();
-    smp_u64 s = 0;
-    for (int w = 0; w < TILEOPS_WARPS; w++)
-        s += red[w];
-    tileops_barrier();
-    return s;
+    return smp_block_reduce_u64(v, red, tid, 1);
 }
 /* The inclusive sum of v over the warp's lanes up to this one. */
 TILEOPS_DEV smp_u64 smp_warp_scan_u64(smp_u64 v, unsigned lane) {
