@@ -159,3 +159,19 @@ def test_selection_cluster_builds_compile_bare_without_spills(tmp_path, cluster,
                                                           (0, 7, True, 4, True, False)])
 def test_top_k_top_p_mask_builds_compile_bare_without_spills(tmp_path, dt, V, has_k, kdt, has_p, aligned):
     nvcc_bare(tmp_path, *K.top_k_top_p_mask_specialisation(dt, V, has_k, kdt, has_p, aligned)[:3])
+
+
+def test_a_mask_cluster_gets_the_dynamic_shared_memory_its_sums_index():
+    """A cluster's sums of the mask's histograms live in dynamic shared memory
+    (sampling_common.cuh SMP_SUMS bytes: SMP_BINS masses of 8 bytes and counts of 4); the
+    launch gives cuda_sampling.SEL_SUMS_BYTES, which must be that size. One CTA has none."""
+    import re
+
+    from tileops import runtime
+    text = runtime.source("sampling/top_k_top_p_mask.cu")
+    bins = int(re.search(r"#define SMP_BINS (\d+)", text).group(1))
+    per_bin = int(re.search(r"#define SMP_SUMS \(SMP_BINS \* (\d+)\)", text).group(1))
+    assert per_bin == 8 + 4 and K.SEL_SUMS_BYTES == bins * per_bin
+    for c in (2, 4, 8):
+        assert K.top_k_top_p_mask_specialisation(2, 128256, True, 3, True, True, c)[3].smem == K.SEL_SUMS_BYTES
+    assert K.top_k_top_p_mask_specialisation(2, 128256, True, 3, True, True, 1)[3].smem == 0

@@ -8,9 +8,10 @@
  * the cluster shape compiled in: a plain launch); the CTA of rank c takes the elements
  * [c CHUNK, (c + 1) CHUNK) of the row (TILEOPS_CHUNK, a multiple of 8; the last CTAs may
  * have fewer, or none). Thread t of a CTA takes the chunk's octets (8 elements) t,
- * t + THREADS, ... (TILEOPS_OPT of them at most). A CTA's partial result goes through its
- * shared memory to every CTA of the cluster (distributed shared memory, after a cluster
- * barrier), combined in rank order. TILEOPS_CLUSTER = 1 is a plain CTA per row (any GPU).
+ * t + THREADS, ... (TILEOPS_OPT of them at most). A CTA's partial result goes over
+ * distributed shared memory to the CTAs that need it (softmax: every CTA; argmax and the
+ * draw: rank 0, which writes the token), combined in rank order. TILEOPS_CLUSTER = 1 is a
+ * plain CTA per row (any GPU).
  * Every split depends on V, the dtype and the architecture only: a row's bits never
  * depend on the batch.
  *
