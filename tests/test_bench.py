@@ -428,3 +428,23 @@ def test_without_pdl_turns_pdl_off_around_each_call_only():
     with pytest.raises(KeyError):
         bench.without_pdl(boom)()
     assert runtime.pdl_enabled() is True
+
+
+def test_the_commit_recorded_says_when_the_code_differs_from_it(tmp_path, monkeypatch):
+    """git_commit names the checkout's commit, with -dirty once a tracked file differs: a
+    copy of a working tree over an older .git must not pass for that commit."""
+    import shutil
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    run = lambda *a: subprocess.run(["git", *a], cwd=tmp_path, capture_output=True, text=True, check=True)  # noqa: E731
+    run("init", "-q")
+    (tmp_path / "f.c").write_text("int a;\n")
+    run("add", "f.c")
+    run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+    head = run("rev-parse", "--short=7", "HEAD").stdout.strip()
+    monkeypatch.setattr(bench, "REPO_ROOT", tmp_path)
+    assert bench.git_commit() == head
+    (tmp_path / "f.c").write_text("int b;\n")
+    assert bench.git_commit() == head + "-dirty"
+    monkeypatch.setattr(bench, "REPO_ROOT", tmp_path / "nowhere")
+    assert bench.git_commit() is None

@@ -426,9 +426,12 @@ def results_subdir(device):
 
 
 def git_commit():
-    """``git rev-parse --short HEAD`` of the checkout, or None."""
+    """The checkout's commit, ``git describe --always --dirty``: the short hash, with
+    ``-dirty`` when the tracked files differ from it (a copy of a working tree over an older
+    .git, as on the lent GPU machine, once reported its stale commit as the code's; the
+    source digest names the code either way), or None."""
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT,
+        out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=REPO_ROOT,
                              capture_output=True, text=True, timeout=5)
         return (out.stdout.strip() or None) if out.returncode == 0 else None
     except Exception:
