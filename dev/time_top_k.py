@@ -8,7 +8,10 @@ torch.topk at B = 1).
 
 A variant cC: the row over a cluster of C CTAs of 1024 threads (cuda_sampling's
 selection_plan(V, C)); cCuU: the same with the passes over the row unrolled U times
-(-DTILEOPS_SEL_UNROLL=U; the shipped 2). (Session 17's cCf0, without a floor under the
+(-DTILEOPS_SEL_UNROLL=U; the shipped 2); cCl: top-k by the phases lab kernel (the shipped
+kernel's steps, marked); cCr: the lab kernel with each thread's words kept in registers
+between the passes (-DTKP_REGS=1: OPT <= 4, so clusters of 4 and 8; the mask runs the
+shipped kernel for l and r variants). (Session 17's cCf0, without a floor under the
 k-th key from the threads' largest keys, measured the floor slower: commit ab57afc has
 it.) --phases: top-k only, where the time of a call goes, CTA by CTA
 (dev/cuda/top_k_phases_lab.cu). (Session 15's variants cCa1, the histograms' adds warp-aggregated
@@ -37,16 +40,22 @@ from tileops.kernels.sampling import cuda_sampling as K
 V = 128256
 
 
+PHASES_LAB = ("top_k_phases_lab.cu", "tileops_top_k_phases")
+
+
 def parse_variant(v: str):
-    """cC or cCuU: (cluster, extra defines)."""
+    """cC, cCuU, cCl or cCr: (cluster, extra defines, whether top-k runs the phases lab
+    kernel: l as it is, r with the words kept in registers)."""
+    if v[-1] in "lr":
+        return int(v[1:-1]), (("-DTKP_REGS=1",) if v[-1] == "r" else ()), True
     c, _, u = v[1:].partition("u")
-    return int(c), ((f"-DTILEOPS_SEL_UNROLL={int(u)}",) if u else ())
+    return int(c), ((f"-DTILEOPS_SEL_UNROLL={int(u)}",) if u else ()), False
 
 
 def launcher(specialisation, fmt, rows, variant, ptrs, lab=None):
     """A raw launch of specialisation(cluster) (cuda_sampling's); lab: (file, kernel) of
     dev/cuda appended to the shipped source instead of the shipped kernel."""
-    cluster, extra = parse_variant(variant)
+    cluster, extra, _ = parse_variant(variant)
     source, kernel, opts, plan = specialisation(cluster)
     if lab is not None:
         source, kernel = dev_lab.appended_source(source, lab[0]), lab[1]
@@ -66,10 +75,18 @@ def top_k_case(B, dtype, k, variants):
     idx = torch.empty_like(ref_i)
     spec = lambda c: K.top_k_specialisation(CODE[dtype], V, k, True, True, c)  # noqa: E731
     row = {"op": "top_k", "case": f"top-{k} B={B} {str(dtype)[6:]}"}
+    keep = []
     fns = {"torch": lambda: torch.topk(x, k, dim=-1)}
     first = None
     for v in variants:
-        fn = launcher(spec, "ppp", B, v, (x.data_ptr(), vals.data_ptr(), idx.data_ptr()))
+        C, _, in_lab = parse_variant(v)
+        if in_lab:   # the phases lab kernel (its marks into a buffer of its own)
+            ph = torch.zeros(B, C, 24, dtype=torch.int64, device="cuda")
+            keep.append(ph)
+            fn = launcher(spec, "pppp", B, v, (x.data_ptr(), vals.data_ptr(), idx.data_ptr(), ph.data_ptr()),
+                          lab=PHASES_LAB)
+        else:
+            fn = launcher(spec, "ppp", B, v, (x.data_ptr(), vals.data_ptr(), idx.data_ptr()))
         vals.fill_(0), idx.fill_(-1)
         fn()
         torch.cuda.synchronize()
@@ -103,7 +120,7 @@ def phases_case(B, dtype, k, variants, runs=30):
         C = parse_variant(v)[0]
         ph = torch.zeros(B, C, 24, dtype=torch.int64, device="cuda")
         fn = launcher(spec, "pppp", B, v, (x.data_ptr(), vals.data_ptr(), idx.data_ptr(), ph.data_ptr()),
-                      lab=("top_k_phases_lab.cu", "tileops_top_k_phases"))
+                      lab=PHASES_LAB)
         samples = []
         for r in range(runs + 1):
             fn()
