@@ -10,8 +10,9 @@ A variant cC: the row over a cluster of C CTAs of 1024 threads (cuda_sampling's
 selection_plan(V, C)); cCuU: the same with the passes over the row unrolled U times
 (-DTILEOPS_SEL_UNROLL=U; the shipped 2); cCl: top-k by the phases lab kernel (the shipped
 kernel's steps, marked); cCr: the lab kernel with each thread's words kept in registers
-between the passes (-DTKP_REGS=1: OPT <= 4, so clusters of 4 and 8; the mask runs the
-shipped kernel for l and r variants). (Session 17's cCf0, without a floor under the
+between the passes (-DTKP_REGS=1: OPT <= 4, so clusters of 4 and 8); cCs: the lab kernel
+summing the histograms by reduce-scatter (-DTKP_RS=1); cCrs both (the mask runs the
+shipped kernel for lab variants). (Session 17's cCf0, without a floor under the
 k-th key from the threads' largest keys, measured the floor slower: commit ab57afc has
 it.) --phases: top-k only, where the time of a call goes, CTA by CTA
 (dev/cuda/top_k_phases_lab.cu). (Session 15's variants cCa1, the histograms' adds warp-aggregated
@@ -44,12 +45,17 @@ PHASES_LAB = ("top_k_phases_lab.cu", "tileops_top_k_phases")
 
 
 def parse_variant(v: str):
-    """cC, cCuU, cCl or cCr: (cluster, extra defines, whether top-k runs the phases lab
-    kernel: l as it is, r with the words kept in registers)."""
-    if v[-1] in "lr":
-        return int(v[1:-1]), (("-DTKP_REGS=1",) if v[-1] == "r" else ()), True
-    c, _, u = v[1:].partition("u")
-    return int(c), ((f"-DTILEOPS_SEL_UNROLL={int(u)}",) if u else ()), False
+    """cC, cCuU, or cC followed by lab letters (l, r, s): (cluster, extra defines, whether
+    top-k runs the phases lab kernel: l as it is, r with the words kept in registers, s
+    with the histograms summed by reduce-scatter; r and s combine)."""
+    import re
+    m = re.fullmatch(r"c(\d+)(?:u(\d+))?([lrs]*)", v)
+    if m is None:
+        raise SystemExit(f"time_top_k: variant {v!r}: expected cC, cCuU or cC[l|r|s|rs]")
+    c, u, lab = int(m.group(1)), m.group(2), m.group(3)
+    extra = ((f"-DTILEOPS_SEL_UNROLL={int(u)}",) if u else ()) + (("-DTKP_REGS=1",) if "r" in lab else ()) + (
+        ("-DTKP_RS=1",) if "s" in lab else ())
+    return c, extra, bool(lab)
 
 
 def launcher(specialisation, fmt, rows, variant, ptrs, lab=None):
