@@ -276,15 +276,22 @@ static AI TGT __m256 ISA(widen8)(__m128i h, int dt) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
+/* The bf16 bits of each lane, in its low 16 bits: rounded to nearest even by integer
+ * arithmetic (as tileops_f32_to_bf16), a NaN keeping its top bits with the quiet bit set
+ * (blended before the one shift). */
+static AI TGT __m256i ISA(bf16_bits8)(__m256 v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff)));
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(u, _mm256_set1_epi32(0x00400000)), nan);
+    return _mm256_srli_epi32(r, 16);
+}
+
 static AI TGT __m128i ISA(narrow8)(__m256 v, int dt) {
     if (dt == F16)
         return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256i u = _mm256_castps_si256(v);
-    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
-    __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    r = _mm256_blendv_epi8(r, quiet, nan);
+    __m256i r = ISA(bf16_bits8)(v);
     /* every lane is in [0, 0xffff]: unsigned saturation is a plain narrowing */
     return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
 }
@@ -311,6 +318,12 @@ static AI TGT VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
     if (dt == F32) {
         _mm256_storeu_ps((float *)dst, v.lo);
         _mm256_storeu_ps((float *)dst + 8, v.hi);
+    } else if (dt == BF16) {
+        /* both halves packed at once (packus interleaves the 128-bit lanes; the permute
+         * restores the order), and the stored values widened from the 32-bit lanes */
+        __m256i lo = ISA(bf16_bits8)(v.lo), hi = ISA(bf16_bits8)(v.hi);
+        _mm256_storeu_si256((__m256i *)dst, _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xD8));
+        v = (VF){_mm256_castsi256_ps(_mm256_slli_epi32(lo, 16)), _mm256_castsi256_ps(_mm256_slli_epi32(hi, 16))};
     } else {
         __m128i lo = ISA(narrow8)(v.lo, dt), hi = ISA(narrow8)(v.hi, dt);
         _mm_storeu_si128((__m128i *)dst, lo);
