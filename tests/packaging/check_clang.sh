@@ -33,7 +33,9 @@ make --no-print-directory test-c CC="$CLANG" BUILD="$OUT/tests" 2>&1 | grep -Ev 
 
 echo "== the extension (setup.py with TILEOPS_WERROR=1) built from the sdist by clang"
 rm -rf "$OUT/dist" "$OUT/site"
-"$PY" -m pip install -q build   # PyPA's build (check_dist.sh installs it too; this runs alone as well)
+# PyPA's build, and pyelftools for the symbol check below (check_dist.sh installs both, the
+# latter with auditwheel; this runs alone as well: `make check-clang` on a fresh clone)
+"$PY" -m pip install -q build pyelftools
 CC="$CLANG" TILEOPS_WERROR=1 "$PY" -m build -o "$OUT/dist" . > "$OUT/build.log" 2>&1 \
     || { tail -40 "$OUT/build.log"; exit 1; }
 "$PY" -m zipfile -e "$OUT"/dist/*.whl "$OUT/site"
