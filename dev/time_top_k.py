@@ -7,14 +7,14 @@ torch.topk at B = 1).
         [--variants c1,c2,c4,c8] [--ops top_k,mask] [--out top_k_lab.json] [--phases]
 
 A variant cC: the row over a cluster of C CTAs of 1024 threads (cuda_sampling's
-selection_plan(V, C)); cCuU: the same with the passes over the row unrolled U times
-(-DTILEOPS_SEL_UNROLL=U; the shipped 2); cCl: top-k by the phases lab kernel (the shipped
+selection_plan(V, C)); cCl: top-k by the phases lab kernel (the shipped
 kernel's steps, marked); cCr: the lab kernel with each thread's words kept in registers
 between the passes (-DTKP_REGS=1: OPT <= 4, so clusters of 4 and 8); cCs: the lab kernel
 summing the histograms by reduce-scatter (-DTKP_RS=1); cCrs both (the mask runs the
 shipped kernel for lab variants). (Session 17's cCf0, without a floor under the
 k-th key from the threads' largest keys, measured the floor slower: commit ab57afc has
-it.) --phases: top-k only, where the time of a call goes, CTA by CTA
+it; its cCuU, the passes unrolled 4 times, measured no faster: the knob, TILEOPS_SEL_UNROLL, is gone.)
+--phases: top-k only, where the time of a call goes, CTA by CTA
 (dev/cuda/top_k_phases_lab.cu). (Session 15's variants cCa1, the histograms' adds warp-aggregated
 by match.any, measured slower and left the kernels in session 16: commit 75f5deb has
 them.) Each variant is
@@ -45,16 +45,15 @@ PHASES_LAB = ("top_k_phases_lab.cu", "tileops_top_k_phases")
 
 
 def parse_variant(v: str):
-    """cC, cCuU, or cC followed by lab letters (l, r, s): (cluster, extra defines, whether
-    top-k runs the phases lab kernel: l as it is, r with the words kept in registers, s
-    with the histograms summed by reduce-scatter; r and s combine)."""
+    """cC, or cC followed by lab letters (l, r, s): (cluster, extra defines, whether top-k
+    runs the phases lab kernel: l as it is, r with the words kept in registers, s with the
+    histograms summed by reduce-scatter; r and s combine)."""
     import re
-    m = re.fullmatch(r"c(\d+)(?:u(\d+))?([lrs]*)", v)
+    m = re.fullmatch(r"c(\d+)([lrs]*)", v)
     if m is None:
-        raise SystemExit(f"time_top_k: variant {v!r}: expected cC, cCuU or cC[l|r|s|rs]")
-    c, u, lab = int(m.group(1)), m.group(2), m.group(3)
-    extra = ((f"-DTILEOPS_SEL_UNROLL={int(u)}",) if u else ()) + (("-DTKP_REGS=1",) if "r" in lab else ()) + (
-        ("-DTKP_RS=1",) if "s" in lab else ())
+        raise SystemExit(f"time_top_k: variant {v!r}: expected cC or cC[l|r|s|rs]")
+    c, lab = int(m.group(1)), m.group(2)
+    extra = (("-DTKP_REGS=1",) if "r" in lab else ()) + (("-DTKP_RS=1",) if "s" in lab else ())
     return c, extra, bool(lab)
 
 
