@@ -680,7 +680,9 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
         if (call_truth(PyTuple_GET_ITEM(P.nones, i), 1) != 0) return Py_NewRef(P.skip);
     const int grad = call_truth(P.grad_enabled, 0);
     if (grad < 0) return Py_NewRef(P.skip);
-    PyObject *key = PyTuple_New(n + 2);
+    /* the key: (MISS, shape_0, dtype_0, ..., shape_n-1, dtype_n-1, alignment), flat (no
+     * tuple a tensor: fewer allocations a call); None, None for an absent input */
+    PyObject *key = PyTuple_New(2 * n + 2);
     if (!key) { PyErr_Clear(); return Py_NewRef(P.skip); }
     PyTuple_SET_ITEM(key, 0, Py_NewRef(P.miss));
     uintptr_t ptr[PLAN_MAX_TENSORS];
@@ -693,7 +695,8 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
         ptr[i] = 0;
         numel[i] = 0;
         if (t == Py_None) {
-            PyTuple_SET_ITEM(key, i + 1, Py_NewRef(Py_None));
+            PyTuple_SET_ITEM(key, 2 * i + 1, Py_NewRef(Py_None));
+            PyTuple_SET_ITEM(key, 2 * i + 2, Py_NewRef(Py_None));
             continue;
         }
         int typed = 0;
@@ -708,17 +711,15 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
             flag(t, P.s_is_neg, 1) != 0 || flag(t, P.s_is_contiguous, 1) != 1)
             goto done;
         PyObject *shape = PyObject_GetAttr(t, P.s_shape), *dtype = shape ? PyObject_GetAttr(t, P.s_dtype) : NULL;
-        PyObject *sig = dtype ? PyTuple_Pack(2, shape, dtype) : NULL;
         long long count = 1;
-        int bad = !sig || !PyTuple_Check(shape);
+        int bad = !dtype || !PyTuple_Check(shape);
         for (Py_ssize_t d = 0; !bad && d < PyTuple_GET_SIZE(shape); d++) {
             const long long dim = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
             bad = dim < 0 || __builtin_mul_overflow(count, dim, &count);
         }
-        Py_XDECREF(shape);
-        Py_XDECREF(dtype);
-        if (bad || PyErr_Occurred()) { Py_XDECREF(sig); PyErr_Clear(); goto done; }
-        PyTuple_SET_ITEM(key, i + 1, sig);
+        if (bad || PyErr_Occurred()) { Py_XDECREF(shape); Py_XDECREF(dtype); PyErr_Clear(); goto done; }
+        PyTuple_SET_ITEM(key, 2 * i + 1, shape); /* the key owns them now */
+        PyTuple_SET_ITEM(key, 2 * i + 2, dtype);
         numel[i] = count;
         if (as_ptr_of(t, &ptr[i])) goto done;
         /* a ZeroTensor has no memory (data pointer 0; _is_zerotensor() would cost more
@@ -728,7 +729,7 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     PyObject *al = PyLong_FromUnsignedLong(align);
     if (!al) { PyErr_Clear(); goto done; }
-    PyTuple_SET_ITEM(key, n + 1, al);
+    PyTuple_SET_ITEM(key, 2 * n + 1, al);
     PyObject *entry = PyDict_GetItemWithError(memo, key); /* borrowed */
     if (!entry) {
         if (PyErr_Occurred()) PyErr_Clear();
@@ -761,7 +762,7 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
             long like = PyLong_AsLong(alloc);
             if (like < 0 || like >= n || in[like] == Py_None) { PyErr_Clear(); Py_DECREF(entry); goto done; }
             numel[n + j] = numel[like]; /* shaped like its input */
-            const int same = PyTuple_GET_ITEM(PyTuple_GET_ITEM(key, like + 1), 1) == dt; /* the input's dtype */
+            const int same = PyTuple_GET_ITEM(key, 2 * like + 2) == dt; /* the input's dtype */
             PyObject *cargs[3] = {in[like], same ? P.contiguous : dt, P.contiguous};
             outs[j] = PyObject_Vectorcall(P.empty_like, cargs, 1, same ? P.kwnames_mf : P.kwnames);
         }

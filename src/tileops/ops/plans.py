@@ -52,15 +52,15 @@ plan_call = _C.plan_call
 def key(inputs: tuple):
     """The memo key plan_call builds for these inputs (each a contiguous CPU tensor or
     None), or None when plan_call would not look one up."""
-    parts = [MISS]
+    parts = [MISS]   # then each input's shape and dtype (None, None when absent), flat
     align = 0
     for t in inputs:
         if t is None:
-            parts.append(None)
+            parts += (None, None)
             continue
         if not (t.is_cpu and t.is_contiguous()):
             return None
-        parts.append((t.shape, t.dtype))
+        parts += (t.shape, t.dtype)
         align |= t.data_ptr() & 15
     parts.append(align)
     return tuple(parts)

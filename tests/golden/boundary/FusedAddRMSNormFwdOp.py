@@ -163,7 +163,7 @@ def _fake_1(x, residual, weight, key):
 
 def _call_boundary(self, x, residual, weight=None, *, inplace=False):
     _p = None
-    if inplace is False and not _is_compiling():
+    if inplace is False and not _dynamo_compiling():
         _p = _plan_call(self._memo, x, residual, weight)
         if _p is not _MISS and _p is not _SKIP:
             return _p

@@ -170,7 +170,7 @@ def _fake_1(x, weight, bias, out, key):
 
 def _call_boundary(self, x, weight=None, bias=None, *, out=None):
     _p = None
-    if out is None and not _is_compiling():
+    if out is None and not _dynamo_compiling():
         _p = _plan_call(self._memo, x, weight, bias)
         if _p is not _MISS and _p is not _SKIP:
             return _p

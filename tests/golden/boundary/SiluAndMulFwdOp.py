@@ -139,7 +139,7 @@ def _fake_1(x, out, key):
 
 def _call_boundary(self, x, *, out=None):
     _p = None
-    if out is None and not _is_compiling():
+    if out is None and not _dynamo_compiling():
         _p = _plan_call(self._memo, x)
         if _p is not _MISS and _p is not _SKIP:
             return _p
