@@ -24,6 +24,7 @@ tileops = common.import_tileops()
 from tileops import _C, runtime  # noqa: E402
 from tileops.kernels.norm import cuda_rows as R  # noqa: E402
 from tileops.kernels.norm import rms_norm as K  # noqa: E402
+from tileops.norm import RMSNormFwdOp  # noqa: E402
 
 DT = 1   # float16
 
@@ -59,7 +60,7 @@ def impls(rows, n, min_src):
         h = runtime.build(0, min_src, "lab_rms_norm_min",
                           o256 + ["-DTILEOPS_KERNEL=0", f"-DLAB_PDL={pdl}", f"-DLAB_W_NC={nc}"], "pppqqqf", pdl=bool(pdl))
         out[name] = _launcher(h, rows, 256, args)
-    op = tileops.RMSNormFwdOp((n,), eps=1e-6)
+    op = RMSNormFwdOp((n,), eps=1e-6)
     yo = torch.empty_like(x)
     out["op"] = lambda: op(x, w, out=yo)
     try:

@@ -69,14 +69,18 @@ CHUNK_GROUPS = None         # a dev knob (--groups): 1 or 2 chunk groups a CTA f
 # after the cluster's barrier (the merge kernel's operations: the same bits), so no merge
 # kernel is launched. 0 turns it off (dev/time_paged_decode.py --cluster-ab: the A/B).
 CLUSTER_MAX = 8
-# Chunks a superchunk (-DPDA_SC; the .cu's "Superchunks"): 1 (shipped) folds a sequence's
-# chunks in order; > 1 folds superchunks of that many chunks, each from empty, so that a
-# split whose CTAs take whole superchunks stores one partial a superchunk instead of one a
-# chunk (a split's per-chunk stores cost 8-14 % at 32K tokens: dev/time_pda_ws.py, session
-# 13). Other bits than 1's past SUPERCHUNK x 256 tokens, batch invariant all the same. At 8
-# (H200, session 14): 7-13 % faster at 32K tokens, 0.4-1.5 µs slower where the split's CTAs
-# take one chunk (B = 1 at 1K / 4K), so a dev knob still: set it before an op's first call.
-SUPERCHUNK = 1
+# Chunks a superchunk (-DPDA_SC; the .cu's "Superchunks"): 1 folds a sequence's chunks in
+# order; > 1 folds superchunks of that many chunks, each from empty, so that a split whose
+# CTAs take whole superchunks stores one partial a superchunk instead of one a chunk (a
+# split's per-chunk stores cost 8-14 % at 32K tokens: dev/time_pda_ws.py, session 13). A
+# call folds by superchunks only where its block table holds more than SUPERCHUNK chunks
+# (fold_of: the same bits for every sequence whatever the batch). 8 since session 18 (H200,
+# benchmarks/results/h200/session18/pda_sc1_quick.json against pda_sc8_quick2.json, fp16
+# hot): Llama-3-8B B = 1 32K 42.7 -> 38.1 µs (SDPA on gathered K/V 37.2; cold 52.5 -> 49.1,
+# SDPA 50.3), B = 1 4K 7.65 -> 8.28 (SDPA 9.25), B = 1 1K 6.32 either way (the plain build),
+# B = 32 within 1 %. A dev knob too (dev/time_paged_decode.py --superchunk): set it before an
+# op's first call.
+SUPERCHUNK = 8
 MERGE_BATCH = 16            # partials the merge folds at once (PDA_MB): a superchunk must divide it
 
 
