@@ -20,10 +20,6 @@ temperature: TILEOPS_STAGE 2, the chunk's raw words kept in registers, converted
 exponentiated again in passes 2 and 3; session 13's lab kernel, shipped), the staged build
 (TILEOPS_STAGE 1: z then e through shared memory, the kernel before), timed as "staged"
 and checked bit for bit against the op.
---pairs (session 18): the shipped kernel built with -DSMX_PAIRS=1, one cluster exchange
-of each CTA's (maximum, sum of exp(z - its maximum)) instead of two (the maximum, then the
-sum of exp(z - M)); other bits (S = sum s_r exp(m_r - M) in rank order), checked against
-float64; timed as "pairs".
 --rows (a lab variant, session 11, not a build the launch rules select): dev/cuda/
 softmax_rows_lab.cu appended to the shipped source, tileops_softmax_rows: one CTA of 1024
 threads per row whose halves take the row's 8 chunks two at a time, exactly as the
@@ -37,7 +33,11 @@ shipped kernel is the cluster kernel, a cluster of CTAs per row; dev/NOTES.md, s
     44.45 vs 41.76 µs hot at 128 x 128256 bf16: the division does not bound it;
   persistent clusters looping over rows, with or without the next row's first batch
     prefetched (session 11's --persist, commit 8a197ce): 45-54 µs hot against the
-    shipped kernel's 41.8 at the same size in the session's earlier run (p1@49 45.2, p2@28 46.9)."""
+    shipped kernel's 41.8 at the same size in the session's earlier run (p1@49 45.2, p2@28 46.9);
+  one cluster exchange of each CTA's (max, sum of exp(z - its max)) instead of two
+    (session 18's --pairs, -DSMX_PAIRS=1, commit e75dd78): 1.01-1.05x the shipped
+    kernel's time at B = 32 / 128 / 256 x 128256 bf16 (cold 18.37 / 43.46 / 75.71 against
+    17.60 / 41.38 / 72.38): the exchange it saves is not on the critical path."""
 from __future__ import annotations
 
 import argparse
@@ -88,26 +88,19 @@ def rows_launcher(x, t, out_dtype):
     return launch
 
 
-def staged_launcher(x, out_dtype, t=None, pairs=None):
-    """launch(): tileops_softmax for x into a new output, the shipped plan's launch shape:
-    pairs None, its staged build (TILEOPS_STAGE 1, its shared memory; x without a
-    temperature); pairs 0 or 1, the shipped build with -DSMX_PAIRS=pairs (1: one exchange
-    of (max, sum) pairs instead of two)."""
+def staged_launcher(x, out_dtype):
+    """launch(): tileops_softmax's staged build (TILEOPS_STAGE 1, its shared memory) for x
+    without a temperature into a new output: the shipped plan's launch shape otherwise."""
     dev = x.device.index or 0
     B, V = x.shape
     probs = torch.empty(B, V, dtype=out_dtype, device=x.device)
     aligned = all(p % 16 == 0 for p in (x.data_ptr(), probs.data_ptr()))
     source, kernel, opts, plan = cuda_sampling.softmax_specialisation(
-        CODE[x.dtype], CODE[out_dtype], V, t is not None, aligned, cuda_sampling.arch(dev),
-        cuda_sampling._device_limits(dev))
-    if pairs is None:
-        opts = tuple("-DTILEOPS_STAGE=1" if o.startswith("-DTILEOPS_STAGE=") else o for o in opts)
-        smem = plan.opt * plan.threads * 32
-    else:
-        opts = tuple(opts) + (f"-DSMX_PAIRS={pairs}",)
-        smem = plan.smem
+        CODE[x.dtype], CODE[out_dtype], V, False, aligned, cuda_sampling.arch(dev), cuda_sampling._device_limits(dev))
+    opts = tuple("-DTILEOPS_STAGE=1" if o.startswith("-DTILEOPS_STAGE=") else o for o in opts)
+    smem = plan.opt * plan.threads * 32
     handle = runtime.build(dev, source, kernel, opts, "ppp", pdl=True)
-    args = (x.data_ptr(), 0 if t is None else t.data_ptr(), probs.data_ptr())
+    args = (x.data_ptr(), 0, probs.data_ptr())
     stream = torch._C._cuda_getCurrentRawStream
     keep = x   # the pointer's tensor lives as long as the launch
 
@@ -117,7 +110,7 @@ def staged_launcher(x, out_dtype, t=None, pairs=None):
     return launch
 
 
-def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, pairs_lab=False):
+def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False):
     g = torch.Generator(device="cuda").manual_seed(B * 7 + V)
     x = (torch.randn(B, V, device="cuda", generator=g) * 3).to(dtype)
     t = (torch.rand(B, device="cuda", generator=g) * 1.75 + 0.25) if temperature else None
@@ -148,13 +141,6 @@ def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, pai
         torch.cuda.synchronize()
         torch.testing.assert_close(p.double(), torch.softmax(z, -1), rtol=1e-5, atol=1e-12)
         row[lab + "_bitwise"] = bool(torch.equal(p, got))
-    if pairs_lab:   # one exchange of (max, sum) pairs: other bits, checked against float64
-        fns["pairs"] = staged_launcher(x, torch.float32, t, pairs=1)
-        p = fns["pairs"]()
-        torch.cuda.synchronize()
-        torch.testing.assert_close(p.double(), torch.softmax(z, -1), rtol=1e-5, atol=1e-12)
-        row["pairs_bitwise"] = bool(torch.equal(p, got))
-        assert torch.equal(staged_launcher(x, torch.float32, t, pairs=0)(), got), "SMX_PAIRS=0 is the op's build"
     row.update(time_fns(fns))
     return row
 
@@ -166,8 +152,6 @@ def main():
     ap.add_argument("--rows", action="store_true", help="time the lab kernel tileops_softmax_rows beside the op")
     ap.add_argument("--staged", action="store_true", help="time the staged build (z in shared memory) beside the "
                                                            "op's registers build (16-bit logits, no temperature)")
-    ap.add_argument("--pairs", action="store_true", help="time the build of one exchange (-DSMX_PAIRS=1: each CTA "
-                                                           "sends its (max, sum of exp(z - max)) at once) beside the op")
     ap.add_argument("--batches", default=None, help="comma-separated B values (default 1,32,128,256; --quick 128,256)")
     ap.add_argument("--out", default="softmax_timing.json")
     args = ap.parse_args()
@@ -179,7 +163,7 @@ def main():
                 for B in batches:
                     if args.quick and (V != 128256 or dtype != torch.bfloat16):
                         continue
-                    rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged, args.pairs))
+                    rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged))
                     print(rows[-1]["case"], flush=True)
     for r in rows:
         for m in ("hot", "cold"):
@@ -194,7 +178,7 @@ def main():
         print(f"{r['case']:36s} {r['tileops_hot_us']:8.2f} {r['tileops_cold_us']:8.2f} {r['tileops_cold_gbps']:6.0f} "
               f"{r['copy_hot_us']:9.2f} {r['copy_cold_us']:9.2f} {r['over_copy_hot']:8.2f} {r['over_copy_cold']:8.2f} "
               f"{r['torch_hot_us']:9.2f} {r['compile_hot_us']:11.2f} {r['compile_cold_us']:12.2f}{goal}")
-    for lab in ("staged",) * args.staged + ("pairs",) * args.pairs:
+    for lab in ("staged",) if args.staged else ():
         print(f"\n{'case':36s} {lab + ' hot':>9s} {lab + ' cold':>9s} {'/copy h':>8s} {'/copy c':>8s} {'/op h':>7s} "
               f"{'/op c':>7s}  bits")
         for r in rows:

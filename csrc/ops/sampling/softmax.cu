@@ -55,9 +55,6 @@
 #else
 #error "TILEOPS_ODTYPE must be 0 (float32), 1 (float16) or 2 (bfloat16)"
 #endif
-#ifndef SMX_PAIRS
-#define SMX_PAIRS 0
-#endif
 #if TILEOPS_STAGE == 2 && (TILEOPS_TEMP || TILEOPS_E != 2)
 #error "TILEOPS_STAGE 2 (the words kept in registers) is a build for 16-bit logits without a temperature"
 #endif
@@ -291,57 +288,11 @@ TILEOPS_DEV float smx_combine(float v, float *slot, smp_u64 *bar, unsigned tid, 
 #endif
 }
 
-#if SMX_PAIRS
-/* SMX_PAIRS: one exchange instead of two. Each CTA sends the pair (m, s): its maximum m
- * and s = sum exp(z - m') over its chunk (m' = m, or 0 when m is -inf: a chunk of -inf
- * sums 0, one with a NaN sums NaN); M = max m_r, S = sum s_r exp(m_r - M) in rank order
- * (a -inf or NaN row: S NaN, so NaN throughout, as with two exchanges). */
-#if TILEOPS_CLUSTER > 1
-TILEOPS_DEV void smx_send_pair(float m, float s, float *pairs, smp_u64 *bar, unsigned rank) {
-    const unsigned a = smp_smem_addr(pairs + 2 * rank), b = smp_smem_addr(bar);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(8 * TILEOPS_CLUSTER)
-                 : "memory");
-#pragma unroll
-    for (unsigned r = 0; r < TILEOPS_CLUSTER; r++)
-        asm volatile("{ .reg .u32 ra, rb; mapa.shared::cluster.u32 ra, %0, %2; mapa.shared::cluster.u32 rb, %1, %2; "
-                     "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [ra], {%3, %4}, [rb]; }" ::"r"(a),
-                     "r"(b), "r"(r), "r"(tileops_as_uint(m)), "r"(tileops_as_uint(s))
-                     : "memory");
-}
-#endif
-/* M and S of the row from the CTAs' pairs (every thread's m, s) */
-TILEOPS_DEV float smx_combine_pairs(float m, float s, float *pairs, smp_u64 *bar, unsigned tid, float *S) {
-#if TILEOPS_CLUSTER > 1
-    if (tid == 0)
-        smx_send_pair(m, s, pairs, bar, smp_rank_in_cluster());
-    smx_received(bar);
-    float M = pairs[0];
-#pragma unroll
-    for (int r = 1; r < TILEOPS_CLUSTER; r++)
-        M = smp_max(M, pairs[2 * r]);
-    float a = 0.0f;
-#pragma unroll
-    for (int r = 0; r < TILEOPS_CLUSTER; r++)
-        a = tileops_add(a, tileops_mul(pairs[2 * r + 1], smp_exp(tileops_add(pairs[2 * r], -M))));
-    *S = a;
-    return M;
-#else
-    (void)pairs, (void)bar, (void)tid;
-    *S = tileops_mul(s, smp_exp(tileops_add(m, -m)));
-    return m;
-#endif
-}
-#endif
-
 extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const void *x, const float *temperature,
                                                                           void *y) {
     TILEOPS_PDL_PROLOGUE();
     __shared__ float red[TILEOPS_WARPS];
-#if SMX_PAIRS
-    __shared__ __attribute__((aligned(8))) float pairs[2 * TILEOPS_CLUSTER];
-#else
     __shared__ float slots[2][TILEOPS_CLUSTER];
-#endif
     __shared__ __attribute__((aligned(8))) smp_u64 bars[2];
     const unsigned tid = tileops_tid();
     const long long row = smp_row(), c0 = smp_chunk_first(), o0 = c0 / 8; /* o0: the chunk's first octet */
@@ -352,9 +303,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
 #if TILEOPS_CLUSTER > 1
     if (tid == 0) {
         smx_mbar_init(&bars[0]);
-#if !SMX_PAIRS
         smx_mbar_init(&bars[1]);
-#endif
         smx_mbar_publish();
     }
     smx_cluster_arrive_relaxed(); /* waited for before the first send */
@@ -395,17 +344,11 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
         }
     }
     m = smp_block_max(m, red, tid);
-#if TILEOPS_CLUSTER > 1 && !SMX_PAIRS
+#if TILEOPS_CLUSTER > 1
     smp_cluster_wait(); /* every CTA's mbarriers are made */
 #endif
-#if SMX_PAIRS
-    /* pass 2: the CTA's sum of exp(z - m') (m': its maximum, 0 when that is -inf) */
-    const float M2 = m == SMP_NINF ? 0.0f : m;
-#else
     const float M = smx_combine(m, slots[0], &bars[0], tid, 0);
-    const float M2 = M;
     /* pass 2: e = exp(z - M) (kept on chip), its sum (a pad adds +0: the same sum) */
-#endif
     float s = 0.0f;
 #if TILEOPS_STAGE == 2
 #pragma unroll
@@ -415,7 +358,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
         smx_z8(xrow, o0, no, o, smx_whole(o0, no, o), kept[j], t, z);
 #pragma unroll
         for (int k = 0; k < 8; k++)
-            s = tileops_add(s, smp_exp(tileops_add(z[k], -M2)));
+            s = tileops_add(s, smp_exp(tileops_add(z[k], -M)));
     }
 #elif TILEOPS_STAGE == 1
     SMX_UNROLL
@@ -425,12 +368,10 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
         smx_get(o, e);
 #pragma unroll
         for (int k = 0; k < 8; k++) {
-            e[k] = smp_exp(tileops_add(e[k], -M2)); /* exp(-inf - M) = 0 */
+            e[k] = smp_exp(tileops_add(e[k], -M)); /* exp(-inf - M) = 0 */
             s = tileops_add(s, e[k]);
         }
-#if !SMX_PAIRS /* with pairs z stays: pass 3 takes exp(z - M) */
         smx_put(o, e);
-#endif
     }
 #else
     SMX_UNROLL
@@ -446,21 +387,13 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
                 smx_z8(xrow, o0, no, o, whole[b], w[b], t, z);
 #pragma unroll
                 for (int k = 0; k < 8; k++)
-                    s = tileops_add(s, smp_exp(tileops_add(z[k], -M2)));
+                    s = tileops_add(s, smp_exp(tileops_add(z[k], -M)));
             }
         }
     }
 #endif
     s = smp_block_sum(s, red, tid);
-#if SMX_PAIRS
-#if TILEOPS_CLUSTER > 1
-    smp_cluster_wait(); /* every CTA's mbarriers are made */
-#endif
-    float S;
-    const float M = smx_combine_pairs(m, s, pairs, &bars[0], tid, &S);
-#else
     const float S = smx_combine(s, slots[1], &bars[1], tid, 1);
-#endif
 #if TILEOPS_CLUSTER > 1
     smx_cluster_arrive_relaxed(); /* this CTA has received all: the others may exit after their wait */
 #endif
@@ -486,11 +419,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
         smx_get(o, p);
 #pragma unroll
         for (int k = 0; k < 8; k++)
-#if SMX_PAIRS
-            p[k] = smp_div(smp_exp(tileops_add(p[k], -M)), S);
-#else
             p[k] = smp_div(p[k], S);
-#endif
         if (o < no)
             smx_st8(yrow, o0 + o, p);
     }
