@@ -36,3 +36,16 @@ def test_the_softmax_rows_lab_kernel_compiles(tmp_path):
     source, _, opts, _ = cuda_sampling.softmax_specialisation(CODE[torch.bfloat16], CODE[torch.float32], 128256, False,
                                                               True, 90, 232448)
     _compile(tmp_path, source, "softmax_rows_lab.cu", "tileops_softmax_rows", opts)
+
+
+@pytest.mark.parametrize("n,pdl,nc", [(4096, 0, 1), (8192, 1, 0)])
+def test_the_smallest_rms_norm_lab_kernel_compiles(tmp_path, n, pdl, nc):
+    """dev/time_norm_cold.py's builds of dev/cuda/rms_norm_min_lab.cu (256 threads a row,
+    with and without the PDL prologue, w by either load) against rms_norm.cu: no spills."""
+    from tileops.kernels.norm import rms_norm as K
+    opts, *_ = K.cuda_specialisation("tileops_rms_norm", CODE[torch.float16], n, True, 8, 132)
+    base = [o for o in opts if not o.startswith(("-DTILEOPS_THREADS", "-DTILEOPS_ROW_THREADS", "-DTILEOPS_MIN"))]
+    report = _compile(tmp_path, "norm/rms_norm.cu", "rms_norm_min_lab.cu", "lab_rms_norm_min",
+                      base + ["-DTILEOPS_THREADS=256", "-DTILEOPS_ROW_THREADS=256", "-DTILEOPS_MIN_BLOCKS=4",
+                              f"-DLAB_PDL={pdl}", f"-DLAB_W_NC={nc}"])
+    assert "0 bytes spill stores" in report
