@@ -9,9 +9,9 @@ torch.topk at B = 1).
 A variant cC: the row over a cluster of C CTAs of 1024 threads (cuda_sampling's
 selection_plan(V, C)); cCl: top-k by the phases lab kernel (the shipped
 kernel's steps, marked); cCr: the lab kernel with each thread's words kept in registers
-between the passes (-DTKP_REGS=1: OPT <= 4, so clusters of 4 and 8); cCs: the lab kernel
-summing the histograms by reduce-scatter (-DTKP_RS=1); cCrs both (the mask runs the
-shipped kernel for lab variants). (Session 17's cCf0, without a floor under the
+between the passes (-DTKP_REGS=1: OPT <= 4, so clusters of 4 and 8; the mask runs the
+shipped kernel for lab variants). (Session 18's cCs, the histograms summed by reduce-scatter,
+measured no gain: commit 0b73e5f has it.) (Session 17's cCf0, without a floor under the
 k-th key from the threads' largest keys, measured the floor slower: commit ab57afc has
 it; its cCuU, the passes unrolled 4 times, measured no faster: the knob, TILEOPS_SEL_UNROLL, is gone.)
 --phases: top-k only, where the time of a call goes, CTA by CTA
@@ -45,15 +45,14 @@ PHASES_LAB = ("top_k_phases_lab.cu", "tileops_top_k_phases")
 
 
 def parse_variant(v: str):
-    """cC, or cC followed by lab letters (l, r, s): (cluster, extra defines, whether top-k
-    runs the phases lab kernel: l as it is, r with the words kept in registers, s with the
-    histograms summed by reduce-scatter; r and s combine)."""
+    """cC, cCl or cCr: (cluster, extra defines, whether top-k runs the phases lab kernel: l as
+    it is, r with the words kept in registers)."""
     import re
-    m = re.fullmatch(r"c(\d+)([lrs]*)", v)
+    m = re.fullmatch(r"c(\d+)([lr]?)", v)
     if m is None:
-        raise SystemExit(f"time_top_k: variant {v!r}: expected cC or cC[l|r|s|rs]")
+        raise SystemExit(f"time_top_k: variant {v!r}: expected cC, cCl or cCr")
     c, lab = int(m.group(1)), m.group(2)
-    extra = (("-DTKP_REGS=1",) if "r" in lab else ()) + (("-DTKP_RS=1",) if "s" in lab else ())
+    extra = ("-DTKP_REGS=1",) if lab == "r" else ()
     return c, extra, bool(lab)
 
 

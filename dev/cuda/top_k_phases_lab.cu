@@ -20,12 +20,9 @@
  * (8 words a thread at a cluster of 8 in bf16): the later passes and the collection read
  * no memory. Without it (variant cCl) the lab kernel loads each pass, as tileops_top_k.
  *
- * -DTKP_RS=1 (variant cCs; with registers cCrs): the histograms summed by reduce-scatter
- * and gather (tkp_histogram_sum_rs) instead of every CTA adding its non-zero bins into
- * every CTA's sums: a bin goes to the CTA that owns its slice (BINS / CLUSTER bins), which
- * after a cluster barrier sends its slice's non-zero sums to the others; a second barrier.
- * Two barriers, not one, and ~CLUSTER times fewer remote operations where nearly every
- * thread has a non-zero bin (float32's second pass: 4.9 µs against 1.5 for the others).
+ * (Session 18's -DTKP_RS=1, variants cCs / cCrs, the histograms summed by reduce-scatter
+ * and gather, measured no gain: 13.26 against 13.41 µs bf16 top-50 B = 1, float32 16.86
+ * against 16.72; commit 0b73e5f has it.)
  *
  * Parameters: tileops_top_k's, then long long *phases. */
 #define TKP_SLOTS 24
@@ -86,55 +83,7 @@ TILEOPS_DEV void tkp_keys8(const char *xrow, int o0, long long o, const struct t
 #endif
     }
 }
-#ifndef TKP_RS
-#define TKP_RS 0
-#endif
-#if TKP_RS && TILEOPS_CLUSTER > 1
-/* the store of v into the word at p's address in the CTA of rank `rank` */
-TILEOPS_DEV void tkp_st_cluster_u32(const void *p, unsigned rank, unsigned v) {
-    asm volatile("{ .reg .u32 a; mapa.shared::cluster.u32 a, %0, %1; st.shared::cluster.u32 [a], %2; }" ::"r"(
-                     smp_smem_addr(p)),
-                 "r"(rank), "r"(v)
-                 : "memory");
-}
-/* smp_histogram_sum's counts by reduce-scatter and gather (the same sums, so the same
- * picks): every CTA's tot is zero outside the calls (cleared by its readers). */
-TILEOPS_DEV struct smp_bins tkp_histogram_sum_rs(const unsigned *cnt, unsigned *tot, unsigned tid, int *pending) {
-    tileops_barrier();
-    const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
-    const unsigned ch = cnt[dh], cl = cnt[dl], me = smp_rank_in_cluster();
-    const int slice = SMP_BINS / TILEOPS_CLUSTER;
-    smp_cluster_settle(pending); /* every CTA has read and cleared its sums */
-    if (ch)
-        smp_red_cluster_u32(&tot[dh], (unsigned)(dh / slice), ch);
-    if (cl)
-        smp_red_cluster_u32(&tot[dl], (unsigned)(dl / slice), cl);
-    smp_cluster_arrive();
-    smp_cluster_wait();
-    /* this CTA's slice, summed: its non-zero bins to the others (whose words there are 0) */
-    {
-        const int d = (int)me * slice + (int)tid % slice;
-        const unsigned v = tot[d];
-        if (v)
-            for (unsigned r = tid / slice; r < TILEOPS_CLUSTER; r += SMP_SEL_THREADS / slice)
-                if (r != me)
-                    tkp_st_cluster_u32(&tot[d], r, v);
-    }
-    smp_cluster_arrive();
-    smp_cluster_wait();
-    struct smp_bins bn;
-    bn.ch = tot[dh];
-    bn.cl = tot[dl];
-    bn.wh = bn.wl = 0;
-    tot[dh] = tot[dl] = 0; /* after the barrier nothing else touches this CTA's words */
-    smp_cluster_arrive();
-    *pending = 1;
-    return bn;
-}
-#define TKP_SUM(cnt, tot, tid, pending) tkp_histogram_sum_rs(cnt, tot, tid, pending)
-#else
 #define TKP_SUM(cnt, tot, tid, pending) smp_histogram_sum(cnt, 0, 0, tot, 0, tid, pending)
-#endif
 #if TKP_REGS
 #define TKP_W(j) (wr[j])
 #else
