@@ -197,7 +197,7 @@ def _spin_cycles_per_us(dev):
     return rate
 
 
-def cuda_cold_us(fn, warmup=25, rep=100, estimates=5):
+def cuda_cold_us(fn, warmup=25, rep=100, estimates=5, spin_us=None):
     """L2-cold device time of one call of ``fn``, in microseconds.
 
     The recipe of ``triton.testing.do_bench``, without triton: a first call, up to
@@ -223,6 +223,9 @@ def cuda_cold_us(fn, warmup=25, rep=100, estimates=5):
         Warm-up and measurement budgets in milliseconds.
     estimates : int
         Most (flush + call) iterations of the first estimate.
+    spin_us : float, optional
+        The spin before each call, in microseconds, instead of twice the call's median host
+        time (dev/time_norm_cold.py --harness: whether the spin's length moves a cold time).
     """
     import torch
     dev = torch.cuda.current_device()
@@ -245,7 +248,7 @@ def cuda_cold_us(fn, warmup=25, rep=100, estimates=5):
         if total / done > rep / 10:   # a slow call: one estimate is enough
             break
     est = max(total / done, 1e-3)
-    spin_us = min(2e6 * statistics.median(hosts), SPIN_MAX_US)
+    spin_us = min(2e6 * statistics.median(hosts) if spin_us is None else spin_us, SPIN_MAX_US)
     spin = int(spin_us * _spin_cycles_per_us(dev))
     for _ in range(max(1, int(warmup / est))):
         fn()
