@@ -262,6 +262,7 @@ def signatures(C, tmp):
         "plan_setup": None,  # group surface, fuzz_plans
         "plan_make": None,
         "plan_call": None,
+        "plan_call_out": None,
     }
 
 
@@ -344,22 +345,23 @@ def fuzz_plans(fz, C):
             assert not isinstance(e, SystemError), f"_C.{name}: SystemError: {e}"
             assert isinstance(e, ZeroDivisionError) or name in str(e), f"_C.{name}: {e}"
             return e
-    miss, skip = object(), object()
+    miss, skip, out_tag = object(), object(), object()
     fz.expect("plan_call", [{}, None], RuntimeError)            # before plan_setup
-    setup = [(), None, (), (), len, len, None, miss, skip]
-    for k in range(12):
-        if k != 9:
+    fz.expect("plan_call_out", [{}, None, None], RuntimeError)
+    setup = [(), None, (), (), len, len, None, miss, skip, out_tag, len]
+    for k in range(14):
+        if k != 11:
             fz.expect("plan_setup", (setup + [0] * k)[:k], TypeError)
-    for i in range(9):
+    for i in range(11):
         for v in HOSTILE:
             args = list(setup)
             args[i] = v
             want = (TypeError if (i in (0, 2, 3) and not isinstance(v, tuple))
-                    or (i in (4, 5) and not callable(v)) else None)
+                    or (i in (4, 5, 10) and not callable(v)) else None)
             fz.expect("plan_setup", args, want)
     # a harmless setup: the "state functions" return false / None, grad off; "empty_like"
     # is len, which fails on the arguments plan_call gives it (a SKIP, never an exception)
-    fz.expect("plan_setup", [(int,), None, (bool,), (lambda: None,), bool, len, None, miss, skip], None)
+    fz.expect("plan_setup", [(int,), None, (bool,), (lambda: None,), bool, len, None, miss, skip, out_tag, len], None)
     handle, fmt = C.cpu_kernel("layer_norm")
     items = tuple((1, 0) if c == "p" else (0, 1) for c in fmt)
     base = [handle, items, 3, 1, 0]
@@ -378,19 +380,25 @@ def fuzz_plans(fz, C):
     # plan_call over hostile inputs and memos: always a value, never an exception (plan1,
     # of one input, reaches the outputs' allocation for an input of None: templates)
     plan1 = fz.expect("plan_make", [handle, items, 1, 1, 0], None)
-    memos = [{}, {(miss, None, 0): None}, {(miss, None, 0): (plan, (0,), (None,))},
-             {(miss, None, 0): (plan, (5,), ())}, {(miss, None, 0): ("x", 1, 2)},
-             {(miss, None, 0): (plan1, (("x", 3),), (None,))}, {(miss, None, 0): (plan1, ((None, -1),), (None,))},
-             {(miss, None, 0): (plan1, ((None, 2**64),), (None,))}, {(miss, None, 0): (plan1, ((None, "x"),), (None,))},
-             {(miss, None, 0): (plan1, ((None,),), (None,))}, {(miss, None, 0): (plan1, (0,), (None,))}]
+    # (the key of one absent input: (miss, None, None, alignment 0))
+    k1 = (miss, None, None, 0)
+    memos = [{}, {k1: None}, {k1: (plan, (0,), (None,))},
+             {k1: (plan, (5,), ())}, {k1: ("x", 1, 2)},
+             {k1: (plan1, (("x", 3),), (None,))}, {k1: (plan1, ((None, -1),), (None,))},
+             {k1: (plan1, ((None, 2**64),), (None,))}, {k1: (plan1, ((None, "x"),), (None,))},
+             {k1: (plan1, ((None,),), (None,))}, {k1: (plan1, (0,), (None,))}, {k1: (plan1, None, (None,))}]
     for memo in memos:
         for v in HOSTILE + [None]:
             for args in ([memo, v], [memo, None, v], [memo, v, v, v], [memo] + [None] * 9):
                 fz.calls += 1
                 r = C.plan_call(*args)
                 assert r is not None, f"_C.plan_call{tuple(map(_short, args))[:3]}: returned None"
+                fz.calls += 1
+                r = C.plan_call_out(args[0], v, *args[1:])
+                assert r is not None, f"_C.plan_call_out{tuple(map(_short, args))[:3]}: returned None"
     fz.calls += 1
     assert C.plan_call(memos[0]) is skip and C.plan_call(None, None) is skip
+    assert C.plan_call_out(memos[0], None) is skip and C.plan_call_out(memos[0], None, None) is skip
 
 
 # ---- group: cpu_launch --------------------------------------------------------------------------

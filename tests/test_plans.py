@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tileops.errors import BackwardError, InputValueError
+from tileops.errors import BackwardError, InputTypeError, InputValueError
 from tileops.activation import GeluAndMulFwdOp, GeluTanhAndMulFwdOp, SiluAndMulFwdOp
 from tileops.embedding import EmbeddingFwdOp
 from tileops.norm import FusedAddLayerNormFwdOp, FusedAddRMSNormFwdOp, GemmaRMSNormFwdOp, LayerNormFwdOp
@@ -141,7 +141,7 @@ def test_a_failing_call_records_nothing_and_raises_as_before():
     assert _planned(op, (x, w[:32], b)) is plans.MISS
 
 
-def test_the_in_place_branch_and_out_are_never_planned():
+def test_the_in_place_branch_is_never_planned_and_out_gets_its_own_plan():
     g = torch.Generator().manual_seed(5)
     x, r, w = _inputs("fused_add_rms_norm", 2, 64, torch.float32, g)
     op = FusedAddRMSNormFwdOp((64,))
@@ -154,8 +154,54 @@ def test_the_in_place_branch_and_out_are_never_planned():
     x, w, b = _inputs("layer_norm", 2, 64, torch.float32, g)
     out = torch.empty(2, 64)
     assert ln(x, w, b, out=out) is out
-    assert _planned(ln, (x, w, b)) is plans.MISS           # an out= call records no plan
+    assert _planned(ln, (x, w, b)) is plans.MISS           # an out= call records no allocating plan
+    assert plans.plan_call_out(ln._memo, out, x, w, b) is out   # but its own
     assert torch.equal(ln(x, w, b), out)
+
+
+@pytest.mark.parametrize("cls,name", [(LayerNormFwdOp, "layer_norm"), (GemmaRMSNormFwdOp, "gemma_rms_norm")])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_an_out_call_replays_into_out_with_one_version_bump(cls, name, dtype):
+    g = torch.Generator().manual_seed(11)
+    inputs = _inputs(name, 3, 100, dtype, g)
+    op = cls((100,))
+    want = op(*inputs)
+    out = torch.full((3, 100), float("nan"), dtype=dtype)
+    assert plans.plan_call_out(op._memo, out, *inputs) is plans.MISS
+    for i in range(3):                                     # the Python path records, then the plan
+        out.fill_(float("nan"))
+        v = out._version
+        assert op(*inputs, out=out) is out
+        assert torch.equal(out, want) and out._version == v + 1   # the op's one bump
+    out.fill_(float("nan"))
+    assert plans.plan_call_out(op._memo, out, *inputs) is out and torch.equal(out, want)
+    other = torch.empty(3, 100, dtype=dtype)               # another out of the same signature: the same plan
+    assert plans.plan_call_out(op._memo, other, *inputs) is other and torch.equal(other, want)
+
+
+def test_an_out_the_plan_cannot_take_goes_the_python_way():
+    g = torch.Generator().manual_seed(12)
+    x, w, b = _inputs("layer_norm", 4, 64, torch.float32, g)
+    op = LayerNormFwdOp((64,))
+    want = op(x, w, b)
+    out = torch.empty(4, 64)
+    op(x, w, b, out=out)
+    assert plans.plan_call_out(op._memo, out, x, w, b) is out
+    wide = torch.empty(4, 128)[:, :64]                     # not contiguous: the Python path's copy back
+    assert plans.plan_call_out(op._memo, wide, x, w, b) is plans.SKIP
+    assert op(x, w, b, out=wide) is wide and torch.equal(wide, want)
+    with pytest.raises(InputValueError, match="argument 'out'"):   # another shape: a MISS, then the error
+        op(x, w, b, out=torch.empty(5, 64))
+    with pytest.raises(InputTypeError, match="argument 'out'"):
+        op(x, w, b, out=torch.empty(4, 64, dtype=torch.float16))
+    xx = x.clone()                                          # out is an input: not for the plan
+    assert plans.plan_call_out(op._memo, xx, xx, w, b) is plans.SKIP
+    assert op(xx, w, b, out=xx) is xx and torch.equal(xx, want)
+    leaf = torch.empty(4, 64, requires_grad=True)          # autograd: the Python path's error
+    with pytest.raises(BackwardError):
+        op(x, w, b, out=leaf)
+    with torch.no_grad():                                  # no grad mode: written, as the Python path does
+        assert op(x, w, b, out=leaf) is leaf and torch.equal(leaf, want)
 
 
 def test_a_plan_never_outlives_its_launchable_s_recipe():

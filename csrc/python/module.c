@@ -522,23 +522,26 @@ static struct {
     PyObject *empty_like;    /* torch.empty_like */
     PyObject *contiguous;    /* torch.contiguous_format */
     PyObject *miss, *skip;   /* the sentinels */
+    PyObject *out_tag;       /* the first item of an out= call's key */
+    PyObject *bump;          /* torch.autograd.graph.increment_version: out='s version bump */
     PyObject *kwnames;       /* ("dtype", "memory_format") */
     PyObject *kwnames_mf;    /* ("memory_format",): an output of its input's dtype (a third faster) */
     PyObject *s_layout, *s_is_cpu, *s_requires_grad, *s_is_neg, *s_is_contiguous, *s_shape,
         *s_dtype, *s_data_ptr;
 } P;
 
-/* (tensor_types, strided, falsy, nones, grad_enabled, empty_like, contiguous_format, miss, skip) */
+/* (tensor_types, strided, falsy, nones, grad_enabled, empty_like, contiguous_format, miss, skip, out_tag,
+ *  bump) */
 static PyObject *py_plan_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (check_nargs("plan_setup", nargs, 9)) return NULL;
+    if (check_nargs("plan_setup", nargs, 11)) return NULL;
     const int tuples[] = {0, 2, 3};
     for (int i = 0; i < 3; i++)
         if (!PyTuple_Check(args[tuples[i]]))
             return arg_fail(PyExc_TypeError, "plan_setup", ARG("argument tensor_types, falsy or nones"), "a tuple",
                             args[tuples[i]]), NULL;
-    if (!PyCallable_Check(args[4]) || !PyCallable_Check(args[5])) {
-        PyErr_SetString(PyExc_TypeError, "tileops._C.plan_setup: grad_enabled and empty_like must be callable");
+    if (!PyCallable_Check(args[4]) || !PyCallable_Check(args[5]) || !PyCallable_Check(args[10])) {
+        PyErr_SetString(PyExc_TypeError, "tileops._C.plan_setup: grad_enabled, empty_like and bump must be callable");
         return NULL;
     }
     if (!P.s_layout) {
@@ -552,8 +555,8 @@ static PyObject *py_plan_setup(PyObject *self, PyObject *const *args, Py_ssize_t
         if (!(P.kwnames_mf = Py_BuildValue("(s)", "memory_format"))) return NULL;
     }
     PyObject **slots[] = {&P.tensor_types, &P.strided, &P.falsy, &P.nones, &P.grad_enabled, &P.empty_like,
-                          &P.contiguous, &P.miss, &P.skip};
-    for (int i = 0; i < 9; i++)
+                          &P.contiguous, &P.miss, &P.skip, &P.out_tag, &P.bump};
+    for (int i = 0; i < 11; i++)
         Py_XSETREF(*slots[i], Py_NewRef(args[i]));
     P.ready = 1;
     Py_RETURN_NONE;
@@ -660,18 +663,16 @@ static int as_ptr_of(PyObject *t, uintptr_t *out) {
     return 0;
 }
 
-/* (memo, *inputs) -> the outputs, or the sentinel MISS / SKIP. Never raises once set up
- * (a RuntimeError before). */
-static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (!P.ready) {
-        PyErr_SetString(PyExc_RuntimeError, "tileops._C.plan_call: plan_setup has not been called");
-        return NULL;
-    }
-    if (nargs < 2 || nargs - 1 > PLAN_MAX_TENSORS || !PyDict_Check(args[0]))
+/* A plan's replay for the n inputs `in` and, in an out= call, `out` (else NULL): the
+ * outputs (out itself in an out= call), or the sentinel MISS / SKIP. Never raises. An out=
+ * call's out is tested as the inputs are and keyed after them (the key's first item
+ * out_tag); its plan has one output, out, which is written in place of an allocation and
+ * gets the version bump the Python path gives it; an out sharing an input's memory is not
+ * for a plan. */
+static PyObject *plan_replay(PyObject *memo, PyObject *const *in, const int n, PyObject *out) {
+    const int m = n + (out != NULL); /* tensors scanned: the inputs, then out */
+    if (n < 1 || m > PLAN_MAX_TENSORS || !PyDict_Check(memo))
         return Py_NewRef(P.skip);
-    PyObject *memo = args[0], *const *in = args + 1;
-    const int n = (int)(nargs - 1);
     /* a CUDA (or meta) call leaves at once: its first input is not on the CPU */
     if (in[0] != Py_None && flag(in[0], P.s_is_cpu, 0) != 1) return Py_NewRef(P.skip);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(P.falsy); i++)
@@ -680,18 +681,19 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
         if (call_truth(PyTuple_GET_ITEM(P.nones, i), 1) != 0) return Py_NewRef(P.skip);
     const int grad = call_truth(P.grad_enabled, 0);
     if (grad < 0) return Py_NewRef(P.skip);
-    /* the key: (MISS, shape_0, dtype_0, ..., shape_n-1, dtype_n-1, alignment), flat (no
-     * tuple a tensor: fewer allocations a call); None, None for an absent input */
-    PyObject *key = PyTuple_New(2 * n + 2);
+    /* the key: (MISS, shape_0, dtype_0, ..., shape_m-1, dtype_m-1, alignment), flat (no
+     * tuple a tensor: fewer allocations a call); None, None for an absent input; out_tag
+     * first and out's shape and dtype last in an out= call */
+    PyObject *key = PyTuple_New(2 * m + 2);
     if (!key) { PyErr_Clear(); return Py_NewRef(P.skip); }
-    PyTuple_SET_ITEM(key, 0, Py_NewRef(P.miss));
+    PyTuple_SET_ITEM(key, 0, Py_NewRef(out ? P.out_tag : P.miss));
     uintptr_t ptr[PLAN_MAX_TENSORS];
     long long numel[PLAN_MAX_TENSORS]; /* from the shape read for the key: no numel() call */
     PyObject *outs[PLAN_MAX_TENSORS] = {NULL};
     PyObject *result = P.skip;
     unsigned align = 0;
-    for (int i = 0; i < n; i++) {
-        PyObject *t = in[i];
+    for (int i = 0; i < m; i++) {
+        PyObject *t = i < n ? in[i] : out;
         ptr[i] = 0;
         numel[i] = 0;
         if (t == Py_None) {
@@ -729,7 +731,7 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     PyObject *al = PyLong_FromUnsignedLong(align);
     if (!al) { PyErr_Clear(); goto done; }
-    PyTuple_SET_ITEM(key, 2 * n + 1, al);
+    PyTuple_SET_ITEM(key, 2 * m + 1, al);
     PyObject *entry = PyDict_GetItemWithError(memo, key); /* borrowed */
     if (!entry) {
         if (PyErr_Occurred()) PyErr_Clear();
@@ -738,19 +740,23 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     /* entry: (capsule, allocs, dtypes), or None: this signature is not for a plan. An
      * output's alloc is the index of the input it is shaped like, or (template, numel): a
-     * tensor of its shape and dtype (a 0-dim one expanded: no memory) and its size */
+     * tensor of its shape and dtype (a 0-dim one expanded: no memory) and its size; an
+     * out= call's allocs is None (its one output is out) */
     if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3) goto done;
     Py_INCREF(entry);   /* the memo may change while torch runs Python below */
     const plan_t *p = PyCapsule_GetPointer(PyTuple_GET_ITEM(entry, 0), PLAN_CAPSULE);
     PyObject *allocs = PyTuple_GET_ITEM(entry, 1), *dtypes = PyTuple_GET_ITEM(entry, 2);
-    if (!p || p->n_in != n || !PyTuple_Check(allocs) || !PyTuple_Check(dtypes) ||
-        PyTuple_GET_SIZE(allocs) != p->n_out || PyTuple_GET_SIZE(dtypes) != p->n_out) {
+    if (!p || p->n_in != n || !PyTuple_Check(dtypes) || PyTuple_GET_SIZE(dtypes) != p->n_out ||
+        (out ? allocs != Py_None || p->n_out != 1
+             : !PyTuple_Check(allocs) || PyTuple_GET_SIZE(allocs) != p->n_out)) {
         PyErr_Clear();
         Py_DECREF(entry);
         goto done;
     }
-    unsigned out_align = 0;
-    for (int j = 0; j < p->n_out; j++) {
+    unsigned out_align = out ? (unsigned)(ptr[n] & 15u) : 0;
+    for (int i = 0; out && i < n; i++)
+        if (ptr[i] && ptr[i] == ptr[n]) { Py_DECREF(entry); goto done; } /* out is an input */
+    for (int j = 0; !out && j < p->n_out; j++) {
         PyObject *alloc = PyTuple_GET_ITEM(allocs, j), *dt = PyTuple_GET_ITEM(dtypes, j);
         if (PyTuple_Check(alloc)) { /* (template, numel): empty_like(template), a new contiguous tensor */
             const long long count = PyTuple_GET_SIZE(alloc) == 2 ? PyLong_AsLongLong(PyTuple_GET_ITEM(alloc, 1)) : -1;
@@ -793,6 +799,14 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
     const int n_out = p->n_out;
     Py_DECREF(entry);
     if (st != TILEOPS_OK) goto done; /* the Python path runs it again and raises its error */
+    if (out) { /* out's version bump, as the Python path's; should it fail, the Python path
+                * runs the call again (out is no input: the same values) and bumps it */
+        PyObject *r = PyObject_CallOneArg(P.bump, out);
+        if (!r) { PyErr_Clear(); goto done; }
+        Py_DECREF(r);
+        result = out;
+        goto done;
+    }
     if (n_out == 1) {
         result = outs[0];
         outs[0] = NULL;
@@ -811,6 +825,30 @@ done:
         Py_XDECREF(outs[j]);
     Py_DECREF(key);
     return Py_NewRef(result);
+}
+
+static int plan_ready(const char *fn) {
+    if (P.ready) return 1;
+    PyErr_Format(PyExc_RuntimeError, "tileops._C.%s: plan_setup has not been called", fn);
+    return 0;
+}
+
+/* (memo, *inputs) -> the outputs, or the sentinel MISS / SKIP. Never raises once set up
+ * (a RuntimeError before). */
+static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (!plan_ready("plan_call")) return NULL;
+    if (nargs < 2 || nargs - 1 > PLAN_MAX_TENSORS) return Py_NewRef(P.skip);
+    return plan_replay(args[0], args + 1, (int)(nargs - 1), NULL);
+}
+
+/* (memo, out, *inputs) -> out, written, or the sentinel MISS / SKIP: an out= call. Never
+ * raises once set up (a RuntimeError before). */
+static PyObject *py_plan_call_out(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (!plan_ready("plan_call_out")) return NULL;
+    if (nargs < 3 || nargs - 2 > PLAN_MAX_TENSORS || args[1] == Py_None) return Py_NewRef(P.skip);
+    return plan_replay(args[0], args + 2, (int)(nargs - 2), args[1]);
 }
 
 /* ---- CUDA runtime ---------------------------------------------------------------- */
@@ -1134,11 +1172,14 @@ static PyMethodDef methods[] = {
      "The callable the thread count follows, or None."},
     {"cpu_simd_level", py_cpu_simd_level, METH_NOARGS, "SIMD path of the CPU kernels."},
     {"plan_setup", (PyCFunction)(void (*)(void))py_plan_setup, METH_FASTCALL,
-     "plan_setup(tensor_types, strided, falsy, nones, grad_enabled, empty_like, contiguous_format, miss, skip)"},
+     "plan_setup(tensor_types, strided, falsy, nones, grad_enabled, empty_like, contiguous_format, miss, skip, "
+     "out_tag, bump)"},
     {"plan_make", (PyCFunction)(void (*)(void))py_plan_make, METH_FASTCALL,
      "plan_make(handle, items, n_in, n_out, out_align) -> a plan of one CPU launch"},
     {"plan_call", (PyCFunction)(void (*)(void))py_plan_call, METH_FASTCALL,
      "plan_call(memo, *inputs) -> the outputs of the memo's plan for these inputs, or MISS / SKIP"},
+    {"plan_call_out", (PyCFunction)(void (*)(void))py_plan_call_out, METH_FASTCALL,
+     "plan_call_out(memo, out, *inputs) -> out, written by the memo's plan of this out= call, or MISS / SKIP"},
     {"cuda_load", (PyCFunction)(void (*)(void))py_cuda_load, METH_FASTCALL, "cuda_load(nvrtc_dir or None)"},
     {"cuda_device_count", py_cuda_device_count, METH_NOARGS, "Number of CUDA devices."},
     {"cuda_device_arch", (PyCFunction)(void (*)(void))py_cuda_device_arch, METH_FASTCALL, "(major, minor)"},

@@ -143,7 +143,8 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
           "_bump": torch.autograd.graph.increment_version,
           "_below_inplace_view": torch._C._AutoDispatchBelowADInplaceOrView, "_PLAIN": (torch.Tensor, torch.nn.Parameter),
           "_CLS": cls, "_admit": _admit, "_recover": _recover,
-          "_plan_call": plans.plan_call, "_MISS": plans.MISS, "_SKIP": plans.SKIP, "_record_plan": plans.record}
+          "_plan_call": plans.plan_call, "_MISS": plans.MISS, "_SKIP": plans.SKIP, "_record_plan": plans.record,
+          "_plan_call_out": plans.plan_call_out, "_record_plan_out": plans.record_out}
     lines = []
     w = lines.append
     scalar_args = [c.name for c in scalars]
@@ -348,19 +349,28 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         w(f"        {c.name} = _as_scalar({c.name}, {c.type}, \"{opname}\", \"{c.name}\")")
     # A plan (plans.py): an op that declares plan_kernel, with no call-time scalar, first
     # asks for the plan of this call signature in the branch that allocates every output
-    # (no selector set, no out); a MISS is recorded by that branch's fast path below.
-    plan_branch = None
+    # (no selector set, no out), and, for an op of one output, in the branch that fills
+    # it from out= (plan_call_out); a MISS is recorded by that branch's fast path below.
+    plan_branch = out_branch = None
     if getattr(cls, "plan_kernel", None) and cls._plan_likes is not None and not scalars:
         plan_branch = next((bi for bi, b in enumerate(branches)
                             if not b.uses_out and not any(v for _, v in b.values)), None)
+        if out_param and len(entry.outputs) == 1:
+            out_branch = next((bi for bi, b in enumerate(branches)
+                               if b.uses_out and not any(v for _, v in b.values)), None)
     if plan_branch is not None:
-        conds = [f"{n} is False" for n, _ in branches[plan_branch].values] + (["out is None"] if out_param else [])
         w(f"    _p = None")
+    for bi, call in ((plan_branch, f"_plan_call(self._memo, {', '.join(input_names)})"),
+                     (out_branch, f"_plan_call_out(self._memo, out, {', '.join(input_names)})")):
+        if bi is None or plan_branch is None:
+            continue
+        conds = [f"{n} is False" for n, _ in branches[bi].values] + (
+            [f"out is {'not ' if bi == out_branch else ''}None"] if out_param else [])
         # (dynamo folds _dynamo_compiling() to True: it never traces _plan_call, a builtin;
         # other tracers pass fake or proxy tensors under a mode, which plan_call skips.
         # A third of is_compiling's cost, where a one-token call's whole budget is ~4 µs.)
         w(f"    if {' and '.join(conds + ['not _dynamo_compiling()'])}:")
-        w(f"        _p = _plan_call(self._memo, {', '.join(input_names)})")
+        w(f"        _p = {call}")
         w(f"        if _p is not _MISS and _p is not _SKIP:")
         w(f"            return _p")
     # The fast path needs plain dense tensors; anything else goes through the operator,
@@ -416,6 +426,9 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
             # each written tensor once.
             w(f"{ind}    with _below_inplace_view():")
             w(f"{ind}        {assign}_body_{bi}(self, {args})")
+            if bi == out_branch and plan_branch is not None:
+                w(f"{ind}    if _p is _MISS:")
+                w(f"{ind}        _record_plan_out(self, ({', '.join(input_names)},), out)")
         else:
             w(f"{ind}    {assign}_body_{bi}(self, {args})")
             if bi == plan_branch:

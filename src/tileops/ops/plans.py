@@ -17,7 +17,10 @@ and empty_like of it takes half torch.empty's time), one CPU launch from the ker
 recipe of data. When it cannot replay (no plan yet: MISS; these tensors or this call are
 not for a plan: SKIP) the boundary takes its Python path, and on a MISS records the plan
 of what that path did (`record`), or None when the call is not one a plan can replay
-exactly. A plan is kept in the instance's memo, so whatever drops the memo drops the plans
+exactly. An out= call of an op of one output has its own plan (plan_call_out: out tested
+and keyed as the inputs are, written in place of an allocation, its version bumped once as
+the Python path bumps it; an out that is one of the inputs is not for a plan). A plan is
+kept in the instance's memo, so whatever drops the memo drops the plans
 with it: a param assigned, the target undone, the memo's size limit. Only launchables that
 carry `plan_recipe` (the CPU builds that set it: kernels/norm/rows.py,
 activation/gated.py, embedding/embedding.py) are planned."""
@@ -40,21 +43,24 @@ class _Sentinel:
 
 MISS = _Sentinel("MISS")   # no plan for this call signature: the Python path records one
 SKIP = _Sentinel("SKIP")   # not a call a plan replays: the Python path, nothing recorded
+OUT = _Sentinel("OUT")     # the first item of an out= call's key (plan_call_out)
 
 _C.plan_setup((torch.Tensor, torch.nn.Parameter), torch.strided,
               (torch._C._len_torch_dispatch_stack, torch._C._is_torch_function_mode_enabled),
               (torch._C._functorch.maybe_current_level, torch._C._get_tracing_state),
-              torch.is_grad_enabled, torch.empty_like, torch.contiguous_format, MISS, SKIP)
+              torch.is_grad_enabled, torch.empty_like, torch.contiguous_format, MISS, SKIP, OUT,
+              torch.autograd.graph.increment_version)
 
 plan_call = _C.plan_call
+plan_call_out = _C.plan_call_out
 
 
-def key(inputs: tuple):
+def key(inputs: tuple, out=None):
     """The memo key plan_call builds for these inputs (each a contiguous CPU tensor or
-    None), or None when plan_call would not look one up."""
-    parts = [MISS]   # then each input's shape and dtype (None, None when absent), flat
+    None), or plan_call_out for them and `out`; None when it would not look one up."""
+    parts = [MISS if out is None else OUT]   # then each tensor's shape and dtype (None, None when absent), flat
     align = 0
-    for t in inputs:
+    for t in tuple(inputs) + (() if out is None else (out,)):
         if t is None:
             parts += (None, None)
             continue
@@ -89,18 +95,28 @@ def record(op, inputs: tuple, result) -> None:
     op._memo[k] = _plan(op, inputs, result)
 
 
-def _plan(op, inputs, result):
+def record_out(op, inputs: tuple, out) -> None:
+    """After the Python fast path served an out= call (plan_call_out said MISS): its plan,
+    or None (plan_call_out then says SKIP at once for this signature)."""
+    k = key(inputs, out)
+    if k is None:
+        return
+    op._memo[k] = _plan(op, inputs, out, into=True)
+
+
+def _plan(op, inputs, result, into=False):
+    """The plan of a served call: `result` its outputs, or (into) the out= call's out."""
     cls = type(op)
     name, target, like = cls.plan_kernel, op._target, cls._plan_likes
     if name is None or like is None or target is None or not target.honours_memo_key:
         return None
     outs = result if isinstance(result, tuple) else (result,)
-    if len(outs) != len(like):
+    if len(outs) != len(like) or (into and len(outs) != 1):
         return None
     allocs = []
     for o, i in zip(outs, like):
-        if not (type(o) is torch.Tensor and o.is_cpu and o.is_contiguous()
-                and (i is None or o.shape == inputs[i].shape)):
+        if not (type(o) in (torch.Tensor, torch.nn.Parameter) and o.is_cpu and o.is_contiguous()
+                and (into or i is None or o.shape == inputs[i].shape)):
             return None
         allocs.append((torch.empty((), dtype=o.dtype).expand(o.shape), o.numel()) if i is None else i)
         if o.numel() and any(t is not None and t.data_ptr() == o.data_ptr() for t in inputs):
@@ -118,4 +134,4 @@ def _plan(op, inputs, result):
     for o in outs:
         out_align |= o.data_ptr() & 15
     plan = _C.plan_make(handle, items, len(inputs), len(outs), out_align)
-    return (plan, tuple(allocs), tuple(o.dtype for o in outs))
+    return (plan, None if into else tuple(allocs), tuple(o.dtype for o in outs))

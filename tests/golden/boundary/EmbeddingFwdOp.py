@@ -152,6 +152,10 @@ def _call_boundary(self, ids, weight, *, out=None):
         _p = _plan_call(self._memo, ids, weight)
         if _p is not _MISS and _p is not _SKIP:
             return _p
+    if out is not None and not _dynamo_compiling():
+        _p = _plan_call_out(self._memo, out, ids, weight)
+        if _p is not _MISS and _p is not _SKIP:
+            return _p
     if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
         _fast = False
     else:
@@ -178,6 +182,8 @@ def _call_boundary(self, ids, weight, *, out=None):
         if _fast:
             with _below_inplace_view():
                 _body_1(self, ids, weight, out)
+            if _p is _MISS:
+                _record_plan_out(self, (ids, weight,), out)
             _bump(out)
         else:
             _op_1(ids, weight, out, self._key)

@@ -143,6 +143,10 @@ def _call_boundary(self, x, *, out=None):
         _p = _plan_call(self._memo, x)
         if _p is not _MISS and _p is not _SKIP:
             return _p
+    if out is not None and not _dynamo_compiling():
+        _p = _plan_call_out(self._memo, out, x)
+        if _p is not _MISS and _p is not _SKIP:
+            return _p
     if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
         _fast = False
     else:
@@ -167,6 +171,8 @@ def _call_boundary(self, x, *, out=None):
         if _fast:
             with _below_inplace_view():
                 _body_1(self, x, out)
+            if _p is _MISS:
+                _record_plan_out(self, (x,), out)
             _bump(out)
         else:
             _op_1(x, out, self._key)

@@ -174,6 +174,10 @@ def _call_boundary(self, x, weight=None, bias=None, *, out=None):
         _p = _plan_call(self._memo, x, weight, bias)
         if _p is not _MISS and _p is not _SKIP:
             return _p
+    if out is not None and not _dynamo_compiling():
+        _p = _plan_call_out(self._memo, out, x, weight, bias)
+        if _p is not _MISS and _p is not _SKIP:
+            return _p
     if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
         _fast = False
     else:
@@ -202,6 +206,8 @@ def _call_boundary(self, x, weight=None, bias=None, *, out=None):
         if _fast:
             with _below_inplace_view():
                 _body_1(self, x, weight, bias, out)
+            if _p is _MISS:
+                _record_plan_out(self, (x, weight, bias,), out)
             _bump(out)
         else:
             _op_1(x, weight, bias, out, self._key)
