@@ -144,7 +144,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
           "_below_inplace_view": torch._C._AutoDispatchBelowADInplaceOrView, "_PLAIN": (torch.Tensor, torch.nn.Parameter),
           "_CLS": cls, "_admit": _admit, "_recover": _recover,
           "_plan_call": plans.plan_call, "_MISS": plans.MISS, "_SKIP": plans.SKIP, "_record_plan": plans.record,
-          "_plan_call_out": plans.plan_call_out, "_record_plan_out": plans.record_out}
+          "_plan_call_out": plans.plan_call_out}
     lines = []
     w = lines.append
     scalar_args = [c.name for c in scalars]
@@ -428,7 +428,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
             w(f"{ind}        {assign}_body_{bi}(self, {args})")
             if bi == out_branch and plan_branch is not None:
                 w(f"{ind}    if _p is _MISS:")
-                w(f"{ind}        _record_plan_out(self, ({', '.join(input_names)},), out)")
+                w(f"{ind}        _record_plan(self, ({', '.join(input_names)},), out, out)")
         else:
             w(f"{ind}    {assign}_body_{bi}(self, {args})")
             if bi == plan_branch:

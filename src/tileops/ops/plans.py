@@ -85,23 +85,14 @@ def likes(entry) -> tuple:
     return tuple(out)
 
 
-def record(op, inputs: tuple, result) -> None:
-    """After the Python fast path served `inputs` (plan_call said MISS): the plan of what
-    it did into op._memo, or None under the same key when the call is not one a plan can
-    replay exactly (plan_call then says SKIP at once for it)."""
-    k = key(inputs)
-    if k is None:
-        return
-    op._memo[k] = _plan(op, inputs, result)
-
-
-def record_out(op, inputs: tuple, out) -> None:
-    """After the Python fast path served an out= call (plan_call_out said MISS): its plan,
-    or None (plan_call_out then says SKIP at once for this signature)."""
+def record(op, inputs: tuple, result, out=None) -> None:
+    """After the Python fast path served `inputs` (plan_call, or with `out` plan_call_out,
+    said MISS): the plan of what it did into op._memo, or None under the same key when the
+    call is not one a plan can replay exactly (which then says SKIP at once for it)."""
     k = key(inputs, out)
     if k is None:
         return
-    op._memo[k] = _plan(op, inputs, out, into=True)
+    op._memo[k] = _plan(op, inputs, result, into=out is not None)
 
 
 def _plan(op, inputs, result, into=False):
@@ -118,7 +109,8 @@ def _plan(op, inputs, result, into=False):
         if not (type(o) in (torch.Tensor, torch.nn.Parameter) and o.is_cpu and o.is_contiguous()
                 and (into or i is None or o.shape == inputs[i].shape)):
             return None
-        allocs.append((torch.empty((), dtype=o.dtype).expand(o.shape), o.numel()) if i is None else i)
+        if not into:   # an out= call allocates nothing
+            allocs.append((torch.empty((), dtype=o.dtype).expand(o.shape), o.numel()) if i is None else i)
         if o.numel() and any(t is not None and t.data_ptr() == o.data_ptr() for t in inputs):
             return None     # an output that is an input: not the allocation a plan makes
     memo, _, iface = op._memo_fns[name]

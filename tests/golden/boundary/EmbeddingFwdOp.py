@@ -183,7 +183,7 @@ def _call_boundary(self, ids, weight, *, out=None):
             with _below_inplace_view():
                 _body_1(self, ids, weight, out)
             if _p is _MISS:
-                _record_plan_out(self, (ids, weight,), out)
+                _record_plan(self, (ids, weight,), out, out)
             _bump(out)
         else:
             _op_1(ids, weight, out, self._key)

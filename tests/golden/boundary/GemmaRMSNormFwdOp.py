@@ -188,7 +188,7 @@ def _call_boundary(self, x, weight, *, out=None):
             with _below_inplace_view():
                 _body_1(self, x, weight, out)
             if _p is _MISS:
-                _record_plan_out(self, (x, weight,), out)
+                _record_plan(self, (x, weight,), out, out)
             _bump(out)
         else:
             _op_1(x, weight, out, self._key)

@@ -207,7 +207,7 @@ def _call_boundary(self, x, weight=None, bias=None, *, out=None):
             with _below_inplace_view():
                 _body_1(self, x, weight, bias, out)
             if _p is _MISS:
-                _record_plan_out(self, (x, weight, bias,), out)
+                _record_plan(self, (x, weight, bias,), out, out)
             _bump(out)
         else:
             _op_1(x, weight, bias, out, self._key)

@@ -172,7 +172,7 @@ def _call_boundary(self, x, *, out=None):
             with _below_inplace_view():
                 _body_1(self, x, out)
             if _p is _MISS:
-                _record_plan_out(self, (x,), out)
+                _record_plan(self, (x,), out, out)
             _bump(out)
         else:
             _op_1(x, out, self._key)
