@@ -119,7 +119,7 @@ def main(argv=None):
                 times = harness_times({k: fns[k] for k in ("copy", "shipped", "op", "op alloc", "liger") if k in fns})
             else:
                 times = time_interleaved(fns)
-            for k in fns:
+            for k in times:   # --harness times a subset
                 row = {"workload": f"{rows}x{n}", "dtype": "float16", "impl": k, "hot_us": min(times[k]["hot"]),
                        "cold_us": min(times[k]["cold"]), "hot_us_rounds": times[k]["hot"],
                        "cold_us_rounds": times[k]["cold"]}

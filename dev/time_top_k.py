@@ -7,10 +7,13 @@ torch.topk at B = 1).
         [--variants c1,c2,c4,c8] [--ops top_k,mask] [--out top_k_lab.json] [--phases]
 
 A variant cC: the row over a cluster of C CTAs of 1024 threads (cuda_sampling's
-selection_plan(V, C)); cCl: top-k by the phases lab kernel (the shipped
-kernel's steps, marked); cCr: the lab kernel with each thread's words kept in registers
-between the passes (-DTKP_REGS=1: OPT <= 4, so clusters of 4 and 8; the mask runs the
-shipped kernel for lab variants). (Session 18's cCs, the histograms summed by reduce-scatter,
+selection_plan(V, C)), the shipped kernel; cCn: with no words kept in registers between
+the passes (-DSMP_KEEP=0: each pass loads; session 18's lab variant cCr, the words kept,
+shipped in session 19); (Session 19's cCm, the mask's masses added by one 64-bit red.shared.add each, measured
+1.45x slower: removed.)
+cCk, cCp: the mask with top-k alone, top-p alone (its result not compared: where the time goes);
+cCl, cCnl: top-k by the phases lab kernel (the shipped
+kernel's steps, marked; the mask runs the shipped kernel for l). (Session 18's cCs, the histograms summed by reduce-scatter,
 measured no gain: commit 0b73e5f has it.) (Session 17's cCf0, without a floor under the
 k-th key from the threads' largest keys, measured the floor slower: commit ab57afc has
 it; its cCuU, the passes unrolled 4 times, measured no faster: the knob, TILEOPS_SEL_UNROLL, is gone.)
@@ -45,15 +48,21 @@ PHASES_LAB = ("top_k_phases_lab.cu", "tileops_top_k_phases")
 
 
 def parse_variant(v: str):
-    """cC, cCl or cCr: (cluster, extra defines, whether top-k runs the phases lab kernel: l as
-    it is, r with the words kept in registers)."""
+    """c<C>[n][k|p][l]: (cluster, extra defines: n, no words kept; whether top-k runs the
+    phases lab kernel: l). k / p: the mask's build with that filter alone (mask_part)."""
     import re
-    m = re.fullmatch(r"c(\d+)([lr]?)", v)
+    m = re.fullmatch(r"c(\d+)(n?)([kp]?)(l?)", v)
     if m is None:
-        raise SystemExit(f"time_top_k: variant {v!r}: expected cC, cCl or cCr")
-    c, lab = int(m.group(1)), m.group(2)
-    extra = ("-DTKP_REGS=1",) if lab == "r" else ()
-    return c, extra, bool(lab)
+        raise SystemExit(f"time_top_k: variant {v!r}: expected c<C>[n][k|p][l]")
+    c = int(m.group(1))
+    extra = ("-DSMP_KEEP=0",) if m.group(2) else ()
+    return c, extra, bool(m.group(4))
+
+
+def mask_part(v: str):
+    """A mask variant's filters: "kp" (both), "k" (top-k alone: cCk) or "p" (top-p alone: cCp)."""
+    import re
+    return re.fullmatch(r"c\d+n?([kp]?)l?", v).group(1) or "kp"
 
 
 def launcher(specialisation, fmt, rows, variant, ptrs, lab=None):
@@ -165,15 +174,21 @@ def mask_case(B, dtype, fixed, variants):
         k = torch.randint(-1, V + 2, (B,), dtype=torch.int64, device="cuda")
         p = torch.rand(B, device="cuda") * 1.3 - 0.1
     out = torch.empty_like(x)
-    spec = lambda c: K.top_k_top_p_mask_specialisation(CODE[dtype], V, True, CODE[torch.int64], True, True, c)  # noqa: E731
     row = {"op": "mask", "case": f"mask {'k50 p0.9' if fixed else 'drawn'} B={B} {str(dtype)[6:]}"}
     first = None
     fns = {}
     for v in variants:
-        fn = launcher(spec, "pppp", B, v, (x.data_ptr(), k.data_ptr(), p.data_ptr(), out.data_ptr()))
+        part = mask_part(v)
+        spec = lambda c, part=part: K.top_k_top_p_mask_specialisation(  # noqa: E731
+            CODE[dtype], V, "k" in part, CODE[torch.int64], "p" in part, True, c)
+        fn = launcher(spec, "pppp", B, v, (x.data_ptr(), k.data_ptr() if "k" in part else 0,
+                                           p.data_ptr() if "p" in part else 0, out.data_ptr()))
         out.fill_(7.0)
         fn()
         torch.cuda.synchronize()
+        if part != "kp":   # one filter alone: where the time goes, not compared
+            fns[v] = fn
+            continue
         if first is None:
             first = out.clone()
         else:

@@ -15,10 +15,9 @@
  *   the collection took the ordered path.
  * Marks of steps a build skips (pass 2 of a 16-bit row) repeat the last one.
  *
- * -DTKP_REGS=1 (dev/time_top_k.py variant cCr; TILEOPS_OPT <= 4 and the vector path): each
- * thread loads its octets' words once, before the first pass, and keeps them in registers
- * (8 words a thread at a cluster of 8 in bf16): the later passes and the collection read
- * no memory. Without it (variant cCl) the lab kernel loads each pass, as tileops_top_k.
+ * A thread's first octets are kept in registers as the shipped kernel keeps them
+ * (sampling_common.cuh SMP_KEEP; session 18's -DTKP_REGS=1, variant cCr, shipped in
+ * session 19; -DSMP_KEEP=0: variant cCnl loads each pass).
  *
  * (Session 18's -DTKP_RS=1, variants cCs / cCrs, the histograms summed by reduce-scatter
  * and gather, measured no gain: 13.26 against 13.41 µs bf16 top-50 B = 1, float32 16.86
@@ -46,49 +45,7 @@ TILEOPS_DEV long long tkp_gtime(void) {
             ph[i] = tkp_clock();                                                                                       \
     } while (0)
 
-#ifndef TKP_REGS
-#define TKP_REGS 0
-#endif
-#if TKP_REGS && (TILEOPS_OPT > 4 || TILEOPS_VEC == 1)
-#error "TKP_REGS: at most 4 octets a thread, on the vector path"
-#endif
-#if TKP_REGS
-#define TKP_UNROLL _Pragma("unroll")
-#else
-#define TKP_UNROLL SMP_SEL_UNROLL
-#endif
-/* The keys of octet o of the CTA's (its j-th of this thread): from the words kept (w, when
- * TKP_REGS and the octet is whole), else loaded (smp_keys8). The conversion is smp_keys8's. */
-TILEOPS_DEV void tkp_keys8(const char *xrow, int o0, long long o, const struct tileops_v4 *w, unsigned *key,
-                           float *f, unsigned *bits) {
-    const long long e = 8 * (o0 + o);
-    if (!TKP_REGS || w == 0 || e + 8 > TILEOPS_N) {
-        smp_keys8(xrow, o0 + o, key, f, bits);
-        return;
-    }
-#pragma unroll
-    for (int k = 0; k < 8; k++) {
-#if TILEOPS_E == 4
-        bits[k] = w[k >> 2].a[k & 3];
-        f[k] = tileops_as_float(bits[k]);
-        key[k] = smp_key(f[k]);
-#else
-        bits[k] = (w[0].a[k >> 1] >> (16 * (k & 1))) & 0xffffu;
-#if TILEOPS_DTYPE == 1
-        asm("cvt.f32.f16 %0, %1;" : "=f"(f[k]) : "h"((unsigned short)bits[k]));
-#else
-        f[k] = tileops_as_float(bits[k] << 16);
-#endif
-        key[k] = smp_key16(bits[k]);
-#endif
-    }
-}
 #define TKP_SUM(cnt, tot, tid, pending) smp_histogram_sum(cnt, 0, 0, tot, 0, tid, pending)
-#if TKP_REGS
-#define TKP_W(j) (wr[j])
-#else
-#define TKP_W(j) ((const struct tileops_v4 *)0)
-#endif
 
 extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_phases(const void *x, void *values,
                                                                                 long long *indices, long long *phases) {
@@ -123,15 +80,8 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_phases(
             taken = 0;
     }
     smp_sums_init(tot, 0, tid, &pending);
-#if TKP_REGS
-    struct tileops_v4 wr[TILEOPS_OPT][SMP_WORDS];
-#pragma unroll
-    for (int j = 0; j < TILEOPS_OPT; j++) {
-        const long long o = (long long)j * SMP_SEL_THREADS + tid;
-        if (o < no && 8 * (o0 + o) + 8 <= TILEOPS_N)
-            smp_ld_raw(xrow, o0 + o, TILEOPS_E, wr[j]);
-    }
-#endif
+    struct smp_kept kp;
+    smp_keep_load(xrow, o0, no, tid, &kp);
     TKP_MARK(1);
 
     /* smp_select, marked */
@@ -152,13 +102,13 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_phases(
             cnt[b] = 0;
         tileops_barrier();
         TKP_MARK(2 + 4 * p);
-        TKP_UNROLL
+        SMP_SEL_UNROLL
         for (int j = 0; j < TILEOPS_OPT; j++) {
             const long long o = (long long)j * SMP_SEL_THREADS + tid;
             if (o < no) {
                 unsigned key[8], bits[8];
                 float f[8];
-                tkp_keys8(xrow, o0, o, TKP_W(j), key, f, bits);
+                smp_keys8_kept(xrow, o0, o, j, &kp, key, f, bits);
 #pragma unroll
                 for (int e = 0; e < 8; e++)
                     if (8 * (o0 + o) + e < TILEOPS_N && (key[e] & chosen) == prefix)
@@ -184,13 +134,13 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_phases(
 
     if (!ordered) {
         (void)slot, (void)all;
-        TKP_UNROLL
+        SMP_SEL_UNROLL
         for (int j = 0; j < TILEOPS_OPT; j++) {
             const long long o = (long long)j * SMP_SEL_THREADS + tid;
             if (o < no) {
                 unsigned key[8], bits[8];
                 float f[8];
-                tkp_keys8(xrow, o0, o, TKP_W(j), key, f, bits);
+                smp_keys8_kept(xrow, o0, o, j, &kp, key, f, bits);
                 unsigned n = 0;
 #pragma unroll
                 for (int e = 0; e < 8; e++)
@@ -212,14 +162,14 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_phases(
 #else
         (void)slot, (void)all, (void)local;
 #endif
-        TKP_UNROLL
+        SMP_SEL_UNROLL
         for (int j = 0; j < TILEOPS_OPT; j++) {
             const long long o = (long long)j * SMP_SEL_THREADS + tid;
             unsigned key[8], bits[8];
             float f[8];
             smp_u64 mine = 0;
             if (o < no) {
-                tkp_keys8(xrow, o0, o, TKP_W(j), key, f, bits);
+                smp_keys8_kept(xrow, o0, o, j, &kp, key, f, bits);
 #pragma unroll
                 for (int e = 0; e < 8; e++)
                     mine += key[e] > t ? (1ull << 32) : key[e] == t && 8 * (o0 + o) + e < TILEOPS_N ? 1ull : 0ull;

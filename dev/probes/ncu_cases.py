@@ -6,7 +6,8 @@ calls ncu profiles (it is told to skip the warm-up launches by --launch-skip).
 
 Cases: pda (PagedDecodeAttentionFwdOp, Llama-3-8B heads unless --H/--Hkv), softmax,
 argmax (bf16 logits [B, V]), rmsnorm (fp16 x [--T, --N], weight [--N]), rope (fp16 q [--T,
---H, 128], k [--T, --Hkv, 128], in place, int64 positions below 8192). Each case makes 3
+--H, 128], k [--T, --Hkv, 128], in place, int64 positions below 8192), mask
+(TopKTopPMaskFwdOp, --dtype logits [B, V] N(0, 3), k in [1, V), p in [0.5, 0.95)). Each case makes 3
 warm-up calls, then 2 more. ncu flushes the caches before each profiled launch by default
 (--cache-control all): L2-cold profiles, as the bench's cold timer. rmsnorm --liger runs
 Liger-Kernel's LigerRMSNormFunction on the same tensors instead (its wheel carried to the
@@ -20,7 +21,7 @@ import torch
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=("pda", "softmax", "argmax", "rmsnorm", "rope"))
+    ap.add_argument("case", choices=("pda", "softmax", "argmax", "rmsnorm", "rope", "mask"))
     ap.add_argument("--B", type=int, default=128)
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--H", type=int, default=32)
@@ -32,6 +33,7 @@ def main():
     ap.add_argument("--T", type=int, default=32)
     ap.add_argument("--N", type=int, default=4096)
     ap.add_argument("--liger", action="store_true", help="rmsnorm: Liger-Kernel's instead of tileops'")
+    ap.add_argument("--dtype", default="bfloat16", help="mask: the logits' dtype")
     a = ap.parse_args()
     dev = "cuda"
     if a.case == "pda":
@@ -67,6 +69,14 @@ def main():
         cache = torch.randn(8192, 128, device=dev)
         op = RopeFwdOp(128, 128)
         fn = lambda: op(q, k, pos, cache, inplace=True)   # noqa: E731
+    elif a.case == "mask":
+        from tileops.sampling import TopKTopPMaskFwdOp
+        g = torch.Generator(device="cpu").manual_seed(1)
+        x = (3 * torch.randn(a.B, a.V, generator=g)).to(dev, getattr(torch, a.dtype))
+        k = torch.randint(1, a.V, (a.B,), generator=g).to(dev)
+        p = (0.5 + 0.45 * torch.rand(a.B, generator=g)).to(dev)
+        op = TopKTopPMaskFwdOp()
+        fn = lambda: op(x, k, p)   # noqa: E731
     else:
         from tileops.sampling import ArgmaxFwdOp, SoftmaxFwdOp
         x = torch.randn(a.B, a.V, device=dev, dtype=torch.bfloat16)

@@ -11,7 +11,7 @@ NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -
 mkdir -p /tmp/ncu
 declare -A KERNEL=([pda]='regex:paged_decode_attention$' [softmax]='regex:tileops_softmax$' [argmax]='regex:tileops_argmax$'
                    [rmsnorm]='regex:tileops_rms_norm' [rope]='regex:tileops_rope$' [ligerrms]='regex:rms_norm'
-                   [pdaall]='regex:paged_decode_attention')
+                   [pdaall]='regex:paged_decode_attention' [mask]='regex:tileops_top_k_top_p_mask$')
 # pdaall: the main kernel and the merge kernel of one call (a split call launches both)
 declare -A SKIP=([pdaall]=6) COUNT=([pdaall]=2)
 IFS=';' read -ra CASES <<<"${NCU_CASES}"

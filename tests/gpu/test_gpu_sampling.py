@@ -344,7 +344,8 @@ def test_every_cluster_of_the_selections_gives_the_same_bits(dtype, V, monkeypat
     """top-k and the top-k / top-p mask over 1, 2, 4 and 8 CTAs a row
     (cuda_sampling.selection_cluster forced): ties spread over every CTA's chunk are ranked
     by index across the chunks; every cluster gives one CTA's bits, which are the
-    reference's."""
+    reference's (at 128256 clusters of 4 and 8 keep a thread's words in registers, one CTA
+    loads them each pass: sampling_common.cuh SMP_KEEP)."""
     from tileops.kernels.sampling import cuda_sampling as K
     x = sc.logits_like(7, V, dtype, DEV, seed=8)
     x[1] = x[1].round()                          # a few dozen values: ties across every chunk
@@ -362,6 +363,9 @@ def test_every_cluster_of_the_selections_gives_the_same_bits(dtype, V, monkeypat
         values, indices = _sync(TopKFwdOp(1000)(x))
         got[c] = (values.view(bits), indices, _sync(TopKTopPMaskFwdOp()(x, k, p)).view(bits),
                   _sync(TopKTopPMaskFwdOp()(x, None, p)).view(bits))
+        y = x.clone()                            # in place: the words kept in registers are read before
+        TopKTopPMaskFwdOp()(y, k, p, inplace=True)   # any write (clusters of 4 and 8 keep them)
+        assert torch.equal(_sync(y).view(bits), got[c][2]), c
     for c in (2, 4, 8):
         for a, b in zip(got[c], got[1]):
             assert torch.equal(a, b), c

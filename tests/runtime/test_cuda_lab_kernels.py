@@ -49,3 +49,13 @@ def test_the_smallest_rms_norm_lab_kernel_compiles(tmp_path, n, pdl, nc):
                       base + ["-DTILEOPS_THREADS=256", "-DTILEOPS_ROW_THREADS=256", "-DTILEOPS_MIN_BLOCKS=4",
                               f"-DLAB_PDL={pdl}", f"-DLAB_W_NC={nc}"])
     assert "0 bytes spill stores" in report
+
+
+@pytest.mark.parametrize("dt,cluster,keep", [(CODE[torch.bfloat16], 8, ""), (CODE[torch.float32], 8, "0"),
+                                             (CODE[torch.float32], 4, "")])
+def test_the_top_k_phases_lab_kernel_compiles(tmp_path, dt, cluster, keep):
+    """dev/time_top_k.py --phases: dev/cuda/top_k_phases_lab.cu over top_k.cu, with the words
+    kept in registers as the shipped kernel keeps them (SMP_KEEP) or not (variant cCnl)."""
+    source, _, opts, _ = cuda_sampling.top_k_specialisation(dt, 128256, 50, True, True, cluster)
+    _compile(tmp_path, source, "top_k_phases_lab.cu", "tileops_top_k_phases",
+             list(opts) + ([f"-DSMP_KEEP={keep}"] if keep else []))

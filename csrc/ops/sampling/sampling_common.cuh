@@ -68,6 +68,7 @@ TILEOPS_DEV unsigned smp_atom_add_u32(unsigned *p, unsigned v) { /* returns the 
 /* *hi:*lo += v, exactly, by 32-bit atomics (a 64-bit shared atomic is a compare-and-swap
  * loop, slow under contention): the low word's carry goes to the high word; the sum is
  * exact in any order. */
+/* (a 64-bit red.shared.add per element instead: the mask 1.45x slower, H200 session 19) */
 TILEOPS_DEV void smp_add_u64_split(unsigned *lo, unsigned *hi, smp_u64 v) {
     const unsigned l = (unsigned)v, old = smp_atom_add_u32(lo, l);
     const unsigned up = (unsigned)(v >> 32) + (old + l < old);
@@ -432,7 +433,32 @@ TILEOPS_DEV long long smp_row(void) { return (long long)(tileops_ctaid() / TILEO
 #error "the selections' counts are 32-bit words: V < 2^32"
 #endif
 #define SMP_SEL_THREADS 1024 /* two bins per thread in the scans */
+/* A thread's octets kept in registers (the selection kernels): on the vector path with at
+ * most 4 octets a thread (a cluster's CTA of the real vocabularies: 2 or 3), each thread
+ * loads the 16-byte words of its first SMP_KEEP full octets once (smp_keep_load) and every
+ * pass after converts them (smp_keys8_kept); its other octets are loaded by each pass
+ * (smp_keys8). With 2 kept (8 registers in 16-bit, 16 in float32; 1 in float32 at 4 octets a
+ * thread) no build spills; 3 or 4 spill in some (1024 threads: 64 registers). The row's passes and the collection then read
+ * no memory: top-k bf16 B = 1 13.41 -> 12.85 µs, float32 16.72 -> 15.48 (H200 session 18,
+ * the lab's TKP_REGS). -DSMP_KEEP=0 turns it off (dev/time_top_k.py's variants cCn). */
+#ifndef SMP_KEEP_OPT
+#define SMP_KEEP_OPT 4 /* the most octets a thread that keeps words (a kernel may lower it) */
+#endif
+#ifndef SMP_KEEP
+#define SMP_KEEP                                                                                                       \
+    (TILEOPS_VEC == 1 || TILEOPS_OPT > SMP_KEEP_OPT ? 0                                                                \
+     : TILEOPS_OPT < 2                               ? TILEOPS_OPT                                                     \
+     : TILEOPS_E == 4 && TILEOPS_OPT == 4            ? 1                                                               \
+                                                     : 2)
+#endif
+#if SMP_KEEP < 0 || SMP_KEEP > TILEOPS_OPT || (SMP_KEEP && (TILEOPS_VEC == 1 || TILEOPS_OPT > 4))
+#error "SMP_KEEP: at most TILEOPS_OPT octets a thread of at most 4, on the vector path"
+#endif
+#if SMP_KEEP
+#define SMP_SEL_UNROLL _Pragma("unroll") /* the kept words indexed by constants */
+#else
 #define SMP_SEL_UNROLL _Pragma("unroll 2") /* a pass over the row: short code, loads in flight (4: no faster) */
+#endif
 #if TILEOPS_E == 4
 #define SMP_PASSES 3
 #define SMP_SHIFT(p) ((p) == 0 ? 21 : (p) == 1 ? 10 : 0)
@@ -457,37 +483,20 @@ TILEOPS_DEV unsigned smp_key16(unsigned h) {
     return (h & 0x8000u) ? (~h & 0xffffu) : (h | 0x8000u);
 }
 
-/* Keys and values of the row's octet o (keys past V: 0, never chosen; values past V: -inf);
- * bits[k]: the element's own bits (what a kept or selected element is written as). */
-TILEOPS_DEV void smp_keys8(const char *row, long long o, unsigned *key, float *f, unsigned *bits) {
-    const long long e = 8 * o;
-#if TILEOPS_VEC != 1
-    if (e + 8 <= TILEOPS_N) {
+/* the elements' bits of a full octet from its 16-byte words */
+TILEOPS_DEV void smp_bits8(const struct tileops_v4 *w, unsigned *bits) {
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
 #if TILEOPS_E == 4
-        const struct tileops_v4 a = tileops_ld16_nc(row + e * 4), b = tileops_ld16_nc(row + e * 4 + 16);
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            bits[k] = a.a[k];
-            bits[4 + k] = b.a[k];
-        }
+        bits[k] = w[k >> 2].a[k & 3];
 #else
-        const struct tileops_v4 a = tileops_ld16_nc(row + e * 2);
-#pragma unroll
-        for (int k = 0; k < 8; k++)
-            bits[k] = (a.a[k >> 1] >> (16 * (k & 1))) & 0xffffu;
+        bits[k] = (w[0].a[k >> 1] >> (16 * (k & 1))) & 0xffffu;
 #endif
-    } else
-#endif
-    {
-#pragma unroll
-        for (int k = 0; k < 8; k++) {
-#if TILEOPS_E == 4
-            bits[k] = e + k < TILEOPS_N ? ((const unsigned *)row)[e + k] : 0xff800000u;
-#else
-            bits[k] = e + k < TILEOPS_N ? ((const unsigned short *)row)[e + k] : (TILEOPS_DTYPE == 1 ? 0xfc00u : 0xff80u);
-#endif
-        }
     }
+}
+/* keys and values of octet o's bits (elements past V: key 0, never chosen) */
+TILEOPS_DEV void smp_keys8_of(long long o, const unsigned *bits, unsigned *key, float *f) {
+    const long long e = 8 * o;
 #pragma unroll
     for (int k = 0; k < 8; k++) {
 #if TILEOPS_E == 4
@@ -503,6 +512,61 @@ TILEOPS_DEV void smp_keys8(const char *row, long long o, unsigned *key, float *f
         if (e + k >= TILEOPS_N)
             key[k] = 0;
     }
+}
+/* Keys and values of the row's octet o (keys past V: 0, never chosen; values past V: -inf);
+ * bits[k]: the element's own bits (what a kept or selected element is written as). */
+TILEOPS_DEV void smp_keys8(const char *row, long long o, unsigned *key, float *f, unsigned *bits) {
+    const long long e = 8 * o;
+#if TILEOPS_VEC != 1
+    if (e + 8 <= TILEOPS_N) {
+        struct tileops_v4 w[SMP_WORDS];
+        smp_ld_raw(row, o, TILEOPS_E, w);
+        smp_bits8(w, bits);
+    } else
+#endif
+    {
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+#if TILEOPS_E == 4
+            bits[k] = e + k < TILEOPS_N ? ((const unsigned *)row)[e + k] : 0xff800000u;
+#else
+            bits[k] = e + k < TILEOPS_N ? ((const unsigned short *)row)[e + k] : (TILEOPS_DTYPE == 1 ? 0xfc00u : 0xff80u);
+#endif
+        }
+    }
+    smp_keys8_of(o, bits, key, f);
+}
+
+/* the words a thread keeps: its j-th octet's (j < SMP_KEEP), when a full octet of the CTA's */
+struct smp_kept {
+    struct tileops_v4 w[SMP_KEEP ? SMP_KEEP : 1][SMP_WORDS];
+};
+TILEOPS_DEV void smp_keep_load(const char *row, int o0, int no, unsigned tid, struct smp_kept *kp) {
+#if SMP_KEEP
+#pragma unroll
+    for (int j = 0; j < SMP_KEEP; j++) {
+        const long long o = (long long)j * SMP_SEL_THREADS + tid;
+        if (o < no && 8 * (o0 + o) + 8 <= TILEOPS_N)
+            smp_ld_raw(row, o0 + o, TILEOPS_E, kp->w[j]);
+    }
+#else
+    (void)row, (void)o0, (void)no, (void)tid, (void)kp;
+#endif
+}
+/* smp_keys8 of the CTA's octet o (< no), this thread's j-th: from the kept words when
+ * they hold it (j a constant: the loops over j unrolled) */
+TILEOPS_DEV void smp_keys8_kept(const char *row, int o0, long long o, int j, const struct smp_kept *kp,
+                                unsigned *key, float *f, unsigned *bits) {
+#if SMP_KEEP
+    if (j < SMP_KEEP && 8 * (o0 + o) + 8 <= TILEOPS_N) {
+        smp_bits8(kp->w[j], bits);
+        smp_keys8_of(o0 + o, bits, key, f);
+        return;
+    }
+#else
+    (void)j, (void)kp;
+#endif
+    smp_keys8(row, o0 + o, key, f, bits);
 }
 
 /* What the digit scans hand every thread. */
@@ -632,14 +696,30 @@ TILEOPS_DEV struct smp_pick smp_pick_count(struct smp_bins bn, const unsigned *c
     return p;
 }
 
+/* ceil(p z) in double for p > 0 (the CPU kernel's mass_bound), 0 for p <= 0 */
+TILEOPS_DEV smp_u64 smp_mass_bound(float p, smp_u64 z) {
+    if (!(p > 0.0f))
+        return 0;
+    smp_u64 r;
+    asm("{ .reg .f64 a, b; cvt.f64.f32 a, %1; cvt.rn.f64.u64 b, %2; mul.rn.f64 a, a, b; cvt.rpi.u64.f64 %0, a; }"
+        : "=l"(r)
+        : "f"(p), "l"(z));
+    return r;
+}
 /* The top-p digit: the lowest non-empty bin d whose mass above (g + the masses of the bins
- * above d) is < bound. (g < bound: one exists.) */
-TILEOPS_DEV struct smp_pick smp_pick_mass(struct smp_bins bn, const unsigned *cnt, smp_u64 g, smp_u64 bound,
-                                          smp_u64 *red, struct smp_pick *out, int *lowest, unsigned tid) {
+ * above d) is < *bound. On the first pass (*bound 0, g 0) the bins hold the whole mass Z of
+ * the keys searched: *bound = ceil(top_p Z) from their sum (top_p > 0: *bound >= 1). (g < *bound:
+ * one exists.) */
+TILEOPS_DEV struct smp_pick smp_pick_mass(struct smp_bins bn, const unsigned *cnt, smp_u64 g, float top_p,
+                                          smp_u64 *bound_io, smp_u64 *red, struct smp_pick *out, int *lowest,
+                                          unsigned tid) {
     const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
     const smp_u64 wh = bn.wh, wl = bn.wl;
     smp_u64 total;
     const smp_u64 ah = g + smp_block_scan_u64(wh + wl, red, tid, &total), al = ah + wh;
+    if (*bound_io == 0)
+        *bound_io = smp_mass_bound(top_p, total);
+    const smp_u64 bound = *bound_io;
     if (tid == 0)
         *lowest = SMP_BINS;
     tileops_barrier();
@@ -732,10 +812,10 @@ TILEOPS_DEV struct smp_bins smp_histogram_sum(const unsigned *cnt, const unsigne
 /* One pass of a radix search over the CTA's chunk (octets [o0, o0 + no)): per digit
  * ((key >> shift) & digit_mask) of the keys >= floor that share the digits chosen so far
  * (key & chosen == prefix), the count (cnt) and, when lo is given, the mass (smp_weight;
- * lo, hi: its two words); then this thread's two bins of the scans summed over the
+ * lo, hi: its two words), the keys from kp's words where it keeps them; then this thread's two bins of the scans summed over the
  * cluster (tot, totw: smp_sums_init's). Every thread of the cluster calls it (an exchange:
  * it leaves *pending). */
-TILEOPS_DEV struct smp_bins smp_histogram(const char *row, int o0, int no, unsigned floor,
+TILEOPS_DEV struct smp_bins smp_histogram(const char *row, int o0, int no, const struct smp_kept *kp, unsigned floor,
                                            unsigned chosen, unsigned prefix, int shift, unsigned digit_mask,
                                            unsigned *cnt, unsigned *lo, unsigned *hi, unsigned *tot, smp_u64 *totw,
                                            float m, unsigned tid, int *pending) {
@@ -753,7 +833,7 @@ TILEOPS_DEV struct smp_bins smp_histogram(const char *row, int o0, int no, unsig
         if (o < no) {
             unsigned key[8], bits[8];
             float f[8];
-            smp_keys8(row, o0 + o, key, f, bits);
+            smp_keys8_kept(row, o0, o, j, kp, key, f, bits);
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 if (8 * (o0 + o) + e < TILEOPS_N && key[e] >= floor && (key[e] & chosen) == prefix) {
@@ -768,16 +848,20 @@ TILEOPS_DEV struct smp_bins smp_histogram(const char *row, int o0, int no, unsig
 }
 
 /* (keys above t) << 32 | (keys equal to t) over the CTA's chunk (every thread calls it) */
-TILEOPS_DEV smp_u64 smp_count_around(const char *row, int o0, int no, unsigned t, smp_u64 *red,
-                                     unsigned tid) {
+TILEOPS_DEV smp_u64 smp_count_around(const char *row, int o0, int no, const struct smp_kept *kp, unsigned t,
+                                     smp_u64 *red, unsigned tid) {
     smp_u64 mine = 0;
+#if SMP_KEEP
+#pragma unroll
+#else
 #pragma unroll 1
+#endif
     for (int j = 0; j < TILEOPS_OPT; j++) {
         const long long o = (long long)j * SMP_SEL_THREADS + tid;
         if (o < no) {
             unsigned key[8], bits[8];
             float f[8];
-            smp_keys8(row, o0 + o, key, f, bits);
+            smp_keys8_kept(row, o0, o, j, kp, key, f, bits);
 #pragma unroll
             for (int e = 0; e < 8; e++)
                 mine += key[e] > t ? (1ull << 32) : key[e] == t && 8 * (o0 + o) + e < TILEOPS_N ? 1ull : 0ull;
@@ -789,8 +873,8 @@ TILEOPS_DEV smp_u64 smp_count_around(const char *row, int o0, int no, unsigned t
 /* The k-th largest key t of the row (1 <= k <= V); *above: how many keys are larger,
  * *equal: how many equal it; *local: (this CTA's keys above t) << 32 | (its keys equal to
  * t), from the histograms. */
-TILEOPS_DEV unsigned smp_select(const char *row, int o0, int no, smp_u64 k, unsigned *cnt, unsigned *tot,
-                                smp_u64 *red, struct smp_pick *out, unsigned tid, smp_u64 *above, smp_u64 *equal,
+TILEOPS_DEV unsigned smp_select(const char *row, int o0, int no, const struct smp_kept *kp, smp_u64 k, unsigned *cnt,
+                                unsigned *tot, smp_u64 *red, struct smp_pick *out, unsigned tid, smp_u64 *above, smp_u64 *equal,
                                 smp_u64 *local, int *pending) {
     unsigned prefix = 0, chosen = 0; /* the digits chosen so far, and their bits */
     smp_u64 gt = 0, lgt = 0;
@@ -798,7 +882,7 @@ TILEOPS_DEV unsigned smp_select(const char *row, int o0, int no, smp_u64 k, unsi
         const int shift = SMP_SHIFT(p);
         const unsigned digit_mask = (1u << SMP_WIDTH(p)) - 1u;
         const struct smp_bins bn =
-            smp_histogram(row, o0, no, 0u, chosen, prefix, shift, digit_mask, cnt, 0, 0, tot, 0, 0.0f, tid, pending);
+            smp_histogram(row, o0, no, kp, 0u, chosen, prefix, shift, digit_mask, cnt, 0, 0, tot, 0, 0.0f, tid, pending);
         const struct smp_pick pk = smp_pick_count(bn, cnt, k - gt, red, out, tid);
         gt += pk.above;
         lgt += pk.local_above;
