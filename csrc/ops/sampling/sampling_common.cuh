@@ -67,8 +67,8 @@ TILEOPS_DEV unsigned smp_atom_add_u32(unsigned *p, unsigned v) { /* returns the 
 }
 /* *hi:*lo += v, exactly, by 32-bit atomics (a 64-bit shared atomic is a compare-and-swap
  * loop, slow under contention): the low word's carry goes to the high word; the sum is
- * exact in any order. */
-/* (a 64-bit red.shared.add per element instead: the mask 1.45x slower, H200 session 19) */
+ * exact in any order. (One 64-bit red.shared.add an element instead: the mask 1.45x
+ * slower, H200 session 19.) */
 TILEOPS_DEV void smp_add_u64_split(unsigned *lo, unsigned *hi, smp_u64 v) {
     const unsigned l = (unsigned)v, old = smp_atom_add_u32(lo, l);
     const unsigned up = (unsigned)(v >> 32) + (old + l < old);
@@ -437,10 +437,10 @@ TILEOPS_DEV long long smp_row(void) { return (long long)(tileops_ctaid() / TILEO
  * most 4 octets a thread (a cluster's CTA of the real vocabularies: 2 or 3), each thread
  * loads the 16-byte words of its first SMP_KEEP full octets once (smp_keep_load) and every
  * pass after converts them (smp_keys8_kept); its other octets are loaded by each pass
- * (smp_keys8). With 2 kept (8 registers in 16-bit, 16 in float32; 1 in float32 at 4 octets a
- * thread) no build spills; 3 or 4 spill in some (1024 threads: 64 registers). The row's passes and the collection then read
- * no memory: top-k bf16 B = 1 13.41 -> 12.85 µs, float32 16.72 -> 15.48 (H200 session 18,
- * the lab's TKP_REGS). -DSMP_KEEP=0 turns it off (dev/time_top_k.py's variants cCn). */
+ * (smp_keys8). 2 kept (8 registers in 16-bit, 16 in float32; 1 in float32 at 4 octets a
+ * thread) spill in no build; 3 or 4 spill in some (1024 threads: 64 registers). Top-50
+ * B = 1 bf16 14.39 -> 13.48 µs, float32 17.79 -> 17.33 (H200, session 19; the lab's
+ * TKP_REGS of session 18). -DSMP_KEEP=0 turns it off (dev/time_top_k.py's variants cCn). */
 #ifndef SMP_KEEP_OPT
 #define SMP_KEEP_OPT 4 /* the most octets a thread that keeps words (a kernel may lower it) */
 #endif
@@ -796,9 +796,9 @@ TILEOPS_DEV struct smp_bins smp_histogram_sum(const unsigned *cnt, const unsigne
 /* One pass of a radix search over the CTA's chunk (octets [o0, o0 + no)): per digit
  * ((key >> shift) & digit_mask) of the keys >= floor that share the digits chosen so far
  * (key & chosen == prefix), the count (cnt) and, when lo is given, the mass (smp_weight;
- * lo, hi: its two words), the keys from kp's words where it keeps them; then this thread's two bins of the scans summed over the
- * cluster (tot, totw: smp_sums_init's). Every thread of the cluster calls it (an exchange:
- * it leaves *pending). */
+ * lo, hi: its two words), the keys from kp's words where it keeps them; then this
+ * thread's two bins of the scans summed over the cluster (tot, totw: smp_sums_init's).
+ * Every thread of the cluster calls it (an exchange: it leaves *pending). */
 TILEOPS_DEV struct smp_bins smp_histogram(const char *row, int o0, int no, const struct smp_kept *kp, unsigned floor,
                                            unsigned chosen, unsigned prefix, int shift, unsigned digit_mask,
                                            unsigned *cnt, unsigned *lo, unsigned *hi, unsigned *tot, smp_u64 *totw,
@@ -858,15 +858,16 @@ TILEOPS_DEV smp_u64 smp_count_around(const char *row, int o0, int no, const stru
  * *equal: how many equal it; *local: (this CTA's keys above t) << 32 | (its keys equal to
  * t), from the histograms. */
 TILEOPS_DEV unsigned smp_select(const char *row, int o0, int no, const struct smp_kept *kp, smp_u64 k, unsigned *cnt,
-                                unsigned *tot, smp_u64 *red, struct smp_pick *out, unsigned tid, smp_u64 *above, smp_u64 *equal,
-                                smp_u64 *local, int *pending) {
+                                unsigned *tot, smp_u64 *red, struct smp_pick *out, unsigned tid, smp_u64 *above,
+                                smp_u64 *equal, smp_u64 *local, int *pending) {
     unsigned prefix = 0, chosen = 0; /* the digits chosen so far, and their bits */
     smp_u64 gt = 0, lgt = 0;
     for (int p = 0; p < SMP_PASSES; p++) {
         const int shift = SMP_SHIFT(p);
         const unsigned digit_mask = (1u << SMP_WIDTH(p)) - 1u;
         const struct smp_bins bn =
-            smp_histogram(row, o0, no, kp, 0u, chosen, prefix, shift, digit_mask, cnt, 0, 0, tot, 0, 0.0f, tid, pending);
+            smp_histogram(row, o0, no, kp, 0u, chosen, prefix, shift, digit_mask, cnt, 0, 0, tot, 0, 0.0f, tid,
+                          pending);
         const struct smp_pick pk = smp_pick_count(bn, cnt, k - gt, red, out, tid);
         gt += pk.above;
         lgt += pk.local_above;

@@ -6,8 +6,8 @@
  * A row over a cluster of TILEOPS_CLUSTER CTAs of 1024 threads (1: one CTA), no full sort:
  *   1. the k-th largest key T by radix selection (smp_select: 3 passes over a float32
  *      row's keys, 2 over a 16-bit one's, every CTA over its chunk, the histograms summed
- *      over the cluster), and how many keys are above it (a thread's octets loaded once
- *      and kept in registers for every pass when they are at most 4: SMP_KEEP);
+ *      over the cluster), and how many keys are above it (a thread's first octets'
+ *      words loaded once and kept in registers for every pass: SMP_KEEP);
  *   2. every element at or above T, as ranks (key, index reversed), into the shared memory
  *      of the cluster's CTA of rank 0 at slots taken from its counter, when they fit the
  *      sort (which then ranks the ties by index); else, in index order (a CTA's chunk after
@@ -99,7 +99,8 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const v
     smp_keep_load(xrow, o0, no, tid, &kp);
 
     smp_u64 above, equal, local;
-    const unsigned t = smp_select(xrow, o0, no, &kp, TILEOPS_K, cnt, tot, red, &out, tid, &above, &equal, &local, &pending);
+    const unsigned t =
+        smp_select(xrow, o0, no, &kp, TILEOPS_K, cnt, tot, red, &out, tid, &above, &equal, &local, &pending);
     const smp_u64 need = TILEOPS_K - above; /* of the keys equal to t, the first `need` */
 
     if (above + equal <= TILEOPS_KP) {

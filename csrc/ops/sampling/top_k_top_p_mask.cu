@@ -197,8 +197,8 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
             for (int pass = 0; pass < SMP_PASSES; pass++) {
                 const int shift = SMP_SHIFT(pass);
                 const unsigned digit_mask = (1u << SMP_WIDTH(pass)) - 1u;
-                const struct smp_bins bn = smp_histogram(xrow, o0, no, &kp, tk, chosen, prefix, shift, digit_mask, cnt,
-                                                         mass_lo, mass_hi, tot, totw, m, tid, &pending);
+                const struct smp_bins bn = smp_histogram(xrow, o0, no, &kp, tk, chosen, prefix, shift, digit_mask,
+                                                         cnt, mass_lo, mass_hi, tot, totw, m, tid, &pending);
                 pk = smp_pick_mass(bn, cnt, g, bound, red, &out, &lowest, tid);
                 g = pk.above;
                 prefix |= (unsigned)pk.digit << shift;
