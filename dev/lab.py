@@ -39,6 +39,60 @@ def appended_source(shipped: str, lab_file: str) -> str:
     return str(path)
 
 
+def apply_patch(text: str, patch: str, path: str) -> str:
+    """`text` (the file `path`, as "csrc/ops/...") with the hunks of unified diff `patch`
+    for that file applied: each hunk's old lines (context and removed) must occur exactly
+    once in the text. No git or patch binary needed (the device has neither promised)."""
+    lines, out, hunks, cur, mine = patch.split("\n"), text, [], None, False
+    for ln in lines:
+        if ln.startswith("--- "):
+            continue
+        if ln.startswith("+++ "):
+            mine = ln[4:].strip().split("/", 1)[-1] == path
+            continue
+        if ln.startswith("@@"):
+            cur = ([], []) if mine else None
+            if cur is not None:
+                hunks.append(cur)
+            continue
+        if cur is None or not ln or ln[0] not in " +-":
+            continue
+        if ln[0] in " -":
+            cur[0].append(ln[1:])
+        if ln[0] in " +":
+            cur[1].append(ln[1:])
+    if not hunks:
+        raise ValueError(f"apply_patch: the patch has no hunk for {path}")
+    for old, new in hunks:
+        o, n = "\n".join(old) + "\n", "\n".join(new) + "\n"
+        if out.count(o) != 1:
+            raise ValueError(f"apply_patch: a hunk of {path} matches {out.count(o)} places, not one")
+        out = out.replace(o, n)
+    return out
+
+
+def patched_source(shipped: str, patch_files) -> str:
+    """The path of a temporary .cu: the shipped source `shipped` (e.g.
+    "sampling/top_k.cu") as spliced for NVRTC from a copy of csrc/ops with the dev/patches/
+    files `patch_files` (a name or several) applied in turn (a parked kernel change timed
+    beside the shipped one without applying it to the tree). runtime.build takes the path."""
+    import shutil
+    import tempfile
+
+    from tileops import runtime
+    tmp = Path(tempfile.mkdtemp(prefix="patched_"))
+    shutil.copytree(DEV_DIR.parent / "csrc" / "ops", tmp / "ops")
+    for name in ([patch_files] if isinstance(patch_files, str) else patch_files):
+        patch = (DEV_DIR / "patches" / name).read_text()
+        for f in sorted({ln[4:].strip().split("/", 1)[-1] for ln in patch.split("\n") if ln.startswith("+++ ")}):
+            target = tmp / "ops" / Path(f).relative_to("csrc/ops")
+            target.write_text(apply_patch(target.read_text(), patch, f))
+    text = "\n".join(runtime._splice(str(tmp / "ops" / shipped), set(), ()))
+    path = tmp / Path(shipped).name
+    path.write_text(text)
+    return str(path)
+
+
 def default_out(filename: str) -> Path:
     """dev/results/<device dir>/<filename> (the device dir as benchmarks/common.py names it)."""
     return RESULTS_DIR / common.results_subdir("cuda") / filename

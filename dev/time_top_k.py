@@ -12,6 +12,8 @@ the passes (-DSMP_KEEP=0: each pass loads; session 18's lab variant cCr, the wor
 shipped in session 19); (Session 19's cCm, the mask's masses added by one 64-bit red.shared.add each, measured
 1.45x slower: removed.)
 cCk, cCp: the mask with top-k alone, top-p alone (its result not compared: where the time goes);
+cCu, cCz, cCuz: the kernels with parked patches applied (dev/patches: u, the histograms'
+cluster sums pulled; z, the mask's top-p Z from its first pass), compared bit for bit;
 cCl, cCnl: top-k by the phases lab kernel (the shipped
 kernel's steps, marked; the mask runs the shipped kernel for l). (Session 18's cCs, the histograms summed by reduce-scatter,
 measured no gain: commit 0b73e5f has it.) (Session 17's cCf0, without a floor under the
@@ -48,21 +50,31 @@ PHASES_LAB = ("top_k_phases_lab.cu", "tileops_top_k_phases")
 
 
 def parse_variant(v: str):
-    """c<C>[n][k|p][l]: (cluster, extra defines: n, no words kept; whether top-k runs the
-    phases lab kernel: l). k / p: the mask's build with that filter alone (mask_part)."""
+    """c<C>[n][u][z][k|p][l]: (cluster, extra defines: n, no words kept; whether top-k runs
+    the phases lab kernel: l). u / z: parked patches applied (variant_patches); k / p: the
+    mask's build with that filter alone (mask_part)."""
     import re
-    m = re.fullmatch(r"c(\d+)(n?)([kp]?)(l?)", v)
+    m = re.fullmatch(r"c(\d+)(n?)([uz]*)([kp]?)(l?)", v)
     if m is None:
-        raise SystemExit(f"time_top_k: variant {v!r}: expected c<C>[n][k|p][l]")
+        raise SystemExit(f"time_top_k: variant {v!r}: expected c<C>[n][u][z][k|p][l]")
     c = int(m.group(1))
     extra = ("-DSMP_KEEP=0",) if m.group(2) else ()
-    return c, extra, bool(m.group(4))
+    return c, extra, bool(m.group(5))
+
+
+PATCHES = {"u": "sampling_cluster_sums_pulled.patch", "z": "mask_top_p_z_from_first_pass.patch"}
+
+
+def variant_patches(v: str) -> tuple:
+    """The dev/patches a variant's build applies (u, z: PATCHES), in that order."""
+    import re
+    return tuple(PATCHES[ch] for ch in re.fullmatch(r"c\d+n?([uz]*)[kp]?l?", v).group(1))
 
 
 def mask_part(v: str):
     """A mask variant's filters: "kp" (both), "k" (top-k alone: cCk) or "p" (top-p alone: cCp)."""
     import re
-    return re.fullmatch(r"c\d+n?([kp]?)l?", v).group(1) or "kp"
+    return re.fullmatch(r"c\d+n?[uz]*([kp]?)l?", v).group(1) or "kp"
 
 
 def launcher(specialisation, fmt, rows, variant, ptrs, lab=None):
@@ -70,8 +82,13 @@ def launcher(specialisation, fmt, rows, variant, ptrs, lab=None):
     dev/cuda appended to the shipped source instead of the shipped kernel."""
     cluster, extra, _ = parse_variant(variant)
     source, kernel, opts, plan = specialisation(cluster)
+    patches = variant_patches(variant)
     if lab is not None:
+        if patches:
+            raise SystemExit(f"time_top_k: variant {variant!r}: the phases lab takes no patch")
         source, kernel = dev_lab.appended_source(source, lab[0]), lab[1]
+    elif patches:
+        source = dev_lab.patched_source(source, patches)
     handle = runtime.build(0, source, kernel, tuple(opts) + extra, fmt, pdl=True)
     stream = torch._C._cuda_getCurrentRawStream
 
