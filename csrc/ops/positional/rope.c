@@ -297,16 +297,22 @@ static AI TGT void ISA(neox_impl)(const void *x, void *out, const float *c, int6
     }
 }
 
-/* GPT-J: interleaved pairs, split into fp32 halves 16 pairs at a time, rotated as NeoX's,
- * and interleaved back (the same operations on the same values: the same bits) */
+/* GPT-J: interleaved pairs, 16 pairs at a time: their 32 elements converted to fp32 by
+ * vector loads, split into halves, rotated as NeoX's, interleaved back and converted by
+ * vector stores (the same operations on the same values: the same bits; per-element
+ * conversions made fp16 8-12x slower than bf16, session 19) */
 static AI TGT void ISA(gptj_impl)(const void *x, void *out, const float *c, int64_t half, int dt, int cast) {
     const float *s = c + half;
     for (int64_t i = 0; i < half; i += 16) {
-        const int m = half - i < 16 ? (int)(half - i) : 16;
-        float ea[16] = {0}, eb[16] = {0}, r1[16], r2[16];
+        const int m = half - i < 16 ? (int)(half - i) : 16; /* pairs: 2m elements at 2i */
+        const int m0 = 2 * m < 16 ? 2 * m : 16, m1 = 2 * m - m0;
+        float xs[32] = {0}, ea[16] = {0}, eb[16] = {0}, r1[16], r2[16], ys[32];
+        (void)ISA(vstore_n)(xs, 0, F32, ISA(vload_n)(x, 2 * i, dt, m0), 16);
+        if (m1 > 0)
+            (void)ISA(vstore_n)(xs, 16, F32, ISA(vload_n)(x, 2 * i + 16, dt, m1), 16);
         for (int l = 0; l < m; l++) {
-            ea[l] = vec16_load1(x, 2 * (i + l), dt);
-            eb[l] = vec16_load1(x, 2 * (i + l) + 1, dt);
+            ea[l] = xs[2 * l];
+            eb[l] = xs[2 * l + 1];
         }
         const VF a = ISA(vload_n)(ea, 0, F32, 16), b = ISA(vload_n)(eb, 0, F32, 16);
         const VF cv = ISA(vload_n)(c, i, F32, m), sv = ISA(vload_n)(s, i, F32, m);
@@ -314,10 +320,13 @@ static AI TGT void ISA(gptj_impl)(const void *x, void *out, const float *c, int6
         ISA(rot)(a, b, cv, sv, dt, cast, &o1, &o2);
         (void)ISA(vstore_n)(r1, 0, F32, o1, 16);
         (void)ISA(vstore_n)(r2, 0, F32, o2, 16);
-        for (int l = 0; l < m; l++) {
-            vec16_store1(out, 2 * (i + l), dt, r1[l]);
-            vec16_store1(out, 2 * (i + l) + 1, dt, r2[l]);
+        for (int l = 0; l < 16; l++) {
+            ys[2 * l] = r1[l];
+            ys[2 * l + 1] = r2[l];
         }
+        (void)ISA(vstore_n)(out, 2 * i, dt, ISA(vload_n)(ys, 0, F32, 16), m0);
+        if (m1 > 0)
+            (void)ISA(vstore_n)(out, 2 * i + 16, dt, ISA(vload_n)(ys, 16, F32, 16), m1);
     }
 }
 
