@@ -95,7 +95,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k(const v
             taken = 0;
     }
     smp_sums_init(tot, 0, tid, &pending);
-    struct smp_kept kp; /* the thread's words, loaded once (SMP_KEEP) */
+    struct smp_kept kp; /* the words of the thread's first octets, loaded once (SMP_KEEP) */
     smp_keep_load(xrow, o0, no, tid, &kp);
 
     smp_u64 above, equal, local;

@@ -106,7 +106,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
     int pending = 0;
     smp_u64 before, largest;
     smp_sums_init(tot, totw, tid, &pending);
-    struct smp_kept kp; /* the thread's words, loaded once for the nine passes (SMP_KEEP) */
+    struct smp_kept kp; /* the words of the thread's first octets, loaded once for the nine passes (SMP_KEEP) */
     smp_keep_load(xrow, o0, no, tid, &kp);
 
     /* 1. the maximum, and NaN */
