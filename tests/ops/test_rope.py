@@ -89,6 +89,29 @@ def test_partial_rotary_and_gpt_j_pairs_by_hand(is_neox):
         assert torch.equal(got[..., R:].double(), x[..., R:].float().double())   # passed through
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("R", [2, 14, 16, 18, 32, 34, 64, 96, 128])
+@pytest.mark.parametrize("cast", [False, True])
+def test_gpt_j_pairs_give_neox_bits_on_the_deinterleaved_channels(dtype, R, cast):
+    """A GPT-J rotation is NeoX's on the channels (0, 2, ..., 1, 3, ...): the CPU kernel
+    rotates the same values with the same operations, so the same bits, whatever the
+    tail of R / 2 pairs a vector step leaves (the pairs convert by vector loads and
+    stores since session 19)."""
+    T, H, Hk, D = 4, 3, 2, 128
+    g = torch.Generator().manual_seed(R)
+    q, k = (torch.randn(T, h, D, generator=g).to(dtype) for h in (H, Hk))
+    positions = torch.tensor([7, 0, 3, 15])
+    cs = cache(16, R)
+    perm = torch.cat([torch.arange(0, R, 2), torch.arange(1, R, 2), torch.arange(R, D)])
+    inv = torch.argsort(perm)
+    gq, gk = RopeFwdOp(D, R, is_neox=False, cast_cos_sin=cast)(q, k, positions, cs)
+    nq, nk = RopeFwdOp(D, R, is_neox=True, cast_cos_sin=cast)(q[..., perm].contiguous(), k[..., perm].contiguous(),
+                                                              positions, cs)
+    bits = torch.int32 if dtype == torch.float32 else torch.int16
+    assert torch.equal(gq.view(bits), nq[..., inv].contiguous().view(bits))
+    assert torch.equal(gk.view(bits), nk[..., inv].contiguous().view(bits))
+
+
 def test_a_position_out_of_range_is_an_error_that_writes_nothing_on_the_cpu():
     T, H, Hk, D = 4, 2, 1, 16
     qkv, q, k = packed(T, H, Hk, D, torch.float16)
