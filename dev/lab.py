@@ -11,6 +11,7 @@ the shipped csrc/ops/norm/rms_norm.cu's cubins), passed to tileops.runtime by it
 path."""
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -71,11 +72,13 @@ def apply_patch(text: str, patch: str, path: str) -> str:
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def patched_source(shipped: str, patch_files) -> str:
     """The path of a temporary .cu: the shipped source `shipped` (e.g.
     "sampling/top_k.cu") as spliced for NVRTC from a copy of csrc/ops with the dev/patches/
-    files `patch_files` (a name or several) applied in turn (a parked kernel change timed
-    beside the shipped one without applying it to the tree). runtime.build takes the path."""
+    files `patch_files` (a name or a tuple of them) applied in turn (a parked kernel change
+    timed beside the shipped one without applying it to the tree). runtime.build takes the
+    path; made once per (shipped, patch_files) in a process (every variant's launcher asks)."""
     import shutil
     import tempfile
 

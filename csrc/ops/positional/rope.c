@@ -306,7 +306,7 @@ static AI TGT void ISA(gptj_impl)(const void *x, void *out, const float *c, int6
     for (int64_t i = 0; i < half; i += 16) {
         const int m = half - i < 16 ? (int)(half - i) : 16; /* pairs: 2m elements at 2i */
         const int m0 = 2 * m < 16 ? 2 * m : 16, m1 = 2 * m - m0;
-        float xs[32] = {0}, ea[16] = {0}, eb[16] = {0}, r1[16], r2[16], ys[32];
+        float xs[32], ea[16] = {0}, eb[16] = {0}, r1[16], r2[16], ys[32]; /* xs: read below 2m only */
         (void)ISA(vstore_n)(xs, 0, F32, ISA(vload_n)(x, 2 * i, dt, m0), 16);
         if (m1 > 0)
             (void)ISA(vstore_n)(xs, 16, F32, ISA(vload_n)(x, 2 * i + 16, dt, m1), 16);
