@@ -12,8 +12,10 @@ the passes (-DSMP_KEEP=0: each pass loads; session 18's lab variant cCr, the wor
 shipped in session 19); (Session 19's cCm, the mask's masses added by one 64-bit red.shared.add each, measured
 1.45x slower: removed.)
 cCk, cCp: the mask with top-k alone, top-p alone (its result not compared: where the time goes);
-cCu, cCz, cCuz: the kernels with parked patches applied (dev/patches: u, the histograms'
-cluster sums pulled; z, the mask's top-p Z from its first pass), compared bit for bit;
+cC...+NAME[+NAME2]: the kernels with the parked patches dev/patches/NAME.patch (then NAME2)
+applied, compared bit for bit (session 19's u, the histograms' cluster sums pulled by
+ld.shared::cluster, measured 1.1-1.5x slower in session 20: gone, git history has it; its z,
+the mask's top-p Z from the first pass, shipped in session 20);
 cCl, cCnl: top-k by the phases lab kernel (the shipped
 kernel's steps, marked; the mask runs the shipped kernel for l). (Session 18's cCs, the histograms summed by reduce-scatter,
 measured no gain: commit 0b73e5f has it.) (Session 17's cCf0, without a floor under the
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
 import torch
 
@@ -50,31 +53,28 @@ PHASES_LAB = ("top_k_phases_lab.cu", "tileops_top_k_phases")
 
 
 def parse_variant(v: str):
-    """c<C>[n][u][z][k|p][l]: (cluster, extra defines: n, no words kept; whether top-k runs
-    the phases lab kernel: l). u / z: parked patches applied (variant_patches); k / p: the
-    mask's build with that filter alone (mask_part)."""
-    import re
-    m = re.fullmatch(r"c(\d+)(n?)([uz]*)([kp]?)(l?)", v)
+    """c<C>[n][k|p][l][+NAME...]: (cluster, extra defines: n, no words kept; whether top-k
+    runs the phases lab kernel: l). k / p: the mask's build with that filter alone
+    (mask_part); +NAME: the parked patch dev/patches/NAME.patch applied (variant_patches)."""
+    m = VARIANT.fullmatch(v)
     if m is None:
-        raise SystemExit(f"time_top_k: variant {v!r}: expected c<C>[n][u][z][k|p][l]")
+        raise SystemExit(f"time_top_k: variant {v!r}: expected c<C>[n][k|p][l][+NAME...]")
     c = int(m.group(1))
     extra = ("-DSMP_KEEP=0",) if m.group(2) else ()
-    return c, extra, bool(m.group(5))
+    return c, extra, bool(m.group(4))
 
 
-PATCHES = {"u": "sampling_cluster_sums_pulled.patch", "z": "mask_top_p_z_from_first_pass.patch"}
+VARIANT = re.compile(r"c(\d+)(n?)([kp]?)(l?)((?:\+[\w.-]+)*)")
 
 
 def variant_patches(v: str) -> tuple:
-    """The dev/patches a variant's build applies (u, z: PATCHES), in that order."""
-    import re
-    return tuple(PATCHES[ch] for ch in re.fullmatch(r"c\d+n?([uz]*)[kp]?l?", v).group(1))
+    """The dev/patches files a variant's build applies, in the order named."""
+    return tuple(name + ".patch" for name in VARIANT.fullmatch(v).group(5).split("+")[1:])
 
 
 def mask_part(v: str):
     """A mask variant's filters: "kp" (both), "k" (top-k alone: cCk) or "p" (top-p alone: cCp)."""
-    import re
-    return re.fullmatch(r"c\d+n?[uz]*([kp]?)l?", v).group(1) or "kp"
+    return VARIANT.fullmatch(v).group(3) or "kp"
 
 
 def launcher(specialisation, fmt, rows, variant, ptrs, lab=None):

@@ -43,14 +43,35 @@ def test_the_labs_applier_applies_each_hunk_once_or_says_why(lab):
         lab.apply_patch(text, patch, "csrc/ops/y.cu")
 
 
+def _touches(name, prefix):
+    with open(os.path.join(ROOT, "dev", "patches", name)) as f:
+        return any(ln.startswith("+++ b/" + prefix) for ln in f)
+
+
+SAMPLING_PATCHES = [name for name in PATCHES if _touches(name, "csrc/ops/sampling/")]
+
+
+def test_time_top_k_names_patched_variants(lab):
+    """dev/time_top_k.py's variant grammar: c<C>[n][k|p][l] then +NAME per parked patch."""
+    sys.path.insert(0, os.path.join(ROOT, "dev"))
+    try:
+        import time_top_k as T
+    finally:
+        sys.path.pop(0)
+    assert T.parse_variant("c8n") == (8, ("-DSMP_KEEP=0",), False)
+    assert T.variant_patches("c4k+a_b+c-d") == ("a_b.patch", "c-d.patch")
+    assert T.variant_patches("c8") == ()
+    assert T.mask_part("c8p+x") == "p" and T.mask_part("c8+x") == "kp"
+    with pytest.raises(SystemExit, match="expected c<C>"):
+        T.parse_variant("c8u")
+
+
 @NEEDS_NVCC
-@pytest.mark.parametrize("patches,marker", [(("mask_top_p_z_from_first_pass.patch",), "tkp_key_of_max"),
-                                            (("sampling_cluster_sums_pulled.patch",), "smp_ld_cluster_pair"),
-                                            (("sampling_cluster_sums_pulled.patch",
-                                              "mask_top_p_z_from_first_pass.patch"), "tkp_key_of_max")])
-def test_the_parked_sampling_patches_compile_without_spills(tmp_path, lab, patches, marker):
-    """The selection kernels of the real vocabularies with the patches applied (one CTA and
-    clusters of 8; dev/time_top_k.py's variants c8u, c8z, c8uz)."""
+@pytest.mark.parametrize("name", SAMPLING_PATCHES)
+def test_a_parked_sampling_patch_compiles_without_spills(tmp_path, lab, name):
+    """The selection kernels of the real vocabularies with the patch applied (one CTA and
+    clusters of 8; dev/time_top_k.py's variants c1+NAME, c8+NAME). With no sampling patch
+    parked this has no case."""
     import torch
 
     from tileops._dtypes import CODE
@@ -60,7 +81,4 @@ def test_the_parked_sampling_patches_compile_without_spills(tmp_path, lab, patch
             for spec in (K.top_k_top_p_mask_specialisation(CODE[dt], 128256, True, 3, True, True, c),
                          K.top_k_specialisation(CODE[dt], 152064, 50, True, True, c)):
                 source, kernel, opts, _ = spec
-                path = lab.patched_source(source, patches)
-                with open(path) as f:
-                    assert marker in f.read() or "top_k.cu" in source
-                nvcc_bare(tmp_path, path, kernel, opts)
+                nvcc_bare(tmp_path, lab.patched_source(source, (name,)), kernel, opts)

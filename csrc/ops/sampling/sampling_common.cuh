@@ -696,14 +696,30 @@ TILEOPS_DEV struct smp_pick smp_pick_count(struct smp_bins bn, const unsigned *c
     return p;
 }
 
+/* ceil(p z) in double for p > 0 (the CPU kernel's mass_bound), 0 for p <= 0 */
+TILEOPS_DEV smp_u64 smp_mass_bound(float p, smp_u64 z) {
+    if (!(p > 0.0f))
+        return 0;
+    smp_u64 r;
+    asm("{ .reg .f64 a, b; cvt.f64.f32 a, %1; cvt.rn.f64.u64 b, %2; mul.rn.f64 a, a, b; cvt.rpi.u64.f64 %0, a; }"
+        : "=l"(r)
+        : "f"(p), "l"(z));
+    return r;
+}
 /* The top-p digit: the lowest non-empty bin d whose mass above (g + the masses of the bins
- * above d) is < bound. (g < bound: one exists.) */
-TILEOPS_DEV struct smp_pick smp_pick_mass(struct smp_bins bn, const unsigned *cnt, smp_u64 g, smp_u64 bound,
-                                          smp_u64 *red, struct smp_pick *out, int *lowest, unsigned tid) {
+ * above d) is < *bound. On the first pass (*bound 0, g 0) the bins hold the whole mass Z of
+ * the keys searched: *bound = ceil(top_p Z) from their sum (top_p > 0: *bound >= 1). (g < *bound:
+ * one exists.) */
+TILEOPS_DEV struct smp_pick smp_pick_mass(struct smp_bins bn, const unsigned *cnt, smp_u64 g, float top_p,
+                                          smp_u64 *bound_io, smp_u64 *red, struct smp_pick *out, int *lowest,
+                                          unsigned tid) {
     const int dh = SMP_BINS - 1 - 2 * (int)tid, dl = dh - 1;
     const smp_u64 wh = bn.wh, wl = bn.wl;
     smp_u64 total;
     const smp_u64 ah = g + smp_block_scan_u64(wh + wl, red, tid, &total), al = ah + wh;
+    if (*bound_io == 0)
+        *bound_io = smp_mass_bound(top_p, total);
+    const smp_u64 bound = *bound_io;
     if (tid == 0)
         *lowest = SMP_BINS;
     tileops_barrier();

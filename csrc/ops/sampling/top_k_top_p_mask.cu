@@ -14,7 +14,8 @@
  *   2. top-k: the k-th largest key T by radix selection (smp_select);
  *   3. top-p: integer weights W = floor(exp(x - m) 2^40) (exact sums in any order),
  *      Z = sum W over keys >= T, P = ceil(p Z) in double; the edge by a radix search over
- *      the keys with each digit's count and mass (smp_pick_mass): the lowest kept key K,
+ *      the keys >= T with each digit's count and mass (smp_pick_mass; Z the first pass's
+ *      total, p <= 0 the largest key, no pass): the lowest kept key K,
  *      the mass G above it; of the elements equal to K the first ceil((P - G) / W_K) by
  *      index are kept (all when W_K is 0);
  *   4. one pass writes -inf over the masked elements (in place: only those; out of place:
@@ -64,15 +65,21 @@ TILEOPS_DEV void tkp_put(char *row, long long i, unsigned bits) {
 #endif
 }
 
-/* ceil(p z) in double for p > 0 (the CPU kernel's mass_bound), 0 for p <= 0 */
-TILEOPS_DEV smp_u64 tkp_bound(float p, smp_u64 z) {
-    if (!(p > 0.0f))
-        return 0;
-    smp_u64 r;
-    asm("{ .reg .f64 a, b; cvt.f64.f32 a, %1; cvt.rn.f64.u64 b, %2; mul.rn.f64 a, a, b; cvt.rpi.u64.f64 %0, a; }"
-        : "=l"(r)
-        : "f"(p), "l"(z));
-    return r;
+/* the key, in the row's keys' width (smp_key, smp_key16), of its finite maximum m, whose
+ * float32 key is mkey (m converts exactly: it is one of the row's values) */
+TILEOPS_DEV unsigned tkp_key_of_max(float m, unsigned mkey) {
+#if TILEOPS_E == 4
+    (void)m;
+    return mkey;
+#elif TILEOPS_DTYPE == 1
+    (void)mkey;
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(m));
+    return smp_key16(h);
+#else
+    (void)mkey;
+    return smp_key16(tileops_as_uint(m) >> 16);
+#endif
 }
 
 /* the float of an ordered key (smp_key's inverse; 0x80000000: +0.0) */
@@ -93,7 +100,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
 #endif
     __shared__ smp_u64 red[SMP_RED];
     __shared__ float fred[TILEOPS_WARPS];
-    __shared__ smp_u64 slot[4], all[TILEOPS_CLUSTER]; /* one word per exchange; the gathered */
+    __shared__ smp_u64 slot[2], all[TILEOPS_CLUSTER]; /* one word per exchange; the gathered */
     __shared__ struct smp_pick out;
     __shared__ int lowest;
     const unsigned tid = tileops_tid();
@@ -138,7 +145,8 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
         smp_cluster_settle(&pending);
         return;
     }
-    m = tkp_unkey((unsigned)largest);
+    const unsigned mkey = (unsigned)largest;
+    m = tkp_unkey(mkey);
 
     /* 2. top-k */
     unsigned tk = 0;
@@ -166,40 +174,20 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
     const float p = pp[row];
     top_p = p < 1.0f && m != SMP_NINF && m != tileops_as_float(0x7f800000u);
     if (top_p) {
-        smp_u64 z = 0;
-        unsigned top = 0;
-        SMP_SEL_UNROLL
-        for (int j = 0; j < TILEOPS_OPT; j++) {
-            const long long o = (long long)j * SMP_SEL_THREADS + tid;
-            if (o < no) {
-                unsigned key[8], bits[8];
-                float f[8];
-                smp_keys8_kept(xrow, o0, o, j, &kp, key, f, bits);
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    if (8 * (o0 + o) + e < TILEOPS_N && key[e] >= tk) {
-                        z += smp_weight(f[e], m);
-                        top = key[e] > top ? key[e] : top;
-                    }
-            }
-        }
-        z = smp_sel_exchange(smp_block_sum_u64(z, red, tid), &slot[1], all, tid, &pending, &before, &largest);
-        const smp_u64 bound = tkp_bound(p, z);
-        if (bound == 0) { /* p <= 0: the largest alone, its first element */
-            smp_sel_exchange(smp_block_max_u64(top, red, tid), &slot[2], all, tid, &pending, &before, &largest);
-            kb = (unsigned)largest;
+        if (!(p > 0.0f)) { /* p <= 0: the largest alone (m's key: m is at or above tk), its first element */
+            kb = tkp_key_of_max(m, mkey);
             take = 1;
             rank_ties = 1;
         } else {
             unsigned prefix = 0, chosen = 0;
-            smp_u64 g = 0;
+            smp_u64 g = 0, bound = 0; /* ceil(p Z), set by the first pass (Z: the mass of the keys >= tk) */
             struct smp_pick pk;
             for (int pass = 0; pass < SMP_PASSES; pass++) {
                 const int shift = SMP_SHIFT(pass);
                 const unsigned digit_mask = (1u << SMP_WIDTH(pass)) - 1u;
                 const struct smp_bins bn = smp_histogram(xrow, o0, no, &kp, tk, chosen, prefix, shift, digit_mask,
                                                          cnt, mass_lo, mass_hi, tot, totw, m, tid, &pending);
-                pk = smp_pick_mass(bn, cnt, g, bound, red, &out, &lowest, tid);
+                pk = smp_pick_mass(bn, cnt, g, p, &bound, red, &out, &lowest, tid);
                 g = pk.above;
                 prefix |= (unsigned)pk.digit << shift;
                 chosen |= digit_mask << shift;
@@ -221,7 +209,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_top_k_top_p_m
     if (rank_ties) { /* uniform over the cluster; counted here only after p <= 0 (the low word: keys equal to kb) */
         if (local_b == ~0ull)
             local_b = smp_count_around(xrow, o0, no, &kp, kb, red, tid) & 0xffffffffull;
-        smp_sel_exchange(local_b, &slot[3], all, tid, &pending, &base, &largest);
+        smp_sel_exchange(local_b, &slot[1], all, tid, &pending, &base, &largest);
     }
 #endif
     SMP_SEL_UNROLL
