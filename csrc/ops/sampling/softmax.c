@@ -16,8 +16,10 @@
  * Work: units of one row's chunk of SOFTMAX_CHUNK elements, spread over the pool (one long
  * row, a decode step, uses every thread). Pass A per unit: the chunk's max m and
  * s = sum exp(z - m) (the chunk is then in cache). Pass B per unit: the row's M = max m
- * and S = sum over its chunks, in chunk order, of s exp(m - M); then exp(z - M) / S. The
- * chunking depends on V only, so a row's bits do not depend on the batch or the threads.
+ * and S = sum over its chunks, in chunk order, of s exp(m - M); then exp(z - M) / S. With
+ * at least SOFTMAX_ROWS_WHOLE rows a thread, each thread takes whole rows, a row's pass B
+ * right after its pass A (rows_ab: the row still in cache). The chunking depends on V
+ * only, so a row's bits do not depend on the batch, the schedule or the threads.
  * (This relies on IEEE evaluation in the written order: never build with -ffast-math.) */
 #ifndef VEC16_ISA /* ---- the first pass through this file: everything but the vector code */
 
@@ -37,6 +39,7 @@
 #define SOFTMAX_CHUNK 8192             /* elements of a unit (a multiple of 16) */
 #define SOFTMAX_MIN_UNITS_PER_THREAD 2 /* 2 x 8192 elements: less costs more to wake a worker */
 #define SOFTMAX_HUGE_MIN_BYTES ((int64_t)4 << 20)
+#define SOFTMAX_ROWS_WHOLE 2 /* rows a thread from which each row is done whole (rows_ab) */
 
 typedef struct softmax_args {
     const char *kernel;
@@ -88,10 +91,12 @@ static void reference_row(const softmax_args_t *a, int64_t r) {
 /* ---- the fast kernel -------------------------------------------------------------------- */
 
 typedef struct softmax_fns {
-    /* (m, s) of n elements at x (dtype dt), divided by t when tp != NULL */
-    void (*stats)(const void *x, const float *tp, int64_t n, int dt, float *m, float *s);
-    /* y[0..n) = exp(z - M) / S */
-    void (*write)(const void *x, const float *tp, void *y, int64_t n, int dt, int odt, float M, float S);
+    /* (m, s) of n elements at x (dtype dt), divided by t when tp != NULL; e[0..n) =
+     * exp(z - ref) (ref: m, 0 when m is -inf) unless e is NULL */
+    void (*stats)(const void *x, const float *tp, int64_t n, int dt, float *m, float *s, float *e);
+    /* y[0..n) = e[i] c, or exp(z - ref) c where e is NULL (y may be e, in float32) */
+    void (*write)(const void *x, const float *tp, const float *e, void *y, int64_t n, int dt, int odt, float ref,
+                  float c);
     /* exp(d), the vector exp's value */
     float (*exp1)(float d);
 } softmax_fns_t;
@@ -110,17 +115,28 @@ typedef struct softmax_job {
     float *part;    /* [B * chunks][2]: each unit's (m, s) */
 } softmax_job_t;
 
-static void pass_a(void *ctx, int64_t u0, int64_t u1) {
-    const softmax_job_t *j = ctx;
+/* Where pass A keeps unit u's exps for pass B: the output itself in float32; else `row`
+ * (a thread's scratch of V floats for the row done whole), or nowhere (NULL: pass B
+ * takes them again). */
+static float *unit_exps(const softmax_job_t *j, int64_t u, float *row) {
+    const int64_t r = u / j->chunks, i = (u % j->chunks) * SOFTMAX_CHUNK;
+    if (j->a->odt == F32)
+        return (float *)j->a->y + r * j->a->V + i;
+    return row != NULL ? row + i : NULL;
+}
+
+static void units_a(const softmax_job_t *j, int64_t u0, int64_t u1, float *row) {
     const softmax_args_t *a = j->a;
     const size_t es = tileops_dtype_size(a->dt);
     for (int64_t u = u0; u < u1; u++) {
         const int64_t r = u / j->chunks, i = (u % j->chunks) * SOFTMAX_CHUNK;
         const int64_t n = a->V - i < SOFTMAX_CHUNK ? a->V - i : SOFTMAX_CHUNK;
         j->f->stats((const char *)a->x + (size_t)(r * a->V + i) * es, a->t != NULL ? a->t + r : NULL, n, a->dt,
-                     &j->part[2 * u], &j->part[2 * u + 1]);
+                     &j->part[2 * u], &j->part[2 * u + 1], unit_exps(j, u, row));
     }
 }
+
+static void pass_a(void *ctx, int64_t u0, int64_t u1) { units_a(ctx, u0, u1, NULL); }
 
 /* The row's M and S from its chunks' (m, s), in chunk order. A chunk of -inf only has
  * s = 0 and adds nothing (its exp(m - M) is not taken: it may be NaN); a row of -inf
@@ -136,8 +152,7 @@ static void row_stats(const softmax_job_t *j, int64_t r, float *M, float *S) {
     *S = m == -INFINITY ? NAN : s;
 }
 
-static void pass_b(void *ctx, int64_t u0, int64_t u1) {
-    const softmax_job_t *j = ctx;
+static void units_b(const softmax_job_t *j, int64_t u0, int64_t u1, const float *row) {
     const softmax_args_t *a = j->a;
     const size_t es = tileops_dtype_size(a->dt), oes = tileops_dtype_size(a->odt);
     int64_t have = -1;
@@ -149,8 +164,29 @@ static void pass_b(void *ctx, int64_t u0, int64_t u1) {
             row_stats(j, r, &M, &S);
             have = r;
         }
+        /* the chunk's exps were taken against ref; their factor c = exp(m - M) / S (0 / S for
+         * a chunk of -inf only: zeros, or NaN in a row of -inf only) */
+        const float m = j->part[2 * u], ref = m == -INFINITY ? 0.0f : m;
+        const float c = (m == -INFINITY ? 0.0f : j->f->exp1(m - M)) / S;
         j->f->write((const char *)a->x + (size_t)(r * a->V + i) * es, a->t != NULL ? a->t + r : NULL,
-                     (char *)a->y + (size_t)(r * a->V + i) * oes, n, a->dt, a->odt, M, S);
+                     unit_exps(j, u, (float *)row), (char *)a->y + (size_t)(r * a->V + i) * oes, n, a->dt, a->odt,
+                     ref, c);
+    }
+}
+
+static void pass_b(void *ctx, int64_t u0, int64_t u1) { units_b(ctx, u0, u1, NULL); }
+
+/* Rows whole, one after another (enough rows for every thread): a row's pass B follows its
+ * pass A while the row (0.5 MB of float32 logits at V = 128256) is still in this core's
+ * cache, where two passes over the whole batch read the logits from memory twice. The same
+ * units in the same order: the same bits. */
+static void rows_ab(void *ctx, int64_t r0, int64_t r1) {
+    const softmax_job_t *j = ctx;
+    /* a 16-bit output: the row's exps in this thread's scratch (without one, taken again) */
+    float *row = j->a->odt == F32 ? NULL : tileops_cpu_scratch((size_t)j->a->V * sizeof(float));
+    for (int64_t r = r0; r < r1; r++) {
+        units_a(j, r * j->chunks, (r + 1) * j->chunks, row);
+        units_b(j, r * j->chunks, (r + 1) * j->chunks, row);
     }
 }
 
@@ -178,8 +214,12 @@ static tileops_status_t softmax_call(const tileops_arg_t *g, int reference) {
     if (y_bytes >= SOFTMAX_HUGE_MIN_BYTES)
         (void)tileops_cpu_fresh_output(a.y, y_bytes, SOFTMAX_HUGE_MIN_BYTES);
     const int64_t units = a.B * job.chunks;
-    tileops_cpu_parallel_for(units, SOFTMAX_MIN_UNITS_PER_THREAD, pass_a, &job);
-    tileops_cpu_parallel_for(units, SOFTMAX_MIN_UNITS_PER_THREAD, pass_b, &job);
+    if (a.B >= SOFTMAX_ROWS_WHOLE * (int64_t)tileops_cpu_num_threads()) {
+        tileops_cpu_parallel_for(a.B, 1, rows_ab, &job);
+    } else { /* few rows: their chunks spread over the threads, the batch's pass A, then its pass B */
+        tileops_cpu_parallel_for(units, SOFTMAX_MIN_UNITS_PER_THREAD, pass_a, &job);
+        tileops_cpu_parallel_for(units, SOFTMAX_MIN_UNITS_PER_THREAD, pass_b, &job);
+    }
     free(job.part);
     return TILEOPS_OK;
 }
@@ -202,7 +242,8 @@ static AI TGT VF ISA(z_n)(const void *x, int64_t i, int dt, const float *tp, int
     return tp != NULL ? ISA(vdiv)(v, ISA(vset1)(*tp)) : v;
 }
 
-static TGT void ISA(stats_impl)(const void *x, const float *tp, int64_t n, int dt, float *m_out, float *s_out) {
+static TGT void ISA(stats_impl)(const void *x, const float *tp, int64_t n, int dt, float *m_out, float *s_out,
+                                float *e) {
     const float ninf = -INFINITY;
     VF mx = ISA(vset1)(ninf);
     int64_t i = 0;
@@ -218,60 +259,76 @@ static TGT void ISA(stats_impl)(const void *x, const float *tp, int64_t n, int d
     /* s relative to m, or to 0 for a chunk of -inf only (whose exps are then 0, not NaN) */
     const VF ref = ISA(vset1)(m == ninf ? 0.0f : m);
     VF o0 = ISA(vzero)(), o1 = ISA(vzero)(), o2 = ISA(vzero)(), o3 = ISA(vzero)();
+    /* the exps kept (e) or not: one loop, the store's test is the same every step */
+#define SOFTMAX_EXP_AT(K, OFF)                                                                                     \
+    do {                                                                                                           \
+        const VF v = ISA(vexp)(ISA(vsub)(ISA(z_n)(x, i + (OFF), dt, tp, 16), ref));                                \
+        if (e != NULL)                                                                                             \
+            (void)ISA(vstore_n)(e, i + (OFF), F32, v, 16);                                                         \
+        K = ISA(vadd)(K, v);                                                                                       \
+    } while (0)
     for (i = 0; i + 64 <= n; i += 64) {
-        o0 = ISA(vadd)(o0, ISA(vexp)(ISA(vsub)(ISA(z_n)(x, i, dt, tp, 16), ref)));
-        o1 = ISA(vadd)(o1, ISA(vexp)(ISA(vsub)(ISA(z_n)(x, i + 16, dt, tp, 16), ref)));
-        o2 = ISA(vadd)(o2, ISA(vexp)(ISA(vsub)(ISA(z_n)(x, i + 32, dt, tp, 16), ref)));
-        o3 = ISA(vadd)(o3, ISA(vexp)(ISA(vsub)(ISA(z_n)(x, i + 48, dt, tp, 16), ref)));
+        SOFTMAX_EXP_AT(o0, 0);
+        SOFTMAX_EXP_AT(o1, 16);
+        SOFTMAX_EXP_AT(o2, 32);
+        SOFTMAX_EXP_AT(o3, 48);
     }
+#undef SOFTMAX_EXP_AT
     for (; i < n; i += 16) {
         const int c = n - i < 16 ? (int)(n - i) : 16;
-        o0 = ISA(vadd)(o0, ISA(vkeep_n)(ISA(vexp)(ISA(vsub)(ISA(z_n)(x, i, dt, tp, c), ref)), c));
+        const VF v = ISA(vexp)(ISA(vsub)(ISA(z_n)(x, i, dt, tp, c), ref));
+        if (e != NULL)
+            (void)ISA(vstore_n)(e, i, F32, v, c);
+        o0 = ISA(vadd)(o0, ISA(vkeep_n)(v, c));
     }
     *m_out = m;
     *s_out = ISA(vfold)(o0, o1, o2, o3);
 }
 
-static TGT void ISA(write_impl)(const void *x, const float *tp, void *y, int64_t n, int dt, int odt, float M, float S) {
-    const VF mv = ISA(vset1)(M), sv = ISA(vset1)(S);
+static TGT void ISA(write_impl)(const void *x, const float *tp, const float *e, void *y, int64_t n, int dt, int odt,
+                                float ref, float c) {
+    const VF rv = ISA(vset1)(ref), cv = ISA(vset1)(c);
     for (int64_t i = 0; i < n; i += 16) {
-        const int c = n - i < 16 ? (int)(n - i) : 16;
-        VF p = ISA(vdiv)(ISA(vexp)(ISA(vsub)(ISA(z_n)(x, i, dt, tp, c), mv)), sv);
-        (void)ISA(vstore_n)(y, i, odt, p, c);
+        const int k = n - i < 16 ? (int)(n - i) : 16;
+        const VF v = e != NULL ? (k == 16 ? ISA(vload)(e, i, F32) : ISA(vload_n)(e, i, F32, k))
+                               : ISA(vexp)(ISA(vsub)(ISA(z_n)(x, i, dt, tp, k), rv));
+        (void)ISA(vstore_n)(y, i, odt, ISA(vmul)(v, cv), k);
     }
 }
 
 /* One copy per dtype of the logits, so the loops carry no dtype tests. */
 #define SOFTMAX_SPAN(DT, DTN)                                                                                      \
-    static TGT void ISA(stats_##DTN)(const void *x, const float *tp, int64_t n, int dt, float *m, float *s) {      \
+    static TGT void ISA(stats_##DTN)(const void *x, const float *tp, int64_t n, int dt, float *m, float *s,       \
+                                     float *e) {                                                                   \
         (void)dt;                                                                                                  \
-        ISA(stats_impl)(x, tp, n, DT, m, s);                                                                       \
+        ISA(stats_impl)(x, tp, n, DT, m, s, e);                                                                    \
     }                                                                                                              \
-    static TGT void ISA(write_##DTN)(const void *x, const float *tp, void *y, int64_t n, int dt, int odt, float M, \
-                                     float S) {                                                                    \
+    static TGT void ISA(write_##DTN)(const void *x, const float *tp, const float *e, void *y, int64_t n, int dt,   \
+                                     int odt, float ref, float c) {                                                \
         (void)dt;                                                                                                  \
-        ISA(write_impl)(x, tp, y, n, DT, odt, M, S);                                                               \
+        ISA(write_impl)(x, tp, e, y, n, DT, odt, ref, c);                                                          \
     }
 SOFTMAX_SPAN(F32, f32)
 SOFTMAX_SPAN(F16, f16)
 SOFTMAX_SPAN(BF16, bf16)
 
-static TGT void ISA(stats)(const void *x, const float *tp, int64_t n, int dt, float *m, float *s) {
+static TGT void ISA(stats)(const void *x, const float *tp, int64_t n, int dt, float *m, float *s, float *e) {
     if (dt == F32)
-        ISA(stats_f32)(x, tp, n, dt, m, s);
+        ISA(stats_f32)(x, tp, n, dt, m, s, e);
     else if (dt == F16)
-        ISA(stats_f16)(x, tp, n, dt, m, s);
+        ISA(stats_f16)(x, tp, n, dt, m, s, e);
     else
-        ISA(stats_bf16)(x, tp, n, dt, m, s);
+        ISA(stats_bf16)(x, tp, n, dt, m, s, e);
 }
 
-static TGT void ISA(write)(const void *x, const float *tp, void *y, int64_t n, int dt, int odt, float M, float S) {
+static TGT void ISA(write)(const void *x, const float *tp, const float *e, void *y, int64_t n, int dt, int odt,
+                           float ref, float c) {
     if (dt == F32)
-        ISA(write_f32)(x, tp, y, n, dt, odt, M, S);
+        ISA(write_f32)(x, tp, e, y, n, dt, odt, ref, c);
     else if (dt == F16)
-        ISA(write_f16)(x, tp, y, n, dt, odt, M, S);
+        ISA(write_f16)(x, tp, e, y, n, dt, odt, ref, c);
     else
-        ISA(write_bf16)(x, tp, y, n, dt, odt, M, S);
+        ISA(write_bf16)(x, tp, e, y, n, dt, odt, ref, c);
 }
 
 static TGT float ISA(exp1)(float d) {
