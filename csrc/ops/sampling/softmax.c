@@ -14,9 +14,13 @@
  * temperature is taken (0 gives NaN rows, as it does in torch).
  *
  * Work: units of one row's chunk of SOFTMAX_CHUNK elements, spread over the pool (one long
- * row, a decode step, uses every thread). Pass A per unit: the chunk's max m and
- * s = sum exp(z - m) (the chunk is then in cache). Pass B per unit: the row's M = max m
- * and S = sum over its chunks, in chunk order, of s exp(m - M); then exp(z - M) / S. With
+ * row, a decode step, uses every thread). Pass A per unit: the chunk's max m, its exps
+ * e = exp(z - m) and s = sum e (the chunk is then in cache); e is kept in the output when
+ * it is float32, in a thread's scratch for a row done whole (below), else not. Pass B per
+ * unit: the row's M = max m and S = sum over its chunks, in chunk order, of s exp(m - M);
+ * then probs = e c with c = exp(m - M) / S, e kept or taken again (the same bits either
+ * way: one exp an element where e is kept, two where not; a few ulp from the exact value,
+ * as torch's e * (1 / S) is). With
  * at least SOFTMAX_ROWS_WHOLE rows a thread, each thread takes whole rows, a row's pass B
  * right after its pass A (rows_ab: the row still in cache). The chunking depends on V
  * only, so a row's bits do not depend on the batch, the schedule or the threads.
