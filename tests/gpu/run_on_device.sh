@@ -4,8 +4,9 @@
 #     kit: GPU tests (bounded by TEST_SECONDS) and `python -m tileops bench` for every op
 #     (filtered by BENCH_OPS / BENCH_WORKLOADS / BENCH_DTYPES; BENCH_ARGS adds options, e.g.
 #     "--fast --compile dynamic --budget-s 75"; each op's run is cut at BENCH_SECONDS_PER_OP,
-#     its JSON rewritten after every case; KIT_STEPS=tests or bench runs one of the two),
-#     logs and bench JSON in $OUT/logs.tar.gz
+#     its JSON rewritten after every case; KIT_STEPS=tests or bench runs one of the two;
+#     KIT_DEV: lab commands after them), logs and bench JSON in $OUT/logs.tar.gz; every
+#     step's timeout capped so the whole run ends by KIT_SECONDS (default 570) with its logs
 #     full: everything but the sweeps (~7 min); bench: all but the C smoke test and the CPU
 #     suite; quick: GPU tests; sweep: GPU tests and the two sweeps of dev/sweep_norm.py;
 #     experiments: GPU tests, the lab's bit-for-bit tests (dev/tests), the cluster / bulk /
@@ -19,7 +20,7 @@
 #   norm_rows_timing.json (results),
 #   logs.tar.gz (every log)
 set -uo pipefail
-OUT=${OUT:-/tmp/tileops-out}
+export OUT=${OUT:-/tmp/tileops-out}
 mkdir -p "$OUT"
 LOGS=/tmp/tileops-logs
 rm -rf "$LOGS"; mkdir -p "$LOGS"
@@ -28,6 +29,15 @@ export TILEOPS_CACHE_DIR=/tmp/tileops-cache
 MODE=${1:-full}
 status=0
 step() { echo; echo "=== $* ==="; }
+# A kit call must end, logs packed, before the device tool's limit cuts it (a cut script
+# packs nothing: session 20 lost a test run's log so). Each kit step's timeout is capped by
+# what is left of KIT_SECONDS (default 570; the script's whole run, start-up and build
+# included), keeping 20 s for the packing.
+kit_cap() {   # kit_cap SECONDS: SECONDS, or what is left of the kit's budget if less (>= 1)
+    local left=$(( ${KIT_SECONDS:-570} - SECONDS - 20 ))
+    [ "$left" -lt 1 ] && left=1
+    [ "$1" -lt "$left" ] && echo "$1" || echo "$left"
+}
 
 step "GPU"
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv | tee "$LOGS/gpu.txt"
@@ -57,7 +67,7 @@ if [ "$MODE" = kit ]; then   # a short device budget: bounded steps; KIT_STEPS p
     if [[ "${KIT_STEPS:-tests,bench}" == *tests* ]]; then
         # -v: each test's name and outcome reach the log as it ends, so a run cut by the
         # time limit still names its failures (printed below from the log)
-        timeout "${TEST_SECONDS:-240}" python3 -m pytest -v -p no:cacheprovider -rfs ${TEST_PATHS:-tests/gpu} ${TEST_K:+-k "$TEST_K"} \
+        timeout "$(kit_cap "${TEST_SECONDS:-240}")" python3 -m pytest -v -p no:cacheprovider -rfs ${TEST_PATHS:-tests/gpu} ${TEST_K:+-k "$TEST_K"} \
             >"$LOGS/tests_gpu.log" 2>&1
         [ "$?" = 0 ] || status=1
         grep -E "^tests/.* (FAILED|ERROR)" "$LOGS/tests_gpu.log" | head -60
@@ -78,7 +88,7 @@ if [ "$MODE" = kit ] && [[ "${KIT_STEPS:-tests,bench}" == *bench* ]]; then
     step "python -m tileops bench --device cuda (BENCH_OPS, BENCH_WORKLOADS, BENCH_DTYPES filter)"
     mkdir -p "$LOGS/bench"
     for op in ${BENCH_OPS:-$(python3 -c 'import tileops; print(" ".join(tileops.all_op_classes()))')}; do
-        timeout "${BENCH_SECONDS_PER_OP:-300}" python3 -m tileops bench --device cuda --op "$op" \
+        timeout "$(kit_cap "${BENCH_SECONDS_PER_OP:-300}")" python3 -m tileops bench --device cuda --op "$op" \
             ${BENCH_WORKLOADS:+--workloads "$BENCH_WORKLOADS"} ${BENCH_DTYPES:+--dtypes "$BENCH_DTYPES"} \
             ${BENCH_ARGS:-} --out "$LOGS/bench/$op.json" --no-plot 2>&1 | tee "$LOGS/bench_$op.log" | tail -${BENCH_TAIL:-40}
     done
@@ -125,7 +135,8 @@ fi
 if [ "$MODE" = kit ] && [ -n "${KIT_DEV:-}" ]; then   # lab scripts, ';'-separated, e.g. "python3 dev/time_gated.py"
     step "dev: $KIT_DEV"
     mkdir -p "$LOGS/dev"
-    (cd "$PWD" && eval "$KIT_DEV") 2>&1 | tee "$LOGS/dev/dev.log" | tail -80
+    # its own process group under timeout, so every command of the list stops at the cap
+    timeout "$(kit_cap 600)" bash -c "$KIT_DEV" 2>&1 | tee "$LOGS/dev/dev.log" | tail -80
 fi
 cp "$OUT"/*.json "$LOGS"/ 2>/dev/null
 tar czf "$OUT/logs.tar.gz" -C "$LOGS" .   # one file: the device tool returns few per call
