@@ -3,10 +3,13 @@
 # sizes run with every impl, then with subsets of them, one run after another, then
 # dev/time_norm_cold.py's harness, so one device call says whether the other impls' runs
 # open the gap. Run from the repository root on the GPU machine; JSON under ${OUT:-/tmp}.
+#   bash dev/norm_bench_subsets.sh [IMPLS ...]   (each a --impls list, or "all"; default:
+#   all tileops,liger tileops liger,tileops,tileops.plain,copy)
 set -u
 OUT=${OUT:-/tmp}
 WL='llama-3-8b[&t=32,llama-3-8b[&t=256,qwen2.5-7b[&t=32'
-for impls in all tileops,liger tileops liger,tileops,tileops.plain,copy; do
+[ $# -gt 0 ] || set -- all tileops,liger tileops liger,tileops,tileops.plain,copy
+for impls in "$@"; do
     args=()
     [ "$impls" = all ] || args=(--impls "$impls")
     echo "=== impls: $impls"
