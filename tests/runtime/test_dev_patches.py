@@ -52,12 +52,10 @@ SAMPLING_PATCHES = [name for name in PATCHES if _touches(name, "csrc/ops/samplin
 
 
 def test_time_top_k_names_patched_variants(lab):
-    """dev/time_top_k.py's variant grammar: c<C>[n][k|p][l] then +NAME per parked patch."""
-    sys.path.insert(0, os.path.join(ROOT, "dev"))
-    try:
-        import time_top_k as T
-    finally:
-        sys.path.pop(0)
+    """dev/time_top_k.py's variant grammar: c<C>[n][k|p][l] then +NAME per parked patch
+    (the lab fixture puts dev/ on the path)."""
+    import time_top_k as T
+    sys.modules.pop("time_top_k", None)
     assert T.parse_variant("c8n") == (8, ("-DSMP_KEEP=0",), False)
     assert T.variant_patches("c4k+a_b+c-d") == ("a_b.patch", "c-d.patch")
     assert T.variant_patches("c8") == ()

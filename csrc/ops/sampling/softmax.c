@@ -119,11 +119,10 @@ typedef struct softmax_job {
     float *part;    /* [B * chunks][2]: each unit's (m, s) */
 } softmax_job_t;
 
-/* Where pass A keeps unit u's exps for pass B: the output itself in float32; else `row`
- * (a thread's scratch of V floats for the row done whole), or nowhere (NULL: pass B
- * takes them again). */
-static float *unit_exps(const softmax_job_t *j, int64_t u, float *row) {
-    const int64_t r = u / j->chunks, i = (u % j->chunks) * SOFTMAX_CHUNK;
+/* Where pass A keeps the exps of row r's chunk at i for pass B: the output itself in
+ * float32; else `row` (a thread's scratch of V floats for the row done whole), or nowhere
+ * (NULL: pass B takes them again). */
+static float *unit_exps(const softmax_job_t *j, int64_t r, int64_t i, float *row) {
     if (j->a->odt == F32)
         return (float *)j->a->y + r * j->a->V + i;
     return row != NULL ? row + i : NULL;
@@ -136,7 +135,7 @@ static void units_a(const softmax_job_t *j, int64_t u0, int64_t u1, float *row) 
         const int64_t r = u / j->chunks, i = (u % j->chunks) * SOFTMAX_CHUNK;
         const int64_t n = a->V - i < SOFTMAX_CHUNK ? a->V - i : SOFTMAX_CHUNK;
         j->f->stats((const char *)a->x + (size_t)(r * a->V + i) * es, a->t != NULL ? a->t + r : NULL, n, a->dt,
-                     &j->part[2 * u], &j->part[2 * u + 1], unit_exps(j, u, row));
+                     &j->part[2 * u], &j->part[2 * u + 1], unit_exps(j, r, i, row));
     }
 }
 
@@ -156,7 +155,7 @@ static void row_stats(const softmax_job_t *j, int64_t r, float *M, float *S) {
     *S = m == -INFINITY ? NAN : s;
 }
 
-static void units_b(const softmax_job_t *j, int64_t u0, int64_t u1, const float *row) {
+static void units_b(const softmax_job_t *j, int64_t u0, int64_t u1, float *row) {
     const softmax_args_t *a = j->a;
     const size_t es = tileops_dtype_size(a->dt), oes = tileops_dtype_size(a->odt);
     int64_t have = -1;
@@ -173,7 +172,7 @@ static void units_b(const softmax_job_t *j, int64_t u0, int64_t u1, const float 
         const float m = j->part[2 * u], ref = m == -INFINITY ? 0.0f : m;
         const float c = (m == -INFINITY ? 0.0f : j->f->exp1(m - M)) / S;
         j->f->write((const char *)a->x + (size_t)(r * a->V + i) * es, a->t != NULL ? a->t + r : NULL,
-                     unit_exps(j, u, (float *)row), (char *)a->y + (size_t)(r * a->V + i) * oes, n, a->dt, a->odt,
+                     unit_exps(j, r, i, row), (char *)a->y + (size_t)(r * a->V + i) * oes, n, a->dt, a->odt,
                      ref, c);
     }
 }
