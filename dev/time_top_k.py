@@ -5,9 +5,11 @@ torch.topk at B = 1).
 
     PYTHONPATH=src python3 dev/time_top_k.py [--batches 1,8,32,128] [--dtypes bfloat16,float32]
         [--variants c1,c2,c4,c8] [--ops top_k,mask] [--out top_k_lab.json] [--phases]
+        [--vocab 128256]
 
 A variant cC: the row over a cluster of C CTAs of 1024 threads (cuda_sampling's
-selection_plan(V, C)), the shipped kernel; cCn: with no words kept in registers between
+selection_plan(V, C)), the shipped kernel (C = 16: a non-portable cluster, which the
+runtime allows on every sm_90 kernel it loads; the shipped rule stops at 8); cCn: with no words kept in registers between
 the passes (-DSMP_KEEP=0: each pass loads; session 18's lab variant cCr, the words kept,
 shipped in session 19); (Session 19's cCm, the mask's masses added by one 64-bit red.shared.add each, measured
 1.45x slower: removed.)
@@ -228,7 +230,10 @@ def main():
     ap.add_argument("--ks", default="50,1024")
     ap.add_argument("--out", default="top_k_lab.json")
     ap.add_argument("--phases", action="store_true", help="dev/cuda/top_k_phases_lab.cu's marks instead of times")
+    ap.add_argument("--vocab", type=int, default=128256, help="the rows' length (Qwen2.5: 152064)")
     a = ap.parse_args()
+    global V
+    V = a.vocab
     variants = a.variants.split(",")
     rows = []
     if a.phases:

@@ -174,3 +174,12 @@ def op_key(op_class, n, drop=(), **params):
         parts.append(f"{name}={literal(params[name] if name in params else p.default)!r}")
     parts += [f"{name}={literal(v)!r}" for name, v in params.items() if name not in spec]
     return f"{op_class.__name__}#{n}({', '.join(parts)})"
+
+
+def load_script(path, name):
+    """The module of a script outside the package (benchmarks/, dev/) loaded from its path."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

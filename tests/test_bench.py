@@ -179,6 +179,40 @@ def test_a_failing_baseline_is_recorded_and_the_run_goes_on(tmp_path, monkeypatc
     assert table.splitlines()[2].rstrip().endswith("torch.compile")   # the row's `failed` column
 
 
+def test_a_dynamic_compile_that_fails_gets_the_static_build_for_that_case(tmp_path, monkeypatch, capsys):
+    """--compile dynamic: where inductor fails on the dynamic build (2.11: the mask's sort at
+    B = 32), the case is timed with torch.compile's static build and its row says so; a
+    static build that fails too is recorded as the failure."""
+    seen = []
+
+    def fake_compile(fn, dynamic=None, **kw):
+        seen.append(dynamic)
+
+        def compiled(*a, **k):
+            if dynamic:
+                raise TypeError("list indices must be integers or slices, not NoneType")
+            return fn(*a, **k)
+        return compiled
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    out = tmp_path / "r.json"
+    rc = bench.main(["--op", "ArgmaxFwdOp", "--device", "cpu", "--quick", "--compile", "dynamic",
+                     "--out", str(out), "--no-plot"])
+    assert rc == 0, capsys.readouterr().out
+    row, = json.loads(out.read_text())["rows"]
+    tc = row["impls"]["torch.compile"]
+    assert seen == [True, False]
+    assert "error" not in tc and tc["us"] > 0 and tc["correct"] is True
+    assert tc["compile"].startswith("static (the dynamic compile raised TypeError: list indices")
+    assert "dynamic compile failed, compiled static" in capsys.readouterr().err
+
+    _compile_that_fails(monkeypatch)   # the static build fails as well: recorded, the run goes on
+    rc = bench.main(["--op", "ArgmaxFwdOp", "--device", "cpu", "--quick", "--compile", "dynamic",
+                     "--out", str(out), "--no-plot"])
+    row, = json.loads(out.read_text())["rows"]
+    assert rc == 0 and row["impls"]["torch.compile"]["error"].startswith("TypeError: list indices")
+    assert "us" not in row["impls"]["torch.compile"] and row["impls"]["tileops"]["us"] > 0
+
+
 def test_hot_timer_shrinks_for_slow_calls():
     assert bench.hot_plan(50, 20, est_us=5.0, budget_ms=300) == (50, 20)
     assert bench.hot_plan(50, 20, est_us=4000.0, budget_ms=300) == (3, 20)     # 240 ms of replays
@@ -258,6 +292,38 @@ def _nucleus_edge_case(monkeypatch):
     case = next(c for c in cases(cls._entry, dtypes=["bfloat16"]))
     case = dataclasses.replace(case, shapes={"logits": (len(p), V), "p": (len(p),)}, dims={"B": len(p), "V": V})
     return cls, case, bench.Config("cpu", impls=["tileops", "torch"], quick=True)
+
+
+@pytest.mark.parametrize("peer_indices,accepted", [([[4, 2]], True), ([[2, 1]], True), ([[0, 2]], False)])
+def test_a_peer_s_top_k_indices_may_break_ties_another_way(monkeypatch, peer_indices, accepted):
+    """TopKFwdOp's indices are `index_of: logits`: a peer whose indices pick the same values
+    as the reference's (ties at 3.0 in another order) is correct, its check saying so; one
+    that picks another value is flagged. tileops (ties to the lower index) matches exactly."""
+    from tileops.manifest.workloads import cases
+    cls = tileops.all_op_classes()["TopKFwdOp"]
+    logits = torch.tensor([[1.0, 3.0, 3.0, 0.0, 3.0]])
+    monkeypatch.setattr(bench, "make_inputs", lambda entry, case, device, seed=0: [logits.clone()])
+    idx = torch.tensor(peer_indices)
+    monkeypatch.setattr(bench, "peer_callable", lambda entry, spec, inputs, params: lambda: (logits.gather(-1, idx), idx))
+    case = next(c for c in cases(cls._entry, dtypes=["float32"]))
+    case = dataclasses.replace(case, shapes={"logits": (1, 5)}, dims={"B": 1, "V": 5, "K": 2}, params={"k": 2})
+    row = bench.run_case(cls, case, bench.Config("cpu", impls=["tileops", "torch.topk"], quick=True), {}, [])
+    tile, peer = row["impls"]["tileops"], row["impls"]["torch.topk"]
+    assert tile["correct"] is True and tile["check"] == "reference" and tile["us"] > 0
+    assert peer["correct"] is accepted
+    if accepted:
+        assert peer["check"] == "reference, ties in another order" and "error" not in peer and peer["us"] > 0
+    else:
+        assert peer["error"].startswith("output differs from the reference")
+
+
+def test_picked_values_refuses_indices_out_of_range():
+    cls = tileops.all_op_classes()["TopKFwdOp"]
+    logits = torch.tensor([[1.0, 3.0, 2.0]])
+    assert torch.equal(bench.picked_values(cls._entry, [logits], (logits[:, :1], torch.tensor([[2]])))[1],
+                       torch.tensor([[2.0]]))
+    assert bench.picked_values(cls._entry, [logits], (logits[:, :1], torch.tensor([[3]]))) is None
+    assert bench.picked_values(tileops.all_op_classes()["ArgmaxFwdOp"]._entry, [logits], (torch.tensor([1]),)) is None
 
 
 def test_a_result_the_float64_reference_confirms_is_accepted(monkeypatch):

@@ -39,11 +39,21 @@ def test_good_entry_parses():
     (("signature", "inputs", "x", "sparkle"), True, "unknown key(s) ['sparkle']"),
     (("signature", "params", "k", "type"), "Tensor", "a literal, which the instance key can carry"),
     (("signature", "params", "k", "type"), "dict", "got 'dict'"),
+    (("signature", "outputs", "y", "index_of"), "z", "'z' is not an input"),
+    (("signature", "outputs", "y", "index_of"), "x", "indices are int64 or int32, not 'same_as(x)'"),
 ])
 def test_bad_entries_are_rejected_naming_entry_and_field(path, value, needle):
     with pytest.raises(ManifestError) as ei:
         parse_entry("BadOp", _with(path, value), "<t>")
     assert "BadOp" in str(ei.value) and needle in str(ei.value)
+
+
+def test_index_of_marks_indices_into_an_input():
+    e = parse_entry("GoodOp", _with(("signature", "outputs", "i"),
+                                    {"dtype": "int64", "shape": "x.shape", "index_of": "x"}), "<t>")
+    assert [o.index_of for o in e.outputs] == [None, "x"]
+    top_k = {n: e for n, e in package_entries().items()}["TopKFwdOp"]
+    assert [(o.name, o.index_of) for o in top_k.outputs] == [("values", None), ("indices", "logits")]
 
 
 def test_unreadable_yaml_is_a_manifest_error(tmp_path):

@@ -3,7 +3,6 @@ against the torch composition; a quick CPU run, the chain's definition against f
 the rewritten composition (the chunked cumulative sum inductor 2.11 can compile for CUDA)
 against the same definition, eager and compiled, and a baseline that fails recorded while
 the run goes on."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -12,6 +11,7 @@ import sys
 import pytest
 import torch
 
+from helpers import load_script
 from tileops.reference import sampling as ref
 
 _PATH = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "sampler_chain.py")
@@ -19,10 +19,7 @@ _PATH = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "sampler_cha
 
 @pytest.fixture(scope="module")
 def sc():
-    spec = importlib.util.spec_from_file_location("sampler_chain", _PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(_PATH, "sampler_chain")
 
 
 def test_quick_cpu_run(tmp_path):

@@ -41,6 +41,7 @@ typedef struct CUgraph_st *CUgraph;
 
 /* CUfunction_attribute values */
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+#define CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED 14
 
 /* CUstreamCaptureStatus values */
 #define CU_STREAM_CAPTURE_STATUS_NONE 0

@@ -512,6 +512,12 @@ tileops_status_t tileops_cuda_build(int device, const char *source, size_t sourc
         snprintf(call, sizeof call, "cuModuleGetFunction(%.64s)", kernel_name);
         return tileops_cuda_fail_call(call, rc);
     }
+    /* Clusters of more than 8 CTAs (16 on sm_90) are non-portable: a kernel compiled with
+     * them launches only once the function allows them. Allowed on every sm_90+ kernel
+     * (a permission: nothing changes for the others). Best effort: should the driver
+     * refuse, a launch of such a cluster fails with the driver's error, naming the kernel. */
+    if (dev->major >= 9)
+        (void)api->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
     tileops_cuda_restore_context(previous, changed);
     tileops_cuda_stat_add(TILEOPS_STAT_MODULES_LOADED, 1);
 

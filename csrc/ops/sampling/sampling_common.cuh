@@ -17,7 +17,7 @@
  *
  * ==== Defines (besides rows_common.cuh's: TILEOPS_DTYPE, TILEOPS_N = V, TILEOPS_VEC,
  * TILEOPS_THREADS) ==========================================================================
- *   TILEOPS_CLUSTER 1, 2, 4 or 8 (> 1: sm_90 or later); TILEOPS_CHUNK elements per CTA, a
+ *   TILEOPS_CLUSTER 1, 2, 4, 8 or 16 (> 1: sm_90 or later); TILEOPS_CHUNK elements per CTA, a
  *   multiple of 8 with CLUSTER x CHUNK >= V; TILEOPS_OPT octets per thread,
  *   OPT x THREADS x 8 >= CHUNK. TILEOPS_VEC: G when the rows are 16-byte aligned (the
  *   pointers and V x E), else 1 (element loads). */
@@ -29,8 +29,8 @@
 #if !defined(TILEOPS_CLUSTER) || !defined(TILEOPS_CHUNK) || !defined(TILEOPS_OPT)
 #error "the sampling kernels need -DTILEOPS_CLUSTER, -DTILEOPS_CHUNK, -DTILEOPS_OPT"
 #endif
-#if TILEOPS_CLUSTER != 1 && TILEOPS_CLUSTER != 2 && TILEOPS_CLUSTER != 4 && TILEOPS_CLUSTER != 8
-#error "TILEOPS_CLUSTER must be 1, 2, 4 or 8"
+#if TILEOPS_CLUSTER != 1 && TILEOPS_CLUSTER != 2 && TILEOPS_CLUSTER != 4 && TILEOPS_CLUSTER != 8 && TILEOPS_CLUSTER != 16
+#error "TILEOPS_CLUSTER must be 1, 2, 4, 8 or 16 (non-portable: the runtime allows it on sm_90 kernels)"
 #endif
 #if TILEOPS_CHUNK < 8 || TILEOPS_CHUNK % 8 || TILEOPS_CHUNK * TILEOPS_CLUSTER < TILEOPS_N
 #error "TILEOPS_CHUNK must be a multiple of 8 with TILEOPS_CLUSTER x TILEOPS_CHUNK >= TILEOPS_N"

@@ -31,7 +31,7 @@ CONTIGUITY = ("copy", "require", "last_dim")
 RESERVED_INPUT_NAMES = {"key": "the operators' instance-key argument (name a key tensor `k`)",
                         "self": "the op instance in the generated bodies",
                         "out": "the call-time buffer of an output (`call_params.out`)"}
-OUTPUT_KEYS = {"dtype", "shape", "optional", "when", "alias_of"}
+OUTPUT_KEYS = {"dtype", "shape", "optional", "when", "alias_of", "index_of"}
 PARAM_KEYS = {"type", "default", "none_means", "choices", "dtypes"}
 # A param of type `str` may list its `choices` (e.g. rope_type: default | linear | llama3):
 # any other value is refused when assigned, naming the op, the param and the choices.
@@ -138,6 +138,8 @@ class OutputSpec:
     optional: bool = False
     when: str | None = None     # call-time bool asking for an optional output
     alias_of: str | None = None  # a written input this output is, when that input is written
+    index_of: str | None = None  # indices into this input's last dim (top-k): the bench compares
+    #                              an impl's indices by the values they pick, so ties may come in any order
 
 
 @dataclasses.dataclass(frozen=True)
@@ -485,7 +487,13 @@ def parse_entry(name, raw, source) -> Entry:
         if alias is not None:
             if alias not in input_names or not raw_inputs[alias].get("mutated"):
                 raise _err(source, name, field + ".alias_of", f"{alias!r} is not a mutated input")
-        outputs.append(OutputSpec(oname, rule, spec["shape"], optional, when, alias))
+        index_of = spec.get("index_of")
+        if index_of is not None:
+            if index_of not in input_names:
+                raise _err(source, name, field + ".index_of", f"{index_of!r} is not an input; inputs: {sorted(input_names)}")
+            if spec.get("dtype") not in ("int64", "int32"):
+                raise _err(source, name, field + ".index_of", f"indices are int64 or int32, not {spec.get('dtype')!r}")
+        outputs.append(OutputSpec(oname, rule, spec["shape"], optional, when, alias, index_of))
     for c in call_params:
         if c.fills is not None and c.fills not in raw_outputs:
             raise _err(source, name, f"signature.call_params.{c.name}.fills", f"{c.fills!r} is no output")

@@ -1,0 +1,91 @@
+"""benchmarks/summary.py: the Markdown summary of a folder of bench JSON files (the README's
+"Measured" table). Rows as `python -m tileops bench` writes them: the ratio is tileops over
+the fastest impl that is neither the copy nor failed nor wrong; --behind keeps the cases
+another impl won; a failed or wrong impl shows as such, never as a time."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import load_script
+
+_PATH = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "summary.py")
+
+
+def _row(op, case, dtype, impls):
+    return {"op": op, "case": f"{case}-{dtype}", "dtype": dtype, "impls": impls}
+
+
+def _write(folder, name, rows):
+    (folder / name).write_text(json.dumps({"metadata": {"op": name}, "rows": rows}))
+
+
+@pytest.fixture
+def results(tmp_path):
+    _write(tmp_path, "AOp.json", [
+        _row("AFwdOp", "small[T=1]", "float16", {
+            "tileops": {"hot_us": 1.0, "cold_us": 5.0, "correct": True},
+            "torch": {"hot_us": 2.0, "cold_us": 4.0, "correct": True},
+            "copy": {"hot_us": 0.5, "cold_us": 3.0}}),
+        _row("AFwdOp", "big[T=4096]", "float16", {
+            "tileops": {"hot_us": 10.0, "cold_us": 12.0, "correct": True},
+            "torch": {"hot_us": 20.0, "cold_us": 24.0, "correct": True},
+            "torch.compile": {"error": "InductorError: TypeError: list indices"},
+            "copy": {"hot_us": 0.1, "cold_us": 0.1}}),
+        _row("AFwdOp", "big[T=4096]", "float32", {
+            "tileops": {"hot_us": 10.0, "cold_us": 12.0, "correct": True},
+            "torch": {"hot_us": 5.0, "cold_us": 6.0, "correct": False,
+                      "error": "output differs from the reference"}}),
+    ])
+    (tmp_path / "notes.json").write_text(json.dumps({"rows": [{"no": "impls"}]}))   # not a bench file's rows
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def summary():
+    return load_script(_PATH, "bench_summary")
+
+
+def test_ratio_is_against_the_fastest_impl_that_ran_and_agreed(summary, results):
+    rows = summary.load_rows(results, None)
+    assert len(rows) == 3
+    small, big, wrong = rows
+    assert summary.ratio(small, "hot_us") == pytest.approx(0.5)
+    assert summary.ratio(small, "cold_us") == pytest.approx(1.25)    # torch wins cold
+    assert summary.ratio(big, "hot_us") == pytest.approx(0.5)       # the failed compile is not a candidate
+    assert summary.ratio(wrong, "hot_us") is None                    # a wrong output is no baseline
+
+
+def test_cells_say_failed_and_differs_instead_of_a_time(summary, results):
+    text, kept = summary.table(summary.load_rows(results, None), ("hot_us",))
+    assert kept == 3
+    lines = text.splitlines()
+    assert lines[0].split(" | ")[:5] == ["| op", "case", "tileops hot", "torch hot", "torch.compile hot"]
+    assert lines[0].split(" | ")[-2:] == ["copy hot", "tileops / best hot |"]
+    big = next(ln for ln in lines if "big[T=4096]" in ln and "failed" in ln)
+    assert "failed: InductorError" in big and "0.50" in big
+    assert any("5.00 (differs)" in ln for ln in lines)
+
+
+def test_behind_keeps_only_the_cases_another_impl_won(summary, results):
+    text, kept = summary.table(summary.load_rows(results, "float16"), ("hot_us", "cold_us"), behind_only=True)
+    assert kept == 1
+    assert "small[T=1]" in text and "big[T=4096]" not in text
+
+
+def test_the_script_runs_and_refuses_an_empty_folder(results, tmp_path_factory):
+    r = subprocess.run([sys.executable, _PATH, str(results), "--dtype", "float16", "--metric", "hot_us"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("\n| A |") == 2 and "2 of 2 cases" in r.stderr
+    r = subprocess.run([sys.executable, _PATH, str(results), "--impls", "tileops,copy", "--cases", "small",
+                        "--metric", "cold_us"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    head, _, line = r.stdout.splitlines()
+    assert head == "| op | case | tileops cold | copy cold | tileops / best cold |"
+    assert line == "| A | small[T=1] | 5.00 | 3.00 | 1.25 |"       # the ratio still counts torch
+    empty = tmp_path_factory.mktemp("empty")
+    r = subprocess.run([sys.executable, _PATH, str(empty)], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "no bench rows" in r.stderr
