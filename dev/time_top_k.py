@@ -9,8 +9,8 @@ torch.topk at B = 1).
 
 A variant cC: the row over a cluster of C CTAs of 1024 threads (cuda_sampling's
 selection_plan(V, C)), the shipped kernel (C = 16: a non-portable cluster, which the
-runtime allows on every sm_90 kernel it loads; the shipped rule stops at 8); cCn: with no words kept in registers between
-the passes (-DSMP_KEEP=0: each pass loads; session 18's lab variant cCr, the words kept,
+runtime allows on every sm_90 kernel it loads; measured in session 21, the shipped rule
+stops at 8); cCn: with no words kept in registers between the passes (-DSMP_KEEP=0: each pass loads; session 18's lab variant cCr, the words kept,
 shipped in session 19); (Session 19's cCm, the mask's masses added by one 64-bit red.shared.add each, measured
 1.45x slower: removed.)
 cCk, cCp: the mask with top-k alone, top-p alone (its result not compared: where the time goes);

@@ -294,11 +294,13 @@ def _nucleus_edge_case(monkeypatch):
     return cls, case, bench.Config("cpu", impls=["tileops", "torch"], quick=True)
 
 
-@pytest.mark.parametrize("peer_indices,accepted", [([[4, 2]], True), ([[2, 1]], True), ([[0, 2]], False)])
+@pytest.mark.parametrize("peer_indices,accepted", [([[4, 2]], True), ([[2, 1]], True), ([[0, 2]], False),
+                                                    ([[2, 2]], False)])
 def test_a_peer_s_top_k_indices_may_break_ties_another_way(monkeypatch, peer_indices, accepted):
     """TopKFwdOp's indices are `index_of: logits`: a peer whose indices pick the same values
     as the reference's (ties at 3.0 in another order) is correct, its check saying so; one
-    that picks another value is flagged. tileops (ties to the lower index) matches exactly."""
+    that picks another value, or one tied value twice, is flagged. tileops (ties to the
+    lower index) matches exactly."""
     from tileops.manifest.workloads import cases
     cls = tileops.all_op_classes()["TopKFwdOp"]
     logits = torch.tensor([[1.0, 3.0, 3.0, 0.0, 3.0]])

@@ -647,7 +647,8 @@ def picked_values(entry, inputs, outs):
     """``outs`` (what ``op(*inputs)`` returns, then the inputs it wrote) with each output the
     manifest marks ``index_of: <input>`` replaced by that input's values at those indices
     (along its last dim): two impls that break ties differently pick the same values. None
-    when no output is so marked or an index is out of range (then only the indices speak)."""
+    when no output is so marked, or an index is out of range or repeated within its row
+    (picking one of two tied values twice is no top-k): then only the indices speak."""
     outs = as_tuple(outs)
     defaults = {c.name: c.default for c in entry.call_params}
     kept = [o for o in entry.outputs if not (o.optional and not defaults.get(o.when))]
@@ -659,6 +660,9 @@ def picked_values(entry, inputs, outs):
         if o.index_of:
             src, idx = inputs[names.index(o.index_of)], outs[k].long()
             if idx.numel() and not bool(((idx >= 0) & (idx < src.shape[-1])).all()):
+                return None
+            ordered = idx.sort(dim=-1).values
+            if bool((ordered[..., 1:] == ordered[..., :-1]).any()):
                 return None
             res[k] = src.gather(-1, idx)
     return tuple(res)
