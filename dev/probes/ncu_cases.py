@@ -7,7 +7,9 @@ calls ncu profiles (it is told to skip the warm-up launches by --launch-skip).
 Cases: pda (PagedDecodeAttentionFwdOp, Llama-3-8B heads unless --H/--Hkv), softmax,
 argmax (bf16 logits [B, V]), rmsnorm (fp16 x [--T, --N], weight [--N]), rope (fp16 q [--T,
 --H, 128], k [--T, --Hkv, 128], in place, int64 positions below 8192), mask
-(TopKTopPMaskFwdOp, --dtype logits [B, V] N(0, 3), k in [1, V), p in [0.5, 0.95)). Each case makes 3
+(TopKTopPMaskFwdOp, --dtype logits [B, V] N(0, 3), k in [1, V), p in [0.5, 0.95)), gated
+(--act gelu | silu | gelu_tanh and mul, fp16 x [--T, 2 x --I]; --compiled: torch.compile of
+the same math, Triton's kernel, for the one-token L2-cold gap of session 21). Each case makes 3
 warm-up calls, then 2 more. ncu flushes the caches before each profiled launch by default
 (--cache-control all): L2-cold profiles, as the bench's cold timer. rmsnorm --liger runs
 Liger-Kernel's LigerRMSNormFunction on the same tensors instead (its wheel carried to the
@@ -21,7 +23,7 @@ import torch
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=("pda", "softmax", "argmax", "rmsnorm", "rope", "mask"))
+    ap.add_argument("case", choices=("pda", "softmax", "argmax", "rmsnorm", "rope", "mask", "gated"))
     ap.add_argument("--B", type=int, default=128)
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--H", type=int, default=32)
@@ -34,6 +36,9 @@ def main():
     ap.add_argument("--N", type=int, default=4096)
     ap.add_argument("--liger", action="store_true", help="rmsnorm: Liger-Kernel's instead of tileops'")
     ap.add_argument("--dtype", default="bfloat16", help="mask: the logits' dtype")
+    ap.add_argument("--act", default="gelu", choices=("gelu", "silu", "gelu_tanh"), help="gated: the activation")
+    ap.add_argument("--I", type=int, default=14336, help="gated: the intermediate size (x is [T, 2 I])")
+    ap.add_argument("--compiled", action="store_true", help="gated: torch.compile of the math instead of tileops")
     a = ap.parse_args()
     dev = "cuda"
     if a.case == "pda":
@@ -69,6 +74,17 @@ def main():
         cache = torch.randn(8192, 128, device=dev)
         op = RopeFwdOp(128, 128)
         fn = lambda: op(q, k, pos, cache, inplace=True)   # noqa: E731
+    elif a.case == "gated":
+        import torch.nn.functional as F
+
+        from tileops.activation import GeluAndMulFwdOp, GeluTanhAndMulFwdOp, SiluAndMulFwdOp
+        x = torch.randn(a.T, 2 * a.I, device=dev, dtype=torch.float16)
+        op = {"gelu": GeluAndMulFwdOp, "silu": SiluAndMulFwdOp, "gelu_tanh": GeluTanhAndMulFwdOp}[a.act]()
+        fn = lambda: op(x)   # noqa: E731
+        if a.compiled:
+            act = {"gelu": F.gelu, "silu": F.silu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}[a.act]
+            fn = torch.compile(lambda t: act(t[..., :a.I]) * t[..., a.I:], fullgraph=True, dynamic=False)
+            fn = (lambda f: lambda: f(x))(fn)
     elif a.case == "mask":
         from tileops.sampling import TopKTopPMaskFwdOp
         g = torch.Generator(device="cpu").manual_seed(1)

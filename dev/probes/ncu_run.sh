@@ -2,6 +2,7 @@
 # Nsight Compute over dev/probes/ncu_cases.py (on the lent GPU, after the kit's build):
 #   NCU_CASES="pda_b128:pda --B 128 --ctx 4096;softmax:softmax --B 128" bash dev/probes/ncu_run.sh
 #   NCU_CASES="rms32:rmsnorm --T 32;liger32:ligerrms --T 32;rope4k:rope --T 4096" bash dev/probes/ncu_run.sh
+#   NCU_CASES="gelu1:gated --T 1;gelu1c:gatedc --T 1" bash dev/probes/ncu_run.sh   (gatedc: torch.compile's Triton kernel)
 # Each NAME:ARGS profiles one launch of the case's main kernel (--set full, clocks left alone)
 # and writes NAME.details.txt (every section) and NAME.source.csv (per-SASS-instruction
 # samples) into $OUT/ncu/, tarred into $OUT/ncu.tar.gz.
@@ -11,7 +12,8 @@ NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -
 mkdir -p /tmp/ncu
 declare -A KERNEL=([pda]='regex:paged_decode_attention$' [softmax]='regex:tileops_softmax$' [argmax]='regex:tileops_argmax$'
                    [rmsnorm]='regex:tileops_rms_norm' [rope]='regex:tileops_rope$' [ligerrms]='regex:rms_norm'
-                   [pdaall]='regex:paged_decode_attention' [mask]='regex:tileops_top_k_top_p_mask$')
+                   [pdaall]='regex:paged_decode_attention' [mask]='regex:tileops_top_k_top_p_mask$'
+                   [gated]='regex:tileops_(gelu|silu|gelu_tanh)_and_mul$' [gatedc]='regex:^triton_')
 # pdaall: the main kernel and the merge kernel of one call (a split call launches both)
 declare -A SKIP=([pdaall]=6) COUNT=([pdaall]=2)
 IFS=';' read -ra CASES <<<"${NCU_CASES}"
@@ -20,6 +22,7 @@ for spec in "${CASES[@]}"; do
     echo "--- ncu $name ($args)"
     pyargs=${args/#pdaall/pda}
     pyargs=${pyargs/#ligerrms/rmsnorm --liger}
+    pyargs=${pyargs/#gatedc/gated --compiled}
     timeout 150 "$NCU" --clock-control none --set full --import-source yes -k "${KERNEL[$kind]}" \
         --launch-skip "${SKIP[$kind]:-3}" --launch-count "${COUNT[$kind]:-1}" -f -o "/tmp/ncu/$name" \
         python3 dev/probes/ncu_cases.py $pyargs >"/tmp/ncu/$name.log" 2>&1 \
