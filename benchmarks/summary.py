@@ -4,6 +4,7 @@
     python benchmarks/summary.py DIR [--dtype float16] [--metric hot_us|cold_us|both]
                                      [--behind] [--impls tileops,torch.compile,liger,copy]
                                      [--cases FILTER]
+    python benchmarks/summary.py DIR --readme      # the README's "Measured" table
 
 For each case of each op (rows sorted as the files hold them), one line: tileops' time and
 each other impl's (torch, torch.compile, peers such as liger or sdpa_gathered; the copy
@@ -14,6 +15,8 @@ time. ``--behind`` lists only the cases where some impl beat tileops (hot or col
 is what the README's "where tileops is behind" paragraph cites. ``--impls`` picks the
 columns (the ratio still counts every impl that ran); ``--cases`` keeps the cases whose
 name holds one of its comma-separated terms (the bench's ``--workloads`` filter).
+``--readme`` prints the README's table instead: the rows of :data:`README_ROWS`, fp16, each
+cell "tileops / torch.compile / peer / copy" at a small and a large size, hot and L2-cold.
 """
 from __future__ import annotations
 
@@ -101,6 +104,67 @@ def table(rows, metrics, behind_only=False, impls=None):
     return "\n".join(out), kept
 
 
+# The README's table: (label, op, case name with %s for the size, peer, (small, large)).
+README_ROWS = (
+    ("RMSNorm, hidden 4096", "RMSNormFwdOp", "Llama-3-8B[H=4096,T=%s]", "liger", ("1", "4096")),
+    ("RMSNorm, hidden 8192", "RMSNormFwdOp", "Llama-3-70B[H=8192,T=%s]", "liger", ("1", "4096")),
+    ("QK-norm, 32 heads of 128", "RMSNormFwdOp", "QK-norm, 32 heads[H=128,T=%s]", "liger", ("1", "4096")),
+    ("Gemma RMSNorm, 4096", "GemmaRMSNormFwdOp", "Llama-3-8B[H=4096,T=%s]", "liger", ("1", "4096")),
+    ("LayerNorm, 4096", "LayerNormFwdOp", "Llama-3-8B[H=4096,T=%s]", "liger", ("1", "4096")),
+    ("fused add + RMSNorm, 4096", "FusedAddRMSNormFwdOp", "Llama-3-8B[H=4096,T=%s]", "liger", ("1", "4096")),
+    ("fused add + LayerNorm, 4096 (no Liger op)", "FusedAddLayerNormFwdOp", "Llama-3-8B[H=4096,T=%s]", None,
+     ("1", "4096")),
+    ("SiLU-and-mul, intermediate 14336", "SiluAndMulFwdOp", "Llama-3-8B[I2=28672,T=%s]", "liger", ("1", "4096")),
+    ("GeLU(tanh)-and-mul, 14336", "GeluTanhAndMulFwdOp", "Llama-3-8B[I2=28672,T=%s]", "liger", ("1", "4096")),
+    ("GeLU(erf)-and-mul, 14336 (no Liger op)", "GeluAndMulFwdOp", "Llama-3-8B[I2=28672,T=%s]", None, ("1", "4096")),
+    ("RoPE, Llama-3-8B heads (32 + 8 of 128)", "RopeFwdOp", "Llama-3-8B[D=128,H=32,HK=8,P=8192,T=%s]", None,
+     ("1", "4096")),
+    ("RoPE, Llama-3-70B heads (64 + 8)", "RopeFwdOp", "Llama-3-70B[D=128,H=64,HK=8,P=8192,T=%s]", None, ("1", "4096")),
+    ("embedding, Llama-3-8B table", "EmbeddingFwdOp", "Llama-3-8B[H=4096,T=%s,V=128256]", None, ("1", "4096")),
+    ("merge of two attention states, 32 heads", "MergeAttnStatesFwdOp", "Llama-3-8B[D=128,H=32,T=%s]", None,
+     ("1", "4096")),
+    ("KV-cache write, 8 KV heads, pages of 16 (right: T = 128)", "KVCacheWriteFwdOp",
+     "Llama-3-8B, pages of 16[BS=16,D=128,HK=8,NB=2048,T=%s]", None, ("1", "128")),
+    ("softmax of 128256 logits (left: B = 1, right: B = 128)", "SoftmaxFwdOp", "Llama-3[B=%s,V=128256]", None,
+     ("1", "128")),
+    ("argmax of 128256 (B = 1 / 128)", "ArgmaxFwdOp", "Llama-3[B=%s,V=128256]", None, ("1", "128")),
+    ("top-50 of 128256 (B = 1 / 128; peer: torch.topk)", "TopKFwdOp", "Llama-3, top-50[B=%s,K=50,V=128256]",
+     "torch.topk", ("1", "128")),
+    ("top-k/top-p mask of 128256 (B = 1 / 128)", "TopKTopPMaskFwdOp", "Llama-3[B=%s,V=128256]", None, ("1", "128")),
+    ("draw from probs of 128256 (B = 1 / 128)", "SampleFromProbsFwdOp", "Llama-3[B=%s,V=128256]", None, ("1", "128")),
+    ("paged decode, Llama-3-8B, pages of 16, 4K context (B = 1 / 32; peer: SDPA on K/V gathered)",
+     "PagedDecodeAttentionFwdOp", "Llama-3-8B[B=%s,BS=16,CTX=4096,D=128,H=32,HK=8]", "sdpa_gathered", ("1", "32")),
+)
+
+
+def readme_table(rows, spec=README_ROWS, dtype="float16"):
+    """The README's table from bench rows: per spec row, "tileops / torch.compile / peer /
+    copy" µs at the small and the large size, hot and L2-cold (`failed` for an impl that
+    raised, `—` for one that did not run, `missing` for a case the rows lack)."""
+    by_case = {(r["op"], r["case"]): r for r in rows if r.get("dtype") == dtype}
+
+    def cell(op, case, metric, peer):
+        r = by_case.get((op, f"{case}-{dtype}"))
+        if r is None:
+            return "missing"
+
+        def one(name):
+            i = r["impls"].get(name) if name else None
+            if i is None:
+                return "—"
+            if i.get(metric) is None:
+                return "failed" if i.get("error") else "—"
+            return f"{i[metric]:.2f}"
+        return " / ".join(one(n) for n in ("tileops", "torch.compile", peer, COPY))
+
+    out = ["| op (tileops / torch.compile / peer / copy, µs) | small hot | small L2-cold | large hot | large L2-cold |",
+           "| --- | --- | --- | --- | --- |"]
+    for label, op, case, peer, (small, large) in spec:
+        cells = [cell(op, case % size, m, peer) for size in (small, large) for m in ("hot_us", "cold_us")]
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", type=Path)
@@ -109,9 +173,13 @@ def main(argv=None):
     ap.add_argument("--behind", action="store_true", help="only the cases where another impl beat tileops")
     ap.add_argument("--impls", default=None, help="comma-separated columns (default: every impl that ran)")
     ap.add_argument("--cases", default=None, help="comma-separated terms: keep the cases whose name holds one")
+    ap.add_argument("--readme", action="store_true", help="the README's table (README_ROWS, fp16)")
     a = ap.parse_args(argv)
     if not a.folder.is_dir():
         raise SystemExit(f"summary: {a.folder} is not a folder of bench JSON files")
+    if a.readme:
+        print(readme_table(load_rows(a.folder, None)))
+        return
     rows = load_rows(a.folder, a.dtype)
     if a.cases:
         terms = [t.strip().lower() for t in a.cases.split(",") if t.strip()]

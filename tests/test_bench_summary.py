@@ -89,3 +89,28 @@ def test_the_script_runs_and_refuses_an_empty_folder(results, tmp_path_factory):
     empty = tmp_path_factory.mktemp("empty")
     r = subprocess.run([sys.executable, _PATH, str(empty)], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "no bench rows" in r.stderr
+
+
+def test_readme_table_cells_and_gaps(summary, results):
+    spec = (("A op", "AFwdOp", "small[T=%s]", "torch", ("1", "9")),)
+    text = summary.readme_table(summary.load_rows(results, None), spec)
+    head, rule, line = text.splitlines()
+    assert head.startswith("| op (tileops / torch.compile / peer / copy, µs) | small hot")
+    # the small case is there (torch.compile did not run: —); the large one is not
+    assert line == "| A op | 1.00 / — / 2.00 / 0.50 | 5.00 / — / 4.00 / 3.00 | missing | missing |"
+    spec = (("B op", "AFwdOp", "big[T=%s]", None, ("4096", "4096")),)
+    line = summary.readme_table(summary.load_rows(results, None), spec).splitlines()[2]
+    assert line.startswith("| B op | 10.00 / failed / — / 0.10 | ")
+
+
+def test_the_readme_rows_name_cases_of_the_manifest():
+    """Every README_ROWS case is a manifest case of its op in fp16 (a renamed workload would
+    otherwise leave the README's table with `missing` cells)."""
+    import tileops
+    from tileops.bench import select_cases
+    mod = load_script(_PATH, "bench_summary_rows")
+    ops = tileops.all_op_classes()
+    for label, op, case, peer, sizes in mod.README_ROWS:
+        names = {c.name for c in select_cases(ops[op], dtypes=["float16"])}
+        for size in sizes:
+            assert f"{case % size}-float16" in names, (label, case % size)
