@@ -96,7 +96,8 @@ def table(rows, metrics, behind_only=False, impls=None):
         if behind_only and not any(x is not None and x > 1.0 for x in ratios):
             continue
         kept += 1
-        line = [r["op"].removesuffix("FwdOp"), r["case"].rsplit("-", 1)[0] if r["case"].endswith(r["dtype"]) else r["case"]]
+        case = r["case"].rsplit("-", 1)[0] if r["case"].endswith(r["dtype"]) else r["case"]
+        line = [r["op"].removesuffix("FwdOp"), case]
         for m, x in zip(metrics, ratios):
             line += [cell(r["impls"].get(n), m) for n in names]
             line.append("—" if x is None else f"{x:.2f}")
@@ -157,7 +158,8 @@ def readme_table(rows, spec=README_ROWS, dtype="float16"):
             return f"{i[metric]:.2f}"
         return " / ".join(one(n) for n in ("tileops", "torch.compile", peer, COPY))
 
-    out = ["| op (tileops / torch.compile / peer / copy, µs) | small hot | small L2-cold | large hot | large L2-cold |",
+    out = ["| op (tileops / torch.compile / peer / copy, µs) | small hot | small L2-cold | large hot"
+           " | large L2-cold |",
            "| --- | --- | --- | --- | --- |"]
     for label, op, case, peer, (small, large) in spec:
         cells = [cell(op, case % size, m, peer) for size in (small, large) for m in ("hot_us", "cold_us")]

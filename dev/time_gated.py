@@ -1,16 +1,23 @@
 """Launch variants of the gated activations' CUDA kernel (csrc/ops/activation/gated_act.cuh):
 groups per thread (TILEOPS_UNROLL) and the grid (one wave of resident threads striding, or
-a block per tile of threads x UNROLL groups) and the block size, fp16 silu_and_mul, launched directly.
+a block per tile of threads x UNROLL groups) and the block size, fp16, launched directly;
+--elems adds the parked build of a thread per element (dev/patches/gated_elems.patch,
+-DTILEOPS_GATED_ELEMS=1: one copy of the activation's code instead of 8).
 
     python dev/time_gated.py [--out PATH.json] [--rows 1,32,256,4096] [--ns 14336,18944,28672]
                              [--unrolls 1,2,4,8] [--threads 256] [--grids wave,full]
+                             [--op silu_and_mul|gelu_and_mul|gelu_tanh_and_mul] [--cast] [--elems]
 
-Per shape: the variants "u<U> t<threads> wave" / "... full", torch.compile of the reference
-(x[:, :n].float() silu times x[:, n:], as tileops.reference.activation writes it) and a
-copy of the same bytes (y.copy_ of x's first half plus a read of the second: torch's copy
-of x into a 1.5x buffer is the bytes floor), hot (CUDA graph of 50 calls) and cold (256 MB
-written before each call), 2 interleaved rounds, min reported. The question: what closes
-the 8-15 % the op loses to torch.compile at 4096 tokens (dev/NOTES.md, session 5)."""
+Per shape: the variants "u<U> t<threads> wave" / "... full" (and "elems t<threads>"),
+torch.compile of the reference (tileops.reference.activation's, with --cast Hugging Face's
+rounding) and a copy of the same bytes (torch's copy of a 1.5x buffer: x read, y written),
+hot (CUDA graph of 50 calls) and cold (256 MB written before each call), 2 interleaved
+rounds, min reported; every variant's y checked bit for bit against the first's. The
+questions: what closes the 8-15 % the op lost to torch.compile at 4096 tokens (dev/NOTES.md,
+session 5), and whether less code closes the one-token L2-cold gap (session 21: the erf
+kernel's 5.8 KB of code, +0.4 µs over torch.compile L2-cold, silu's 3.5 KB level).
+The lab's session 21 runs: `--op gelu_and_mul --rows 1,32,4096 --ns 14336 --unrolls 1
+--threads 128 --grids full --elems` (and --op silu_and_mul, the control)."""
 from __future__ import annotations
 
 import argparse
@@ -18,12 +25,12 @@ import sys
 
 import torch
 
-from lab import common, default_out, min_rows, time_interleaved
+from lab import common, default_out, min_rows, patched_source, time_interleaved
 
 tileops = common.import_tileops()
 from tileops import _C, runtime  # noqa: E402
 from tileops.kernels.activation import cuda_gated as G  # noqa: E402
-from tileops.reference.activation import silu_and_mul  # noqa: E402
+from tileops.reference import activation as R  # noqa: E402
 
 DT = 1
 
@@ -36,10 +43,14 @@ def main(argv=None):
     p.add_argument("--unrolls", default="1,2,4,8")
     p.add_argument("--threads", default="256")
     p.add_argument("--grids", default="wave,full")
+    p.add_argument("--op", default="silu_and_mul", choices=("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul"))
+    p.add_argument("--cast", action="store_true", help="Hugging Face's rounding (act(a) rounded before the product)")
+    p.add_argument("--elems", action="store_true", help="also the parked build of a thread per element")
     a = p.parse_args(argv)
+    reference = lambda x: getattr(R, a.op)(x, cast_before_mul=a.cast)  # noqa: E731
     stream_of = torch._C._cuda_getCurrentRawStream
     sm = runtime.device_attributes(0)["sm_count"]
-    compiled = torch.compile(silu_and_mul)
+    compiled = torch.compile(reference)
     results = []
     for n in (int(v) for v in a.ns.split(",")):
         for rows in (int(v) for v in a.rows.split(",")):
@@ -52,7 +63,7 @@ def main(argv=None):
             ng = G.groups(DT, n)
             for u in (int(v) for v in a.unrolls.split(",")):
                 for threads in (int(v) for v in a.threads.split(",")):
-                    src, kname, opts, threads, _ = G.specialisation("silu_and_mul", DT, n, 8, u, threads)
+                    src, kname, opts, threads, _ = G.specialisation(a.op, DT, n, 8, u, threads, cast=a.cast)
                     h = runtime.build(0, src, kname, opts, G.ARG_FORMAT)
                     need = -(-(rows * ng) // (threads * u))
                     grids = {"wave": min(need, sm * 2048 // threads), "full": min(need, G.GRID_MAX)}
@@ -61,10 +72,18 @@ def main(argv=None):
                             _C.cuda_launch(h, grid, 1, 1, threads, 1, 1, 0, stream_of(0), x.data_ptr(), y.data_ptr(),
                                            rows)
                         fns[f"u{u} t{threads} {label}"] = fn
+            for threads in (int(v) for v in a.threads.split(",")) if a.elems else ():
+                src, kname, opts, threads, _ = G.specialisation(a.op, DT, n, 8, 1, threads, cast=a.cast)
+                h = runtime.build(0, patched_source(src, ("gated_elems.patch",)), kname,
+                                  opts + ("-DTILEOPS_GATED_ELEMS=1",), G.ARG_FORMAT)
+
+                def fn(h=h, grid=min(-(-(rows * n) // threads), G.GRID_MAX), threads=threads):
+                    _C.cuda_launch(h, grid, 1, 1, threads, 1, 1, 0, stream_of(0), x.data_ptr(), y.data_ptr(), rows)
+                fns[f"elems t{threads}"] = fn
             names = list(fns)
             ref = None
             for k in names:   # every variant gives the same bits
-                if k[0] == "u":
+                if k[0] == "u" or k.startswith("elems"):
                     y.zero_()
                     fns[k]()
                     torch.cuda.synchronize()
@@ -72,11 +91,12 @@ def main(argv=None):
                         ref = y.clone()
                     assert torch.equal(y, ref), k
             results += min_rows(time_interleaved(fns), f"{rows}x{n}", f"{rows:5d}x{n:<5d}", 16)
-            err = (ref.float() - silu_and_mul(x.double()).float()).abs().max().item()
+            err = (ref.float() - reference(x.double()).float()).abs().max().item()
             print(f"  max |y - float64 reference| {err:.3g}")
             del fns, x, y, c_src, c_dst
     out = a.out or str(default_out("gated_variants.json"))
-    common.write_results(out, results, common.metadata("cuda", timing="gated activation launch variants"))
+    what = f"gated activation launch variants, {a.op}{' cast' if a.cast else ''}"
+    common.write_results(out, results, common.metadata("cuda", timing=what))
     print(f"wrote {out}")
     return 0
 

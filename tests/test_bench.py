@@ -306,7 +306,8 @@ def test_a_peer_s_top_k_indices_may_break_ties_another_way(monkeypatch, peer_ind
     logits = torch.tensor([[1.0, 3.0, 3.0, 0.0, 3.0]])
     monkeypatch.setattr(bench, "make_inputs", lambda entry, case, device, seed=0: [logits.clone()])
     idx = torch.tensor(peer_indices)
-    monkeypatch.setattr(bench, "peer_callable", lambda entry, spec, inputs, params: lambda: (logits.gather(-1, idx), idx))
+    monkeypatch.setattr(bench, "peer_callable",
+                        lambda entry, spec, inputs, params: lambda: (logits.gather(-1, idx), idx))
     case = next(c for c in cases(cls._entry, dtypes=["float32"]))
     case = dataclasses.replace(case, shapes={"logits": (1, 5)}, dims={"B": 1, "V": 5, "K": 2}, params={"k": 2})
     row = bench.run_case(cls, case, bench.Config("cpu", impls=["tileops", "torch.topk"], quick=True), {}, [])
