@@ -144,11 +144,12 @@ def test_a_selection_row_spreads_over_a_cluster_while_the_batch_leaves_sms_idle(
 
 
 @NEEDS_NVCC
-@pytest.mark.parametrize("cluster", [2, 4, 8])
+@pytest.mark.parametrize("cluster", [2, 4, 8, 16])
 @pytest.mark.parametrize("dt,V", [(0, 152064), (0, 128256), (2, 128256), (1, 65537)])
 def test_selection_cluster_builds_compile_bare_without_spills(tmp_path, cluster, dt, V):
     # clusters of 4 and 8 at the real vocabularies keep a thread's first octets in registers
-    # (sampling_common.cuh SMP_KEEP: 2 octets, 1 in float32 at 4 a thread) without a spill
+    # (sampling_common.cuh SMP_KEEP: 2 octets, 1 in float32 at 4 a thread) without a spill;
+    # 16, non-portable, the rule never picks (dev/time_top_k.py's c16, the GPU test of every cluster)
     nvcc_bare(tmp_path, *K.top_k_specialisation(dt, V, 1024, True, True, cluster)[:3])
     nvcc_bare(tmp_path, *K.top_k_top_p_mask_specialisation(dt, V, True, 4, True, V % 8 == 0, cluster)[:3])
 
