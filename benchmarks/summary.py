@@ -5,6 +5,7 @@
                                      [--behind] [--impls tileops,torch.compile,liger,copy]
                                      [--cases FILTER]
     python benchmarks/summary.py DIR --readme      # the README's "Measured" table
+    python benchmarks/summary.py --readme-workloads  # its cases as `bench --workloads` filters, per op
 
 For each case of each op (rows sorted as the files hold them), one line: tileops' time and
 each other impl's (torch, torch.compile, peers such as liger or sdpa_gathered; the copy
@@ -17,6 +18,8 @@ columns (the ratio still counts every impl that ran); ``--cases`` keeps the case
 name holds one of its comma-separated terms (the bench's ``--workloads`` filter).
 ``--readme`` prints the README's table instead: the rows of :data:`README_ROWS`, fp16, each
 cell "tileops / torch.compile / peer / copy" at a small and a large size, hot and L2-cold.
+``--readme-workloads`` prints, per op, the ``--workloads`` filter that selects exactly the
+table's cases (dev/readme_bench.sh runs the bench with them: the table in one device call).
 """
 from __future__ import annotations
 
@@ -167,16 +170,43 @@ def readme_table(rows, spec=README_ROWS, dtype="float16"):
     return "\n".join(out)
 
 
+def case_term(case: str) -> str:
+    """A ``--workloads`` term matching exactly the case ``LABEL[D1=v1,D2=v2,...]`` (no dtype):
+    ``&`` parts (a comma would split the term), ``LABEL[`` matched as text (its commas
+    become parts too), every dim exactly (tileops.bench.case_filter: B=1 is not B=128)."""
+    label, _, dims = case.rstrip("]").partition("[")
+    return "&".join(label.split(",")[:-1] + [label.split(",")[-1] + "["] + dims.split(","))
+
+
+def readme_workloads(spec=README_ROWS) -> dict:
+    """{op: its README cases as one ``--workloads`` filter}, ops in table order."""
+    out = {}
+    for _label, op, case, _peer, sizes in spec:
+        terms = out.setdefault(op, [])
+        for size in sizes:
+            if case_term(case % size) not in terms:
+                terms.append(case_term(case % size))
+    return {op: ",".join(terms) for op, terms in out.items()}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("folder", type=Path)
+    ap.add_argument("folder", type=Path, nargs="?")
     ap.add_argument("--dtype", default=None, help="keep the rows of this dtype (default: all)")
     ap.add_argument("--metric", choices=("hot_us", "cold_us", "both"), default="both")
     ap.add_argument("--behind", action="store_true", help="only the cases where another impl beat tileops")
     ap.add_argument("--impls", default=None, help="comma-separated columns (default: every impl that ran)")
     ap.add_argument("--cases", default=None, help="comma-separated terms: keep the cases whose name holds one")
     ap.add_argument("--readme", action="store_true", help="the README's table (README_ROWS, fp16)")
+    ap.add_argument("--readme-workloads", action="store_true",
+                    help="per op (one a line: OP FILTER), the --workloads filter of the README's cases")
     a = ap.parse_args(argv)
+    if a.readme_workloads:
+        for op, terms in readme_workloads().items():
+            print(op, terms)
+        return
+    if a.folder is None:
+        raise SystemExit("summary: give the folder of bench JSON files")
     if not a.folder.is_dir():
         raise SystemExit(f"summary: {a.folder} is not a folder of bench JSON files")
     if a.readme:

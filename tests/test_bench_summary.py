@@ -114,3 +114,44 @@ def test_the_readme_rows_name_cases_of_the_manifest():
         names = {c.name for c in select_cases(ops[op], dtypes=["float16"])}
         for size in sizes:
             assert f"{case % size}-float16" in names, (label, case % size)
+
+
+def test_the_readme_workloads_select_exactly_the_readme_cases():
+    """--readme-workloads: per op, a `bench --workloads` filter (commas inside a case name
+    become `&` parts) that keeps exactly the README's fp16 cases of that op."""
+    import tileops
+    from tileops.bench import case_filter, select_cases
+    mod = load_script(_PATH, "bench_summary_wl")
+    ops = tileops.all_op_classes()
+    want = {}
+    for _label, op, case, _peer, sizes in mod.README_ROWS:
+        want.setdefault(op, set()).update(f"{case % s}-float16" for s in sizes)
+    got = mod.readme_workloads()
+    assert list(got) == list(want)
+    for op, terms in got.items():
+        kept = {c.name for c in select_cases(ops[op], dtypes=["float16"], keep=case_filter(terms))}
+        assert kept == want[op], op
+    r = subprocess.run([sys.executable, _PATH, "--readme-workloads"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.splitlines()[0] == f"RMSNormFwdOp {got['RMSNormFwdOp']}"
+
+
+def test_readme_bench_runs_the_bench_on_exactly_those_filters(tmp_path):
+    """dev/readme_bench.sh (the README's table in one device call), dry: one bench command
+    per op of README_ROWS, with that op's --workloads filter (spaces and `&` intact), fp16,
+    into $OUT/readme/<op>.json."""
+    import shlex
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "python3").symlink_to(sys.executable)
+    root = os.path.dirname(_PATH) + "/.."
+    env = dict(os.environ, README_DRY="1", OUT=str(tmp_path / "out"), PATH=f"{shim}:{os.environ['PATH']}")
+    r = subprocess.run(["bash", "dev/readme_bench.sh"], cwd=root, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    want = load_script(_PATH, "bench_summary_sh").readme_workloads()
+    cmds = [shlex.split(line) for line in r.stdout.splitlines()]
+    assert [c[c.index("--op") + 1] for c in cmds] == list(want)
+    for c in cmds:
+        op = c[c.index("--op") + 1]
+        assert c[c.index("--workloads") + 1] == want[op]
+        assert c[c.index("--dtypes") + 1] == "float16" and c[c.index("--device") + 1] == "cuda"
+        assert c[c.index("--out") + 1] == str(tmp_path / "out" / "readme" / f"{op}.json")
