@@ -144,7 +144,8 @@ README_ROWS = (
 def readme_table(rows, spec=README_ROWS, dtype="float16"):
     """The README's table from bench rows: per spec row, "tileops / torch.compile / peer /
     copy" µs at the small and the large size, hot and L2-cold (`failed` for an impl that
-    raised, `—` for one that did not run, `missing` for a case the rows lack)."""
+    raised, `(differs)` after the time of one whose output disagreed with the reference,
+    `—` for one that did not run, `missing` for a case the rows lack)."""
     by_case = {(r["op"], r["case"]): r for r in rows if r.get("dtype") == dtype}
 
     def cell(op, case, metric, peer):
@@ -158,7 +159,7 @@ def readme_table(rows, spec=README_ROWS, dtype="float16"):
                 return "—"
             if i.get(metric) is None:
                 return "failed" if i.get("error") else "—"
-            return f"{i[metric]:.2f}"
+            return f"{i[metric]:.2f}" + ("" if i.get("correct", True) else " (differs)")
         return " / ".join(one(n) for n in ("tileops", "torch.compile", peer, COPY))
 
     out = ["| op (tileops / torch.compile / peer / copy, µs) | small hot | small L2-cold | large hot"

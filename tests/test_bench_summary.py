@@ -101,6 +101,9 @@ def test_readme_table_cells_and_gaps(summary, results):
     spec = (("B op", "AFwdOp", "big[T=%s]", None, ("4096", "4096")),)
     line = summary.readme_table(summary.load_rows(results, None), spec).splitlines()[2]
     assert line.startswith("| B op | 10.00 / failed / — / 0.10 | ")
+    spec = (("C op", "AFwdOp", "big[T=%s]", "torch", ("4096", "4096")),)   # float32: torch's output differed
+    line = summary.readme_table(summary.load_rows(results, None), spec, dtype="float32").splitlines()[2]
+    assert line.startswith("| C op | 10.00 / — / 5.00 (differs) / — | ")
 
 
 def test_the_readme_rows_name_cases_of_the_manifest():
