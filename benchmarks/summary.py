@@ -28,8 +28,7 @@ import json
 import sys
 from pathlib import Path
 
-COPY = "copy"
-ORDER = ("tileops", "torch", "torch.compile")
+from tileops.bench import COPY, impl_order
 
 
 def load_rows(folder: Path, dtype: str | None):
@@ -46,22 +45,14 @@ def load_rows(folder: Path, dtype: str | None):
     return rows
 
 
-def impl_names(rows):
-    """tileops, torch, torch.compile, then the peers in order of appearance, copy last."""
-    names = list(ORDER)
-    for r in rows:
-        for n in r["impls"]:
-            if n not in names and n != COPY:
-                names.append(n)
-    return names + [COPY]
-
-
-def cell(impl_row, metric):
-    """An impl's time, or why it has none (``—`` where it did not run)."""
+def cell(impl_row, metric, short=False):
+    """An impl's time (`` (differs)`` after it when its output disagreed with the
+    reference), or why it has none: ``failed`` (with the error's type unless ``short``),
+    ``—`` where it did not run."""
     if impl_row is None:
         return "—"
     if impl_row.get("error") and not impl_row.get(metric):
-        return "failed: " + impl_row["error"].split(":")[0][:24]
+        return "failed" if short else "failed: " + impl_row["error"].split(":")[0][:24]
     v = impl_row.get(metric)
     if v is None:
         return "—"
@@ -87,7 +78,7 @@ def ratio(row, metric):
 def table(rows, metrics, behind_only=False, impls=None):
     """The Markdown table of ``rows`` for the given metrics (columns: ``impls``, default
     every impl that ran)."""
-    names = impl_names(rows) if impls is None else list(impls)
+    names = impl_order(rows) if impls is None else list(impls)
     head = ["op", "case"]
     for m in metrics:
         tag = "hot" if m == "hot_us" else "cold" if m == "cold_us" else m
@@ -148,25 +139,18 @@ def readme_table(rows, spec=README_ROWS, dtype="float16"):
     `—` for one that did not run, `missing` for a case the rows lack)."""
     by_case = {(r["op"], r["case"]): r for r in rows if r.get("dtype") == dtype}
 
-    def cell(op, case, metric, peer):
+    def quad(op, case, metric, peer):
         r = by_case.get((op, f"{case}-{dtype}"))
         if r is None:
             return "missing"
-
-        def one(name):
-            i = r["impls"].get(name) if name else None
-            if i is None:
-                return "—"
-            if i.get(metric) is None:
-                return "failed" if i.get("error") else "—"
-            return f"{i[metric]:.2f}" + ("" if i.get("correct", True) else " (differs)")
-        return " / ".join(one(n) for n in ("tileops", "torch.compile", peer, COPY))
+        return " / ".join(cell(r["impls"].get(n) if n else None, metric, short=True)
+                          for n in ("tileops", "torch.compile", peer, COPY))
 
     out = ["| op (tileops / torch.compile / peer / copy, µs) | small hot | small L2-cold | large hot"
            " | large L2-cold |",
            "| --- | --- | --- | --- | --- |"]
     for label, op, case, peer, (small, large) in spec:
-        cells = [cell(op, case % size, m, peer) for size in (small, large) for m in ("hot_us", "cold_us")]
+        cells = [quad(op, case % size, m, peer) for size in (small, large) for m in ("hot_us", "cold_us")]
         out.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 

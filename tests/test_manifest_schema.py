@@ -40,7 +40,7 @@ def test_good_entry_parses():
     (("signature", "params", "k", "type"), "Tensor", "a literal, which the instance key can carry"),
     (("signature", "params", "k", "type"), "dict", "got 'dict'"),
     (("signature", "outputs", "y", "index_of"), "z", "'z' is not an input"),
-    (("signature", "outputs", "y", "index_of"), "x", "indices are int64 or int32, not 'same_as(x)'"),
+    (("signature", "outputs", "y", "index_of"), "x", "indices take integer dtypes, got 'same_as(x)'"),
 ])
 def test_bad_entries_are_rejected_naming_entry_and_field(path, value, needle):
     with pytest.raises(ManifestError) as ei:

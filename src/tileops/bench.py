@@ -633,13 +633,19 @@ def output_names(entry, n):
     return names if len(names) == n else [o.name for o in entry.outputs][:n]
 
 
-def default_outputs(entry, outs):
-    """The reference's outputs (all of the manifest's) less the optional ones a call with
-    the call-time defaults omits (PagedDecodeAttentionFwdOp's lse without return_lse=True):
-    what ``op(*inputs)`` returns, to compare with."""
-    outs = as_tuple(outs)
+def default_output_specs(entry):
+    """The manifest's outputs less the optional ones a call with the call-time defaults
+    omits (PagedDecodeAttentionFwdOp's lse without return_lse=True): what ``op(*inputs)``
+    returns, in order."""
     defaults = {c.name: c.default for c in entry.call_params}
-    kept = tuple(t for o, t in zip(entry.outputs, outs) if not (o.optional and not defaults.get(o.when)))
+    return [o for o in entry.outputs if not (o.optional and not defaults.get(o.when))]
+
+
+def default_outputs(entry, outs):
+    """The reference's outputs (all of the manifest's) less those default_output_specs
+    omits: what ``op(*inputs)`` returns, to compare with."""
+    kept_specs = default_output_specs(entry)
+    kept = tuple(t for o, t in zip(entry.outputs, as_tuple(outs)) if o in kept_specs)
     return kept[0] if len(kept) == 1 else kept
 
 
@@ -650,8 +656,7 @@ def picked_values(entry, inputs, outs):
     when no output is so marked, or an index is out of range or repeated within its row
     (picking one of two tied values twice is no top-k): then only the indices speak."""
     outs = as_tuple(outs)
-    defaults = {c.name: c.default for c in entry.call_params}
-    kept = [o for o in entry.outputs if not (o.optional and not defaults.get(o.when))]
+    kept = default_output_specs(entry)
     names = [i.name for i in entry.inputs]
     if not any(o.index_of for o in kept):
         return None
@@ -802,6 +807,12 @@ def without_pdl(fn):
     return plain
 
 
+def compiled_reference(ref, dynamic):
+    """The `torch.compile` impl: the reference compiled whole (fullgraph), dynamic or not."""
+    import torch
+    return torch.compile(ref, fullgraph=True, dynamic=dynamic)
+
+
 def build_impls(cls, case, cfg, notes):
     """Inputs, the op, the reference and every impl's zero-argument callable for a case.
 
@@ -837,7 +848,7 @@ def build_impls(cls, case, cfg, notes):
             torch._dynamo.reset()  # fresh per case: no recompile limit, no dynamic shapes
         # "dynamic": the op's earlier cases' code is kept (dynamo's cache on the code of
         # `ref`, guarded on the params and dtype); run() reset it when the op began
-        compiled = torch.compile(ref, fullgraph=True, dynamic=cfg.compile == "dynamic")
+        compiled = compiled_reference(ref, cfg.compile == "dynamic")
         fns["torch.compile"] = lambda: compiled(*inputs)
     for peer, spec in peer_specs(entry).items():
         if not cfg.wants(peer):
@@ -1077,7 +1088,7 @@ def run_case(cls, case, cfg, notes, failures):
                 r["compile"] = f"static (the dynamic compile raised {type(e).__name__}: {clip(e, 160)})"
                 print(f"[bench] {label} torch.compile: dynamic compile failed, compiled static", file=sys.stderr)
                 torch._dynamo.reset()
-                static = torch.compile(built["ref"], fullgraph=True, dynamic=False)
+                static = compiled_reference(built["ref"], False)
                 built["fns"][impl] = lambda: static(*inputs)
                 try:
                     ok, scaled = first_call(impl, built["fns"][impl], r)

@@ -223,6 +223,12 @@ def _err(source, entry, field, msg):
     return ManifestError(f"manifest {source}: entry {entry}: field '{field}': {msg}")
 
 
+def _integer_rule(rule) -> bool:
+    """Whether a dtype rule allows integer dtypes only (an index input, an index_of output)."""
+    return not rule.same_as and not rule.param and bool(rule.allowed) and all(
+        not d.is_floating_point and not d.is_complex and d != torch.bool for d in rule.allowed)
+
+
 def _check_keys(source, entry, field, got, allowed):
     if not isinstance(got, dict):
         raise _err(source, entry, field, f"expected a mapping, got {type(got).__name__}")
@@ -448,8 +454,7 @@ def parse_entry(name, raw, source) -> Entry:
             raise _err(source, name, field + ".contiguous", f"expected one of {list(CONTIGUITY)}, got {contiguous!r}")
         index = spec.get("index")
         if index is not None:
-            if rule.same_as or not all(not d.is_floating_point and not d.is_complex and d != torch.bool
-                                       for d in rule.allowed):
+            if not _integer_rule(rule):
                 raise _err(source, name, field + ".index", f"an index input takes integer dtypes, got {rule.text!r}")
             check_rule(index, source, name, field + ".index", known)
         distinct = spec.get("distinct", False)
@@ -491,8 +496,8 @@ def parse_entry(name, raw, source) -> Entry:
         if index_of is not None:
             if index_of not in input_names:
                 raise _err(source, name, field + ".index_of", f"{index_of!r} is not an input; inputs: {sorted(input_names)}")
-            if spec.get("dtype") not in ("int64", "int32"):
-                raise _err(source, name, field + ".index_of", f"indices are int64 or int32, not {spec.get('dtype')!r}")
+            if not _integer_rule(rule):
+                raise _err(source, name, field + ".index_of", f"indices take integer dtypes, got {rule.text!r}")
         outputs.append(OutputSpec(oname, rule, spec["shape"], optional, when, alias, index_of))
     for c in call_params:
         if c.fills is not None and c.fills not in raw_outputs:
