@@ -1,8 +1,9 @@
 """Launch variants of the gated activations' CUDA kernel (csrc/ops/activation/gated_act.cuh):
 groups per thread (TILEOPS_UNROLL) and the grid (one wave of resident threads striding, or
 a block per tile of threads x UNROLL groups) and the block size, fp16, launched directly;
---elems adds the parked build of a thread per element (dev/patches/gated_elems.patch,
--DTILEOPS_GATED_ELEMS=1: one copy of the activation's code instead of 8).
+--elems adds the element build (a thread per element, -DTILEOPS_GATED_ELEMS=1: one copy of
+the activation's code instead of 8; parked in session 21, shipped for one-row erf GELU
+calls in session 22).
 
     python dev/time_gated.py [--out PATH.json] [--rows 1,32,256,4096] [--ns 14336,18944,28672]
                              [--unrolls 1,2,4,8] [--threads 256] [--grids wave,full]
@@ -25,7 +26,7 @@ import sys
 
 import torch
 
-from lab import common, default_out, min_rows, patched_source, time_interleaved
+from lab import common, default_out, min_rows, time_interleaved
 
 tileops = common.import_tileops()
 from tileops import _C, runtime  # noqa: E402
@@ -73,9 +74,8 @@ def main(argv=None):
                                            rows)
                         fns[f"u{u} t{threads} {label}"] = fn
             for threads in (int(v) for v in a.threads.split(",")) if a.elems else ():
-                src, kname, opts, threads, _ = G.specialisation(a.op, DT, n, 8, 1, threads, cast=a.cast)
-                h = runtime.build(0, patched_source(src, ("gated_elems.patch",)), kname,
-                                  opts + ("-DTILEOPS_GATED_ELEMS=1",), G.ARG_FORMAT)
+                src, kname, opts, threads, _ = G.specialisation(a.op, DT, n, 8, 1, threads, cast=a.cast, elems=True)
+                h = runtime.build(0, src, kname, opts, G.ARG_FORMAT)
 
                 def fn(h=h, grid=min(-(-(rows * n) // threads), G.GRID_MAX), threads=threads):
                     _C.cuda_launch(h, grid, 1, 1, threads, 1, 1, 0, stream_of(0), x.data_ptr(), y.data_ptr(), rows)

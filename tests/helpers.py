@@ -142,6 +142,17 @@ def nvcc_bare(tmp_path, source_name, kernel, opts, max_spill=0):
     return r.stderr
 
 
+def nvcc_text(tmp_path, source_name, kernel, opts):
+    """The kernel's machine code (readelf's hex dump of its .text section) of an nvcc_bare
+    build: equal texts are the same SASS, byte for byte; a longer one is more code."""
+    import subprocess
+    nvcc_bare(tmp_path, source_name, kernel, opts)
+    r = subprocess.run(["readelf", "-x", f".text.{kernel}", str(tmp_path / "bare.cubin")], capture_output=True,
+                       text=True)
+    assert r.returncode == 0 and "0x" in r.stdout, r.stderr
+    return r.stdout
+
+
 def _toolkit_nvcc():
     """The toolkit's own nvcc (a wrapper on PATH may point at it), found beside its nvvm/."""
     import os

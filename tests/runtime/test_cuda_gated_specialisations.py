@@ -109,3 +109,29 @@ def test_cast_before_mul_builds_compile_without_spills(tmp_path, op, dt, n, vec)
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"Compiling entry function '{kernel}'" in r.stderr, r.stderr[-2000:]
     assert not any(int(v) for v in re.findall(r"(\d+) bytes (?:spill|stack)", r.stderr)), r.stderr[-2000:]
+
+
+def test_only_small_calls_of_the_erf_gelu_take_the_element_build():
+    assert G.ELEMS_OPS == ("gelu_and_mul",) and G.ELEMS_MAX == 65536
+    assert all(G.elems_for("gelu_and_mul", rows, n) for rows, n in ((1, 14336), (4, 14336), (2, 28672), (1, 65536)))
+    assert not any(G.elems_for("gelu_and_mul", rows, n) for rows, n in ((0, 14336), (4, 28672), (32, 14336),
+                                                                        (1, 65537)))
+    assert not G.elems_for("silu_and_mul", 1, 14336) and not G.elems_for("gelu_tanh_and_mul", 1, 14336)
+    plain, elems = G.specialisation("gelu_and_mul", 1, 14336, 8), G.specialisation("gelu_and_mul", 1, 14336, 8,
+                                                                                     elems=True)
+    assert elems[2] == plain[2] + ("-DTILEOPS_GATED_ELEMS=1",) and elems[3] == plain[3]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="readelf (binutils) is not installed: the check reads the cubin")
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dt,n,vec", [(1, 14336, 8), (2, 18944, 8), (0, 28672, 4), (1, 7, 1)])
+@pytest.mark.parametrize("cast", [False, True])
+def test_the_element_build_compiles_without_spills_to_less_code(tmp_path, op, dt, n, vec, cast):
+    """The element build (a thread per element: one copy of the activation's code) is the
+    point of the one-row rule: L2-cold, a one-token call fetches its code from DRAM."""
+    from helpers import nvcc_text
+    source, kernel, opts, *_ = G.specialisation(op, dt, n, vec, cast=cast, elems=True)
+    elems = nvcc_text(tmp_path, source, kernel, opts)
+    group = nvcc_text(tmp_path, source, kernel, G.specialisation(op, dt, n, vec, cast=cast)[2])
+    assert len(elems) < len(group), (len(elems), len(group))

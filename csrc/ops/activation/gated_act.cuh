@@ -29,6 +29,16 @@
  *                    aligned and N * E a multiple of 16, so b's rows are aligned too) or 1.
  *   TILEOPS_THREADS  threads per block (a multiple of 32, <= 1024).
  *   TILEOPS_UNROLL   U, 16-byte groups of y per thread per step (1..8, default 1).
+ *   TILEOPS_GATED_ELEMS  (default 0) 1: a thread per element instead of per 16-byte group
+ *                    (element loads and stores, one copy of act's code instead of G: the
+ *                    erf kernel's fp16 code 1.7 KB instead of 5.8). The launch rule's
+ *                    build for the erf GELU's small calls (cuda_gated.py: up to 65536
+ *                    outputs), whose code is fetched from DRAM L2-cold, line by line
+ *                    (H200, 1 x 14336 fp16, session 22: 4.74 us L2-cold and 1.30 hot
+ *                    against the group build's 5.15 and 1.50). The same arithmetic
+ *                    element by element, so the same bits; grid.x = ceil(rows N /
+ *                    THREADS), then grid-stride (slow past a few rows: not a large
+ *                    call's build).
  *   TILEOPS_CAST_BEFORE_MUL  (default 0) 1: act(a) rounded to the dtype before the product
  *                    (torch eager's arithmetic in the dtype, as Hugging Face's MLP computes
  *                    act_fn(gate) * up), the product rounded again.
@@ -47,6 +57,9 @@
 
 #ifndef TILEOPS_CAST_BEFORE_MUL
 #define TILEOPS_CAST_BEFORE_MUL 0
+#endif
+#ifndef TILEOPS_GATED_ELEMS
+#define TILEOPS_GATED_ELEMS 0
 #endif
 
 #include "../common/rows_common.cuh"
@@ -109,6 +122,32 @@ TILEOPS_DEV float tileops_act(float a) {
 
 /* ---- the kernel ------------------------------------------------------------------------ */
 
+#if TILEOPS_GATED_ELEMS
+/* v rounded to the dtype and back, as the group path's unpack(pack(.)): the element
+ * store's and load's conversions (rows_common.cuh) on a register */
+TILEOPS_DEV float tileops_round_to_dtype(float v) {
+    union { float f; unsigned short h; } e;
+    tileops_st_elem((char *)&e, 0, v);
+    return tileops_ld_elem((const char *)&e, 0);
+}
+
+extern "C" __global__ void TILEOPS_BOUNDS
+TILEOPS_GATED_KERNEL(const void *x, void *y, long long rows) {
+    TILEOPS_PDL_PROLOGUE();
+    const long long total = rows * (long long)TILEOPS_N, step = (long long)tileops_nctaid() * TILEOPS_THREADS;
+    for (long long i = (long long)tileops_ctaid() * TILEOPS_THREADS + tileops_tid(); i < total; i += step) {
+        const long long r = i / TILEOPS_N, c = i - r * TILEOPS_N;
+        const char *xa = (const char *)x + r * (2LL * TILEOPS_N * TILEOPS_E);
+        const float a = tileops_ld_elem(xa, c), b = tileops_ld_elem(xa, TILEOPS_N + c);
+#if TILEOPS_CAST_BEFORE_MUL
+        const float f = tileops_round_to_dtype(tileops_act(a));
+#else
+        const float f = tileops_act(a);
+#endif
+        tileops_st_elem((char *)y + r * ((long long)TILEOPS_N * TILEOPS_E), c, tileops_mul(f, b));
+    }
+}
+#else
 extern "C" __global__ void TILEOPS_BOUNDS
 TILEOPS_GATED_KERNEL(const void *x, void *y, long long rows) {
     TILEOPS_PDL_PROLOGUE();
@@ -156,3 +195,4 @@ TILEOPS_GATED_KERNEL(const void *x, void *y, long long rows) {
         }
     }
 }
+#endif

@@ -2,10 +2,12 @@
 csrc/ops/activation/<op>.cu (over gated_act.cuh) a build compiles, with which defines and
 launch shape, and the launch.
 
-    specialisation(op, dtype_code, n, vec[, unroll, threads, cast=False])   pure: no GPU
+    specialisation(op, dtype_code, n, vec[, unroll, threads, cast=False, elems=False])   pure: no GPU
     vec_for(dtype_code, n, aligned16)                  vector width
+    elems_for(op, rows, n)                             the element build for this call?
     build(device_index, op, dtype_code, n, vec, cast=False) -> launch
-(cast: the op's cast_before_mul, -DTILEOPS_CAST_BEFORE_MUL=1)
+(cast: the op's cast_before_mul, -DTILEOPS_CAST_BEFORE_MUL=1; elems: a thread per element,
+-DTILEOPS_GATED_ELEMS=1)
     launch(x, y)   contiguous, y allocated: rows = y.numel() // n
 
 Launch rule: one thread per 16-byte group of y (G = 16 / element size outputs), THREADS =
@@ -14,13 +16,27 @@ blocks). Measured on the H200 (dev/time_gated.py, dev/NOTES.md session 6): this 
 beats one wave of resident threads striding (81.9 vs 90.5 us at 4096 x 14336 fp16, equal
 to torch.compile), UNROLL 2-8 gains nothing, and 128-thread blocks beat 256 at one row
 (1.28 vs 1.37 us at 1 x 14336, equal at 32 rows). The kernel is elementwise, so a row's
-bits never depend on the grid or the row count."""
+bits never depend on the grid or the row count.
+
+A small call (rows x n <= ELEMS_MAX outputs) of an op in ELEMS_OPS takes the element
+build instead (a thread per element, grid ceil(rows n / THREADS)): the same arithmetic,
+so the same bits, in a third of the code. L2-cold, a one-token call fetches its kernel's
+code from DRAM line by line, and the erf GELU's group build holds 5.8 KB of it (H200,
+fp16, dev/time_gated.py --elems, session 22, L2-cold / hot us, element build against group
+build): 1 x 14336 4.74 / 1.30 against 5.15 / 1.50 (torch.compile 4.64 / 1.24); with Hugging
+Face's rounding 1 x 14336 4.51 / 1.32 against 5.15 / 1.69, 2 x 28672 4.32 / 1.40 against
+4.70 / 1.75, 4 x 14336 4.70 / 1.40 against 5.31 / 1.74, 4 x 28672 even (4.80 / 1.77
+against 4.80 / 1.81). silu's group build (3.5 KB) and gelu_tanh's (4.1 KB) gain nothing
+(1 x 14336 L2-cold 4.80 against 4.74; 4.74 against 4.74). The element build is slow past
+a few rows (a thread's element loads): never a large call's."""
 from __future__ import annotations
 
 ARG_FORMAT = "ppq"          # x, y, rows
 THREADS = 128
 UNROLL = 1                  # 16-byte groups of y per thread per step (TILEOPS_UNROLL)
 GRID_MAX = 2**31 - 1
+ELEMS_OPS = ("gelu_and_mul",)   # ops whose small calls take the element build
+ELEMS_MAX = 65536               # ... up to this many outputs (rows x n)
 
 
 def ops() -> tuple:
@@ -51,38 +67,65 @@ def groups(dtype_code: int, n: int) -> int:
     return -(-n // (16 // _elem(dtype_code)))
 
 
+def elems_for(op: str, rows: int, n: int) -> bool:
+    """Whether a call of `rows` rows of n outputs takes the element build (the launch rule
+    above)."""
+    return op in ELEMS_OPS and 0 < rows * n <= ELEMS_MAX
+
+
 def specialisation(op: str, dtype_code: int, n: int, vec: int, unroll: int = UNROLL, threads: int = THREADS, *,
-                   cast: bool = False):
+                   cast: bool = False, elems: bool = False):
     """(source_name, kernel_name, options, threads, unroll) of one build. Pure: tests
     compile every kind with nvcc, without a GPU. grid.x = min(ceil(rows * NG / (threads *
-    unroll)), GRID_MAX). cast: TILEOPS_CAST_BEFORE_MUL (Hugging Face's arithmetic)."""
+    unroll)), GRID_MAX), or with elems (TILEOPS_GATED_ELEMS: a thread per element)
+    min(ceil(rows * n / threads), GRID_MAX). cast: TILEOPS_CAST_BEFORE_MUL (Hugging Face's
+    arithmetic)."""
     if n < 1:
         raise ValueError(f"half width {n}: the kernels need n >= 1 (an empty row needs no launch)")
     elem = _elem(dtype_code)
     if vec not in (1, 16 // elem):
         raise ValueError(f"vec {vec}: 1 or {16 // elem} for this dtype")
     options = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={n}", f"-DTILEOPS_VEC={vec}",
-               f"-DTILEOPS_THREADS={threads}", f"-DTILEOPS_UNROLL={unroll}") + (("-DTILEOPS_CAST_BEFORE_MUL=1",) if cast else ())
+               f"-DTILEOPS_THREADS={threads}", f"-DTILEOPS_UNROLL={unroll}") + (("-DTILEOPS_CAST_BEFORE_MUL=1",) if cast else ()) \
+        + (("-DTILEOPS_GATED_ELEMS=1",) if elems else ())
     return f"activation/{op}.cu", f"tileops_{op}", options, threads, unroll
 
 
 def build(device_index: int, op: str, dtype_code: int, n: int, vec: int, cast: bool = False):
     """Compiles (or finds) the op's kernel for device `device_index` and returns
     launch(x, y): contiguous tensors, y allocated; it launches on torch's current stream of
-    that device, allocates nothing, does nothing for 0 rows."""
+    that device, allocates nothing, does nothing for 0 rows. The element build of a
+    small call (elems_for) is made on the first call that takes it; during CUDA graph
+    capture, where nothing may be built, the group build serves until then (the same bits)."""
     import torch
 
     from ... import _C, runtime
+    from ...errors import NotReadyDuringCaptureError
     source, kernel, options, threads, unroll = specialisation(op, dtype_code, n, vec, cast=cast)
     handle = runtime.build(device_index, source, kernel, options, ARG_FORMAT, pdl=True)
+    elems_handle = []   # the element build, once made
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
     per_block = threads * unroll
     ng = groups(dtype_code, n)
 
+    def elems_build():
+        if not elems_handle:
+            opts = specialisation(op, dtype_code, n, vec, cast=cast, elems=True)[2]
+            try:
+                elems_handle.append(runtime.build(device_index, source, kernel, opts, ARG_FORMAT, pdl=True))
+            except NotReadyDuringCaptureError:
+                return None
+        return elems_handle[0]
+
     def launch(x, y):
         rows = y.numel() // n
         if rows:
-            launch_raw(handle, min(-(-(rows * ng) // per_block), GRID_MAX), 1, 1, threads, 1, 1, 0,
-                       stream_of(device_index), x.data_ptr(), y.data_ptr(), rows)
+            h = elems_build() if elems_for(op, rows, n) else None
+            if h is not None:
+                launch_raw(h, min(-(-(rows * n) // threads), GRID_MAX), 1, 1, threads, 1, 1, 0,
+                           stream_of(device_index), x.data_ptr(), y.data_ptr(), rows)
+            else:
+                launch_raw(handle, min(-(-(rows * ng) // per_block), GRID_MAX), 1, 1, threads, 1, 1, 0,
+                           stream_of(device_index), x.data_ptr(), y.data_ptr(), rows)
     return launch
