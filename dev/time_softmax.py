@@ -1,8 +1,8 @@
 """Times SoftmaxFwdOp on a GPU against issue 14's goal (run on the H200): softmax within 1.1x
 of the copy floor of its bytes at B >= 32.
 
-    PYTHONPATH=src python3 dev/time_softmax.py [--quick] [--temperature] [--rows] [--staged]
-        [--tma [--tma-clusters 16,32,48,64]] [--batches 32,128] [--out softmax_timing.json]
+    PYTHONPATH=src python3 dev/time_softmax.py [--quick] [--temperature] [--rows] [--staged] [--batches 32,128]
+        [--out softmax_timing.json]
 
 For B in {1, 32, 128, 256} x V in {128256, 152064} x logits {bfloat16, float32}, probabilities
 float32 out (as samplers keep them); --temperature: a per-row temperature too; --quick: B =
@@ -26,16 +26,8 @@ threads per row whose halves take the row's 8 chunks two at a time, exactly as t
 cluster's CTAs do (the same slots, order, trees: the same bits, checked here against the
 op), reading the row three times (the second and third from L2); timed beside the op as
 "rows". --batches: the B values instead of the default (and --quick's).
---tma (a lab variant, not a build the launch rules select): dev/cuda/softmax_tma_lab.cu
-appended to the shipped source, tileops_softmax_tma: persistent clusters (each count of
---tma-clusters, default 16,32,48,64, capped at B), cluster c taking the rows c, c + n, ...;
-each CTA's chunk of its cluster's next row brought into its shared memory by one
-cp.async.bulk (the TMA copy engine) while it exchanges, exponentiates and writes the
-current row, then the shipped registers build's passes on the words (16-bit logits without
-a temperature, 16-byte aligned rows: the shipped build's defines; other cases skip it).
-Checked bit for bit against the op, timed as "tma<N>" (N clusters).
 
-Two lab variants were timed with this script and are kept in git history, not here (the
+Lab variants timed with this script, kept in git history, not here (the
 shipped kernel is the cluster kernel, a cluster of CTAs per row; dev/NOTES.md, sessions 10 and 11):
   e x RN(1/S) in pass 3 instead of the division (session 10's --rcp, commit cac1daf):
     44.45 vs 41.76 µs hot at 128 x 128256 bf16: the division does not bound it;
@@ -45,7 +37,11 @@ shipped kernel is the cluster kernel, a cluster of CTAs per row; dev/NOTES.md, s
   one cluster exchange of each CTA's (max, sum of exp(z - its max)) instead of two
     (session 18's --pairs, -DSMX_PAIRS=1, commit e75dd78): 1.01-1.05x the shipped
     kernel's time at B = 32 / 128 / 256 x 128256 bf16 (cold 18.37 / 43.46 / 75.71 against
-    17.60 / 41.38 / 72.38): the exchange it saves is not on the critical path."""
+    17.60 / 41.38 / 72.38): the exchange it saves is not on the critical path;
+  persistent clusters whose next row's chunk the copy engine brings in (cp.async.bulk)
+    while the row is computed (session 22's --tma, dev/cuda/softmax_tma_lab.cu, commit
+    09d2270): the same bits, 1.1-1.5x the shipped kernel's time (B = 128 cold 46.6-50.7
+    against 41.4 with 24-64 clusters): a row's chain, not its loads, bounds it."""
 from __future__ import annotations
 
 import argparse
@@ -118,37 +114,7 @@ def staged_launcher(x, out_dtype):
     return launch
 
 
-def tma_launcher(x, out_dtype, nclusters):
-    """launch(): tileops_softmax_tma (dev/cuda/softmax_tma_lab.cu appended to the shipped
-    source) for x without a temperature into a new output: the shipped build's defines for
-    x's V, dtype and alignment (cuda_sampling.softmax_specialisation), min(nclusters, B)
-    persistent clusters of the plan's CTAs, the chunk's buffer (CHUNK x E rounded up to 16
-    bytes) as dynamic shared memory. None where the shipped plan is not the registers build
-    (TILEOPS_STAGE 2: 16-bit logits without a temperature) over a cluster, or where the
-    rows are not 16-byte aligned (the bulk copies need them)."""
-    dev = x.device.index or 0
-    B, V = x.shape
-    probs = torch.empty(B, V, dtype=out_dtype, device=x.device)
-    aligned = all(p % 16 == 0 for p in (x.data_ptr(), probs.data_ptr()))
-    source, _, opts, plan = cuda_sampling.softmax_specialisation(
-        CODE[x.dtype], CODE[out_dtype], V, False, aligned, cuda_sampling.arch(dev), cuda_sampling._device_limits(dev))
-    if plan.stage != 2 or plan.cluster < 2 or not aligned or (V * x.element_size()) % 16:
-        return None
-    handle = runtime.build(dev, lab.appended_source(source, "softmax_tma_lab.cu"), "tileops_softmax_tma", opts,
-                           "pppq", pdl=True)
-    grid = max(1, min(nclusters, B)) * plan.cluster
-    smem = -(-plan.chunk * x.element_size() // 16) * 16   # the launch raises the function's limit past 48 KiB
-    args = (x.data_ptr(), 0, probs.data_ptr(), B)
-    stream = torch._C._cuda_getCurrentRawStream
-    keep = x   # the pointer's tensor lives as long as the launch
-
-    def launch():
-        _C.cuda_launch(handle, grid, 1, 1, plan.threads, 1, 1, smem, stream(dev), *args)
-        return probs if keep is not None else None
-    return launch
-
-
-def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, tma_clusters=()):
+def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False):
     g = torch.Generator(device="cuda").manual_seed(B * 7 + V)
     x = (torch.randn(B, V, device="cuda", generator=g) * 3).to(dtype)
     t = (torch.rand(B, device="cuda", generator=g) * 1.75 + 0.25) if temperature else None
@@ -179,18 +145,6 @@ def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, tma
         torch.cuda.synchronize()
         torch.testing.assert_close(p.double(), torch.softmax(z, -1), rtol=1e-5, atol=1e-12)
         row[lab + "_bitwise"] = bool(torch.equal(p, got))
-    for n in tma_clusters if not temperature else ():
-        name = f"tma{max(1, min(n, B))}"
-        if name in fns:   # two counts capped to the same B
-            continue
-        fn = tma_launcher(x, torch.float32, n)
-        if fn is None:    # not the registers build (float32 logits), or unaligned rows
-            break
-        fns[name] = fn
-        p = fn()
-        torch.cuda.synchronize()
-        torch.testing.assert_close(p.double(), torch.softmax(z, -1), rtol=1e-5, atol=1e-12)
-        row[name + "_bitwise"] = bool(torch.equal(p, got))
     row.update(time_fns(fns))
     return row
 
@@ -202,24 +156,18 @@ def main():
     ap.add_argument("--rows", action="store_true", help="time the lab kernel tileops_softmax_rows beside the op")
     ap.add_argument("--staged", action="store_true", help="time the staged build (z in shared memory) beside the "
                                                            "op's registers build (16-bit logits, no temperature)")
-    ap.add_argument("--tma", action="store_true", help="time the lab kernel tileops_softmax_tma (persistent clusters, "
-                                                        "the next row's chunk fetched by cp.async.bulk) beside the op "
-                                                        "(16-bit logits, no temperature)")
-    ap.add_argument("--tma-clusters", default="16,32,48,64",
-                    help="with --tma: comma-separated persistent cluster counts (each capped at B)")
     ap.add_argument("--batches", default=None, help="comma-separated B values (default 1,32,128,256; --quick 128,256)")
     ap.add_argument("--out", default="softmax_timing.json")
     args = ap.parse_args()
     rows = []
     batches = tuple(int(b) for b in args.batches.split(",")) if args.batches else (128, 256) if args.quick else BS
-    tma_clusters = tuple(int(n) for n in args.tma_clusters.split(",")) if args.tma else ()
     for temperature in ((False, True) if args.temperature else (False,)):
         for dtype in DTYPES:
             for V in VS:
                 for B in batches:
                     if args.quick and (V != 128256 or dtype != torch.bfloat16):
                         continue
-                    rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged, tma_clusters))
+                    rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged))
                     print(rows[-1]["case"], flush=True)
     for r in rows:
         for m in ("hot", "cold"):
@@ -234,9 +182,7 @@ def main():
         print(f"{r['case']:36s} {r['tileops_hot_us']:8.2f} {r['tileops_cold_us']:8.2f} {r['tileops_cold_gbps']:6.0f} "
               f"{r['copy_hot_us']:9.2f} {r['copy_cold_us']:9.2f} {r['over_copy_hot']:8.2f} {r['over_copy_cold']:8.2f} "
               f"{r['torch_hot_us']:9.2f} {r['compile_hot_us']:11.2f} {r['compile_cold_us']:12.2f}{goal}")
-    tma_labs = sorted({k[:-len("_bitwise")] for r in rows for k in r if k.startswith("tma") and k.endswith("_bitwise")},
-                      key=lambda k: int(k[3:]))
-    for lab in (["staged"] if args.staged else []) + tma_labs:
+    for lab in ("staged",) if args.staged else ():
         print(f"\n{'case':36s} {lab + ' hot':>9s} {lab + ' cold':>9s} {'/copy h':>8s} {'/copy c':>8s} {'/op h':>7s} "
               f"{'/op c':>7s}  bits")
         for r in rows:

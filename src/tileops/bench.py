@@ -1081,9 +1081,10 @@ def run_case(cls, case, cfg, notes, failures):
             ok, scaled = first_call(impl, built["fns"][impl], r)
         except Exception as e:  # a baseline that fails (torch.compile's crash) is recorded; the run goes on
             if impl == "torch.compile" and cfg.compile == "dynamic":
-                # inductor may fail on a shape it compiled dynamically (2.11: the top-k/top-p
-                # mask's sort at B = 32): the case gets torch.compile's static build instead,
-                # and its row says so; the op's later cases compile dynamically again
+                # inductor may fail on a shape it compiled dynamically: the case gets
+                # torch.compile's static build instead, and its row says so; the op's later
+                # cases compile dynamically again. (2.11 fails on the top-k/top-p mask at
+                # B >= 32 both ways, session 22: the row records both failures.)
                 traceback.print_exc()
                 r["compile"] = f"static (the dynamic compile raised {type(e).__name__}: {clip(e, 160)})"
                 print(f"[bench] {label} torch.compile: dynamic compile failed, compiled static", file=sys.stderr)
@@ -1145,7 +1146,10 @@ def run_case(cls, case, cfg, notes, failures):
         t = impl_rows.get("tileops", {}).get(metric)
         row["ratios"][metric] = {f"tileops/{i}": ratio(t, r.get(metric))
                                  for i, r in impl_rows.items() if i != "tileops"}
-        timed = {i: r[metric] for i, r in impl_rows.items() if i != COPY and r.get(metric)}
+        # the winner: the fastest impl that agreed with the reference (one flagged as
+        # differing is timed and shown, never the winner)
+        timed = {i: r[metric] for i, r in impl_rows.items()
+                 if i != COPY and r.get(metric) and r.get("correct") is not False}
         row["winner"][metric] = min(timed, key=timed.get) if timed else None
     del built
     if cfg.cuda:
