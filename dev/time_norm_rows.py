@@ -2,12 +2,20 @@
 RMSNorm register kernel (csrc/ops/norm/rms_norm.cu) and a copy of the same bytes, fp16.
 
     python dev/time_norm_rows.py [--out PATH.json] [--rows 1,8,32,256,4096] [--ns 4096,8192]
+                                 [--rt-op rms_norm_rows|layer_norm|...]
 
 Per shape: `copy` (y.copy_(x)), `shipped` (tileops_rms_norm, the launch rule's build),
 `rms_norm_rows` (the generic kernel, launch rule of cuda_rows.py: the same threads per
 row), `rms_norm_rows rt=R` (the generic kernel at other threads per row: the decode-shape
-question), and the other ops at their rule (layer_norm and fused_add_layer_norm with
-weight and bias, the RMS ones with weight). Each is timed hot (CUDA graph of 50 calls,
+question; with --rt-op OP, that op's builds instead), and the other ops at their rule
+(layer_norm and fused_add_layer_norm with weight and bias, the RMS ones with weight). The
+other threads per row: the powers of two 32-1024 and the multiples of 32 that divide the
+row's 16-byte groups (3584 fp16: 448 groups, so 224 and 448: no thread with a partial
+share, the Qwen2.5 width's tail gone; a rule by n alone keeps a row's bits independent of
+the row count). Session 22's lead (dev/NOTES.md): the 3584 builds carry the most code
+(layer_norm's decode build 12 KB against 8 KB at 4096) and the largest one-token L2-cold
+gap to Liger (0.45 us); `--ns 3584 --rows 1,32,4096 --rt-op layer_norm` asks whether
+another threads-per-row closes it without a loss at 4096 rows. Each is timed hot (CUDA graph of 50 calls,
 L2-hot) and cold (a 256 MB buffer written before every call), in 2 interleaved rounds
 (order reversed in the second); the rows give both rounds and their minimum. Kernels are
 launched directly (runtime.build + _C.cuda_launch): no op layer, no allocation."""
@@ -39,7 +47,7 @@ def _launcher(h, grid, threads, args):
     return fn
 
 
-def impls(rows, n):
+def impls(rows, n, rt_op="rms_norm_rows"):
     """name -> (callable, bytes moved)."""
     gen = torch.Generator(device="cpu").manual_seed(0)
     x = torch.randn(rows, n, generator=gen).to("cuda", torch.float16)
@@ -56,14 +64,21 @@ def impls(rows, n):
     out["shipped"] = (_launcher(h, -(-rows // rpb), threads, (x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n,
                                                               1e-6)), (2 * rows + 1) * n * e)
     rows_args = (x.data_ptr(), 0, w.data_ptr(), 0, y.data_ptr(), 0, rows, 1e-6)
-    rule_rt = int(dict(o[2:].split("=") for o in opts)["TILEOPS_ROW_THREADS"])
     h = runtime.build(0, src, kname, opts, R.ARG_FORMAT)
     out["rms_norm_rows"] = (_launcher(h, -(-rows // rpb), threads, rows_args), (2 * rows + 1) * n * e)
+    hw, hb = next(((w_, b_) for o_, w_, b_ in OPS if o_ == rt_op), (True, False))
+    res = rt_op.startswith("fused")
+    src, kname, opts, threads, rpb, _, cap = R.specialisation(rt_op, DT, n, hw, hb, vec, 132)
+    op_args = (x.data_ptr(), r.data_ptr() if res else 0, w.data_ptr(), b.data_ptr() if hb else 0, y.data_ptr(),
+               ro.data_ptr() if res else 0, rows, 1e-5)
+    op_bytes = ((4 if res else 2) * rows + (1 + hb)) * n * e
+    rule_rt = int(dict(o[2:].split("=") for o in opts)["TILEOPS_ROW_THREADS"])
     ng = n // 8
-    for rt in (32, 64, 128, 256, 512, 1024):
+    divisors = {d for d in range(32, min(ng, 1024) + 1, 32) if ng % d == 0}
+    for rt in sorted({32, 64, 128, 256, 512, 1024} | divisors):
         if rt == rule_rt or -(-ng // rt) > 16 or rt > ng:
             continue
-        t = max(rt, 128)
+        t = max(rt, 128) if rt & (rt - 1) == 0 else rt   # a block a multiple of rt
         mb = max(1, 1024 // t) if -(-ng // rt) <= 4 else 0   # no register cap for fat threads
         o = [d for d in opts if not d.startswith(("-DTILEOPS_THREADS", "-DTILEOPS_ROW_THREADS", "-DTILEOPS_MIN"))]
         o += [f"-DTILEOPS_THREADS={t}", f"-DTILEOPS_ROW_THREADS={rt}", f"-DTILEOPS_MIN_BLOCKS={mb}"]
@@ -72,7 +87,7 @@ def impls(rows, n):
         except Exception as ex:  # a shape the source refuses: say so, go on
             print(f"skip rt={rt}: {str(ex).splitlines()[0][:100]}")
             continue
-        out[f"rms_norm_rows rt={rt}"] = (_launcher(hh, -(-rows // (t // rt)), t, rows_args), (2 * rows + 1) * n * e)
+        out[f"{rt_op} rt={rt}"] = (_launcher(hh, -(-rows // (t // rt)), t, op_args), op_bytes)
     for op, hw, hb in OPS:
         src, kname, opts, threads, rpb, _, cap = R.specialisation(op, DT, n, hw, hb, vec, 132)
         hh = runtime.build(0, src, kname, opts, R.ARG_FORMAT)
@@ -89,11 +104,13 @@ def main(argv=None):
     p.add_argument("--out", default=None)
     p.add_argument("--rows", default="1,8,32,256,4096")
     p.add_argument("--ns", default="4096,8192")
+    p.add_argument("--rt-op", default="rms_norm_rows", choices=R.ops(),
+                   help="the op whose builds at other threads per row are timed")
     a = p.parse_args(argv)
     results = []
     for n in (int(v) for v in a.ns.split(",")):
         for rows in (int(v) for v in a.rows.split(",")):
-            fns, keep = impls(rows, n)
+            fns, keep = impls(rows, n, a.rt_op)
             times = time_interleaved({k: f[0] for k, f in fns.items()})
             for k in fns:
                 row = {"workload": f"{rows}x{n}", "dtype": "float16", "impl": k, "bytes": fns[k][1],
