@@ -15,7 +15,8 @@ shipped in session 19); (Session 19's cCm, the mask's masses added by one 64-bit
 1.45x slower: removed.)
 cCk, cCp: the mask with top-k alone, top-p alone (its result not compared: where the time goes);
 cC...+NAME[+NAME2]: the kernels with the parked patches dev/patches/NAME.patch (then NAME2)
-applied, compared bit for bit (session 19's u, the histograms' cluster sums pulled by
+applied, compared bit for bit (session 22's sel_double_sums: the mask's histogram sums
+double-buffered, one cluster barrier a pass instead of two; c8+sel_double_sums; session 19's u, the histograms' cluster sums pulled by
 ld.shared::cluster, measured 1.1-1.5x slower in session 20: gone, git history has it; its z,
 the mask's top-p Z from the first pass, shipped in session 20);
 cCl, cCnl: top-k by the phases lab kernel (the shipped
@@ -52,6 +53,9 @@ V = 128256
 
 
 PHASES_LAB = ("top_k_phases_lab.cu", "tileops_top_k_phases")
+# (patch, kernel) -> the factor on the plan's dynamic shared memory: the mask's histogram
+# sums double-buffered (sel_double_sums.patch: SMP_SUMS twice cuda_sampling's SEL_SUMS_BYTES)
+PATCH_SMEM = {("sel_double_sums.patch", "tileops_top_k_top_p_mask"): 2}
 
 
 def parse_variant(v: str):
@@ -93,9 +97,12 @@ def launcher(specialisation, fmt, rows, variant, ptrs, lab=None):
         source = dev_lab.patched_source(source, patches)
     handle = runtime.build(0, source, kernel, tuple(opts) + extra, fmt, pdl=True)
     stream = torch._C._cuda_getCurrentRawStream
+    smem = plan.smem
+    for p in patches:   # a patch that grows a kernel's dynamic shared memory (PATCH_SMEM)
+        smem *= PATCH_SMEM.get((p, kernel), 1) if cluster > 1 else 1
 
     def launch():
-        _C.cuda_launch(handle, rows * cluster, 1, 1, plan.threads, 1, 1, plan.smem, stream(0), *ptrs)
+        _C.cuda_launch(handle, rows * cluster, 1, 1, plan.threads, 1, 1, smem, stream(0), *ptrs)
     return launch
 
 
