@@ -2,8 +2,8 @@
 groups per thread (TILEOPS_UNROLL) and the grid (one wave of resident threads striding, or
 a block per tile of threads x UNROLL groups) and the block size, fp16, launched directly;
 --elems adds the element build (a thread per element, -DTILEOPS_GATED_ELEMS=1: one copy of
-the activation's code instead of 8; parked in session 21, shipped for one-row erf GELU
-calls in session 22).
+the activation's code instead of 8; parked in session 21, shipped in session 22 for the
+erf GELU's small calls, up to cuda_gated.ELEMS_MAX outputs).
 
     python dev/time_gated.py [--out PATH.json] [--rows 1,32,256,4096] [--ns 14336,18944,28672]
                              [--unrolls 1,2,4,8] [--threads 256] [--grids wave,full]

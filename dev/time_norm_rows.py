@@ -15,8 +15,8 @@ share, the Qwen2.5 width's tail gone; a rule by n alone keeps a row's bits indep
 the row count). Session 22's lead (dev/NOTES.md): the 3584 builds carry the most code
 (layer_norm's decode build 12 KB against 8 KB at 4096) and the largest one-token L2-cold
 gap to Liger (0.45 us); `--ns 3584 --rows 1,32,4096 --rt-op layer_norm` asks whether
-another threads-per-row closes it without a loss at 4096 rows. Each is timed hot (CUDA graph of 50 calls,
-L2-hot) and cold (a 256 MB buffer written before every call), in 2 interleaved rounds
+another threads-per-row closes it without a loss at 4096 rows.
+Each is timed hot (CUDA graph of 50 calls, L2-hot) and cold (a 256 MB buffer written before every call), in 2 interleaved rounds
 (order reversed in the second); the rows give both rounds and their minimum. Kernels are
 launched directly (runtime.build + _C.cuda_launch): no op layer, no allocation."""
 from __future__ import annotations

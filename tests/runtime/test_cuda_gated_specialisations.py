@@ -129,7 +129,7 @@ def test_only_small_calls_of_the_erf_gelu_take_the_element_build():
 @pytest.mark.parametrize("cast", [False, True])
 def test_the_element_build_compiles_without_spills_to_less_code(tmp_path, op, dt, n, vec, cast):
     """The element build (a thread per element: one copy of the activation's code) is the
-    point of the one-row rule: L2-cold, a one-token call fetches its code from DRAM."""
+    point of the small-call rule: L2-cold, a one-token call fetches its code from DRAM."""
     from helpers import nvcc_text
     source, kernel, opts, *_ = G.specialisation(op, dt, n, vec, cast=cast, elems=True)
     elems = nvcc_text(tmp_path, source, kernel, opts)

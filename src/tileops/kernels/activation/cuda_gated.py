@@ -86,8 +86,9 @@ def specialisation(op: str, dtype_code: int, n: int, vec: int, unroll: int = UNR
     if vec not in (1, 16 // elem):
         raise ValueError(f"vec {vec}: 1 or {16 // elem} for this dtype")
     options = (f"-DTILEOPS_DTYPE={dtype_code}", f"-DTILEOPS_N={n}", f"-DTILEOPS_VEC={vec}",
-               f"-DTILEOPS_THREADS={threads}", f"-DTILEOPS_UNROLL={unroll}") + (("-DTILEOPS_CAST_BEFORE_MUL=1",) if cast else ()) \
-        + (("-DTILEOPS_GATED_ELEMS=1",) if elems else ())
+               f"-DTILEOPS_THREADS={threads}", f"-DTILEOPS_UNROLL={unroll}")
+    options += ("-DTILEOPS_CAST_BEFORE_MUL=1",) if cast else ()
+    options += ("-DTILEOPS_GATED_ELEMS=1",) if elems else ()
     return f"activation/{op}.cu", f"tileops_{op}", options, threads, unroll
 
 
