@@ -18,7 +18,7 @@ import threading
 import torch
 
 from . import _C, __version__
-from .errors import warn_core_notes
+from .errors import NotReadyDuringCaptureError, warn_core_notes
 
 log = logging.getLogger("tileops.runtime")
 
@@ -190,6 +190,18 @@ def build(device_index: int, source_name: str, kernel_name: str, options, arg_fo
         log.info("tileops: loaded %s from the disk cache for cuda:%d in %.1f ms", kernel_name,
                  device_index, info["total_ms"])
     return handle
+
+
+def build_unless_capturing(device_index: int, source_name: str, kernel_name: str, options, arg_format: str, *,
+                           pdl: bool = False):
+    """build(), or None where it refuses because torch's stream on that device is being
+    captured (NotReadyDuringCaptureError): for an optional build, a faster one of the same
+    bits, whose caller launches the build it already has until this one is made outside a
+    capture (the gated activations' element build, paged decode's cluster build)."""
+    try:
+        return build(device_index, source_name, kernel_name, options, arg_format, pdl=pdl)
+    except NotReadyDuringCaptureError:
+        return None
 
 
 def stats() -> dict:

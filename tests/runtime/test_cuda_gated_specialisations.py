@@ -135,3 +135,53 @@ def test_the_element_build_compiles_without_spills_to_less_code(tmp_path, op, dt
     elems = nvcc_text(tmp_path, source, kernel, opts)
     group = nvcc_text(tmp_path, source, kernel, G.specialisation(op, dt, n, vec, cast=cast)[2])
     assert len(elems) < len(group), (len(elems), len(group))
+
+
+def test_the_launcher_takes_the_element_build_once_made_and_the_group_build_while_capturing(monkeypatch):
+    """No GPU (runtime.build and the launches recorded): the group build is made with the
+    launcher; a small call while the stream is captured launches it (the element build
+    is not made); the next small call outside a capture makes the element build, once, and
+    launches it over ceil(rows n / THREADS) blocks; a large call keeps the group build."""
+    import torch
+
+    from tileops import NotReadyDuringCaptureError, runtime
+    builds, launches, capturing = {}, [], [False]
+
+    def build(device, src, kernel, opts, fmt, pdl=False):
+        if capturing[0] and opts not in builds:
+            raise NotReadyDuringCaptureError(f"kernel {kernel} is not built; capturing")
+        return builds.setdefault(opts, 100 + len(builds))
+    monkeypatch.setattr(runtime, "build", build)
+    from tileops import _C
+    monkeypatch.setattr(_C, "cuda_launch", lambda h, gx, gy, gz, bx, *rest: launches.append((h, gx, bx)))
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 0, raising=False)
+    n = 14336
+    launch = G.build(0, "gelu_and_mul", 1, n, 8)
+    group = builds[G.specialisation("gelu_and_mul", 1, n, 8)[2]]
+    x, y = torch.empty(1, 2 * n, dtype=torch.float16), torch.empty(1, n, dtype=torch.float16)
+    capturing[0] = True
+    launch(x, y)
+    assert launches[-1] == (group, G.groups(1, n) // G.THREADS, G.THREADS) and len(builds) == 1
+    capturing[0] = False
+    launch(x, y)
+    launch(x, y)
+    elems = builds[G.specialisation("gelu_and_mul", 1, n, 8, elems=True)[2]]
+    assert launches[-2:] == [(elems, n // G.THREADS, G.THREADS)] * 2 and len(builds) == 2
+    big_x, big_y = torch.empty(32, 2 * n, dtype=torch.float16), torch.empty(32, n, dtype=torch.float16)
+    launch(big_x, big_y)
+    assert launches[-1] == (group, 32 * G.groups(1, n) // G.THREADS, G.THREADS)
+
+
+def test_build_unless_capturing_gives_none_only_for_a_capture(monkeypatch):
+    from tileops import BuildError, NotReadyDuringCaptureError, runtime
+
+    def refuse(*a, **k):
+        raise NotReadyDuringCaptureError("capturing")
+    monkeypatch.setattr(runtime, "build", refuse)
+    assert runtime.build_unless_capturing(0, "activation/gelu_and_mul.cu", "k", (), "ppq") is None
+
+    def fail(*a, **k):
+        raise BuildError("NVRTC: error")
+    monkeypatch.setattr(runtime, "build", fail)
+    with pytest.raises(BuildError):
+        runtime.build_unless_capturing(0, "activation/gelu_and_mul.cu", "k", (), "ppq")

@@ -101,23 +101,23 @@ def build(device_index: int, op: str, dtype_code: int, n: int, vec: int, cast: b
     import torch
 
     from ... import _C, runtime
-    from ...errors import NotReadyDuringCaptureError
     source, kernel, options, threads, unroll = specialisation(op, dtype_code, n, vec, cast=cast)
     handle = runtime.build(device_index, source, kernel, options, ARG_FORMAT, pdl=True)
-    elems_handle = []   # the element build, once made
+    elems = []   # the element build, once made
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
     per_block = threads * unroll
     ng = groups(dtype_code, n)
 
     def elems_build():
-        if not elems_handle:
-            opts = specialisation(op, dtype_code, n, vec, cast=cast, elems=True)[2]
-            try:
-                elems_handle.append(runtime.build(device_index, source, kernel, opts, ARG_FORMAT, pdl=True))
-            except NotReadyDuringCaptureError:
+        if not elems:
+            h = runtime.build_unless_capturing(device_index, source, kernel,
+                                               specialisation(op, dtype_code, n, vec, cast=cast, elems=True)[2],
+                                               ARG_FORMAT, pdl=True)
+            if h is None:
                 return None
-        return elems_handle[0]
+            elems.append(h)
+        return elems[0]
 
     def launch(x, y):
         rows = y.numel() // n

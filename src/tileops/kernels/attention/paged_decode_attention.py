@@ -377,11 +377,10 @@ def _build_cuda(b):
         if key in clustered:
             return clustered[key]
         opts = cuda_specialisation(b.dtype, D, b.group, b.heads_per_cta, BS, b.mma, rings[g][0], g, s, sc)[3]
-        try:
-            h = clustered[key] = runtime.build(device, "attention/paged_decode_attention.cu",
-                                               "tileops_paged_decode_attention", opts, ARG_FORMAT_CUDA, pdl=True)
-        except NotReadyDuringCaptureError:
-            return None
+        h = runtime.build_unless_capturing(device, "attention/paged_decode_attention.cu",
+                                           "tileops_paged_decode_attention", opts, ARG_FORMAT_CUDA, pdl=True)
+        if h is not None:
+            clustered[key] = h
         return h
 
     variant(1, 1)   # the one-group plain build: made with the op's first call, as before
