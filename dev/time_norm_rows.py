@@ -47,6 +47,16 @@ def _launcher(h, grid, threads, args):
     return fn
 
 
+def _add_decode(out, name, src, kname, opts, hw, hb, vec, rpb, rows, threads, args, nbytes):
+    """out[name + " smem"]: the build's decode form (weight and bias staged in shared memory,
+    cuda_rows.decode_options: the same bits), where it has one and the grid fits one block
+    an SM (where the op's launch takes it)."""
+    d = R.decode_options(opts, hw, hb, vec, rpb)
+    if d is not None and -(-rows // rpb) <= 132:
+        out[name + " smem"] = (_launcher(runtime.build(0, src, kname, d, R.ARG_FORMAT), -(-rows // rpb), threads,
+                                         args), nbytes)
+
+
 def impls(rows, n, rt_op="rms_norm_rows"):
     """name -> (callable, bytes moved)."""
     gen = torch.Generator(device="cpu").manual_seed(0)
@@ -88,6 +98,7 @@ def impls(rows, n, rt_op="rms_norm_rows"):
             print(f"skip rt={rt}: {str(ex).splitlines()[0][:100]}")
             continue
         out[f"{rt_op} rt={rt}"] = (_launcher(hh, -(-rows // (t // rt)), t, op_args), op_bytes)
+        _add_decode(out, f"{rt_op} rt={rt}", src, kname, o, hw, hb, vec, t // rt, rows, t, op_args, op_bytes)
     for op, hw, hb in OPS:
         src, kname, opts, threads, rpb, _, cap = R.specialisation(op, DT, n, hw, hb, vec, 132)
         hh = runtime.build(0, src, kname, opts, R.ARG_FORMAT)
@@ -96,6 +107,7 @@ def impls(rows, n, rt_op="rms_norm_rows"):
                 ro.data_ptr() if res else 0, rows, 1e-5)
         grid = min(-(-rows // rpb), cap or 2**31 - 1)
         out[op] = (_launcher(hh, grid, threads, args), ((4 if res else 2) * rows + (1 + hb)) * n * e)
+        _add_decode(out, op, src, kname, opts, hw, hb, vec, rpb, rows, threads, args, out[op][1])
     return out, (x, r, w, b, y, ro)
 
 

@@ -332,9 +332,10 @@ extern __shared__ __attribute__((aligned(16))) unsigned char pda_smem[];
 /* ---- a split's merge: each chunk's partial, folded in chunk order (the merge kernel, or
  * the cluster's CTAs: the same operations) --------------------------------------------- */
 /* chunks c0 .. c0 + PDA_MB - 1 (those < n) of channel d: their m, l and a */
-TILEOPS_DEV void pda_merge_load(const float *P, long long c0, long long n, int d, float *pm, float *pl, float *pa) {
+TILEOPS_DEV void pda_merge_load(const float *P, long long c0, long long n, int d, float *pm, float *pl, float *pa,
+                                int nb) {
 #pragma unroll
-    for (int j = 0; j < PDA_MB; j++) {
+    for (int j = 0; j < nb; j++) {
         const float *Q = P + (c0 + j) * (PDA_D + 2);
         const int in = c0 + j < n;
         pm[j] = in ? Q[PDA_D] : 0.0f;
@@ -346,9 +347,9 @@ TILEOPS_DEV void pda_merge_load(const float *P, long long c0, long long n, int d
  * leaves the state as it was, by selection), so that the weights' exp2 of successive
  * chunks overlap: only m's max, l's and a's multiply-adds chain from chunk to chunk */
 TILEOPS_DEV void pda_merge_fold(long long c0, long long n, float *m, float *l, float *a, const float *pm,
-                                const float *pl, const float *pa) {
+                                const float *pl, const float *pa, int nb) {
 #pragma unroll
-    for (int j = 0; j < PDA_MB; j++) {
+    for (int j = 0; j < nb; j++) {
         float m2 = *m, l2 = *l, a2 = *a;
         pda_merge(&m2, &l2, &a2, pm[j], pl[j], pa[j]);
         const int in = c0 + j < n;
@@ -419,7 +420,7 @@ TILEOPS_DEV int pda_two_level(long long cpc, long long n_chunks, long long *slot
 }
 /* folds partials [c0, c0 + PDA_MB) of n into (m, l, a), both levels when two (PDA_SC > 1) */
 TILEOPS_DEV void pda_merge_step(int two, long long c0, long long n, float *m, float *l, float *a, const float *pm,
-                                const float *pl, const float *pa) {
+                                const float *pl, const float *pa, int nb) {
 #if PDA_SC > 1
     if (two) {
         pda_merge_fold_sc(c0, n, m, l, a, pm, pl, pa);
@@ -428,7 +429,7 @@ TILEOPS_DEV void pda_merge_step(int two, long long c0, long long n, float *m, fl
 #else
     (void)two;
 #endif
-    pda_merge_fold(c0, n, m, l, a, pm, pl, pa);
+    pda_merge_fold(c0, n, m, l, a, pm, pl, pa, nb);
 }
 
 #ifndef PDA_CS
@@ -439,6 +440,15 @@ TILEOPS_DEV void pda_merge_step(int two, long long c0, long long n, float *m, fl
 #endif
 #if PDA_CS > 1
 #define PDA_CLUSTER_DIMS __attribute__((cluster_dims(1, PDA_CS, 1)))
+/* the cluster's fold loads and folds PDA_FB partials at a time: its S CTAs' (one partial each
+ * where cpc is 1), or the merge kernel's batch in builds of superchunks (whose two-level fold
+ * takes whole superchunks a batch). The same operations on the partials either way: a
+ * partial past n is loaded and discarded by selection. */
+#if PDA_SC > 1
+#define PDA_FB PDA_MB
+#else
+#define PDA_FB PDA_CS
+#endif
 #else
 #define PDA_CLUSTER_DIMS
 #endif
@@ -461,12 +471,12 @@ TILEOPS_DEV void pda_cluster_finish(const float *ws, void *o, float *lse, long l
             break;
         const long long bh = b * H + hbase + g;
         const float *P = ws + bh * max_chunks * (PDA_D + 2);
-        float m = pda_neg_inf(), l = 0.0f, a = 0.0f, pm[PDA_MB], pl[PDA_MB], pa[PDA_MB];
+        float m = pda_neg_inf(), l = 0.0f, a = 0.0f, pm[PDA_FB], pl[PDA_FB], pa[PDA_FB];
         long long n;
         const int two = pda_two_level(cpc, n_chunks, &n);
-        for (long long c0 = 0; c0 < n; c0 += PDA_MB) {
-            pda_merge_load(P, c0, n, d, pm, pl, pa);
-            pda_merge_step(two, c0, n, &m, &l, &a, pm, pl, pa);
+        for (long long c0 = 0; c0 < n; c0 += PDA_FB) {
+            pda_merge_load(P, c0, n, d, pm, pl, pa, PDA_FB);
+            pda_merge_step(two, c0, n, &m, &l, &a, pm, pl, pa, PDA_FB);
         }
         tileops_st_elem((char *)o + bh * PDA_D * TILEOPS_E, d, pda_out(l, a));
         if (d == 0 && lse)
@@ -875,7 +885,7 @@ extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws,
      * chunks past the sequence's are read and never used) */
     const float *P = ws + bh * max_chunks * (PDA_D + 2);
     float am[PDA_MB], al[PDA_MB], aa[PDA_MB], bm[PDA_MB], bl[PDA_MB], ba[PDA_MB];
-    pda_merge_load(P, 0, max_chunks, d, am, al, aa);
+    pda_merge_load(P, 0, max_chunks, d, am, al, aa, PDA_MB);
     const long long len = seq_lens[b];
     char *orow = (char *)o + bh * PDA_D * TILEOPS_E;
     if (len < 0 || len > max_blocks * PDA_BS) {
@@ -891,10 +901,10 @@ extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws,
      * the other batch is folded, one chunk after the other in chunk order (a 32K-token
      * sequence has 128 chunks: a load latency each would be the kernel's time). */
     for (long long c0 = 0; c0 < n_chunks; c0 += 2 * PDA_MB) {
-        pda_merge_load(P, c0 + PDA_MB, n_chunks, d, bm, bl, ba);
-        pda_merge_step(two, c0, n_chunks, &m, &l, &a, am, al, aa);
-        pda_merge_load(P, c0 + 2 * PDA_MB, n_chunks, d, am, al, aa);
-        pda_merge_step(two, c0 + PDA_MB, n_chunks, &m, &l, &a, bm, bl, ba);
+        pda_merge_load(P, c0 + PDA_MB, n_chunks, d, bm, bl, ba, PDA_MB);
+        pda_merge_step(two, c0, n_chunks, &m, &l, &a, am, al, aa, PDA_MB);
+        pda_merge_load(P, c0 + 2 * PDA_MB, n_chunks, d, am, al, aa, PDA_MB);
+        pda_merge_step(two, c0 + PDA_MB, n_chunks, &m, &l, &a, bm, bl, ba, PDA_MB);
     }
     tileops_st_elem(orow, d, pda_out(l, a));
     if (d == 0 && lse)
