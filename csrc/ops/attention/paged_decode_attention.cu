@@ -331,7 +331,8 @@ extern __shared__ __attribute__((aligned(16))) unsigned char pda_smem[];
 
 /* ---- a split's merge: each chunk's partial, folded in chunk order (the merge kernel, or
  * the cluster's CTAs: the same operations) --------------------------------------------- */
-/* chunks c0 .. c0 + PDA_MB - 1 (those < n) of channel d: their m, l and a */
+/* chunks c0 .. c0 + nb - 1 (those < n; nb a constant: PDA_MB, or PDA_FB) of channel d: their m,
+ * l and a */
 TILEOPS_DEV void pda_merge_load(const float *P, long long c0, long long n, int d, float *pm, float *pl, float *pa,
                                 int nb) {
 #pragma unroll
@@ -343,7 +344,7 @@ TILEOPS_DEV void pda_merge_load(const float *P, long long c0, long long n, int d
         pa[j] = in ? Q[d] : 0.0f;
     }
 }
-/* folds chunks c0 .. (those < n) into (m, l, a) in chunk order; branch-free (a chunk past n
+/* folds chunks c0 .. c0 + nb - 1 (those < n) into (m, l, a) in chunk order; branch-free (a chunk past n
  * leaves the state as it was, by selection), so that the weights' exp2 of successive
  * chunks overlap: only m's max, l's and a's multiply-adds chain from chunk to chunk */
 TILEOPS_DEV void pda_merge_fold(long long c0, long long n, float *m, float *l, float *a, const float *pm,
@@ -418,7 +419,8 @@ TILEOPS_DEV int pda_two_level(long long cpc, long long n_chunks, long long *slot
 #endif
     return 0;
 }
-/* folds partials [c0, c0 + PDA_MB) of n into (m, l, a), both levels when two (PDA_SC > 1) */
+/* folds partials [c0, c0 + nb) of n into (m, l, a), both levels when two (PDA_SC > 1: the
+ * two-level fold takes a batch of PDA_MB, which nb then is) */
 TILEOPS_DEV void pda_merge_step(int two, long long c0, long long n, float *m, float *l, float *a, const float *pm,
                                 const float *pl, const float *pa, int nb) {
 #if PDA_SC > 1
