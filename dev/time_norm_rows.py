@@ -8,7 +8,10 @@ Per shape: `copy` (y.copy_(x)), `shipped` (tileops_rms_norm, the launch rule's b
 `rms_norm_rows` (the generic kernel, launch rule of cuda_rows.py: the same threads per
 row), `rms_norm_rows rt=R` (the generic kernel at other threads per row: the decode-shape
 question; with --rt-op OP, that op's builds instead), and the other ops at their rule
-(layer_norm and fused_add_layer_norm with weight and bias, the RMS ones with weight). The
+(layer_norm and fused_add_layer_norm with weight and bias, the RMS ones with weight), and
+for each of those builds with a decode form its `... smem` row (weight and bias staged in
+shared memory, cuda_rows.decode_options: what the op launches for grids of at most one
+block an SM). The
 other threads per row: the powers of two 32-1024 and the multiples of 32 that divide the
 row's 16-byte groups (3584 fp16: 448 groups, so 224 and 448: no thread with a partial
 share, the Qwen2.5 width's tail gone; a rule by n alone keeps a row's bits independent of
@@ -34,6 +37,7 @@ from tileops import _C, runtime  # noqa: E402
 from tileops.kernels.norm import cuda_rows as R  # noqa: E402
 
 DT = 1   # float16
+SMS = 132   # the H200's SMs: the launch rule's grid cap, and the largest grid its decode build serves
 OPS = (("layer_norm", True, True), ("fused_add_rms_norm", True, False), ("fused_add_layer_norm", True, True),
        ("gemma_rms_norm", True, False))
 
@@ -52,7 +56,7 @@ def _add_decode(out, name, src, kname, opts, hw, hb, vec, rpb, rows, threads, ar
     cuda_rows.decode_options: the same bits), where it has one and the grid fits one block
     an SM (where the op's launch takes it)."""
     d = R.decode_options(opts, hw, hb, vec, rpb)
-    if d is not None and -(-rows // rpb) <= 132:
+    if d is not None and -(-rows // rpb) <= SMS:
         out[name + " smem"] = (_launcher(runtime.build(0, src, kname, d, R.ARG_FORMAT), -(-rows // rpb), threads,
                                          args), nbytes)
 
@@ -68,7 +72,7 @@ def impls(rows, n, rt_op="rms_norm_rows"):
     e = 2
     out = {"copy": (lambda: y.copy_(x), 2 * rows * n * e)}
     vec = R.vec_for(DT, n, True)
-    src, kname, opts, threads, rpb, _, cap = R.specialisation("rms_norm_rows", DT, n, True, False, vec, 132)
+    src, kname, opts, threads, rpb, _, cap = R.specialisation("rms_norm_rows", DT, n, True, False, vec, SMS)
     shipped = [o for o in opts if not o.startswith("-DTILEOPS_HAS_BIAS")]
     h = runtime.build(0, "norm/rms_norm.cu", "tileops_rms_norm", shipped, "pppqqqf")
     out["shipped"] = (_launcher(h, -(-rows // rpb), threads, (x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n,
@@ -78,7 +82,7 @@ def impls(rows, n, rt_op="rms_norm_rows"):
     out["rms_norm_rows"] = (_launcher(h, -(-rows // rpb), threads, rows_args), (2 * rows + 1) * n * e)
     hw, hb = next(((w_, b_) for o_, w_, b_ in OPS if o_ == rt_op), (True, False))
     res = rt_op.startswith("fused")
-    src, kname, opts, threads, rpb, _, cap = R.specialisation(rt_op, DT, n, hw, hb, vec, 132)
+    src, kname, opts, threads, rpb, _, cap = R.specialisation(rt_op, DT, n, hw, hb, vec, SMS)
     op_args = (x.data_ptr(), r.data_ptr() if res else 0, w.data_ptr(), b.data_ptr() if hb else 0, y.data_ptr(),
                ro.data_ptr() if res else 0, rows, 1e-5)
     op_bytes = ((4 if res else 2) * rows + (1 + hb)) * n * e
@@ -100,7 +104,7 @@ def impls(rows, n, rt_op="rms_norm_rows"):
         out[f"{rt_op} rt={rt}"] = (_launcher(hh, -(-rows // (t // rt)), t, op_args), op_bytes)
         _add_decode(out, f"{rt_op} rt={rt}", src, kname, o, hw, hb, vec, t // rt, rows, t, op_args, op_bytes)
     for op, hw, hb in OPS:
-        src, kname, opts, threads, rpb, _, cap = R.specialisation(op, DT, n, hw, hb, vec, 132)
+        src, kname, opts, threads, rpb, _, cap = R.specialisation(op, DT, n, hw, hb, vec, SMS)
         hh = runtime.build(0, src, kname, opts, R.ARG_FORMAT)
         res = op.startswith("fused")
         args = (x.data_ptr(), r.data_ptr() if res else 0, w.data_ptr(), b.data_ptr() if hb else 0, y.data_ptr(),
