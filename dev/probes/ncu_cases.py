@@ -32,6 +32,8 @@ def main():
     ap.add_argument("--stages", type=int, default=None)
     ap.add_argument("--cpc", type=int, default=None, help="pda: chunks per CTA, forced (the split plan's knob)")
     ap.add_argument("--groups", type=int, default=None, help="pda: chunk groups a CTA (1 or 2), forced")
+    ap.add_argument("--sdpa", action="store_true", help="pda: torch's SDPA (enable_gqa) on the gathered K and V "
+                                                         "instead of tileops")
     ap.add_argument("--T", type=int, default=32)
     ap.add_argument("--N", type=int, default=4096)
     ap.add_argument("--liger", action="store_true", help="rmsnorm: Liger-Kernel's instead of tileops'")
@@ -57,6 +59,11 @@ def main():
         sl = torch.full((a.B,), a.ctx, dtype=torch.int32, device=dev)
         op = PagedDecodeAttentionFwdOp(D, BS)
         fn = lambda: op(q, kc, vc, bt, sl)   # noqa: E731
+        if a.sdpa:
+            import torch.nn.functional as F
+            k = kc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()
+            v = vc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()
+            fn = lambda: F.scaled_dot_product_attention(q.unsqueeze(2), k, v, enable_gqa=True)   # noqa: E731
     elif a.case == "rmsnorm":
         from tileops.norm import RMSNormFwdOp
         x = torch.randn(a.T, a.N, device=dev, dtype=torch.float16)
