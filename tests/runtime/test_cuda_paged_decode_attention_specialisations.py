@@ -245,3 +245,29 @@ def test_the_launcher_takes_the_fold_of_the_table_s_width(monkeypatch):
     capturing[0] = True            # B = 1, 32K: the plan takes two chunk groups, not built: the one
     call(1, 32768 // BS)           # group build of the same fold serves (the same bits)
     assert launches[-2][0] == main8 and len(builds) == n
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+def test_the_launcher_s_shared_memory_is_the_kernel_s(tmp_path):
+    """smem_bytes (the launch's dynamic shared memory) equals the .cu's PDA_SMEM for every
+    kind of build, one chunk group or two, in clusters, of superchunks (the kernel's #error
+    under -DPDA_SMEM_EXPECT); one byte off fails."""
+    from tileops import runtime
+    src = tmp_path / "k.cu"
+    src.write_text(runtime.source("attention/paged_decode_attention.cu"))
+    kinds = [(dt, D, G, BS, groups, cluster, sc) for dt, D, G, BS in CASES for groups in (1, 2)
+             for cluster, sc in ((1, 1), (4, 1), (1, 8))
+             if groups == 1 or K.groups_allowed(D, K.heads_per_cta(D, G), dt, dt != 0)]
+
+    def preprocess(opts, expect):
+        return subprocess.run([NVCC, "-E", "-arch=sm_90a", *opts, f"-DPDA_SMEM_EXPECT={expect}", str(src)],
+                              capture_output=True, text=True, timeout=120)
+    for dt, D, G, BS, groups, cluster, sc in kinds:
+        heads, mma = K.heads_per_cta(D, G), dt != 0
+        stages, _ = K.choose_stages(dt, D, heads, mma, groups=groups)
+        opts = K.cuda_specialisation(dt, D, G, heads, BS, mma, stages, groups, cluster, superchunk=sc)[3]
+        want = K.smem_bytes(dt, D, heads, stages, mma, groups)
+        r = preprocess(opts, want)
+        assert r.returncode == 0, (dt, D, G, BS, groups, cluster, sc, r.stderr[-1500:])
+    r = preprocess(opts, want + 1)
+    assert r.returncode != 0 and "PDA_SMEM differs" in r.stderr

@@ -133,6 +133,9 @@
 #define PDA_P_OFF (PDA_Q_OFF + 4 * PDA_GS8 * PDA_D)
 #define PDA_SMEM (PDA_P_OFF + 4 * PDA_NWT * PDA_GS8 * PDA_TILE)
 #endif
+#if defined(PDA_SMEM_EXPECT) && PDA_SMEM_EXPECT != PDA_SMEM   /* a test's check of the launcher's formula */
+#error "PDA_SMEM differs from PDA_SMEM_EXPECT (kernels/attention/paged_decode_attention.py smem_bytes)"
+#endif
 #define PDA_TPH (TILEOPS_THREADS / PDA_GS8)         /* fold: threads per query head (8 .. 32) */
 #if PDA_D % PDA_TPH != 0
 #error "PDA_CG 2 needs PDA_D a multiple of 256 / PDA_GS8 (each fold thread takes whole channels)"
