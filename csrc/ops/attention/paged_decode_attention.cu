@@ -301,6 +301,29 @@ TILEOPS_DEV void pda_issue(const struct pda_seq *s, int k, int blk, unsigned rin
 #else
     (void)blk;
 #endif
+#if PDA_BS % PDA_TILE == 0 && PDA_SEG % 8 == 0
+    /* rows of whole groups of 8 swizzled segments: lane (r0, s0) = (lane / 8, lane % 8)
+     * copies segments 8 b + s0 of rows r0 + 4 a, 8 lanes a row's 128 bytes. Since r0 < 4,
+     * row & 7 = r0 ^ 4 (a & 1): the segment lands at 8 b + (s0 ^ r0 ^ 4 (a & 1)) (pda_swz),
+     * two shared addresses a lane plus constants; the global ones step by 4 rows */
+    (void)vt;
+    const int r0 = s->lane >> 3, s0 = s->lane & 7;
+    const unsigned d0 = kt + (unsigned)(r0 * PDA_RB + ((s0 ^ r0) << 4));
+    const unsigned d1 = kt + (unsigned)(r0 * PDA_RB + ((s0 ^ r0 ^ 4) << 4));
+    const char *src = base + (unsigned)(r0 * s->row_stride + s0 * 16);
+#pragma unroll
+    for (int a = 0; a < PDA_TILE / 4; a++) {
+        const int bytes = ok && r0 + 4 * a < rows ? 16 : 0;
+        const unsigned d = ((a & 1) ? d1 : d0) + (unsigned)(4 * a * PDA_RB);
+        const char *vsrc = src + s->vk;
+#pragma unroll
+        for (int b = 0; b < PDA_SEG / 8; b++) {
+            pda_cp16(d + 128u * b, src + 128 * b, bytes);
+            pda_cp16(d + 128u * b + PDA_TILE_BYTES, vsrc + 128 * b, bytes);
+        }
+        src += 4 * s->row_stride;
+    }
+#else
 #pragma unroll
     for (int j = 0; j < (PDA_TILE * PDA_SEG + 31) / 32; j++) {
         const int idx = s->lane + 32 * j;
@@ -327,6 +350,7 @@ TILEOPS_DEV void pda_issue(const struct pda_seq *s, int k, int blk, unsigned rin
         pda_cp16(kt + pda_swz(row, seg), src, bytes);
         pda_cp16(vt + pda_swz(row, seg), src + s->vk, bytes);
     }
+#endif
 }
 
 /* ---- the main kernel ------------------------------------------------------------------------ */
