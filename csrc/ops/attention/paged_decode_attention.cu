@@ -290,7 +290,7 @@ TILEOPS_DEV void pda_issue(const struct pda_seq *s, int k, int blk, unsigned rin
     if (!pda_tile_live(s, k))
         return;
     const long long tok0 = pda_tile_tok(s, k);
-    const unsigned kt = ring + (unsigned)((k % PDA_STAGES) * 2 * PDA_TILE_BYTES), vt = kt + PDA_TILE_BYTES;
+    const unsigned kt = ring + (unsigned)((k % PDA_STAGES) * 2 * PDA_TILE_BYTES);   /* V's rows: + PDA_TILE_BYTES */
     const int rows = s->len - tok0 < PDA_TILE ? (int)(s->len - tok0) : PDA_TILE; /* rows holding tokens */
 #if PDA_BS % PDA_TILE == 0
     const int ok = blk >= 0 && blk < s->nblocks;
@@ -306,7 +306,6 @@ TILEOPS_DEV void pda_issue(const struct pda_seq *s, int k, int blk, unsigned rin
      * copies segments 8 b + s0 of rows r0 + 4 a, 8 lanes a row's 128 bytes. Since r0 < 4,
      * row & 7 = r0 ^ 4 (a & 1): the segment lands at 8 b + (s0 ^ r0 ^ 4 (a & 1)) (pda_swz),
      * two shared addresses a lane plus constants; the global ones step by 4 rows */
-    (void)vt;
     const int r0 = s->lane >> 3, s0 = s->lane & 7;
     const unsigned d0 = kt + (unsigned)(r0 * PDA_RB + ((s0 ^ r0) << 4));
     const unsigned d1 = kt + (unsigned)(r0 * PDA_RB + ((s0 ^ r0 ^ 4) << 4));
@@ -348,7 +347,7 @@ TILEOPS_DEV void pda_issue(const struct pda_seq *s, int k, int blk, unsigned rin
         }
 #endif
         pda_cp16(kt + pda_swz(row, seg), src, bytes);
-        pda_cp16(vt + pda_swz(row, seg), src + s->vk, bytes);
+        pda_cp16(kt + PDA_TILE_BYTES + pda_swz(row, seg), src + s->vk, bytes);
     }
 #endif
 }
