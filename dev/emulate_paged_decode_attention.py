@@ -42,6 +42,14 @@ class Config:
         self.TILE_BYTES = TILE * self.RB
         self.WARP_BYTES = stages * 2 * self.TILE_BYTES
 
+    def fold_heads(self, threads):
+        """PDA_FH: the heads the fold's `threads` cover (the CTA's heads rounded up to a power
+        of two where each thread takes whole channels, else GS8)"""
+        for fh in (1, 2, 4):
+            if self.GS <= fh and self.D % (threads // fh) == 0:
+                return fh
+        return self.GS8
+
 
 def swz(cfg, row, seg):
     if cfg.SEG >= 8:
@@ -313,7 +321,8 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
                     wl[w, nt, j] = 0
         # thread tid folds channels fu + TPH i of head fg (the weights once per head), for
         # each group's chunk of the round in chunk order
-        TPH = 128 * groups // GS8
+        FH = cfg.fold_heads(128 * groups)
+        TPH = 128 * groups // FH
         # PDA_SC > 1: chunks fold into their superchunk's state (from empty), which folds into
         # the running state (no split) or is stored whole (a split of whole superchunks) at
         # the superchunk's end; a split of other chunk counts stores each chunk's partial
@@ -354,7 +363,7 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
                         if fu == 0:
                             ws[base + D] = cm
                             ws[base + D + 1] = cl
-            assert (seen == 1).all(), "the fold's threads must cover every (head, channel) once"
+            assert (seen[:FH * D] == 1).all() and FH >= GS, "the fold's threads must cover every (head, channel) once"
     if split:
         return
     for e in range(GS8 * D):

@@ -53,8 +53,8 @@ def main():
             raw = f.read()
         with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "csrc", "ops", name)) as f:
             own = f.read()
-        start = raw.index("/* ---- small PTX helpers")   # the text after the includes, which the
-        other = shipped.replace(own[own.index("/* ---- small PTX helpers"):], raw[start:])   # runtime splices
+        inc = '#include "../common/rows_common.cuh"\n'   # the text after the include, which the runtime splices
+        other = shipped.replace(own[own.index(inc) + len(inc):], raw[raw.index(inc) + len(inc):])
         assert other != shipped or raw == own, "--source: the kernel's text was not found in the spliced source"
     for dt, D, G, groups, cluster in BUILDS:
         heads, mma = K.heads_per_cta(D, G), dt != 0

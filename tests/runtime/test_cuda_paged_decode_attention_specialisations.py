@@ -8,6 +8,7 @@ and odd ones, group sizes 1, 4, 7, 8 (Qwen2.5-7B's 28 / 4 is 7) and a 20-head gr
 slices, block sizes 16, 64 and ones that do not divide a tile. Skipped where nvcc is not
 installed."""
 
+import os
 import subprocess
 
 import pytest
@@ -271,3 +272,36 @@ def test_the_launcher_s_shared_memory_is_the_kernel_s(tmp_path):
         assert r.returncode == 0, (dt, D, G, BS, groups, cluster, sc, r.stderr[-1500:])
     r = preprocess(opts, want + 1)
     assert r.returncode != 0 and "PDA_SMEM differs" in r.stderr
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+def test_the_fold_s_heads_are_the_emulator_s():
+    """The .cu's PDA_FH (the heads the round's fold covers: the CTA's heads rounded up to a
+    power of two where each thread keeps whole channels) is the numpy emulator's fold_heads,
+    whose run asserts that the fold covers every real (head, channel) once, for every kind
+    of build, one chunk group or two (the kernel's #error under -DPDA_FH_EXPECT); and it is
+    below the 8 padded heads where a group of 4 leaves half of them empty."""
+    import importlib.util
+    from tileops import runtime
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "dev", "emulate_paged_decode_attention.py")
+    spec = importlib.util.spec_from_file_location("emulate_paged_decode_attention", path)
+    emu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(emu)
+    src = runtime.source("attention/paged_decode_attention.cu")
+    seen = set()
+    for dt, D, G, BS in CASES + [(1, 64, 2, 16), (1, 32, 4, 16), (1, 64, 1, 16)]:
+        heads, mma = K.heads_per_cta(D, G), dt != 0
+        for groups in (1, 2):
+            if groups == 2 and not K.groups_allowed(D, heads, dt, mma):
+                continue
+            stages, _ = K.choose_stages(dt, D, heads, mma, groups=groups)
+            opts = K.cuda_specialisation(dt, D, G, heads, BS, mma, stages, groups)[3]
+            want = emu.Config(D, G, heads, BS, stages).fold_heads(128 * groups)
+            seen.add(want)
+            r = subprocess.run([NVCC, "-E", "-arch=sm_90a", *opts, f"-DPDA_FH_EXPECT={want}", "-x", "cu", "-"],
+                               input=src, capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, (dt, D, G, BS, groups, want, r.stderr[-1500:])
+    r = subprocess.run([NVCC, "-E", "-arch=sm_90a", *opts, f"-DPDA_FH_EXPECT={want + 1}", "-x", "cu", "-"],
+                       input=src, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "PDA_FH differs" in r.stderr
+    assert {1, 2, 4} <= seen and emu.Config(128, 4, 4, 16, 2).fold_heads(128) == 4

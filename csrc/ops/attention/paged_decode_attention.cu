@@ -136,7 +136,23 @@
 #if defined(PDA_SMEM_EXPECT) && PDA_SMEM_EXPECT != PDA_SMEM   /* a test's check of the launcher's formula */
 #error "PDA_SMEM differs from PDA_SMEM_EXPECT (kernels/attention/paged_decode_attention.py smem_bytes)"
 #endif
-#define PDA_TPH (TILEOPS_THREADS / PDA_GS8)         /* fold: threads per query head (8 .. 32) */
+/* the fold's heads: the CTA's heads rounded up to a power of two where each of its threads
+ * still takes whole channels (Llama-3-8B's group of 4: its threads fold the 4 real heads of
+ * the 8 the warps' states hold, half the work a thread), else all PDA_GS8; the same
+ * operations on each element either way */
+#if PDA_GS <= 1 && PDA_D % TILEOPS_THREADS == 0
+#define PDA_FH 1
+#elif PDA_GS <= 2 && PDA_D % (TILEOPS_THREADS / 2) == 0
+#define PDA_FH 2
+#elif PDA_GS <= 4 && PDA_D % (TILEOPS_THREADS / 4) == 0
+#define PDA_FH 4
+#else
+#define PDA_FH PDA_GS8
+#endif
+#define PDA_TPH (TILEOPS_THREADS / PDA_FH)          /* fold: threads per query head (8 .. 256) */
+#if defined(PDA_FH_EXPECT) && PDA_FH_EXPECT != PDA_FH   /* a test's check of the emulator's rule */
+#error "PDA_FH differs from PDA_FH_EXPECT (dev/emulate_paged_decode_attention.py fold_heads)"
+#endif
 #if PDA_D % PDA_TPH != 0
 #error "PDA_CG 2 needs PDA_D a multiple of 256 / PDA_GS8 (each fold thread takes whole channels)"
 #endif
