@@ -319,7 +319,7 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
                             F[GS8 * D + GS8 + nt * 8 + 2 * t4[T] + j] = np.nan if poisoned else ltot[T]
                     wm[w, nt, j] = -np.inf
                     wl[w, nt, j] = 0
-        # thread tid folds channels fu + TPH i of head fg (the weights once per head), for
+        # thread tid folds channels PDA_CHAN(i) of head fg (the weights once per head), for
         # each group's chunk of the round in chunk order
         FH = cfg.fold_heads(128 * groups)
         TPH = 128 * groups // FH
@@ -335,8 +335,10 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
             seen = np.zeros(GS8 * D, dtype=int)
             for tid in range(128 * groups):
                 fg, fu = tid // TPH, tid % TPH
-                for i in range(D // TPH):
-                    d = fu + TPH * i
+                EPT = D // TPH
+                VW = 4 if EPT % 4 == 0 else 2 if EPT % 2 == 0 else 1   # PDA_VW, PDA_CHAN
+                for i in range(EPT):
+                    d = (i // VW) * (TPH * VW) + fu * VW + i % VW
                     e = fg * D + d
                     seen[e] += 1
                     cm, cl, ca = F0[0, GS8 * D + fg], F0[0, GS8 * D + GS8 + fg], F0[0, e]

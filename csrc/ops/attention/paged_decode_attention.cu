@@ -156,7 +156,18 @@
 #if PDA_D % PDA_TPH != 0
 #error "PDA_CG 2 needs PDA_D a multiple of 256 / PDA_GS8 (each fold thread takes whole channels)"
 #endif
-#define PDA_EPT (PDA_D / PDA_TPH)                   /* fold: channels per thread, fu + PDA_TPH i of head fg */
+#define PDA_EPT (PDA_D / PDA_TPH)                   /* fold: channels per thread (of head fg) */
+/* the fold reads a thread's channels PDA_VW at a time (16- or 8-byte shared loads): its
+ * channel i is PDA_CHAN(i), runs of PDA_VW, the threads of a head side by side in each run
+ * (the loads of a quarter warp one contiguous span: no bank conflict) */
+#if PDA_EPT % 4 == 0
+#define PDA_VW 4
+#elif PDA_EPT % 2 == 0
+#define PDA_VW 2
+#else
+#define PDA_VW 1
+#endif
+#define PDA_CHAN(i) (((i) / PDA_VW) * (PDA_TPH * PDA_VW) + fu * PDA_VW + (i) % PDA_VW)
 #define PDA_LN2 0.693147180559945309f
 #define PDA_MB 16                                   /* merge kernel: chunks loaded at once */
 
@@ -531,14 +542,25 @@ TILEOPS_DEV void pda_cluster_finish(const float *ws, void *o, float *lse, long l
 #endif
 }
 
-/* element e of a chunk group's partial a: its warps' states (F0: the first warp's) folded in
- * warp order with the head's weights sa, sb (pda_weigh's, per warp from the second on) */
-TILEOPS_DEV float pda_warps_fold(const float *F0, int e, const float *sa, const float *sb) {
-    float ca = F0[e];
+/* PDA_VW floats of shared memory, loaded at once */
+struct __attribute__((aligned(4 * PDA_VW))) pda_fv {
+    float x[PDA_VW];
+};
+/* elements e .. e + PDA_VW - 1 of a chunk group's partial a: its warps' states (F0: the
+ * first warp's) folded in warp order with the head's weights sa, sb (pda_weigh's, per warp
+ * from the second on), into ca */
+TILEOPS_DEV void pda_warps_fold(const float *F0, int e, const float *sa, const float *sb, float *ca) {
+    const struct pda_fv v = *(const struct pda_fv *)(F0 + e);
 #pragma unroll
-    for (int ww = 1; ww < PDA_NW; ww++)
-        ca = pda_apply(ca, F0[ww * PDA_FOLD_W + e], sa[ww], sb[ww]);
-    return ca;
+    for (int j = 0; j < PDA_VW; j++)
+        ca[j] = v.x[j];
+#pragma unroll
+    for (int ww = 1; ww < PDA_NW; ww++) {
+        const struct pda_fv u = *(const struct pda_fv *)(F0 + ww * PDA_FOLD_W + e);
+#pragma unroll
+        for (int j = 0; j < PDA_VW; j++)
+            ca[j] = pda_apply(ca[j], u.x[j], sa[ww], sb[ww]);
+    }
 }
 
 extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_attention(
@@ -642,7 +664,7 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
         for (int md = 0; md < PDA_KS; md++)
             acc[nt][md][0] = acc[nt][md][1] = acc[nt][md][2] = acc[nt][md][3] = 0.0f;
     }
-    /* the CTA's running fold (no split), in registers: the thread's channels fu + PDA_TPH i of
+    /* the CTA's running fold (no split), in registers: the thread's channels PDA_CHAN(i) of
      * head fg (the fold's mapping, below), and that head's m and l */
     float ra[PDA_EPT], rm = ninf, rl = 0.0f;
 #pragma unroll
@@ -849,10 +871,14 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
             if (!split && ends)
                 pda_weigh(&rm, &rl, qm, ql, &rsa, &rsb);
             float *P = split ? ws + ((b * H + hbase + fg) * max_chunks + (sup_store ? c / PDA_SC : c)) * (PDA_D + 2) : 0;
+            float cav[PDA_EPT];   /* the thread's channels of the chunk's partial */
+#pragma unroll
+            for (int i = 0; i < PDA_EPT; i += PDA_VW)
+                pda_warps_fold(F0, fg * PDA_D + PDA_CHAN(i), sa, sb, cav + i);
 #pragma unroll
             for (int i = 0; i < PDA_EPT; i++) {
-                const int d = fu + PDA_TPH * i;
-                const float ca = pda_warps_fold(F0, fg * PDA_D + d, sa, sb);
+                const int d = PDA_CHAN(i);
+                const float ca = cav[i];
                 if (to_sup)
                     qa[i] = pda_apply(qa[i], ca, qsa, qsb);
                 if (!split && ends)
@@ -876,10 +902,14 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
             if (!split)
                 pda_weigh(&rm, &rl, cm, cl, &rsa, &rsb);
             float *P = split ? ws + ((b * H + hbase + fg) * max_chunks + c) * (PDA_D + 2) : 0;
+            float cav[PDA_EPT];   /* the thread's channels of the chunk's partial */
+#pragma unroll
+            for (int i = 0; i < PDA_EPT; i += PDA_VW)
+                pda_warps_fold(F0, fg * PDA_D + PDA_CHAN(i), sa, sb, cav + i);
 #pragma unroll
             for (int i = 0; i < PDA_EPT; i++) {
-                const int d = fu + PDA_TPH * i;
-                const float ca = pda_warps_fold(F0, fg * PDA_D + d, sa, sb);
+                const int d = PDA_CHAN(i);
+                const float ca = cav[i];
                 if (!split)
                     ra[i] = pda_apply(ra[i], ca, rsa, rsb);
                 else if (PDA_HEAD_OK(fg))
@@ -903,7 +933,7 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
         return;
 #pragma unroll
     for (int i = 0; i < PDA_EPT; i++)
-        tileops_st_elem((char *)o + ((b * H + hbase + fg) * PDA_D) * TILEOPS_E, fu + PDA_TPH * i, pda_out(rl, ra[i]));
+        tileops_st_elem((char *)o + ((b * H + hbase + fg) * PDA_D) * TILEOPS_E, PDA_CHAN(i), pda_out(rl, ra[i]));
     if (fu == 0 && lse)
         lse[b * H + hbase + fg] = pda_lse(rm, rl);
 }
