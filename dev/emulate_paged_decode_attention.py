@@ -336,9 +336,9 @@ def cta(cfg, q, kc, vc, bt, sl, b, kvh, z, y, cpc, split, scale_log2, o, lse, ws
             for tid in range(128 * groups):
                 fg, fu = tid // TPH, tid % TPH
                 EPT = D // TPH
-                VW = 4 if EPT % 4 == 0 else 2 if EPT % 2 == 0 else 1   # PDA_VW, PDA_CHAN
+                vw = 4 if EPT % 4 == 0 else 2 if EPT % 2 == 0 else 1   # PDA_FVW, PDA_CHAN
                 for i in range(EPT):
-                    d = (i // VW) * (TPH * VW) + fu * VW + i % VW
+                    d = (i // vw) * (TPH * vw) + fu * vw + i % vw
                     e = fg * D + d
                     seen[e] += 1
                     cm, cl, ca = F0[0, GS8 * D + fg], F0[0, GS8 * D + GS8 + fg], F0[0, e]

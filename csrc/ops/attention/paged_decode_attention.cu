@@ -157,17 +157,17 @@
 #error "PDA_CG 2 needs PDA_D a multiple of 256 / PDA_GS8 (each fold thread takes whole channels)"
 #endif
 #define PDA_EPT (PDA_D / PDA_TPH)                   /* fold: channels per thread (of head fg) */
-/* the fold reads a thread's channels PDA_VW at a time (16- or 8-byte shared loads): its
- * channel i is PDA_CHAN(i), runs of PDA_VW, the threads of a head side by side in each run
+/* the fold reads a thread's channels PDA_FVW at a time (16- or 8-byte shared loads): its
+ * channel i is PDA_CHAN(i), runs of PDA_FVW, the threads of a head side by side in each run
  * (the loads of a quarter warp one contiguous span: no bank conflict) */
 #if PDA_EPT % 4 == 0
-#define PDA_VW 4
+#define PDA_FVW 4
 #elif PDA_EPT % 2 == 0
-#define PDA_VW 2
+#define PDA_FVW 2
 #else
-#define PDA_VW 1
+#define PDA_FVW 1
 #endif
-#define PDA_CHAN(i) (((i) / PDA_VW) * (PDA_TPH * PDA_VW) + fu * PDA_VW + (i) % PDA_VW)
+#define PDA_CHAN(i) (((i) / PDA_FVW) * (PDA_TPH * PDA_FVW) + fu * PDA_FVW + (i) % PDA_FVW)
 #define PDA_LN2 0.693147180559945309f
 #define PDA_MB 16                                   /* merge kernel: chunks loaded at once */
 
@@ -542,23 +542,23 @@ TILEOPS_DEV void pda_cluster_finish(const float *ws, void *o, float *lse, long l
 #endif
 }
 
-/* PDA_VW floats of shared memory, loaded at once */
-struct __attribute__((aligned(4 * PDA_VW))) pda_fv {
-    float x[PDA_VW];
+/* PDA_FVW floats of shared memory, loaded at once */
+struct __attribute__((aligned(4 * PDA_FVW))) pda_fv {
+    float x[PDA_FVW];
 };
-/* elements e .. e + PDA_VW - 1 of a chunk group's partial a: its warps' states (F0: the
+/* elements e .. e + PDA_FVW - 1 of a chunk group's partial a: its warps' states (F0: the
  * first warp's) folded in warp order with the head's weights sa, sb (pda_weigh's, per warp
  * from the second on), into ca */
 TILEOPS_DEV void pda_warps_fold(const float *F0, int e, const float *sa, const float *sb, float *ca) {
     const struct pda_fv v = *(const struct pda_fv *)(F0 + e);
 #pragma unroll
-    for (int j = 0; j < PDA_VW; j++)
+    for (int j = 0; j < PDA_FVW; j++)
         ca[j] = v.x[j];
 #pragma unroll
     for (int ww = 1; ww < PDA_NW; ww++) {
         const struct pda_fv u = *(const struct pda_fv *)(F0 + ww * PDA_FOLD_W + e);
 #pragma unroll
-        for (int j = 0; j < PDA_VW; j++)
+        for (int j = 0; j < PDA_FVW; j++)
             ca[j] = pda_apply(ca[j], u.x[j], sa[ww], sb[ww]);
     }
 }
@@ -873,7 +873,7 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
             float *P = split ? ws + ((b * H + hbase + fg) * max_chunks + (sup_store ? c / PDA_SC : c)) * (PDA_D + 2) : 0;
             float cav[PDA_EPT];   /* the thread's channels of the chunk's partial */
 #pragma unroll
-            for (int i = 0; i < PDA_EPT; i += PDA_VW)
+            for (int i = 0; i < PDA_EPT; i += PDA_FVW)
                 pda_warps_fold(F0, fg * PDA_D + PDA_CHAN(i), sa, sb, cav + i);
 #pragma unroll
             for (int i = 0; i < PDA_EPT; i++) {
@@ -904,7 +904,7 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
             float *P = split ? ws + ((b * H + hbase + fg) * max_chunks + c) * (PDA_D + 2) : 0;
             float cav[PDA_EPT];   /* the thread's channels of the chunk's partial */
 #pragma unroll
-            for (int i = 0; i < PDA_EPT; i += PDA_VW)
+            for (int i = 0; i < PDA_EPT; i += PDA_FVW)
                 pda_warps_fold(F0, fg * PDA_D + PDA_CHAN(i), sa, sb, cav + i);
 #pragma unroll
             for (int i = 0; i < PDA_EPT; i++) {
