@@ -67,7 +67,8 @@ def test_the_emulated_kernels_match_the_reference(H, Hkv, D, BS, lens, split, st
     (8, 1, 32, 16, [1000, 300], 2),        # split: 2 chunks a CTA, one round; the other CTA's last round half
     (4, 2, 64, 64, [777, 1], 1),           # 3 chunks: the second round's group 1 has none
     (20, 1, 16, 16, [600], 1),             # 16-head slices: 16 fold threads a head, one channel each
-])
+    (8, 2, 128, 16, [600, 17], 1),         # Llama's group of 4: the fold over 4 heads (PDA_FH), 4 or 2
+])                                         # channels a thread read at once (PDA_FVW)
 def test_two_chunk_groups_give_the_one_group_kernels_values(H, Hkv, D, BS, lens, split):
     """A CTA of two chunk groups (8 warps, PDA_CG 2) streams two chunks a round and folds
     them in chunk order: the same values as one group, chunk after chunk."""
