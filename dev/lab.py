@@ -76,9 +76,10 @@ def apply_patch(text: str, patch: str, path: str) -> str:
 def patched_source(shipped: str, patch_files) -> str:
     """The path of a temporary .cu: the shipped source `shipped` (e.g.
     "sampling/top_k.cu") as spliced for NVRTC from a copy of csrc/ops with the dev/patches/
-    files `patch_files` (a name or a tuple of them) applied in turn (a parked kernel change
-    timed beside the shipped one without applying it to the tree). runtime.build takes the
-    path; made once per (shipped, patch_files) in a process (every variant's launcher asks)."""
+    files `patch_files` (a name or a tuple of them; their hunks under csrc/ops) applied in
+    turn (a parked kernel change timed beside the shipped one without applying it to the
+    tree). runtime.build takes the path; made once per (shipped, patch_files) in a process
+    (every variant's launcher asks)."""
     import shutil
     import tempfile
 
@@ -88,6 +89,8 @@ def patched_source(shipped: str, patch_files) -> str:
     for name in ([patch_files] if isinstance(patch_files, str) else patch_files):
         patch = (DEV_DIR / "patches" / name).read_text()
         for f in sorted({ln[4:].strip().split("/", 1)[-1] for ln in patch.split("\n") if ln.startswith("+++ ")}):
+            if not f.startswith("csrc/ops/"):   # the patch's lab scripts and tests: not kernel source
+                continue
             target = tmp / "ops" / Path(f).relative_to("csrc/ops")
             target.write_text(apply_patch(target.read_text(), patch, f))
     text = "\n".join(runtime._splice(str(tmp / "ops" / shipped), set(), ()))
