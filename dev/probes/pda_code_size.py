@@ -7,7 +7,10 @@ the fp32 one, 400 at D 256.
     PATH=/usr/local/cuda/bin:$PATH .venv/bin/python dev/probes/pda_code_size.py [--source OLD.cu]
 
 --source: another copy of paged_decode_attention.cu (e.g. `git show HEAD~1:csrc/ops/attention/
-paged_decode_attention.cu > /tmp/old.cu`) compiled with the same options, its sizes beside."""
+paged_decode_attention.cu > /tmp/old.cu`) compiled with the same options, its sizes beside.
+--sass: also each build's most frequent SASS opcodes (cuobjdump and nvdisasm on PATH: PyPI's
+nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels, `pip download --no-deps` each and
+unzip, their nvidia/cu13/bin; dev/NOTES.md, session 26)."""
 import argparse
 import os
 import re
@@ -24,8 +27,26 @@ BUILDS = [(1, 128, 4, 1, 1), (1, 128, 4, 2, 1), (1, 128, 4, 1, 4), (2, 128, 7, 1
           (0, 128, 4, 1, 1), (1, 64, 8, 1, 1), (1, 256, 1, 1, 1)]
 
 
+def opcodes(cubin, kernel, top=12):
+    """The `top` most frequent SASS opcodes of `kernel` in `cubin` (cuobjdump -sass)."""
+    out = subprocess.run(["cuobjdump", "-sass", "-fun", kernel, cubin], capture_output=True, text=True,
+                         check=True).stdout
+    ops, mine = {}, False
+    for ln in out.splitlines():
+        if "Function : " in ln:   # the exact kernel's block only (-fun may list the merge kernel too)
+            mine = ln.split("Function : ", 1)[1].strip() == kernel
+        m = mine and re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[0-9T]+ )?([A-Z0-9_]+)", ln)
+        if m:
+            ops[m.group(1)] = ops.get(m.group(1), 0) + 1
+    return " ".join(f"{k} {v}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:top])
+
+
+SASS = False   # --sass
+
+
 def size(text, opts, kernel):
-    """(registers, spill bytes, instructions) of `kernel` in `text` compiled with opts."""
+    """(registers, spill bytes, instructions) of `kernel` in `text` compiled with opts (--sass:
+    and its opcode counts, printed)."""
     with tempfile.TemporaryDirectory() as d:
         src, cubin = os.path.join(d, "k.cu"), os.path.join(d, "k.cubin")
         with open(src, "w") as f:
@@ -37,6 +58,8 @@ def size(text, opts, kernel):
         spill = int(re.search(r"(\d+) bytes spill stores", info).group(1))
         sections = subprocess.run(["readelf", "-SW", cubin], capture_output=True, text=True, check=True).stdout
         line = next(ln for ln in sections.splitlines() if f"] .text.{kernel} " in ln + " ")
+        if SASS:
+            print("   ", opcodes(cubin, kernel))
         return regs, spill, int(line.split("]")[1].split()[4], 16) // 16
 
 
@@ -44,7 +67,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", help="another paged_decode_attention.cu to compare (its includes spliced in "
                                      "as the shipped one's)")
+    ap.add_argument("--sass", action="store_true", help="also each build's most frequent SASS opcodes (cuobjdump)")
     a = ap.parse_args()
+    global SASS
+    SASS = a.sass
     name = "attention/paged_decode_attention.cu"
     shipped = runtime.source(name)
     other = None
