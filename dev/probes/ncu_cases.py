@@ -59,11 +59,10 @@ def main():
         sl = torch.full((a.B,), a.ctx, dtype=torch.int32, device=dev)
         op = PagedDecodeAttentionFwdOp(D, BS)
         fn = lambda: op(q, kc, vc, bt, sl)   # noqa: E731
-        if a.sdpa:
-            import torch.nn.functional as F
-            k = kc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()
-            v = vc[bt.long()].flatten(1, 2).transpose(1, 2).contiguous()
-            fn = lambda: F.scaled_dot_product_attention(q.unsqueeze(2), k, v, enable_gqa=True)   # noqa: E731
+        if a.sdpa:   # the bench's peer: K and V gathered contiguous beforehand, SDPA on them
+            from tileops.reference.attention import gather_paged, sdpa_decode
+            k, v = (gather_paged(c, bt, sl, BS).transpose(1, 2).contiguous() for c in (kc, vc))
+            fn = lambda: sdpa_decode(q.unsqueeze(2), k, v, scale=D ** -0.5)   # noqa: E731
     elif a.case == "rmsnorm":
         from tileops.norm import RMSNormFwdOp
         x = torch.randn(a.T, a.N, device=dev, dtype=torch.float16)

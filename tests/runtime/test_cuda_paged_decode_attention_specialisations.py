@@ -281,12 +281,10 @@ def test_the_fold_s_heads_are_the_emulator_s():
     whose run asserts that the fold covers every real (head, channel) once, for every kind
     of build, one chunk group or two (the kernel's #error under -DPDA_FH_EXPECT); and it is
     below the 8 padded heads where a group of 4 leaves half of them empty."""
-    import importlib.util
+    from helpers import load_script
     from tileops import runtime
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "dev", "emulate_paged_decode_attention.py")
-    spec = importlib.util.spec_from_file_location("emulate_paged_decode_attention", path)
-    emu = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(emu)
+    emu = load_script(os.path.join(os.path.dirname(__file__), "..", "..", "dev", "emulate_paged_decode_attention.py"),
+                      "emulate_paged_decode_attention")
     src = runtime.source("attention/paged_decode_attention.cu")
     seen = set()
     for dt, D, G, BS in CASES + [(1, 64, 2, 16), (1, 32, 4, 16), (1, 64, 1, 16)]:

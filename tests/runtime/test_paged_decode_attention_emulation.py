@@ -7,20 +7,18 @@ the kernel means it to, on a machine without a GPU. Cases: several chunks with a
 without the split, a 5-token block and 48 channels (segments left unswizzled), a group of
 7 (padded heads), 20 heads (two slices, two n-tiles), length 0, a bad block id (NaN for
 that sequence only)."""
-import importlib.util
 import math
 import os
 
 import numpy as np
 import pytest
 import torch
+from helpers import load_script
 
 from tileops.reference.attention import paged_decode_attention as reference
 
-_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "dev", "emulate_paged_decode_attention.py")
-_spec = importlib.util.spec_from_file_location("emulate_paged_decode_attention", _PATH)
-emu = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(emu)
+emu = load_script(os.path.join(os.path.dirname(__file__), "..", "..", "dev", "emulate_paged_decode_attention.py"),
+                  "emulate_paged_decode_attention")
 
 
 def _inputs(H, Hkv, D, BS, lens, dtype, seed=0):

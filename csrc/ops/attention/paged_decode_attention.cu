@@ -861,6 +861,10 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
                 const float *G = F0 + ww * PDA_FOLD_W;
                 pda_weigh(&cm, &cl, G[PDA_GS8 * PDA_D + fg], G[PDA_GS8 * PDA_D + PDA_GS8 + fg], &sa[ww], &sb[ww]);
             }
+            float cav[PDA_EPT];   /* the thread's channels of the chunk's partial */
+#pragma unroll
+            for (int i = 0; i < PDA_EPT; i += PDA_FVW)
+                pda_warps_fold(F0, fg * PDA_D + PDA_CHAN(i), sa, sb, cav + i);
 #if PDA_SC > 1
             /* into the superchunk's state (no split, or whole superchunks stored), which at
              * the superchunk's end goes into the running fold (no split) or to ws (split) */
@@ -871,10 +875,6 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
             if (!split && ends)
                 pda_weigh(&rm, &rl, qm, ql, &rsa, &rsb);
             float *P = split ? ws + ((b * H + hbase + fg) * max_chunks + (sup_store ? c / PDA_SC : c)) * (PDA_D + 2) : 0;
-            float cav[PDA_EPT];   /* the thread's channels of the chunk's partial */
-#pragma unroll
-            for (int i = 0; i < PDA_EPT; i += PDA_FVW)
-                pda_warps_fold(F0, fg * PDA_D + PDA_CHAN(i), sa, sb, cav + i);
 #pragma unroll
             for (int i = 0; i < PDA_EPT; i++) {
                 const int d = PDA_CHAN(i);
@@ -902,10 +902,6 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
             if (!split)
                 pda_weigh(&rm, &rl, cm, cl, &rsa, &rsb);
             float *P = split ? ws + ((b * H + hbase + fg) * max_chunks + c) * (PDA_D + 2) : 0;
-            float cav[PDA_EPT];   /* the thread's channels of the chunk's partial */
-#pragma unroll
-            for (int i = 0; i < PDA_EPT; i += PDA_FVW)
-                pda_warps_fold(F0, fg * PDA_D + PDA_CHAN(i), sa, sb, cav + i);
 #pragma unroll
             for (int i = 0; i < PDA_EPT; i++) {
                 const int d = PDA_CHAN(i);
