@@ -8,6 +8,7 @@ erf GELU's small calls, up to cuda_gated.ELEMS_MAX outputs).
     python dev/time_gated.py [--out PATH.json] [--rows 1,32,256,4096] [--ns 14336,18944,28672]
                              [--unrolls 1,2,4,8] [--threads 256] [--grids wave,full]
                              [--op silu_and_mul|gelu_and_mul|gelu_tanh_and_mul] [--cast] [--elems]
+                             [--defines=-DTILEOPS_GATED_DIV_FULL=1]
 
 Per shape: the variants "u<U> t<threads> wave" / "... full" (and "elems t<threads>"),
 torch.compile of the reference (tileops.reference.activation's, with --cast Hugging Face's
@@ -47,6 +48,9 @@ def main(argv=None):
     p.add_argument("--op", default="silu_and_mul", choices=("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul"))
     p.add_argument("--cast", action="store_true", help="Hugging Face's rounding (act(a) rounded before the product)")
     p.add_argument("--elems", action="store_true", help="also the parked build of a thread per element")
+    p.add_argument("--defines", default="",
+                   help="also each launch variant built with these space-separated -D options (labelled '+D'), "
+                        "e.g. --defines=-DTILEOPS_GATED_DIV_FULL=1")
     a = p.parse_args(argv)
     reference = lambda x: getattr(R, a.op)(x, cast_before_mul=a.cast)  # noqa: E731
     stream_of = torch._C._cuda_getCurrentRawStream
@@ -65,14 +69,15 @@ def main(argv=None):
             for u in (int(v) for v in a.unrolls.split(",")):
                 for threads in (int(v) for v in a.threads.split(",")):
                     src, kname, opts, threads, _ = G.specialisation(a.op, DT, n, 8, u, threads, cast=a.cast)
-                    h = runtime.build(0, src, kname, opts, G.ARG_FORMAT)
                     need = -(-(rows * ng) // (threads * u))
                     grids = {"wave": min(need, sm * 2048 // threads), "full": min(need, G.GRID_MAX)}
-                    for label in a.grids.split(","):
-                        def fn(h=h, grid=grids[label], threads=threads):
-                            _C.cuda_launch(h, grid, 1, 1, threads, 1, 1, 0, stream_of(0), x.data_ptr(), y.data_ptr(),
-                                           rows)
-                        fns[f"u{u} t{threads} {label}"] = fn
+                    for extra, tag in ((), ""), *(((tuple(a.defines.split()), " +D"),) if a.defines else ()):
+                        h = runtime.build(0, src, kname, tuple(opts) + extra, G.ARG_FORMAT)
+                        for label in a.grids.split(","):
+                            def fn(h=h, grid=grids[label], threads=threads):
+                                _C.cuda_launch(h, grid, 1, 1, threads, 1, 1, 0, stream_of(0), x.data_ptr(),
+                                               y.data_ptr(), rows)
+                            fns[f"u{u} t{threads} {label}{tag}"] = fn
             for threads in (int(v) for v in a.threads.split(",")) if a.elems else ():
                 src, kname, opts, threads, _ = G.specialisation(a.op, DT, n, 8, 1, threads, cast=a.cast, elems=True)
                 h = runtime.build(0, src, kname, opts, G.ARG_FORMAT)

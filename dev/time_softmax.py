@@ -1,7 +1,7 @@
 """Times SoftmaxFwdOp on a GPU against issue 14's goal (run on the H200): softmax within 1.1x
 of the copy floor of its bytes at B >= 32.
 
-    PYTHONPATH=src python3 dev/time_softmax.py [--quick] [--temperature] [--rows] [--staged] [--batches 32,128]
+    PYTHONPATH=src python3 dev/time_softmax.py [--quick] [--temperature] [--rows] [--staged] [--divrn] [--batches 32,128]
         [--out softmax_timing.json]
 
 For B in {1, 32, 128, 256} x V in {128256, 152064} x logits {bfloat16, float32}, probabilities
@@ -20,6 +20,9 @@ temperature: TILEOPS_STAGE 2, the chunk's raw words kept in registers, converted
 exponentiated again in passes 2 and 3; session 13's lab kernel, shipped), the staged build
 (TILEOPS_STAGE 1: z then e through shared memory, the kernel before), timed as "staged"
 and checked bit for bit against the op.
+--divrn (session 26, dev/patches/smx_fast_div.patch): the op's own build with -DSMX_FASTDIV=0,
+every element of pass 3 divided by div.rn inline (MUFU.RCP an element) instead of by the
+row's reciprocal made once, timed as "divrn" and checked bit for bit against the op.
 --rows (a lab variant, session 11, not a build the launch rules select): dev/cuda/
 softmax_rows_lab.cu appended to the shipped source, tileops_softmax_rows: one CTA of 1024
 threads per row whose halves take the row's 8 chunks two at a time, exactly as the
@@ -67,18 +70,25 @@ def reference(x, t):
     return torch.softmax(x.float() if t is None else x.float() / t[:, None], -1)
 
 
+def _specialised(x, t, out_dtype):
+    """(dev, B, probs, source, kernel, opts, plan): a new output for x and the shipped
+    build's specialisation for x's V, dtype, temperature and alignment"""
+    dev = x.device.index or 0
+    B, V = x.shape
+    probs = torch.empty(B, V, dtype=out_dtype, device=x.device)
+    aligned = all(p % 16 == 0 for p in (x.data_ptr(), probs.data_ptr()))
+    source, kernel, opts, plan = cuda_sampling.softmax_specialisation(
+        CODE[x.dtype], CODE[out_dtype], V, t is not None, aligned, cuda_sampling.arch(dev),
+        cuda_sampling._device_limits(dev))
+    return dev, B, probs, source, kernel, opts, plan
+
+
 def rows_launcher(x, t, out_dtype):
     """launch(): tileops_softmax_rows into a new output: the shipped build's defines for x's
     V, dtype and alignment (cuda_sampling.softmax_specialisation), the shipped source's
     spliced text with the lab kernel appended, grid min(B, sm_count) (rows grid-strided),
     blocks of 2 x the plan's threads."""
-    dev = x.device.index or 0
-    B, V = x.shape
-    probs = torch.empty(B, V, dtype=out_dtype, device=x.device)
-    aligned = all(p % 16 == 0 for p in (x.data_ptr(), probs.data_ptr()))
-    source, _, opts, plan = cuda_sampling.softmax_specialisation(
-        CODE[x.dtype], CODE[out_dtype], V, t is not None, aligned, cuda_sampling.arch(dev),
-        cuda_sampling._device_limits(dev))
+    dev, B, probs, source, _, opts, plan = _specialised(x, t, out_dtype)
     handle = runtime.build(dev, lab.appended_source(source, "softmax_rows_lab.cu"), "tileops_softmax_rows", opts,
                            "pppq", pdl=True)
     grid = min(B, runtime.device_attributes(dev)["sm_count"])
@@ -95,12 +105,7 @@ def rows_launcher(x, t, out_dtype):
 def staged_launcher(x, out_dtype):
     """launch(): tileops_softmax's staged build (TILEOPS_STAGE 1, its shared memory) for x
     without a temperature into a new output: the shipped plan's launch shape otherwise."""
-    dev = x.device.index or 0
-    B, V = x.shape
-    probs = torch.empty(B, V, dtype=out_dtype, device=x.device)
-    aligned = all(p % 16 == 0 for p in (x.data_ptr(), probs.data_ptr()))
-    source, kernel, opts, plan = cuda_sampling.softmax_specialisation(
-        CODE[x.dtype], CODE[out_dtype], V, False, aligned, cuda_sampling.arch(dev), cuda_sampling._device_limits(dev))
+    dev, B, probs, source, kernel, opts, plan = _specialised(x, None, out_dtype)
     opts = tuple("-DTILEOPS_STAGE=1" if o.startswith("-DTILEOPS_STAGE=") else o for o in opts)
     smem = plan.opt * plan.threads * 32
     handle = runtime.build(dev, source, kernel, opts, "ppp", pdl=True)
@@ -114,7 +119,23 @@ def staged_launcher(x, out_dtype):
     return launch
 
 
-def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False):
+def divrn_launcher(x, t, out_dtype):
+    """launch(): the op's own build for x (and t) with -DSMX_FASTDIV=0 (every element
+    divided by div.rn inline, the division before the reciprocal was made once a row) into
+    a new output: the shipped plan's launch shape."""
+    dev, B, probs, source, kernel, opts, plan = _specialised(x, t, out_dtype)
+    handle = runtime.build(dev, source, kernel, tuple(opts) + ("-DSMX_FASTDIV=0",), "ppp", pdl=True)
+    args = (x.data_ptr(), 0 if t is None else t.data_ptr(), probs.data_ptr())
+    stream = torch._C._cuda_getCurrentRawStream
+    keep = types.SimpleNamespace(x=x, t=t)   # the pointers' tensors live as long as the launch
+
+    def launch():
+        _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, plan.smem, stream(dev), *args)
+        return probs if keep else None
+    return launch
+
+
+def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, divrn_lab=False):
     g = torch.Generator(device="cuda").manual_seed(B * 7 + V)
     x = (torch.randn(B, V, device="cuda", generator=g) * 3).to(dtype)
     t = (torch.rand(B, device="cuda", generator=g) * 1.75 + 0.25) if temperature else None
@@ -139,8 +160,10 @@ def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False):
         # its construction says the op's bits; a value off float64 fails, bits that differ are reported
         torch.testing.assert_close(p.double(), torch.softmax(z, -1), rtol=1e-5, atol=1e-12)
         row["rows_bitwise"] = bool(torch.equal(p, got))
-    for lab in ("staged",) if staged_lab and not temperature and dtype != torch.float32 else ():
-        fns[lab] = staged_launcher(x, torch.float32)
+    labs = (("staged",) if staged_lab and not temperature and dtype != torch.float32 else ()) + (
+        ("divrn",) if divrn_lab else ())
+    for lab in labs:
+        fns[lab] = staged_launcher(x, torch.float32) if lab == "staged" else divrn_launcher(x, t, torch.float32)
         p = fns[lab]()
         torch.cuda.synchronize()
         torch.testing.assert_close(p.double(), torch.softmax(z, -1), rtol=1e-5, atol=1e-12)
@@ -156,6 +179,8 @@ def main():
     ap.add_argument("--rows", action="store_true", help="time the lab kernel tileops_softmax_rows beside the op")
     ap.add_argument("--staged", action="store_true", help="time the staged build (z in shared memory) beside the "
                                                            "op's registers build (16-bit logits, no temperature)")
+    ap.add_argument("--divrn", action="store_true", help="time the op's build with -DSMX_FASTDIV=0 (div.rn an "
+                                                          "element) beside it: the same bits")
     ap.add_argument("--batches", default=None, help="comma-separated B values (default 1,32,128,256; --quick 128,256)")
     ap.add_argument("--out", default="softmax_timing.json")
     args = ap.parse_args()
@@ -167,7 +192,7 @@ def main():
                 for B in batches:
                     if args.quick and (V != 128256 or dtype != torch.bfloat16):
                         continue
-                    rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged))
+                    rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged, args.divrn))
                     print(rows[-1]["case"], flush=True)
     for r in rows:
         for m in ("hot", "cold"):
@@ -182,7 +207,7 @@ def main():
         print(f"{r['case']:36s} {r['tileops_hot_us']:8.2f} {r['tileops_cold_us']:8.2f} {r['tileops_cold_gbps']:6.0f} "
               f"{r['copy_hot_us']:9.2f} {r['copy_cold_us']:9.2f} {r['over_copy_hot']:8.2f} {r['over_copy_cold']:8.2f} "
               f"{r['torch_hot_us']:9.2f} {r['compile_hot_us']:11.2f} {r['compile_cold_us']:12.2f}{goal}")
-    for lab in ("staged",) if args.staged else ():
+    for lab in (("staged",) if args.staged else ()) + (("divrn",) if args.divrn else ()):
         print(f"\n{'case':36s} {lab + ' hot':>9s} {lab + ' cold':>9s} {'/copy h':>8s} {'/copy c':>8s} {'/op h':>7s} "
               f"{'/op c':>7s}  bits")
         for r in rows:

@@ -118,6 +118,50 @@ def test_softmax_kept_in_registers_gives_the_staged_builds_bits(dtype, V):
             assert torch.equal(kept.nan_to_num(), staged.nan_to_num())
 
 
+def _softmax_div_rn(x, t, out_dtype):
+    """The op's build for x (and t) with -DSMX_FASTDIV=0: pass 3 divides every element by
+    div.rn inline, the division before the row's reciprocal was made once"""
+    from tileops import _C, runtime
+    from tileops._dtypes import CODE
+    from tileops.kernels.sampling import cuda_sampling as K
+    dev = x.device.index or 0
+    B, V = x.shape
+    probs = torch.empty(B, V, dtype=out_dtype, device=x.device)
+    aligned = all(p % 16 == 0 for p in (x.data_ptr(), probs.data_ptr()))
+    source, kernel, opts, plan = K.softmax_specialisation(CODE[x.dtype], CODE[out_dtype], V, t is not None, aligned,
+                                                          K.arch(dev), K._device_limits(dev))
+    handle = runtime.build(dev, source, kernel, tuple(opts) + ("-DSMX_FASTDIV=0",), "ppp", pdl=True)
+    _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, plan.smem, torch.cuda.current_stream().cuda_stream,
+                   x.data_ptr(), 0 if t is None else t.data_ptr(), probs.data_ptr())
+    return _sync(probs)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", [128256, 20000, 301])
+def test_softmax_s_reciprocal_made_once_gives_div_rn_s_bits(dtype, V):
+    # pass 3 divides by S through its reciprocal made once where every element of an octet
+    # is in [2^-96, 1] and S in [1, 2^24] (the same RCP, Newton step and FFMAs as div.rn's
+    # fast path), by div.rn elsewhere: the same bits as div.rn everywhere. Rows: moderate
+    # logits (every octet fast), logits spread over 150 (e below 2^-96: octets of both
+    # kinds), -inf and a lone finite value (e = 0), a NaN row; every stage (16-bit without a
+    # temperature: the registers build; float32 or a temperature: staged), both output dtypes
+    x = sc.logits_like(6, V, dtype, DEV, seed=V + 11)
+    x[1] = (torch.randn(V, device=DEV) * 40).to(dtype)
+    x[2, V // 3:] = -INF
+    x[3] = -INF
+    x[3, V - 1] = 1.0
+    x[4, 5] = NAN
+    t = temperatures(6).to(DEV)
+    for temp in (None, t):
+        for out_dtype in (torch.float32, dtype):
+            got = _sync(SoftmaxFwdOp(out_dtype)(x, temp))
+            want = _softmax_div_rn(x, temp, out_dtype)
+            assert torch.equal(got.isnan(), want.isnan()) and got[4].isnan().all() and not got[5].isnan().any()
+            assert torch.equal(got.nan_to_num(), want.nan_to_num())
+            if out_dtype == torch.float32:
+                assert (got[1] < 2.0 ** -96).any() and (got[1] > 2.0 ** -10).any()   # both kinds of octet
+
+
 # ---- argmax and the draw: the same tokens as torch and as the CPU ---------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)

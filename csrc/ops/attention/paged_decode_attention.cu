@@ -270,24 +270,29 @@ TILEOPS_DEV unsigned pda_swz(int row, int seg) {
 }
 
 /* ---- one warp's work ---------------------------------------------------------------------- */
+/* Tokens, chunks and table indices are 32-bit unsigned: a tile's first token is below its
+ * chunk's end, and a live chunk's below len + 255 (len an int32 <= max_blocks x BS), so
+ * they stay under 2^32; the byte offsets into the caches are 64-bit. */
 struct pda_seq {
     const char *kc;          /* the key cache at this KV head (its bytes inside a cache row) */
     long long vk;            /* value_cache - key_cache, bytes */
     const int *bt;           /* this sequence's block table row */
-    long long len, nblocks, max_blocks;
+    unsigned len;            /* seq_lens[b], once checked */
+    unsigned nblocks;        /* num_blocks, at most 2^31: every block id of the table below it or not */
+    unsigned max_blocks;     /* the table row's entries (at most 2^32 - 1 counted) */
     int row_stride;          /* bytes between cache rows (H_kv * D * E; the host keeps a block < 2 GiB) */
-    int c0;                  /* first chunk of this CTA */
-    long long c_end;         /* past its last chunk */
+    unsigned c0;             /* first chunk of this CTA */
+    unsigned c_end;          /* past its last chunk */
     int w, grp, lane;        /* the warp's place in its chunk group, the group */
 };
 
 /* the chunk of tile k of this warp: round k / PDA_TPW takes chunks c0 + round x PDA_CG + group */
-TILEOPS_DEV long long pda_tile_chunk(const struct pda_seq *s, int k) {
-    return (long long)s->c0 + (k / PDA_TPW) * PDA_CG + s->grp;
+TILEOPS_DEV unsigned pda_tile_chunk(const struct pda_seq *s, int k) {
+    return s->c0 + (unsigned)((k / PDA_TPW) * PDA_CG + s->grp);
 }
 /* first token of tile k of this warp */
-TILEOPS_DEV long long pda_tile_tok(const struct pda_seq *s, int k) {
-    return pda_tile_chunk(s, k) * PDA_CH + s->w * (PDA_TPW * PDA_TILE) + (k % PDA_TPW) * PDA_TILE;
+TILEOPS_DEV unsigned pda_tile_tok(const struct pda_seq *s, int k) {
+    return pda_tile_chunk(s, k) * PDA_CH + (unsigned)(s->w * (PDA_TPW * PDA_TILE) + (k % PDA_TPW) * PDA_TILE);
 }
 /* tile k holds tokens of this CTA (its chunk is the CTA's; some of its tokens are < len) */
 TILEOPS_DEV int pda_tile_live(const struct pda_seq *s, int k) {
@@ -301,7 +306,7 @@ TILEOPS_DEV int pda_tile_live(const struct pda_seq *s, int k) {
  * sequence's blocks may be read, never used; past the row, nothing is read (-1). */
 TILEOPS_DEV int pda_tile_block(const struct pda_seq *s, int k) {
 #if PDA_BS % PDA_TILE == 0
-    const long long i = pda_tile_tok(s, k) / PDA_BS;
+    const unsigned i = pda_tile_tok(s, k) / PDA_BS;
     return i < s->max_blocks ? s->bt[i] : -1;
 #else
     (void)s;
@@ -316,11 +321,11 @@ TILEOPS_DEV int pda_tile_block(const struct pda_seq *s, int k) {
 TILEOPS_DEV void pda_issue(const struct pda_seq *s, int k, int blk, unsigned ring, int *bad) {
     if (!pda_tile_live(s, k))
         return;
-    const long long tok0 = pda_tile_tok(s, k);
+    const unsigned tok0 = pda_tile_tok(s, k);
     const unsigned kt = ring + (unsigned)((k % PDA_STAGES) * 2 * PDA_TILE_BYTES);   /* V's rows: + PDA_TILE_BYTES */
-    const int rows = s->len - tok0 < PDA_TILE ? (int)(s->len - tok0) : PDA_TILE; /* rows holding tokens */
+    const int rows = s->len - tok0 < PDA_TILE ? (int)(s->len - tok0) : PDA_TILE; /* rows holding tokens (live: tok0 < len) */
 #if PDA_BS % PDA_TILE == 0
-    const int ok = blk >= 0 && blk < s->nblocks;
+    const int ok = (unsigned)blk < s->nblocks;   /* a negative id is >= 2^31 */
     if (!ok)
         *bad = 1;
     /* row 0 of the tile; a bad block reads nothing and points at the cache's start */
@@ -363,9 +368,9 @@ TILEOPS_DEV void pda_issue(const struct pda_seq *s, int k, int blk, unsigned rin
         int bytes = 0;
         const char *src = s->kc;
         if (row < rows) {
-            const long long tok = tok0 + row;
+            const unsigned tok = tok0 + (unsigned)row;
             const long long b = s->bt[tok / PDA_BS];
-            if (b >= 0 && b < s->nblocks) {
+            if (b >= 0 && b < (long long)s->nblocks) {
                 src += (b * PDA_BS + tok % PDA_BS) * s->row_stride + seg * 16;
                 bytes = 16;
             } else {
@@ -583,20 +588,19 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
     s.kc = (const char *)key_cache + kvh * PDA_RB;
     s.vk = (const char *)value_cache - (const char *)key_cache;
     s.bt = block_table + b * max_blocks;
-    s.max_blocks = max_blocks;
-    s.nblocks = num_blocks;
+    s.max_blocks = max_blocks < 0xffffffffLL ? (unsigned)max_blocks : 0xffffffffu;
+    s.nblocks = num_blocks < 0x80000000LL ? (unsigned)num_blocks : 0x80000000u;
     s.row_stride = (int)(H_kv * PDA_RB);
-    s.c0 = split ? (int)(tileops_ctaid_y() * cpc) : 0;
+    s.c0 = split ? (unsigned)(tileops_ctaid_y() * cpc) : 0u;
     s.w = w % PDA_NW;
     s.grp = w / PDA_NW;
     s.lane = lane;
-    s.c_end = max_chunks;   /* the CTA's own end, below, once the length is known */
+    s.c_end = 0;            /* the CTA's own end, below, once the length is known */
     int first_blk[PDA_STAGES];
 #pragma unroll
     for (int k = 0; k < PDA_STAGES; k++)
         first_blk[k] = pda_tile_block(&s, k);
     const long long len = seq_lens[b];
-    s.len = len;
     const float ninf = pda_neg_inf();
 
     /* query head hl (0 .. PDA_GS8) of this CTA: one of its heads, and one of the group's */
@@ -626,7 +630,8 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
             return;
         }
     }
-    s.c_end = c_end;
+    s.len = (unsigned)len;
+    s.c_end = (unsigned)c_end;
     const unsigned ring = pda_smem_addr(pda_smem) + (unsigned)(w * PDA_WARP_BYTES);
     float *fold = (float *)(pda_smem + PDA_FOLD_OFF);
 
@@ -700,7 +705,7 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
         pda_commit();
         PDA_WAIT(PDA_STAGES - 1);
         pda_syncwarp();
-        const long long tok0 = pda_tile_tok(&s, k);
+        const unsigned tok0 = pda_tile_tok(&s, k);
         if (pda_tile_live(&s, k)) {
             const unsigned kt = ring + (unsigned)((k % PDA_STAGES) * 2 * PDA_TILE_BYTES), vt = kt + PDA_TILE_BYTES;
             /* ---- S^T: rows gq, gq + 8 (tokens), columns 2 t4, 2 t4 + 1 (heads) ---- */
@@ -736,7 +741,7 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
             }
 #endif
             /* ---- online softmax over the tile ---- */
-            const int ok0 = tok0 + gq < len, ok1 = tok0 + gq + 8 < len;
+            const int ok0 = tok0 + gq < s.len, ok1 = tok0 + gq + 8 < s.len;
             float pv[PDA_NT][4], al[PDA_NT][2];
 #pragma unroll
             for (int nt = 0; nt < PDA_NT; nt++) {

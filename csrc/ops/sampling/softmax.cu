@@ -6,7 +6,7 @@
  * z = x / t is an IEEE division (the value torch's `logits.float() / t` holds); M = max z
  * (a NaN passed over); e = exp(z - M) by ex2.approx (NaN stays NaN: a row with a NaN or a
  * +inf, or of -inf only, comes out NaN throughout, as torch gives it); S = sum e in a fixed
- * order; probs = e / S (IEEE division).
+ * order; probs = e / S (IEEE division: div.rn's bits, S's reciprocal made once, below).
  *
  * ==== A row over a cluster, read once ======================================================
  * The row's CHUNK elements of a CTA (sampling_common.cuh) are read once: thread t takes
@@ -118,6 +118,69 @@ TILEOPS_DEV void smx_st8(char *row, long long o, const float *f) {
 #endif
         }
     }
+}
+
+/* ---- e / S, S's reciprocal made once -------------------------------------------------------
+ * div.rn.f32 compiles to MUFU.RCP of the divisor, one Newton step (two FFMAs), q0 = e r,
+ * the residual e - S q0 and q0 + r x residual (FFMAs), with FCHK sending operands outside
+ * its range to a slow path. Pass 3 divides every element by the one sum S: smx_recip_of
+ * makes r once (the same RCP and Newton step) and smx_div8 takes the per-element steps (the
+ * same FFMAs, so the same bits) for an octet whose elements are all where no quotient,
+ * residual or product leaves the normal range (S in [1, 2^24] and e in [2^-96, 1]: an
+ * unsigned compare of e's bits), and div.rn, out of line, for each element of another
+ * octet (one below 2^-96 or 0, a NaN row): one MUFU an element fewer of three (two exp2).
+ * SMX_FASTDIV 0 (a lab build) divides every element by div.rn inline, as before. */
+#ifndef SMX_FASTDIV
+#define SMX_FASTDIV 1
+#endif
+#define SMX_E_LO 0x0f800000u                /* 2^-96's bits */
+#define SMX_E_SPAN (0x3f800000u - SMX_E_LO) /* to 1's */
+struct smx_recip {
+    float s, ns, r; /* S, -S, S's refined reciprocal */
+    unsigned span;  /* SMX_E_SPAN + 1 where S is in [1, 2^24] (and SMX_FASTDIV), else 0 */
+};
+TILEOPS_DEV struct smx_recip smx_recip_of(float S) {
+    struct smx_recip d;
+    float r0, t;
+    d.s = S;
+    d.ns = -S;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r0) : "f"(S));
+    asm("fma.rn.f32 %0, %1, %2, 0f3F800000;" : "=f"(t) : "f"(d.ns), "f"(r0));
+    asm("fma.rn.f32 %0, %1, %2, %1;" : "=f"(d.r) : "f"(r0), "f"(t));
+    d.span = SMX_FASTDIV && S >= 1.0f && S <= 16777216.0f ? SMX_E_SPAN + 1u : 0u;
+    return d;
+}
+#if SMX_FASTDIV
+static __device__ __attribute__((noinline)) float smx_div_slow(float e, float S) { return smp_div(e, S); }
+#endif
+/* p[k] = p[k] / S (div.rn's bits) for an octet: the fast steps for all 8 where all are in
+ * range (one branch an octet), else div.rn for each */
+TILEOPS_DEV void smx_div8(float *p, struct smx_recip d) {
+#if !SMX_FASTDIV
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        p[k] = smp_div(p[k], d.s);
+#else
+    unsigned worst = 0u;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const unsigned off = tileops_as_uint(p[k]) - SMX_E_LO;
+        worst = off > worst ? off : worst;
+    }
+    if (worst < d.span) {
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float q0, res;
+            asm("mul.rn.f32 %0, %1, %2;" : "=f"(q0) : "f"(p[k]), "f"(d.r));
+            asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(res) : "f"(d.ns), "f"(q0), "f"(p[k]));
+            asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(p[k]) : "f"(d.r), "f"(res), "f"(q0));
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            p[k] = smx_div_slow(p[k], d.s);
+    }
+#endif
 }
 
 /* ---- octets of the CTA's chunk --------------------------------------------------------
@@ -398,6 +461,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
     smx_cluster_arrive_relaxed(); /* this CTA has received all: the others may exit after their wait */
 #endif
     /* pass 3: probs = e / S (e kept, or exp(z - M) again) */
+    const struct smx_recip rS = smx_recip_of(S);
 #if TILEOPS_STAGE == 2
 #pragma unroll
     for (int j = 0; j < TILEOPS_OPT; j++) {
@@ -407,7 +471,8 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
             smx_z8(xrow, o0, no, o, smx_whole(o0, no, o), kept[j], t, p);
 #pragma unroll
             for (int k = 0; k < 8; k++)
-                p[k] = smp_div(smp_exp(tileops_add(p[k], -M)), S);
+                p[k] = smp_exp(tileops_add(p[k], -M));
+            smx_div8(p, rS);
             smx_st8(yrow, o0 + o, p);
         }
     }
@@ -417,9 +482,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
         const int o = j * TILEOPS_THREADS + (int)tid;
         float p[8];
         smx_get(o, p);
-#pragma unroll
-        for (int k = 0; k < 8; k++)
-            p[k] = smp_div(p[k], S);
+        smx_div8(p, rS);
         if (o < no)
             smx_st8(yrow, o0 + o, p);
     }
@@ -437,7 +500,8 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
                 smx_z8(xrow, o0, no, o, whole[b], w[b], t, p);
 #pragma unroll
                 for (int k = 0; k < 8; k++)
-                    p[k] = smp_div(smp_exp(tileops_add(p[k], -M)), S);
+                    p[k] = smp_exp(tileops_add(p[k], -M));
+                smx_div8(p, rS);
                 smx_st8(yrow, o0 + o, p);
             }
         }
