@@ -8,7 +8,7 @@ erf GELU's small calls, up to cuda_gated.ELEMS_MAX outputs).
     python dev/time_gated.py [--out PATH.json] [--rows 1,32,256,4096] [--ns 14336,18944,28672]
                              [--unrolls 1,2,4,8] [--threads 256] [--grids wave,full]
                              [--op silu_and_mul|gelu_and_mul|gelu_tanh_and_mul] [--cast] [--elems]
-                             [--defines=-DTILEOPS_GATED_DIV_FULL=1]
+                             [--defines=-DTILEOPS_GATED_PLAIN=1]
 
 Per shape: the variants "u<U> t<threads> wave" / "... full" (and "elems t<threads>"),
 torch.compile of the reference (tileops.reference.activation's, with --cast Hugging Face's
@@ -50,7 +50,7 @@ def main(argv=None):
     p.add_argument("--elems", action="store_true", help="also the parked build of a thread per element")
     p.add_argument("--defines", default="",
                    help="also each launch variant built with these space-separated -D options (labelled '+D'), "
-                        "e.g. --defines=-DTILEOPS_GATED_DIV_FULL=1")
+                        "e.g. --defines=-DTILEOPS_GATED_PLAIN=1")
     a = p.parse_args(argv)
     reference = lambda x: getattr(R, a.op)(x, cast_before_mul=a.cast)  # noqa: E731
     stream_of = torch._C._cuda_getCurrentRawStream

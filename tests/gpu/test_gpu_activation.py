@@ -2,8 +2,9 @@
 takes the element build (cuda_gated.ELEMS_OPS, ELEMS_MAX outputs: a thread per element, a
 third of the code), whose bits must be the group build's, so a row's result never depends
 on how many rows share the call; a capture before the element build was made takes the
-group build; the op's divisions, a times MUFU.RCP of b, give the bits of a build that calls
-div.full (-DTILEOPS_GATED_DIV_FULL=1). Skipped without CUDA (tests/gpu/conftest.py)."""
+group build; the op's arithmetic (divisions as a times MUFU.RCP of b, the erf GELU's
+polynomial in 1 / (2 + z), no zero correction of the sigmoid's exp) gives the bits of the
+build as first written (-DTILEOPS_GATED_PLAIN=1: div.full, the polynomial in 2 / (2 + z)). Skipped without CUDA (tests/gpu/conftest.py)."""
 import pytest
 import torch
 
@@ -58,9 +59,10 @@ def test_the_element_build_is_built_on_the_first_one_row_call_and_a_capture_take
     assert after_capture[key] == before[key] and after[key] == after_capture[key] + 1, (before, after_capture, after)
 
 
-def _by_div_full(op, x, cast, elems):
+def _by_plain(op, x, cast, elems):
     """y = act(a) * b by the op's build (the group build, or with elems the element build)
-    with -DTILEOPS_GATED_DIV_FULL=1: every division by div.full.f32"""
+    with -DTILEOPS_GATED_PLAIN=1: the arithmetic as first written (div.full.f32, the erf
+    GELU's polynomial in t = 2 / (2 + z), the sigmoid's exp with its zero correction)"""
     from tileops import _C, runtime
     from tileops._dtypes import CODE
     rows, n = x.shape[0], x.shape[1] // 2
@@ -69,7 +71,7 @@ def _by_div_full(op, x, cast, elems):
         (n * x.element_size()) % 16 == 0 else 1
     source, kernel, opts, threads, unroll = cuda_gated.specialisation(op, CODE[x.dtype], n, vec, cast=cast,
                                                                        elems=elems)
-    h = runtime.build(x.device.index or 0, source, kernel, tuple(opts) + ("-DTILEOPS_GATED_DIV_FULL=1",),
+    h = runtime.build(x.device.index or 0, source, kernel, tuple(opts) + ("-DTILEOPS_GATED_PLAIN=1",),
                       cuda_gated.ARG_FORMAT, pdl=True)
     per = threads if elems else threads * unroll
     units = rows * n if elems else rows * cuda_gated.groups(CODE[x.dtype], n)
@@ -82,22 +84,26 @@ def _by_div_full(op, x, cast, elems):
 @pytest.mark.parametrize("op", sorted(OPS))
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("cast", [False, True])
-def test_the_reciprocal_product_gives_div_full_s_bits(op, dtype, cast):
+def test_the_rewritten_arithmetic_gives_the_plain_builds_bits(op, dtype, cast):
     """The op's divisions (1 + e in [1, 2], 2 + z in [2, 16.2]) take a times MUFU.RCP of b,
-    which is div.full.f32's value for a divisor inside [2^-126, 2^126]: the same bits as a
-    build that calls div.full (-DTILEOPS_GATED_DIV_FULL=1), over wide inputs (|a| up
-    to 60, the erf GELU's clamp at 20 and the sigmoid's at +-20 on both sides), zeros,
-    infinities and NaN, the group build (rows past the element build's limit) and the
-    element build (one row)."""
+    which is div.full.f32's value for a divisor inside [2^-126, 2^126]; the erf GELU's
+    polynomial runs in r = t / 2 with coefficients scaled by powers of two; the sigmoid's exp
+    drops a zero correction: the same bits as the plain build (-DTILEOPS_GATED_PLAIN=1), over
+    wide inputs (|a| up to 60, the erf GELU's clamp at 20 and the sigmoid's at +-20 on both
+    sides; |a| near 13.2, where the erf GELU's exp(-z^2) R(t) nears the subnormal range;
+    float32 subnormals), zeros, infinities and NaN, the group build (rows past the element
+    build's limit) and the element build (one row)."""
     n = 14336
     x = (torch.randn(20, 2 * n, device="cuda") * torch.logspace(-3, 1.3, 2 * n, device="cuda")).to(dtype)
     x[0, :6] = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), -60.0])
+    x[1, :n] = torch.linspace(-13.6, -12.8, n)   # the erf GELU's tail, float32 outputs near 2^-126
+    x[2, :8] = torch.tensor([1e-20, -1e-20, 3e-39, -3e-39, 1e-44, -1e-44, 2.0 ** -126, -(2.0 ** -126)])
     f = OPS[op](cast_before_mul=cast)
     bits = {4: torch.int32, 2: torch.int16}[x.element_size()]
     got = f(x)
     torch.cuda.synchronize()
-    assert torch.equal(got.view(bits), _by_div_full(op, x, cast, False).view(bits)), (op, dtype, cast)
+    assert torch.equal(got.view(bits), _by_plain(op, x, cast, False).view(bits)), (op, dtype, cast)
     one = f(x[:1])
     torch.cuda.synchronize()
-    want = _by_div_full(op, x[:1].contiguous(), cast, cuda_gated.elems_for(op, 1, n))
+    want = _by_plain(op, x[:1].contiguous(), cast, cuda_gated.elems_for(op, 1, n))
     assert torch.equal(one.view(bits), want.view(bits)), (op, dtype, cast, "one row")

@@ -73,18 +73,27 @@
 
 /* ---- fp32 functions -------------------------------------------------------------------- */
 
-/* a / b as div.full.f32 computes it for the divisors here (1 + e in [1, 2], 2 + z in [2,
- * 16.2]): div.full scales a divisor only outside [2^-126, 2^126], so inside it its value is
- * a times the approximate reciprocal of b (MUFU.RCP), one rounding. The same bits without
- * its range checks (two compares, two predicated multiplies and a select an element; 13-22 %
- * fewer instructions, 6 % faster at 4096 x 14336 on the H200). TILEOPS_GATED_DIV_FULL 1
- * builds div.full itself: the GPU test's reference for those bits. */
-#ifndef TILEOPS_GATED_DIV_FULL
-#define TILEOPS_GATED_DIV_FULL 0
+/* TILEOPS_GATED_PLAIN 1 (a reference build: the GPU test compares its bits with the
+ * shipped build's, dev/time_gated.py --defines times it) keeps the arithmetic below as first
+ * written; 0, the default, takes three rewrites that give the same bits with fewer
+ * instructions (gelu_and_mul 360 -> 296 a group of 8 fp16 outputs, silu_and_mul 216 -> 152;
+ * dev/probes/gated_code_size.py):
+ * - a / b as div.full.f32 computes it for the divisors here (1 + e in [1, 2], 2 + z in [2,
+ *   16.2]): div.full scales a divisor only outside [2^-126, 2^126], so inside it its value
+ *   is a times the approximate reciprocal of b (MUFU.RCP), one rounding, without its range
+ *   checks (6 % faster at 4096 x 14336 on the H200, session 27);
+ * - the sigmoid's exp(-|v|) without a correction term: it was always 0, and e + (+-0) e is
+ *   e for every e that ex2 gives (in [0, 1], or NaN);
+ * - the erf GELU's t = 2 r, r = 1 / (2 + z), is a power-of-two scaling, exact, as is each
+ *   Horner step's: the polynomial in t with coefficients c_j equals, rounding by rounding,
+ *   the one in r with coefficients 2^j c_j (no step's value is near the subnormal range), and
+ *   (z^2 / -2) log2 e is z^2 (-log2 e / 2), the halving exact. */
+#ifndef TILEOPS_GATED_PLAIN
+#define TILEOPS_GATED_PLAIN 0
 #endif
 TILEOPS_DEV float tileops_div(float a, float b) {
     float r;
-#if TILEOPS_GATED_DIV_FULL
+#if TILEOPS_GATED_PLAIN
     asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
     return r;
 #else
@@ -92,45 +101,62 @@ TILEOPS_DEV float tileops_div(float a, float b) {
     return tileops_mul(a, r);
 #endif
 }
-/* exp(-|v| - s lo) for s the sign of v: the argument's small correction lo taken by one FMA */
-TILEOPS_DEV float tileops_exp_neg_abs(float v, float lo) {
+/* exp(-|v|) */
+TILEOPS_DEV float tileops_exp_neg_abs(float v) {
     float e = tileops_ex2(tileops_mul(-tileops_absf(v), 1.44269504f));
-    return tileops_fma(v < 0.0f ? lo : -lo, e, e);
+#if TILEOPS_GATED_PLAIN
+    e = tileops_fma(v < 0.0f ? 0.0f : -0.0f, e, e);
+#endif
+    return e;
 }
 /* x / (1 + exp(-v)), as x e / (1 + e) with e = exp(-|v|) where v < 0 */
-TILEOPS_DEV float tileops_sigmul(float x, float v, float lo) {
-    const float e = tileops_exp_neg_abs(v, lo);
+TILEOPS_DEV float tileops_sigmul(float x, float v) {
+    const float e = tileops_exp_neg_abs(v);
     return tileops_div(v < 0.0f ? tileops_mul(x, e) : x, tileops_add(1.0f, e));
 }
 
+/* erfc(z) exp(z^2) ~ R(t), t = 2 / (2 + z): R's coefficients, t^10's first (gated_act.c's);
+ * GATED_RC(j, c) is c for the polynomial in t, 2^j c for the one in r = t / 2 */
+#if TILEOPS_GATED_PLAIN
+#define GATED_RC(j, c) (c)
+#else
+#define GATED_RC(j, c) ((c) * (float)(1 << (j)))
+#endif
+
 TILEOPS_DEV float tileops_act(float a) {
 #if TILEOPS_ACT == 0
-    return tileops_sigmul(a, a, 0.0f);
+    return tileops_sigmul(a, a);
 #elif TILEOPS_ACT == 1
     const float m = tileops_minf(tileops_absf(a), 20.0f); /* erfc(20 / sqrt 2) is 0 in fp32 */
     const float z = tileops_mul(m, 0.707106781f);
     const float sq = tileops_mul(m, m), lo = tileops_mul(tileops_fma(m, m, -sq), 0.5f);
+#if TILEOPS_GATED_PLAIN
     float e = tileops_ex2(tileops_mul(tileops_mul(sq, -0.5f), 1.44269504f));
-    e = tileops_fma(-lo, e, e); /* exp(-z^2) */
     const float t = tileops_div(2.0f, tileops_add(2.0f, z));
-    float p = 2.777090482e-02f;
-    p = tileops_fma(p, t, -2.099794745e-01f);
-    p = tileops_fma(p, t, 6.407496929e-01f);
-    p = tileops_fma(p, t, -9.664225578e-01f);
-    p = tileops_fma(p, t, 6.837153435e-01f);
-    p = tileops_fma(p, t, -2.515510917e-01f);
-    p = tileops_fma(p, t, 2.851417363e-01f);
-    p = tileops_fma(p, t, 2.234304249e-01f);
-    p = tileops_fma(p, t, 2.852924764e-01f);
-    p = tileops_fma(p, t, 2.818439603e-01f);
-    p = tileops_fma(p, t, 8.578265806e-06f);
+#else
+    float e = tileops_ex2(tileops_mul(sq, -0.5f * 1.44269504f));
+    float t;   /* r = 1 / (2 + z) */
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(t) : "f"(tileops_add(2.0f, z)));
+#endif
+    e = tileops_fma(-lo, e, e); /* exp(-z^2) */
+    float p = GATED_RC(10, 2.777090482e-02f);
+    p = tileops_fma(p, t, GATED_RC(9, -2.099794745e-01f));
+    p = tileops_fma(p, t, GATED_RC(8, 6.407496929e-01f));
+    p = tileops_fma(p, t, GATED_RC(7, -9.664225578e-01f));
+    p = tileops_fma(p, t, GATED_RC(6, 6.837153435e-01f));
+    p = tileops_fma(p, t, GATED_RC(5, -2.515510917e-01f));
+    p = tileops_fma(p, t, GATED_RC(4, 2.851417363e-01f));
+    p = tileops_fma(p, t, GATED_RC(3, 2.234304249e-01f));
+    p = tileops_fma(p, t, GATED_RC(2, 2.852924764e-01f));
+    p = tileops_fma(p, t, GATED_RC(1, 2.818439603e-01f));
+    p = tileops_fma(p, t, GATED_RC(0, 8.578265806e-06f));
     const float s = tileops_mul(tileops_mul(e, p), 0.5f); /* erfc(|z|) / 2 */
     /* the sign bit decides, as on the CPU (-0 and NaN included: the product keeps a NaN) */
     return tileops_mul(a, (tileops_as_uint(a) >> 31) ? s : tileops_add(1.0f, -s));
 #else
     const float c = tileops_minf(tileops_maxf(a, -20.0f), 20.0f); /* v(20) = 602: the sigmoid is 0 or 1 */
     const float v = tileops_mul(c, tileops_fma(0.0713548162f, tileops_mul(c, c), 1.59576912f));
-    return tileops_sigmul(a, v, 0.0f);
+    return tileops_sigmul(a, v);
 #endif
 }
 
