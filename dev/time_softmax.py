@@ -20,9 +20,10 @@ temperature: TILEOPS_STAGE 2, the chunk's raw words kept in registers, converted
 exponentiated again in passes 2 and 3; session 13's lab kernel, shipped), the staged build
 (TILEOPS_STAGE 1: z then e through shared memory, the kernel before), timed as "staged"
 and checked bit for bit against the op.
---divrn (session 26, dev/patches/smx_fast_div.patch): the op's own build with -DSMX_FASTDIV=0,
-every element of pass 3 divided by div.rn inline (MUFU.RCP an element) instead of by the
-row's reciprocal made once, timed as "divrn" and checked bit for bit against the op.
+--divrn (written in session 26, shipped in session 27): the op's own build with
+-DSMX_FASTDIV=0, every element of pass 3 divided by div.rn inline (MUFU.RCP an element)
+instead of by the row's reciprocal made once, timed as "divrn" and checked bit for bit
+against the op (session 27, bf16 -> float32 128256: the shipped build 0.87-0.94x its time).
 --rows (a lab variant, session 11, not a build the launch rules select): dev/cuda/
 softmax_rows_lab.cu appended to the shipped source, tileops_softmax_rows: one CTA of 1024
 threads per row whose halves take the row's 8 chunks two at a time, exactly as the

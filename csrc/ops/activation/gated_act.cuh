@@ -75,7 +75,7 @@
 
 /* TILEOPS_GATED_PLAIN 1 (a reference build: the GPU test compares its bits with the
  * shipped build's, dev/time_gated.py --defines times it) keeps the arithmetic below as first
- * written; 0, the default, takes three rewrites that give the same bits with fewer
+ * written; 0, the default, takes the rewrites below, which give the same bits with fewer
  * instructions (gelu_and_mul 360 -> 296 a group of 8 fp16 outputs, silu_and_mul 216 -> 152;
  * dev/probes/gated_code_size.py):
  * - a / b as div.full.f32 computes it for the divisors here (1 + e in [1, 2], 2 + z in [2,
