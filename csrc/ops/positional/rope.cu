@@ -134,7 +134,15 @@ TILEOPS_DEV void rp_rotate(float a, float b, float cv, float sv, float *o1, floa
  * R/2 + i0; GPT-J: G channels at e0 = u G, G/2 pairs); a higher unit is the pass-through
  * group j = u - RP_ROT_UNITS of channels [R + j G, ...). `cnt` is the unit's element count
  * (a last partial group on the scalar path). */
+/* every unit a whole group: the pass-through channels (if any) and the rotated ones (each
+ * half for NeoX) are multiples of G */
+#define RP_WHOLE_UNITS ((TILEOPS_N - TILEOPS_RD) % TILEOPS_G == 0 && \
+                        (TILEOPS_NEOX ? RP_HALF % TILEOPS_G == 0 : TILEOPS_RD % TILEOPS_G == 0))
 TILEOPS_DEV int rp_count(int u) {
+#if RP_WHOLE_UNITS
+    (void)u;   /* a unit past the head's (u >= uq or uk) is never loaded or stored */
+    return TILEOPS_G;
+#else
     if (u >= RP_ROT_UNITS) {
         const int first = TILEOPS_RD + (u - RP_ROT_UNITS) * TILEOPS_G;
         return TILEOPS_N - first < TILEOPS_G ? TILEOPS_N - first : TILEOPS_G;
@@ -143,6 +151,7 @@ TILEOPS_DEV int rp_count(int u) {
     return RP_HALF - u * TILEOPS_G < TILEOPS_G ? RP_HALF - u * TILEOPS_G : TILEOPS_G;
 #else
     return TILEOPS_RD - u * TILEOPS_G < TILEOPS_G ? TILEOPS_RD - u * TILEOPS_G : TILEOPS_G;
+#endif
 #endif
 }
 /* the unit's first element (its second, NeoX's b half, is R/2 further) */
