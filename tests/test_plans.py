@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from tileops.errors import BackwardError, InputTypeError, InputValueError
 from tileops.activation import GeluAndMulFwdOp, GeluTanhAndMulFwdOp, SiluAndMulFwdOp
 from tileops.embedding import EmbeddingFwdOp
-from tileops.norm import FusedAddLayerNormFwdOp, FusedAddRMSNormFwdOp, GemmaRMSNormFwdOp, LayerNormFwdOp
+from tileops.norm import FusedAddLayerNormFwdOp, FusedAddRMSNormFwdOp, GemmaRMSNormFwdOp, LayerNormFwdOp, RMSNormFwdOp
 from tileops.ops import plans
 
 
@@ -22,11 +22,12 @@ def _inputs(name, T, H, dtype, g):
     b = torch.randn(H, generator=g).to(dtype)
     r = torch.randn(T, H, generator=g).to(dtype)
     return {"layer_norm": (x, w, b), "fused_add_layer_norm": (x, r, w, b), "fused_add_rms_norm": (x, r, w),
-            "gemma_rms_norm": (x, w)}[name]
+            "gemma_rms_norm": (x, w), "rms_norm": (x, w)}[name]
 
 
 OPS = [(LayerNormFwdOp, "layer_norm"), (FusedAddLayerNormFwdOp, "fused_add_layer_norm"),
-       (FusedAddRMSNormFwdOp, "fused_add_rms_norm"), (GemmaRMSNormFwdOp, "gemma_rms_norm")]
+       (FusedAddRMSNormFwdOp, "fused_add_rms_norm"), (GemmaRMSNormFwdOp, "gemma_rms_norm"),
+       (RMSNormFwdOp, "rms_norm")]
 
 
 def _as_tuple(r):

@@ -22,7 +22,7 @@ and keyed as the inputs are, written in place of an allocation, its version bump
 the Python path bumps it; an out that is one of the inputs is not for a plan). A plan is
 kept in the instance's memo, so whatever drops the memo drops the plans
 with it: a param assigned, the target undone, the memo's size limit. Only launchables that
-carry `plan_recipe` (the CPU builds that set it: kernels/norm/rows.py,
+carry `plan_recipe` (the CPU builds that set it: kernels/norm/rows.py, norm/rms_norm.py,
 activation/gated.py, embedding/embedding.py) are planned."""
 from __future__ import annotations
 

@@ -154,6 +154,15 @@ def _fake_1(x, weight, out, key):
     return None
 
 def _call_boundary(self, x, weight=None, *, out=None):
+    _p = None
+    if out is None and not _dynamo_compiling():
+        _p = _plan_call(self._memo, x, weight)
+        if _p is not _MISS and _p is not _SKIP:
+            return _p
+    if out is not None and not _dynamo_compiling():
+        _p = _plan_call_out(self._memo, out, x, weight)
+        if _p is not _MISS and _p is not _SKIP:
+            return _p
     if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
         _fast = False
     else:
@@ -171,6 +180,8 @@ def _call_boundary(self, x, weight=None, *, out=None):
     if out is None:
         if _fast:
             _a = _body_0(self, x, weight)
+            if _p is _MISS:
+                _record_plan(self, (x, weight,), _a)
         else:
             _a = _op_0(x, weight, self._key)
         return _a
@@ -178,6 +189,8 @@ def _call_boundary(self, x, weight=None, *, out=None):
         if _fast:
             with _below_inplace_view():
                 _body_1(self, x, weight, out)
+            if _p is _MISS:
+                _record_plan(self, (x, weight,), out, out)
             _bump(out)
         else:
             _op_1(x, weight, out, self._key)

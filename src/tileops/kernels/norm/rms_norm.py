@@ -79,6 +79,10 @@ def _build_cpu(b):
     def unchecked(x, weight, y):
         run(handle, x.data_ptr(), 0 if weight is None else weight.data_ptr(), y.data_ptr(),
             y.numel() // n, n, n, n, eps, dtype, variant)
+    # the same launch as data, for a plan (ops/plans.py): x's, weight's (0 when absent) and
+    # y's pointers, rows = y.numel() // n, then the constants
+    unchecked.plan_recipe = (handle, ((1, 0), (1, 1), (1, 2), (2, 2, n), (0, n), (0, n), (0, n), (0, eps),
+                                      (0, dtype), (0, variant)))
     launch.unchecked = unchecked
     return launch
 

@@ -39,6 +39,7 @@ class RMSNormFwdOp(Op):
         "rms_norm_streaming": RMSNormStreamingKernel,
         "rms_norm_cast": RMSNormCastKernel,
     }
+    plan_kernel = "rms_norm"   # forward: allocate, then this one launch (eager CPU calls replay a plan)
     interfaces = {"rms_norm": RMSNormFwdInterface}
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None,
