@@ -25,11 +25,14 @@ and checked bit for bit against the op.
 -DSMX_FASTDIV=0, every element of pass 3 divided by div.rn inline (MUFU.RCP an element)
 instead of by the row's reciprocal made once, timed as "divrn" and checked bit for bit
 against the op (session 27, bf16 -> float32 128256: the shipped build 0.87-0.94x its time).
---keep-e (session 27, not yet timed): the op's build at TILEOPS_STAGE 3, 2 CTAs an SM: pass 2
-keeps e = exp(z - M) in registers (58-64 a thread) and pass 3 only divides and stores (nvcc:
-1392 -> 1160 instructions at 128256, which the shipped plan runs 3 CTAs an SM at 40
-registers; 1568 -> 1376 at 152064, which it already runs at 2); timed as "keepe", checked
-bit for bit against the op.
+--keep-e (session 27, not yet timed): the op's build at TILEOPS_STAGE 3, 2 CTAs an SM, no
+shared memory, in place of every case's stage 1 or 2 build: pass 2 keeps e = exp(z - M) in
+registers (56-64 a thread) and pass 3 only divides and stores (nvcc, against the registers
+build: 1392 -> 1160 instructions at 128256, which the shipped plan runs 3 CTAs an SM at 40
+registers; 1568 -> 1376 at 152064, which it already runs at 2; against the staged build of
+a temperature, which stage 3 makes divide twice: 1728 -> 2264 at 128256 bf16, 2048 -> 2768
+at 152064, where the staged build holds 80 KB of shared memory a CTA); timed as "keepe",
+checked bit for bit against the op. With --temperature for the temperature builds.
 --rows (a lab variant, session 11, not a build the launch rules select): dev/cuda/
 softmax_rows_lab.cu appended to the shipped source, tileops_softmax_rows: one CTA of 1024
 threads per row whose halves take the row's 8 chunks two at a time, exactly as the
@@ -140,12 +143,13 @@ def defines_launcher(x, t, out_dtype, defines):
     names = tuple(d.split("=")[0] + "=" for d in defines)
     opts = tuple(o for o in opts if not o.startswith(names)) + tuple(defines)
     handle = runtime.build(dev, source, kernel, opts, "ppp", pdl=True)
+    smem = 0 if "-DTILEOPS_STAGE=3" in defines else plan.smem   # stage 3 keeps nothing in shared memory
     args = (x.data_ptr(), 0 if t is None else t.data_ptr(), probs.data_ptr())
     stream = torch._C._cuda_getCurrentRawStream
     keep = types.SimpleNamespace(x=x, t=t)   # the pointers' tensors live as long as the launch
 
     def launch():
-        _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, plan.smem, stream(dev), *args)
+        _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, smem, stream(dev), *args)
         return probs if keep else None
     return launch
 
@@ -177,7 +181,7 @@ def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, div
         row["rows_bitwise"] = bool(torch.equal(p, got))
     words = not temperature and dtype != torch.float32   # the registers builds' cases
     labs = (("staged",) if staged_lab and words else ()) + (("divrn",) if divrn_lab else ()) + (
-        ("keepe",) if keepe_lab and words else ())
+        ("keepe",) if keepe_lab else ())
     for lab in labs:
         fns[lab] = staged_launcher(x, torch.float32) if lab == "staged" else defines_launcher(
             x, t, torch.float32, DEFINES[lab])

@@ -27,10 +27,12 @@
  * scoreboard); the same values in the same order (ex2.approx is deterministic), so the
  * same bits, at 0.92-0.95x stage 1's time L2-cold (H200, B = 32-256 x 128256 bf16,
  * session 13's lab). With a temperature the IEEE divisions would be repeated too: stage 1
- * stays. TILEOPS_STAGE 3 (a lab build, dev/time_softmax.py --keep-e; the same bits) keeps
- * the words for pass 2, which keeps e = exp(z - M) in registers for pass 3 (a thread's OPT
- * x 32 bytes): pass 3 neither converts nor exponentiates again, at the price of the
- * registers (64 a thread: 2 CTAs of 512 threads an SM instead of 3). TILEOPS_STAGE 0 (a row too long for 8 CTAs' shared memory, or a GPU before sm_90
+ * stays. TILEOPS_STAGE 3 (a lab build, dev/time_softmax.py --keep-e; the same bits; any
+ * dtype, with or without a temperature, in place of stage 1 or 2) keeps the words for pass
+ * 2, which keeps e = exp(z - M) in registers for pass 3 (a thread's OPT x 32 bytes): pass 3
+ * neither converts nor exponentiates again, and nothing goes through shared memory, at the
+ * price of the registers (56-64 a thread: 2 CTAs of 512 threads an SM instead of 3) and,
+ * with a temperature, of pass 2 dividing again. TILEOPS_STAGE 0 (a row too long for 8 CTAs' shared memory, or a GPU before sm_90
  * with rows over one CTA's) reads the row three times instead (max, sum, write).
  * Order of the sum: each thread adds its slots' elements (slots in increasing order, each
  * slot's 8 in order; a pad adds +0, which changes no sum), the threads' sums by
@@ -58,8 +60,8 @@
 #else
 #error "TILEOPS_ODTYPE must be 0 (float32), 1 (float16) or 2 (bfloat16)"
 #endif
-#if TILEOPS_STAGE >= 2 && (TILEOPS_TEMP || TILEOPS_E != 2)
-#error "TILEOPS_STAGE 2 and 3 (the words kept in registers) are builds for 16-bit logits without a temperature"
+#if TILEOPS_STAGE == 2 && (TILEOPS_TEMP || TILEOPS_E != 2)
+#error "TILEOPS_STAGE 2 (the words kept in registers) is a build for 16-bit logits without a temperature"
 #endif
 
 /* ---- the output's dtype ------------------------------------------------------------------ */
