@@ -32,8 +32,9 @@
  * 2, which keeps e = exp(z - M) in registers for pass 3 (a thread's OPT x 32 bytes): pass 3
  * neither converts nor exponentiates again, and nothing goes through shared memory, at the
  * price of the registers (56-64 a thread: 2 CTAs of 512 threads an SM instead of 3) and,
- * with a temperature, of pass 2 dividing again. TILEOPS_STAGE 0 (a row too long for 8 CTAs' shared memory, or a GPU before sm_90
- * with rows over one CTA's) reads the row three times instead (max, sum, write).
+ * with a temperature, of pass 2 dividing again. TILEOPS_STAGE 0 (a row too long for 8
+ * CTAs' shared memory, or a GPU before sm_90 with rows over one CTA's) reads the row three
+ * times instead (max, sum, write).
  * Order of the sum: each thread adds its slots' elements (slots in increasing order, each
  * slot's 8 in order; a pad adds +0, which changes no sum), the threads' sums by
  * tileops_row_sum's fixed tree, the CTAs' in rank order: fixed by V, the dtype and the
