@@ -2,7 +2,7 @@
 of the copy floor of its bytes at B >= 32.
 
     PYTHONPATH=src python3 dev/time_softmax.py [--quick] [--temperature] [--rows] [--staged] [--divrn]
-        [--keep-e] [--vocabs 128256,152064] [--batches 32,128]
+        [--vocabs 128256,152064] [--batches 32,128]
         [--out softmax_timing.json]
 
 For B in {1, 32, 128, 256} x V in {128256, 152064} x logits {bfloat16, float32}, probabilities
@@ -25,14 +25,6 @@ and checked bit for bit against the op.
 -DSMX_FASTDIV=0, every element of pass 3 divided by div.rn inline (MUFU.RCP an element)
 instead of by the row's reciprocal made once, timed as "divrn" and checked bit for bit
 against the op (session 27, bf16 -> float32 128256: the shipped build 0.87-0.94x its time).
---keep-e (session 27, not yet timed): the op's build at TILEOPS_STAGE 3, 2 CTAs an SM, no
-shared memory, in place of every case's stage 1 or 2 build: pass 2 keeps e = exp(z - M) in
-registers (56-64 a thread) and pass 3 only divides and stores (nvcc, against the registers
-build: 1392 -> 1160 instructions at 128256, which the shipped plan runs 3 CTAs an SM at 40
-registers; 1568 -> 1376 at 152064, which it already runs at 2; against the staged build of
-a temperature, which stage 3 makes divide twice: 1728 -> 2264 at 128256 bf16, 2048 -> 2768
-at 152064, where the staged build holds 80 KB of shared memory a CTA); timed as "keepe",
-checked bit for bit against the op. With --temperature for the temperature builds.
 --rows (a lab variant, session 11, not a build the launch rules select): dev/cuda/
 softmax_rows_lab.cu appended to the shipped source, tileops_softmax_rows: one CTA of 1024
 threads per row whose halves take the row's 8 chunks two at a time, exactly as the
@@ -130,31 +122,29 @@ def staged_launcher(x, out_dtype):
 
 
 # lab builds of the op's own source: the shipped options, these replaced or added
-DEFINES = {"divrn": ("-DSMX_FASTDIV=0",), "keepe": ("-DTILEOPS_STAGE=3", "-DTILEOPS_MIN_BLOCKS=2")}
+DEFINES = {"divrn": ("-DSMX_FASTDIV=0",)}
 
 
 def defines_launcher(x, t, out_dtype, defines):
     """launch(): the op's own build for x (and t) with `defines` (each replacing the
     shipped option of its name, or added) into a new output: the shipped plan's launch
     shape. divrn: -DSMX_FASTDIV=0 (every element divided by div.rn inline, the division
-    before the reciprocal was made once a row); keepe: stage 3 (e kept in registers for
-    pass 3) at 2 CTAs an SM."""
+    before the reciprocal was made once a row)."""
     dev, B, probs, source, kernel, opts, plan = _specialised(x, t, out_dtype)
     names = tuple(d.split("=")[0] + "=" for d in defines)
     opts = tuple(o for o in opts if not o.startswith(names)) + tuple(defines)
     handle = runtime.build(dev, source, kernel, opts, "ppp", pdl=True)
-    smem = 0 if "-DTILEOPS_STAGE=3" in defines else plan.smem   # stage 3 keeps nothing in shared memory
     args = (x.data_ptr(), 0 if t is None else t.data_ptr(), probs.data_ptr())
     stream = torch._C._cuda_getCurrentRawStream
     keep = types.SimpleNamespace(x=x, t=t)   # the pointers' tensors live as long as the launch
 
     def launch():
-        _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, smem, stream(dev), *args)
+        _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, plan.smem, stream(dev), *args)
         return probs if keep else None
     return launch
 
 
-def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, divrn_lab=False, keepe_lab=False):
+def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, divrn_lab=False):
     g = torch.Generator(device="cuda").manual_seed(B * 7 + V)
     x = (torch.randn(B, V, device="cuda", generator=g) * 3).to(dtype)
     t = (torch.rand(B, device="cuda", generator=g) * 1.75 + 0.25) if temperature else None
@@ -180,8 +170,7 @@ def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, div
         torch.testing.assert_close(p.double(), torch.softmax(z, -1), rtol=1e-5, atol=1e-12)
         row["rows_bitwise"] = bool(torch.equal(p, got))
     words = not temperature and dtype != torch.float32   # the registers builds' cases
-    labs = (("staged",) if staged_lab and words else ()) + (("divrn",) if divrn_lab else ()) + (
-        ("keepe",) if keepe_lab else ())
+    labs = (("staged",) if staged_lab and words else ()) + (("divrn",) if divrn_lab else ())
     for lab in labs:
         fns[lab] = staged_launcher(x, torch.float32) if lab == "staged" else defines_launcher(
             x, t, torch.float32, DEFINES[lab])
@@ -202,8 +191,6 @@ def main():
                                                            "op's registers build (16-bit logits, no temperature)")
     ap.add_argument("--divrn", action="store_true", help="time the op's build with -DSMX_FASTDIV=0 (div.rn an "
                                                           "element) beside it: the same bits")
-    ap.add_argument("--keep-e", action="store_true", help="time the op's build at stage 3 (e kept in registers "
-                                                           "for pass 3, 2 CTAs an SM) beside it: the same bits")
     ap.add_argument("--vocabs", default=None, help="comma-separated V values (default 128256,152064; --quick 128256)")
     ap.add_argument("--batches", default=None, help="comma-separated B values (default 1,32,128,256; --quick 128,256)")
     ap.add_argument("--out", default="softmax_timing.json")
@@ -217,8 +204,7 @@ def main():
                 for B in batches:
                     if args.quick and dtype != torch.bfloat16:
                         continue
-                    rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged, args.divrn,
-                                             args.keep_e))
+                    rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged, args.divrn))
                     print(rows[-1]["case"], flush=True)
     for r in rows:
         for m in ("hot", "cold"):
@@ -233,8 +219,7 @@ def main():
         print(f"{r['case']:36s} {r['tileops_hot_us']:8.2f} {r['tileops_cold_us']:8.2f} {r['tileops_cold_gbps']:6.0f} "
               f"{r['copy_hot_us']:9.2f} {r['copy_cold_us']:9.2f} {r['over_copy_hot']:8.2f} {r['over_copy_cold']:8.2f} "
               f"{r['torch_hot_us']:9.2f} {r['compile_hot_us']:11.2f} {r['compile_cold_us']:12.2f}{goal}")
-    for lab in (("staged",) if args.staged else ()) + (("divrn",) if args.divrn else ()) + (
-            ("keepe",) if args.keep_e else ()):
+    for lab in (("staged",) if args.staged else ()) + (("divrn",) if args.divrn else ()):
         print(f"\n{'case':36s} {lab + ' hot':>9s} {lab + ' cold':>9s} {'/copy h':>8s} {'/copy c':>8s} {'/op h':>7s} "
               f"{'/op c':>7s}  bits")
         for r in rows:

@@ -122,7 +122,7 @@ def _softmax_build(x, t, out_dtype, defines):
     """The op's build for x (and t) with `defines` (each replacing the shipped option of its
     name, or added), launched with the shipped plan's shape: -DSMX_FASTDIV=0 divides every
     element of pass 3 by div.rn inline (the division before the row's reciprocal was made
-    once); -DTILEOPS_STAGE=3 keeps e in registers for pass 3 (a lab build)"""
+    once)"""
     from tileops import _C, runtime
     from tileops._dtypes import CODE
     from tileops.kernels.sampling import cuda_sampling as K
@@ -134,11 +134,8 @@ def _softmax_build(x, t, out_dtype, defines):
                                                           K.arch(dev), K._device_limits(dev))
     names = tuple(d.split("=")[0] + "=" for d in defines)
     opts = tuple(o for o in opts if not o.startswith(names)) + tuple(defines)
-    stage3 = "-DTILEOPS_STAGE=3" in defines
-    assert not stage3 or plan.stage in (1, 2), (V, plan)   # stage 3 replaces a staged or registers build
     handle = runtime.build(dev, source, kernel, opts, "ppp", pdl=True)
-    _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, 0 if stage3 else plan.smem,
-                   torch.cuda.current_stream().cuda_stream,
+    _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, plan.smem, torch.cuda.current_stream().cuda_stream,
                    x.data_ptr(), 0 if t is None else t.data_ptr(), probs.data_ptr())
     return _sync(probs)
 
@@ -167,30 +164,6 @@ def test_softmax_s_reciprocal_made_once_gives_div_rn_s_bits(dtype, V):
             assert torch.equal(got.nan_to_num(), want.nan_to_num())
             if out_dtype == torch.float32:
                 assert (got[1] < 2.0 ** -96).any() and (got[1] > 2.0 ** -10).any()   # both kinds of octet
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("V", VS)
-def test_softmax_with_e_kept_in_registers_gives_the_ops_bits(dtype, V):
-    # the lab build TILEOPS_STAGE 3 (dev/time_softmax.py --keep-e) keeps pass 2's e for pass
-    # 3 instead of converting and exponentiating the kept words again (the registers build)
-    # or staging z and e in shared memory (a temperature, or float32 logits): the same
-    # values, so the op's bits; NaN, +inf and -inf rows, with and without a temperature,
-    # both output dtypes, aligned and unaligned rows
-    x = sc.logits_like(6, V + 1, dtype, DEV, seed=V + 17)
-    x[1] = (torch.randn(V + 1, device=DEV) * 40).to(dtype)
-    x[2, 3] = NAN
-    x[3, V // 2] = INF
-    x[4] = -INF
-    x[4, 7] = 0.0
-    t = temperatures(6).to(DEV)
-    for logits, temp in ((x[:, :V].contiguous(), None), (x.flatten()[1: 1 + 6 * V].view(6, V), None),
-                         (x[:, :V].contiguous(), t)):
-        for out_dtype in (torch.float32, dtype):
-            got = _sync(SoftmaxFwdOp(out_dtype)(logits, temp))
-            want = _softmax_build(logits, temp, out_dtype, ("-DTILEOPS_STAGE=3", "-DTILEOPS_MIN_BLOCKS=2"))
-            assert torch.equal(got.isnan(), want.isnan()) and got[2:4].isnan().all() and not got[5].isnan().any()
-            assert torch.equal(got.nan_to_num(), want.nan_to_num())
 
 
 # ---- argmax and the draw: the same tokens as torch and as the CPU ---------------------------

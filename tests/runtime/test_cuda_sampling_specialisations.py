@@ -71,21 +71,6 @@ def test_softmax_builds_compile_bare_within_their_spill_bound(tmp_path, dt, odt,
     nvcc_bare(tmp_path, source, kernel, opts, max_spill=32 if plan.stage == 2 else 0)
 
 
-@NEEDS_NVCC
-@pytest.mark.parametrize("dt,odt,V,temp", [(2, 0, 128256, 0), (1, 1, 152064, 0), (2, 2, 20000, 0), (1, 0, 301, 0),
-                                           (2, 0, 128256, 1), (0, 0, 128256, 0), (0, 0, 128256, 1)])
-def test_the_softmax_lab_build_keeping_e_compiles_bare_without_spills(tmp_path, dt, odt, V, temp):
-    # TILEOPS_STAGE 3 (dev/time_softmax.py --keep-e, tests/gpu/test_gpu_sampling.py's bit
-    # test) in place of a registers or staged build, at 2 CTAs an SM: at most 64 registers
-    # a thread, no spill (with a temperature at 152064 the build keeps a 24-byte stack
-    # frame, float32 logits spill 28 bytes: the lab times them, this test leaves them out)
-    source, kernel, opts, plan = K.softmax_specialisation(dt, odt, V, temp, True, 90, OPTIN)
-    assert plan.stage in (1, 2)
-    opts = tuple(o for o in opts if not o.startswith(("-DTILEOPS_STAGE=", "-DTILEOPS_MIN_BLOCKS="))) + (
-        "-DTILEOPS_STAGE=3", "-DTILEOPS_MIN_BLOCKS=2")
-    nvcc_bare(tmp_path, source, kernel, opts)
-
-
 @pytest.mark.parametrize("dt,temp,stage", [(1, 0, 2), (2, 0, 2), (0, 0, 1), (1, 1, 1), (2, 1, 1)])
 def test_softmax_keeps_16_bit_words_in_registers_only_without_a_temperature(dt, temp, stage):
     """Stage 2 repeats pass 1's conversion and exp in passes 2 and 3: exact for a plain

@@ -27,14 +27,8 @@
  * scoreboard); the same values in the same order (ex2.approx is deterministic), so the
  * same bits, at 0.92-0.95x stage 1's time L2-cold (H200, B = 32-256 x 128256 bf16,
  * session 13's lab). With a temperature the IEEE divisions would be repeated too: stage 1
- * stays. TILEOPS_STAGE 3 (a lab build, dev/time_softmax.py --keep-e; the same bits; any
- * dtype, with or without a temperature, in place of stage 1 or 2) keeps the words for pass
- * 2, which keeps e = exp(z - M) in registers for pass 3 (a thread's OPT x 32 bytes): pass 3
- * neither converts nor exponentiates again, and nothing goes through shared memory, at the
- * price of the registers (56-64 a thread: 2 CTAs of 512 threads an SM instead of 3) and,
- * with a temperature, of pass 2 dividing again. TILEOPS_STAGE 0 (a row too long for 8
- * CTAs' shared memory, or a GPU before sm_90 with rows over one CTA's) reads the row three
- * times instead (max, sum, write).
+ * stays. TILEOPS_STAGE 0 (a row too long for 8 CTAs' shared memory, or a GPU before sm_90
+ * with rows over one CTA's) reads the row three times instead (max, sum, write).
  * Order of the sum: each thread adds its slots' elements (slots in increasing order, each
  * slot's 8 in order; a pad adds +0, which changes no sum), the threads' sums by
  * tileops_row_sum's fixed tree, the CTAs' in rank order: fixed by V, the dtype and the
@@ -48,7 +42,7 @@
  * ==== Defines (besides sampling_common.cuh's) ============================================
  *   TILEOPS_ODTYPE the output's dtype (0 float32, 1 float16, 2 bfloat16); TILEOPS_OVEC 1
  *   when the output's rows are 16-byte aligned (pointer and V x its element size), else 0;
- *   TILEOPS_TEMP 1 with a temperature; TILEOPS_STAGE 0, 1, 2 or 3 (above). */
+ *   TILEOPS_TEMP 1 with a temperature; TILEOPS_STAGE 0, 1 or 2 (above). */
 #include "sampling_common.cuh"
 
 #if !defined(TILEOPS_ODTYPE) || !defined(TILEOPS_OVEC) || !defined(TILEOPS_TEMP) || !defined(TILEOPS_STAGE)
@@ -212,7 +206,7 @@ TILEOPS_DEV void smx_div8(float *p, struct smx_recip d) {
 #else
 #define SMX_BATCH SMP_BATCH
 #endif
-#if TILEOPS_OPT <= 2 * SMX_BATCH || TILEOPS_STAGE >= 2 /* stages 2, 3: kept[j] needs j known */
+#if TILEOPS_OPT <= 2 * SMX_BATCH || TILEOPS_STAGE == 2 /* stage 2: kept[j] needs j known */
 #define SMX_UNROLL _Pragma("unroll")
 #else
 #define SMX_UNROLL _Pragma("unroll 1")
@@ -385,7 +379,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
 #endif
     /* pass 1: z (kept on chip: stage 1 z, stage 2 the words), the maximum */
     float m = SMP_NINF;
-#if TILEOPS_STAGE >= 2
+#if TILEOPS_STAGE == 2
     struct tileops_v4 kept[TILEOPS_OPT][SMP_WORDS];
 #endif
     SMX_UNROLL
@@ -404,7 +398,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
                     m = smp_max(m, z[k]);
 #if TILEOPS_STAGE == 1
                 smx_put(o, z);
-#elif TILEOPS_STAGE >= 2
+#elif TILEOPS_STAGE == 2
 #pragma unroll
                 for (int h = 0; h < SMP_WORDS; h++)
                     kept[j0 + b][h] = w[b][h];
@@ -428,18 +422,6 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
 #pragma unroll
         for (int k = 0; k < 8; k++)
             s = tileops_add(s, smp_exp(tileops_add(z[k], -M)));
-    }
-#elif TILEOPS_STAGE == 3
-    float ek[TILEOPS_OPT][8];
-#pragma unroll
-    for (int j = 0; j < TILEOPS_OPT; j++) {
-        const int o = j * TILEOPS_THREADS + (int)tid;
-        smx_z8(xrow, o0, no, o, smx_whole(o0, no, o), kept[j], t, ek[j]);
-#pragma unroll
-        for (int k = 0; k < 8; k++) {
-            ek[j][k] = smp_exp(tileops_add(ek[j][k], -M));
-            s = tileops_add(s, ek[j][k]);
-        }
     }
 #elif TILEOPS_STAGE == 1
     SMX_UNROLL
@@ -492,15 +474,6 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
                 p[k] = smp_exp(tileops_add(p[k], -M));
             smx_div8(p, rS);
             smx_st8(yrow, o0 + o, p);
-        }
-    }
-#elif TILEOPS_STAGE == 3
-#pragma unroll
-    for (int j = 0; j < TILEOPS_OPT; j++) {
-        const int o = j * TILEOPS_THREADS + (int)tid;
-        if (o < no) {
-            smx_div8(ek[j], rS);
-            smx_st8(yrow, o0 + o, ek[j]);
         }
     }
 #elif TILEOPS_STAGE == 1
