@@ -19,6 +19,8 @@
  *                                               (lanes m.. read as +0, touching no memory)
  *   vstore_n(p, i, dt, v, m)                    lanes 0..m-1 rounded to dt (nearest even);
  *                                               returns what was stored, in fp32
+ *   vround(v, dt)                               v rounded to dt (vstore_n's value), in fp32,
+ *                                               through no memory
  *   vkeep_n(v, m) / vfill_n(v, m, c)            lanes m.. set to +0 / to c
  *   vfold(o0, o1, o2, o3)                       the sum of 64 partials, folded pairwise
  *   vfirst_eq(v, c) / vfirst_nan(v)             the first lane equal to c's (-0 == +0) / that
@@ -140,15 +142,10 @@ static AI TGT VF ISA(vsel_neg)(VF v, VF neg, VF pos) {
     __mmask16 m = _mm512_test_epi32_mask(_mm512_castps_si512(v), _mm512_set1_epi32((int)0x80000000u));
     return _mm512_mask_blend_ps(m, pos, neg);
 }
-/* v * 2^k for k = kf, an integral float in [-252, 254]: two exact power-of-two factors, so
- * a result below the normal range rounds once. */
-static AI TGT VF ISA(vldexp)(VF v, VF kf) {
-    __m512i k = _mm512_cvtps_epi32(kf), k1 = _mm512_srai_epi32(k, 1), k2 = _mm512_sub_epi32(k, k1);
-    const __m512i bias = _mm512_set1_epi32(127);
-    VF s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k1, bias), 23));
-    VF s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k2, bias), 23));
-    return _mm512_mul_ps(_mm512_mul_ps(v, s1), s2);
-}
+/* v * 2^k for k = kf, an integral float in [-252, 254], rounded once: VSCALEFPS, one
+ * instruction where AVX2 and the scalar code take two exact power-of-two factors (the same
+ * bits: the exact product rounded once, a result below the normal range included). */
+static AI TGT VF ISA(vldexp)(VF v, VF kf) { return _mm512_scalef_ps(v, kf); }
 
 static AI TGT __mmask16 ISA(first)(int m) { return (__mmask16)((1u << m) - 1u); }
 
@@ -199,6 +196,21 @@ static AI TGT VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
     else
         _mm256_mask_storeu_epi16((uint16_t *)p + i, ISA(first)(m), h);
     return ISA(widen)(h, dt);
+}
+
+/* narrow then widen, the bf16 case without the 16-bit pack: the same rounding, and the
+ * low half cleared in place of the two shifts */
+static AI TGT VF ISA(vround)(VF v, int dt) {
+    if (dt == F32)
+        return v;
+    if (dt == F16)
+        return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    __m512i u = _mm512_castps_si512(v);
+    __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
+    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
 }
 
 /* Lanes m.. set to +0. */
@@ -335,6 +347,17 @@ static AI TGT VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
     return v;
 }
 
+static AI TGT __m256 ISA(round8)(__m256 v, int dt) {
+    if (dt == F16)
+        return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(ISA(bf16_bits8)(v), 16));
+}
+static AI TGT VF ISA(vround)(VF v, int dt) {
+    if (dt == F32)
+        return v;
+    return (VF){ISA(round8)(v.lo, dt), ISA(round8)(v.hi, dt)};
+}
+
 static AI TGT VF ISA(vkeep_n)(VF v, int m) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256i lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(m), lane);
@@ -454,6 +477,10 @@ static AI VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
         v.f[k] = vec16_load1(p, i + k, dt);
     }
     return v;
+}
+static AI VF ISA(vround)(VF v, int dt) {
+    uint16_t h[16];
+    return dt == F32 ? v : ISA(vstore_n)(h, 0, dt, v, 16);
 }
 static AI VF ISA(vkeep_n)(VF v, int m) {
     for (int k = m; k < 16; k++)

@@ -12,6 +12,7 @@
  * 4. The reference's tanh-free form of gelu_tanh against 0.5 a (1 + tanh(u)) where that
  *    form is well-conditioned; bad arguments.
  * Inputs come from a fixed xorshift generator, so a failure reproduces. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -249,6 +250,47 @@ static void specials(void) {
     }
 }
 
+/* ---- 3b. exp's whole range: every level the same bits ------------------------------------ */
+
+/* a dense walk of a over [-120, 100] (2^18 + 1 points, so every exponent of exp(a) and of
+ * exp(-a^2 / 2) is met, results below fp32's normal range included: each level scales by 2^k
+ * its own way and must round once, as the others do) */
+static void exp_range(void) {
+    const int64_t n = ((int64_t)1 << 18) + 1;
+    float *x = xcalloc((size_t)(2 * n) * sizeof(float)), *y = xcalloc((size_t)n * sizeof(float));
+    float *y0 = xcalloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = (float)(-120.0 + 220.0 * (double)i / (double)(n - 1));
+        x[n + i] = 1.0f;
+    }
+    const int top = tileops_cpu_simd_detect();
+    for (int op = 0; op < 3; op++) {
+        CHECK(tileops_cpu_simd_override(0) == TILEOPS_OK, "scalar level");
+        CHECK(launch(g_fast[op], x, y0, 1, n, 2 * n, n, F32) == TILEOPS_OK, "%s exp range", k_ops[op]);
+        int subnormal = 0;
+        for (int64_t i = 0; i < n; i++)
+            subnormal += y0[i] != 0.0f && fabsf(y0[i]) < FLT_MIN;
+        CHECK(subnormal > 100, "%s exp range: %d results below the normal range, expected many", k_ops[op],
+              subnormal);
+        for (int level = 1; level <= top; level++) {
+            if (tileops_cpu_simd_override(level) != TILEOPS_OK)
+                continue;
+            CHECK(launch(g_fast[op], x, y, 1, n, 2 * n, n, F32) == TILEOPS_OK, "%s exp range", k_ops[op]);
+            int64_t first = -1;
+            for (int64_t i = 0; i < n && first < 0; i++)
+                if (!same_bits(&y[i], &y0[i], sizeof(float)))
+                    first = i;
+            CHECK(first < 0, "%s level %d: a = %.9g gives %.9g, the scalar level %.9g", k_ops[op], level,
+                  first < 0 ? 0.0 : (double)x[first], first < 0 ? 0.0 : (double)y[first],
+                  first < 0 ? 0.0 : (double)y0[first]);
+        }
+        tileops_cpu_simd_override(-1);
+    }
+    free(x);
+    free(y);
+    free(y0);
+}
+
 /* ---- 4. the tanh form; bad arguments ------------------------------------------------------ */
 
 static void tanh_form(void) {
@@ -367,6 +409,7 @@ int main(void) {
     tileops_cpu_simd_override(-1);
     shapes();
     specials();
+    exp_range();
     tanh_form();
     bad_arguments();
     cast_entries();

@@ -113,6 +113,10 @@ def _worker(rank, init_file):
             "tileops::norm_rms_norm_fwd", "tileops::positional_rope_fwd",
             "tileops::attention_kv_cache_write_fwd_writes_key_cache_writes_value_cache",
             "tileops::norm_fused_add_rms_norm_fwd", "tileops::activation_silu_and_mul_fwd"]
+        # both ranks done with every collective before either tears gloo down: without it one
+        # rank's destroy_process_group could race the other's last all_reduce (a gloo thread
+        # aborted at teardown, seen once in session 27)
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 

@@ -261,14 +261,10 @@ static AI TGT VF ISA(vact)(VF a, int act) {
     return ISA(vsigmul)(a, vh, vl);
 }
 
-/* act(a), rounded to dt where cast (through a scratch: vstore_n returns what it stored) */
+/* act(a), rounded to dt where cast */
 static AI TGT VF ISA(vact_cast)(VF g, int act, int dt, int cast) {
     VF v = ISA(vact)(g, act);
-    if (cast && dt != F32) {
-        float tmp[16];
-        v = ISA(vstore_n)(tmp, 0, dt, v, 16);
-    }
-    return v;
+    return cast ? ISA(vround)(v, dt) : v;
 }
 
 static AI TGT void ISA(span_impl)(const void *x, void *y, int64_t n, int64_t m, int act, int dt, int cast) {

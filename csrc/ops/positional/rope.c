@@ -263,12 +263,6 @@ TILEOPS_CPU_KERNEL(rope_cast_reference_kernel)
 
 #include "cpu/vec16.h"
 
-/* v rounded to dt (through a scratch: vstore_n returns what it stored) */
-static AI TGT VF ISA(vround)(VF v, int dt) {
-    float tmp[16];
-    return dt == F32 ? v : ISA(vstore_n)(tmp, 0, dt, v, 16);
-}
-
 /* (o1, o2) = (a c - b s, b c + a s): one multiply and one FMA each in fp32, or (cast) in
  * the dtype's arithmetic, c and s and each product rounded to dt (the stores round the sums) */
 static AI TGT void ISA(rot)(VF a, VF b, VF cv, VF sv, int dt, int cast, VF *o1, VF *o2) {
