@@ -5,6 +5,8 @@
 #ifndef TILEOPS_CPU_SIMD_H
 #define TILEOPS_CPU_SIMD_H
 
+#include <stdatomic.h>
+
 #include "tileops/status.h"
 
 typedef enum tileops_simd {
@@ -27,5 +29,15 @@ int tileops_cpu_simd_overridden(void);
  * code (AMD Zen 4: its 512-bit half conversions are slower than two 256-bit ones). Only
  * a speed hint: both paths of a kernel must give the same bits. */
 int tileops_cpu_simd_f16_prefers_avx2(void);
+
+/* 1 when the AVX-512 kernels round fp32 to bf16 by AVX512_BF16's VCVTNEPS2BF16 (one
+ * instruction where the integer rounding takes nine; cpu/vec16.h's narrow, which takes
+ * the integer path for a vector holding a subnormal, the one input the instruction
+ * rounds differently: the same bits either way). Set by tileops_cpu_simd_detect; read
+ * in the kernels' loops, so a plain flag. */
+extern atomic_int tileops_cpu_bf16_cvt;
+/* Tests: 0 turns the instruction off, 1 on where the CPU has it (else
+ * TILEOPS_ERR_UNSUPPORTED), -1 back to what detection found. */
+tileops_status_t tileops_cpu_simd_bf16_cvt_override(int on);
 
 #endif /* TILEOPS_CPU_SIMD_H */

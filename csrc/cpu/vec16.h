@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "tileops/dtype.h"
+#include "cpu/simd.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define VEC16_X86 1
@@ -155,12 +156,24 @@ static AI TGT VF ISA(widen)(__m256i h, int dt) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* Rounds to nearest even by integer arithmetic, as tileops_f32_to_bf16 does (the avx512bf16
- * instructions would flush subnormals); a NaN keeps its top bits and gets the quiet bit. */
+/* Rounds to nearest even by integer arithmetic, as tileops_f32_to_bf16 does; a NaN keeps
+ * its top bits and gets the quiet bit. Where the CPU has AVX512_BF16 (cpu/simd.h's
+ * tileops_cpu_bf16_cvt), VCVTNEPS2BF16 does the same in one instruction for every input
+ * but a subnormal (it reads those as 0; a normal input never rounds to a subnormal bf16,
+ * whose exponent range is fp32's): a vector holding one takes the integer path. Written
+ * as asm so no other code of this target may use the instruction on a CPU without it. */
 static AI TGT __m256i ISA(narrow)(VF v, int dt) {
     if (dt == F16)
         return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512i u = _mm512_castps_si512(v);
+    if (atomic_load_explicit(&tileops_cpu_bf16_cvt, memory_order_relaxed)) {
+        const __mmask16 exp0 = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
+        if (_mm512_mask_test_epi32_mask(exp0, u, _mm512_set1_epi32(0x007fffff)) == 0) {
+            __m256i h;
+            __asm__("vcvtneps2bf16 %1, %0" : "=v"(h) : "v"(v));
+            return h;
+        }
+    }
     __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
     __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
     __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);

@@ -494,6 +494,14 @@ static PyObject *py_cpu_simd_level(PyObject *self, PyObject *unused) {
 
 enum { PLAN_CONST = 0, PLAN_PTR = 1, PLAN_NUMEL_DIV = 2, PLAN_ZERO = 3 };
 #define PLAN_MAX_TENSORS 8
+#define PLAN_MAX_TYPES 4
+
+/* What plan_replay reads of a tensor: properties, then methods (called without arguments). */
+enum { TA_LAYOUT, TA_IS_CPU, TA_REQUIRES_GRAD, TA_SHAPE, TA_DTYPE, TA_IS_NEG, TA_IS_CONTIGUOUS, TA_DATA_PTR,
+       TA_COUNT };
+#define TA_FIRST_METHOD TA_IS_NEG
+static const char *const k_tensor_attrs[TA_COUNT] = {"layout", "is_cpu", "requires_grad", "shape", "dtype",
+                                                     "is_neg", "is_contiguous", "data_ptr"};
 
 typedef struct {
     int handle;
@@ -526,8 +534,11 @@ static struct {
     PyObject *bump;          /* torch.autograd.graph.increment_version: out='s version bump */
     PyObject *kwnames;       /* ("dtype", "memory_format") */
     PyObject *kwnames_mf;    /* ("memory_format",): an output of its input's dtype (a third faster) */
-    PyObject *s_layout, *s_is_cpu, *s_requires_grad, *s_is_neg, *s_is_contiguous, *s_shape,
-        *s_dtype, *s_data_ptr;
+    PyObject *s_attr[TA_COUNT];  /* k_tensor_attrs, interned */
+    /* desc[j][a]: attribute a as tensor_types[j] defines it (a data descriptor for a
+     * property, a callable for a method), read once here so a call skips the attribute
+     * lookup (the type's MRO, the instance dict); NULL: looked up per call */
+    PyObject *desc[PLAN_MAX_TYPES][TA_COUNT];
 } P;
 
 /* (tensor_types, strided, falsy, nones, grad_enabled, empty_like, contiguous_format, miss, skip, out_tag,
@@ -544,20 +555,40 @@ static PyObject *py_plan_setup(PyObject *self, PyObject *const *args, Py_ssize_t
         PyErr_SetString(PyExc_TypeError, "tileops._C.plan_setup: grad_enabled, empty_like and bump must be callable");
         return NULL;
     }
-    if (!P.s_layout) {
-        struct { PyObject **slot; const char *s; } names[] = {
-            {&P.s_layout, "layout"}, {&P.s_is_cpu, "is_cpu"}, {&P.s_requires_grad, "requires_grad"},
-            {&P.s_is_neg, "is_neg"}, {&P.s_is_contiguous, "is_contiguous"},
-            {&P.s_shape, "shape"}, {&P.s_dtype, "dtype"}, {&P.s_data_ptr, "data_ptr"}};
-        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-            if (!(*names[i].slot = PyUnicode_InternFromString(names[i].s))) return NULL;
+    const Py_ssize_t n_types = PyTuple_GET_SIZE(args[0]);
+    if (n_types > PLAN_MAX_TYPES) {
+        PyErr_Format(PyExc_ValueError, "tileops._C.plan_setup: expected at most %d tensor types, got %zd",
+                     PLAN_MAX_TYPES, n_types);
+        return NULL;
+    }
+    if (!P.s_attr[0]) {
+        for (int a = 0; a < TA_COUNT; a++)
+            if (!(P.s_attr[a] = PyUnicode_InternFromString(k_tensor_attrs[a]))) return NULL;
         if (!(P.kwnames = Py_BuildValue("(ss)", "dtype", "memory_format"))) return NULL;
         if (!(P.kwnames_mf = Py_BuildValue("(s)", "memory_format"))) return NULL;
     }
+    PyObject *desc[PLAN_MAX_TYPES][TA_COUNT] = {{NULL}};
+    for (Py_ssize_t j = 0; j < n_types; j++)
+        for (int a = 0; a < TA_COUNT && PyType_Check(PyTuple_GET_ITEM(args[0], j)); a++) {
+            PyObject *d = PyObject_GetAttr(PyTuple_GET_ITEM(args[0], j), P.s_attr[a]);
+            if (!d) { /* not on the type: looked up per call, where it fails and the call is skipped */
+                PyErr_Clear();
+                continue;
+            }
+            const PyTypeObject *dt = Py_TYPE(d);
+            const int data = dt->tp_descr_get && dt->tp_descr_set;
+            if (a < TA_FIRST_METHOD ? data : !data && PyCallable_Check(d))
+                desc[j][a] = d;
+            else
+                Py_DECREF(d);
+        }
     PyObject **slots[] = {&P.tensor_types, &P.strided, &P.falsy, &P.nones, &P.grad_enabled, &P.empty_like,
                           &P.contiguous, &P.miss, &P.skip, &P.out_tag, &P.bump};
     for (int i = 0; i < 11; i++)
         Py_XSETREF(*slots[i], Py_NewRef(args[i]));
+    for (int j = 0; j < PLAN_MAX_TYPES; j++)
+        for (int a = 0; a < TA_COUNT; a++)
+            Py_XSETREF(P.desc[j][a], desc[j][a]);
     P.ready = 1;
     Py_RETURN_NONE;
 }
@@ -644,17 +675,37 @@ static int call_truth(PyObject *fn, int want_none) {
     return t;
 }
 
-/* 1 when attribute/method `name` of t is True, 0 when False, -1 otherwise (cleared) */
-static int flag(PyObject *t, PyObject *name, int method) {
-    PyObject *r = method ? PyObject_CallMethodNoArgs(t, name) : PyObject_GetAttr(t, name);
+/* The index of t's type in tensor_types, or -1. */
+static int type_index(PyObject *t) {
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(P.tensor_types); j++)
+        if ((PyObject *)Py_TYPE(t) == PyTuple_GET_ITEM(P.tensor_types, j))
+            return (int)j;
+    return -1;
+}
+
+/* Attribute a of t (a new reference; NULL with an exception set), t of tensor_types[tj]:
+ * through the descriptor plan_setup read of that type (the function torch's attribute
+ * lookup would find, called directly), else by name. An attribute set on one tensor's
+ * __dict__ shadows none of these: the properties are data descriptors, which take
+ * precedence over the instance dict, and a method put there is not torch's. */
+static PyObject *tensor_attr(PyObject *t, int tj, int a) {
+    PyObject *d = tj >= 0 ? P.desc[tj][a] : NULL;
+    if (a < TA_FIRST_METHOD)
+        return d ? Py_TYPE(d)->tp_descr_get(d, t, (PyObject *)Py_TYPE(t)) : PyObject_GetAttr(t, P.s_attr[a]);
+    return d ? PyObject_Vectorcall(d, &t, 1, NULL) : PyObject_CallMethodNoArgs(t, P.s_attr[a]);
+}
+
+/* 1 when attribute a of t is True, 0 when False, -1 otherwise (cleared) */
+static int flag(PyObject *t, int tj, int a) {
+    PyObject *r = tensor_attr(t, tj, a);
     if (!r) { PyErr_Clear(); return -1; }
     int v = r == Py_True ? 1 : r == Py_False ? 0 : -1;
     Py_DECREF(r);
     return v;
 }
 
-static int as_ptr_of(PyObject *t, uintptr_t *out) {
-    PyObject *r = PyObject_CallMethodNoArgs(t, P.s_data_ptr);
+static int as_ptr_of(PyObject *t, int tj, uintptr_t *out) {
+    PyObject *r = tensor_attr(t, tj, TA_DATA_PTR);
     if (!r) { PyErr_Clear(); return -1; }
     unsigned long long v = PyLong_AsUnsignedLongLong(r);
     Py_DECREF(r);
@@ -674,7 +725,7 @@ static PyObject *plan_replay(PyObject *memo, PyObject *const *in, const int n, P
     if (n < 1 || m > PLAN_MAX_TENSORS || !PyDict_Check(memo))
         return Py_NewRef(P.skip);
     /* a CUDA (or meta) call leaves at once: its first input is not on the CPU */
-    if (in[0] != Py_None && flag(in[0], P.s_is_cpu, 0) != 1) return Py_NewRef(P.skip);
+    if (in[0] != Py_None && flag(in[0], type_index(in[0]), TA_IS_CPU) != 1) return Py_NewRef(P.skip);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(P.falsy); i++)
         if (call_truth(PyTuple_GET_ITEM(P.falsy, i), 0) != 0) return Py_NewRef(P.skip);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(P.nones); i++)
@@ -701,18 +752,16 @@ static PyObject *plan_replay(PyObject *memo, PyObject *const *in, const int n, P
             PyTuple_SET_ITEM(key, 2 * i + 2, Py_NewRef(Py_None));
             continue;
         }
-        int typed = 0;
-        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(P.tensor_types); j++)
-            typed |= (PyObject *)Py_TYPE(t) == PyTuple_GET_ITEM(P.tensor_types, j);
-        if (!typed) goto done;
-        PyObject *layout = PyObject_GetAttr(t, P.s_layout);
+        const int tj = type_index(t);
+        if (tj < 0) goto done;
+        PyObject *layout = tensor_attr(t, tj, TA_LAYOUT);
         if (!layout) { PyErr_Clear(); goto done; }
         Py_DECREF(layout);
-        if (layout != P.strided || (i > 0 && flag(t, P.s_is_cpu, 0) != 1) || /* input 0's: read above */
-            (grad && flag(t, P.s_requires_grad, 0) != 0) ||
-            flag(t, P.s_is_neg, 1) != 0 || flag(t, P.s_is_contiguous, 1) != 1)
+        if (layout != P.strided || (i > 0 && flag(t, tj, TA_IS_CPU) != 1) || /* input 0's: read above */
+            (grad && flag(t, tj, TA_REQUIRES_GRAD) != 0) ||
+            flag(t, tj, TA_IS_NEG) != 0 || flag(t, tj, TA_IS_CONTIGUOUS) != 1)
             goto done;
-        PyObject *shape = PyObject_GetAttr(t, P.s_shape), *dtype = shape ? PyObject_GetAttr(t, P.s_dtype) : NULL;
+        PyObject *shape = tensor_attr(t, tj, TA_SHAPE), *dtype = shape ? tensor_attr(t, tj, TA_DTYPE) : NULL;
         long long count = 1;
         int bad = !dtype || !PyTuple_Check(shape);
         for (Py_ssize_t d = 0; !bad && d < PyTuple_GET_SIZE(shape); d++) {
@@ -723,7 +772,7 @@ static PyObject *plan_replay(PyObject *memo, PyObject *const *in, const int n, P
         PyTuple_SET_ITEM(key, 2 * i + 1, shape); /* the key owns them now */
         PyTuple_SET_ITEM(key, 2 * i + 2, dtype);
         numel[i] = count;
-        if (as_ptr_of(t, &ptr[i])) goto done;
+        if (as_ptr_of(t, tj, &ptr[i])) goto done;
         /* a ZeroTensor has no memory (data pointer 0; _is_zerotensor() would cost more
          * than this test): a tensor with elements at address 0 is one */
         if (ptr[i] == 0 && count) goto done;
@@ -772,7 +821,11 @@ static PyObject *plan_replay(PyObject *memo, PyObject *const *in, const int n, P
             PyObject *cargs[3] = {in[like], same ? P.contiguous : dt, P.contiguous};
             outs[j] = PyObject_Vectorcall(P.empty_like, cargs, 1, same ? P.kwnames_mf : P.kwnames);
         }
-        if (!outs[j] || as_ptr_of(outs[j], &ptr[n + j])) { PyErr_Clear(); Py_DECREF(entry); goto done; }
+        if (!outs[j] || as_ptr_of(outs[j], type_index(outs[j]), &ptr[n + j])) {
+            PyErr_Clear();
+            Py_DECREF(entry);
+            goto done;
+        }
         out_align |= (unsigned)(ptr[n + j] & 15u);
     }
     if ((int)out_align != p->out_align) { /* recorded for other alignments: the Python path records anew */

@@ -2,14 +2,22 @@
  * reports in /proc/cpuinfo (which leave out what the OS does not enable), whatever
  * compiler and compiler runtime built the core: a detection that depends on the runtime
  * filling in the CPU model would silently fall to the scalar path. Also the override
- * rules: no level above the detected one, -1 restores it. */
+ * rules: no level above the detected one, -1 restores it; AVX512_BF16 found as the flags
+ * say, and the AVX-512 narrow giving the integer rounding's bits with VCVTNEPS2BF16 on. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu/simd.h"
+#include "cpu/vec16.h"
 #include "tileops/cpu.h"
 #include "check.h"
+
+#if VEC16_X86
+#define VEC16_ISA VEC16_AVX512
+#include "cpu/vec16.h"
+#endif
 
 /* Whether the "flags" line of the first processor in /proc/cpuinfo lists `flag`; -1 when
  * the file or the line cannot be read. */
@@ -71,8 +79,66 @@ static void test_override_rules(void) {
     CHECK(tileops_cpu_simd_override(-2) != TILEOPS_OK, "-2 is refused");
 }
 
+#if VEC16_X86
+/* The 16 bf16 words narrow gives for the 16 floats whose bits are u[], through the
+ * instruction (on = 1) or the integer rounding (on = 0). */
+static TGT void narrow16(const uint32_t *u, int on, uint16_t *out) {
+    tileops_cpu_simd_bf16_cvt_override(on);
+    _mm256_storeu_si256((__m256i *)out, ISA(narrow)(_mm512_loadu_ps((const float *)u), BF16));
+}
+
+static TGT int instruction_reads_subnormals_as_zero(void) {
+    const uint32_t u[16] = {0x00400000u, 0x80000001u}; /* 2^-127, -2^-149 */
+    uint16_t h[16];
+    __m256i r;
+    __asm__("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(_mm512_loadu_ps((const float *)u)));
+    _mm256_storeu_si256((__m256i *)h, r);
+    return h[0] == 0 && h[1] == 0x8000;
+}
+#endif
+
+/* Every upper half (sign, exponent, 7 mantissa bits) with 16 lower halves that meet every
+ * rounding case (ties both ways, just below and above, odd and even kept bits); NaNs,
+ * infinities and subnormals among them, each vector of one upper half so a subnormal one
+ * takes the integer path, and vectors of normals with one subnormal lane. */
+static void test_bf16_cvt(void) {
+#if VEC16_X86
+    const int have = cpuinfo_has("avx512_bf16") == 1 && tileops_cpu_simd_detect() == TILEOPS_SIMD_AVX512;
+    CHECK(tileops_cpu_bf16_cvt == have, "AVX512_BF16 used: %d, /proc/cpuinfo and the level say %d",
+          (int)tileops_cpu_bf16_cvt, have);
+    CHECK((tileops_cpu_simd_bf16_cvt_override(1) == TILEOPS_OK) == have, "on: allowed only with the instruction");
+    CHECK(tileops_cpu_simd_bf16_cvt_override(2) != TILEOPS_OK, "2 is refused");
+    if (!have) {
+        printf("no AVX512_BF16 here: the instruction path not compared\n");
+        tileops_cpu_simd_bf16_cvt_override(-1);
+        return;
+    }
+    CHECK(instruction_reads_subnormals_as_zero(), "VCVTNEPS2BF16 rounds 2^-127 and -2^-149 to +-0 (why the "
+          "integer path takes subnormals)");
+    static const uint16_t lows[16] = {0x0000, 0x0001, 0x7ffe, 0x7fff, 0x8000, 0x8001, 0xfffe, 0xffff,
+                                      0x4000, 0xc000, 0x7f00, 0x80ff, 0x1234, 0xedcb, 0x8fff, 0x00ff};
+    long bad = 0;
+    for (uint32_t hi = 0; hi < 0x10000u; hi++) {
+        uint32_t u[16];
+        uint16_t a[16], b[16];
+        for (int k = 0; k < 16; k++)
+            u[k] = hi << 16 | lows[k];
+        narrow16(u, 1, a);
+        narrow16(u, 0, b);
+        bad += memcmp(a, b, sizeof a) != 0;
+        u[hi % 16] = (hi & 0x8000u) << 16 | (hi & 0x7fu) << 16 | lows[hi % 16]; /* one lane subnormal or 0 */
+        narrow16(u, 1, a);
+        narrow16(u, 0, b);
+        bad += memcmp(a, b, sizeof a) != 0;
+    }
+    CHECK(bad == 0, "%ld vectors narrowed by VCVTNEPS2BF16 differ from the integer rounding", bad);
+    tileops_cpu_simd_bf16_cvt_override(-1);
+#endif
+}
+
 int main(void) {
     test_detection_matches_cpuinfo();
     test_override_rules();
+    test_bf16_cvt();
     return check_summary();
 }
