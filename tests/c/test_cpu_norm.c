@@ -939,6 +939,47 @@ static void test_rms_norm_special(void) {
     }
 }
 
+/* bf16 outputs down into the subnormal range (weights 2^-100 .. 2^-140): every vector
+ * path, and AVX-512 with AVX512_BF16's converts on and off, give the AVX2 path's bits
+ * (the converts read a subnormal as 0, so a vector holding one must not use them). */
+static void test_rms_norm_bf16_subnormal(void) {
+    const int64_t rows = 4, n = 256;
+    const int dt = TILEOPS_BFLOAT16;
+    void *x = xmalloc(2 * rows * n), *w = xmalloc(2 * n), *y0 = xmalloc(2 * rows * n), *y = xmalloc(2 * rows * n);
+    for (int64_t i = 0; i < rows * n; i++)
+        put(x, i, dt, (float)urand(-2.0, 2.0));
+    for (int64_t i = 0; i < n; i++)
+        put(w, i, dt, ldexpf((float)urand(1.0, 2.0), -100 - (int)(i % 41)));
+    if (tileops_cpu_simd_detect() < TILEOPS_SIMD_AVX2) {
+        printf("no AVX2 here: bf16 subnormal outputs not compared\n");
+        free(x), free(w), free(y0), free(y);
+        return;
+    }
+    tileops_rms_norm_args_t a = {x, w, y0, rows, n, n, n, 1e-6f, dt};
+    tileops_cpu_simd_override(TILEOPS_SIMD_AVX2);
+    tileops_cpu_rms_norm(&a, 0);
+    int64_t sub = 0;
+    for (int64_t i = 0; i < rows * n; i++)
+        sub += elem(y0, i, dt) != 0.0 && fabs(elem(y0, i, dt)) < 0x1p-126;
+    check(sub > rows * n / 8, "bf16 subnormal outputs: %lld of %lld, expected many", (long long)sub,
+          (long long)(rows * n));
+    a.y = y;
+    for (int cvt = 0; cvt < 2 && tileops_cpu_simd_detect() == TILEOPS_SIMD_AVX512; cvt++) {
+        if (tileops_cpu_simd_bf16_cvt_override(cvt) != TILEOPS_OK)
+            continue;
+        tileops_cpu_simd_override(TILEOPS_SIMD_AVX512);
+        for (int v = 0; v < 3; v++) {
+            poison(y, rows * n, dt);
+            tileops_cpu_rms_norm(&a, v);
+            check(memcmp(y, y0, 2 * rows * n) == 0, "bf16 subnormal outputs: avx512 (converts %s) %s differs from avx2",
+                  cvt ? "on" : "off", variant_name(v));
+        }
+    }
+    tileops_cpu_simd_bf16_cvt_override(-1);
+    tileops_cpu_simd_override(-1);
+    free(x), free(w), free(y0), free(y);
+}
+
 /* An output of >= 8 MiB is written with non-temporal stores when its pages are in memory
  * and with plain stores when they are not yet (a fresh mapping, as glibc gives a new
  * output of 32 MiB or more): both must give the same bits, into every byte. */
@@ -1057,6 +1098,7 @@ int main(void) {
     test_rms_norm_errors();
     test_rms_norm_table_entries();
     test_rms_norm_special();
+    test_rms_norm_bf16_subnormal();
     test_rms_norm_fresh_output();
     test_rms_norm();
     printf("%ld passed, %ld failed\n", g_passed, g_failed);

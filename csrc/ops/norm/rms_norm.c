@@ -85,6 +85,17 @@ typedef struct norm_job {
 
 /* ---- shared scalar pieces ------------------------------------------------------------ */
 
+/* has_w: no weight, the weight in the rows' dtype, or its fp32 copy (wide[], n <= NORM_WIDE_MAX) */
+enum { W_NONE = 0, W_DT = 1, W_WIDE = 2 };
+#define NORM_WIDE_MAX 4096
+#define W_DTYPE(has_w, dt) ((has_w) == W_WIDE ? F32 : (dt))
+
+static inline int w_mode(const norm_job_t *j, int64_t r0, int64_t r1) {
+    if (j->w == NULL)
+        return W_NONE;
+    return j->dtype != F32 && j->n <= NORM_WIDE_MAX && r1 - r0 >= 2 ? W_WIDE : W_DT;
+}
+
 /* The scale is formed in double from the fp32 sum: it costs nothing per row and keeps
  * the division and square root from adding fp32 error of their own. */
 static inline float rms_scale(float sumsq, int64_t n, float eps) {
@@ -138,7 +149,7 @@ static AI void apply_range(const void *src, int sdt, const void *w, void *y, int
     for (int64_t i = b; i < e; i++) {
         float v = vec16_load1(src, i, sdt) * s;
         if (has_w)
-            v *= vec16_load1(w, i, dt);
+            v *= vec16_load1(w, i, W_DTYPE(has_w, dt));
         vec16_store1(y, i, dt, v);
     }
 }
@@ -151,7 +162,8 @@ static AI void apply_scalar_impl(const void *src, int sdt, const void *w, void *
     apply_range(src, sdt, w, y, dt, 0, n, s, has_w);
 }
 
-/* The row loop every path shares, in the body of a rows_*_impl(j, r0, r1, scr, dt, has_w):
+/* The row loop every path shares, in the body of a rows_*_impl(j, r0, r1, scr, dt, has_w)
+ * that has set wp (the weight APPLY reads: j->w, or its fp32 copy where has_w is W_WIDE):
  * a row's sum of squares (kept in scr when there is one), then its output from scr or from
  * x again. SUMSQ and APPLY are called with a constant scratch (NULL or not) and source
  * dtype in each branch, so each inlines into a copy without tests in its loops. */
@@ -162,27 +174,39 @@ static AI void apply_scalar_impl(const void *src, int sdt, const void *w, void *
         const char *next = r + 1 < r1 && j->prefetch ? xr + j->x_stride : NULL;                \
         if (scr != NULL) {                                                                     \
             float s = rms_scale(SUMSQ(xr, j->n, dt, scr), j->n, j->eps);                       \
-            APPLY(scr, F32, j->w, yr, dt, j->n, s, j->nt, has_w, next);                        \
+            APPLY(scr, F32, wp, yr, dt, j->n, s, j->nt, has_w, next);                          \
         } else {                                                                               \
             float s = rms_scale(SUMSQ(xr, j->n, dt, NULL), j->n, j->eps);                      \
-            APPLY(xr, dt, j->w, yr, dt, j->n, s, j->nt, has_w, next);                          \
+            APPLY(xr, dt, wp, yr, dt, j->n, s, j->nt, has_w, next);                            \
         }                                                                                      \
     }
 
-/* One specialised copy of IMPL per (dtype, weight or not), so the inner loops carry no
- * tests. */
+/* One specialised copy of IMPL per (dtype, weight mode), so the inner loops carry no
+ * tests. A 16-bit weight is widened once per range into an fp32 copy (W_WIDE) where the
+ * range has rows enough to repay it: each row then reads the weight without converting
+ * it, the same values (widening is exact), so the same bits. */
 #define NORM_SPECIALISE(IMPL, j, r0, r1, scr)                                                  \
-    switch ((j)->dtype * 2 + ((j)->w != NULL)) {                                               \
-    case F32 * 2: IMPL(j, r0, r1, scr, F32, 0); break;                                         \
-    case F32 * 2 + 1: IMPL(j, r0, r1, scr, F32, 1); break;                                     \
-    case F16 * 2: IMPL(j, r0, r1, scr, F16, 0); break;                                         \
-    case F16 * 2 + 1: IMPL(j, r0, r1, scr, F16, 1); break;                                     \
-    case BF16 * 2: IMPL(j, r0, r1, scr, BF16, 0); break;                                       \
-    default: IMPL(j, r0, r1, scr, BF16, 1); break;                                             \
+    switch ((j)->dtype * 3 + w_mode(j, r0, r1)) {                                              \
+    case F32 * 3 + W_NONE: IMPL(j, r0, r1, scr, F32, W_NONE); break;                           \
+    case F32 * 3 + W_DT: IMPL(j, r0, r1, scr, F32, W_DT); break;                               \
+    case F16 * 3 + W_NONE: IMPL(j, r0, r1, scr, F16, W_NONE); break;                           \
+    case F16 * 3 + W_DT: IMPL(j, r0, r1, scr, F16, W_DT); break;                               \
+    case F16 * 3 + W_WIDE: IMPL(j, r0, r1, scr, F16, W_WIDE); break;                           \
+    case BF16 * 3 + W_NONE: IMPL(j, r0, r1, scr, BF16, W_NONE); break;                         \
+    case BF16 * 3 + W_DT: IMPL(j, r0, r1, scr, BF16, W_DT); break;                             \
+    default: IMPL(j, r0, r1, scr, BF16, W_WIDE); break;                                        \
     }
+
 
 static AI void rows_scalar_impl(const norm_job_t *j, int64_t r0, int64_t r1, float *scr, int dt,
                                 int has_w) {
+    float wide[NORM_WIDE_MAX];
+    const void *wp = j->w;
+    if (has_w == W_WIDE) {
+        for (int64_t i = 0; i < j->n; i++)
+            wide[i] = vec16_load1(j->w, i, dt);
+        wp = wide;
+    }
     NORM_ROWS(sumsq_scalar_impl, apply_scalar_impl)
 }
 
@@ -265,8 +289,25 @@ static AI T512 void st_512(void *p, int64_t i, int dt, __m512 v, int mode) {
         _mm256_storeu_si256(q, h);
 }
 
+/* lo and hi rounded to bf16 into *h (lo's words first) by AVX512_BF16's VCVTNE2PS2BF16,
+ * where the CPU has it (cpu/simd.h) and neither holds a subnormal, the one input it rounds
+ * otherwise than bf16_round_512 (it reads them as 0); returns 0, *h unset, elsewhere. Asm,
+ * as cpu/vec16.h's narrow: no other code of this target may use the instruction. */
+static AI T512 int bf16_cvt2_512(__m512 lo, __m512 hi, __m512i *h) {
+    if (!atomic_load_explicit(&tileops_cpu_bf16_cvt, memory_order_relaxed))
+        return 0;
+    const __m512i ex = _mm512_set1_epi32(0x7f800000), man = _mm512_set1_epi32(0x007fffff);
+    const __m512i ul = _mm512_castps_si512(lo), uh = _mm512_castps_si512(hi);
+    if (_mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(ul, ex), ul, man) |
+        _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(uh, ex), uh, man))
+        return 0;
+    __asm__("vcvtne2ps2bf16 %2, %1, %0" : "=v"(*h) : "v"(hi), "v"(lo));
+    return 1;
+}
+
 /* 32 elements at once: one 64-byte store for the 16-bit types (a whole line for the
- * non-temporal path), and bf16 narrows with a single two-source word permute. */
+ * non-temporal path), and bf16 narrows with one two-source convert (bf16_cvt2_512) or
+ * a single two-source word permute. */
 static AI T512 void st2_512(void *p, int64_t i, int dt, __m512 lo, __m512 hi, int mode) {
     if (dt == F32) {
         st_512(p, i, dt, lo, mode);
@@ -276,6 +317,7 @@ static AI T512 void st2_512(void *p, int64_t i, int dt, __m512 lo, __m512 hi, in
     __m512i h;
     if (dt == F16) {
         h = _mm512_inserti64x4(_mm512_castsi256_si512(narrow16_512(lo, dt)), narrow16_512(hi, dt), 1);
+    } else if (bf16_cvt2_512(lo, hi, &h)) {
     } else {
         const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,
                                              31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
@@ -358,7 +400,7 @@ static AI T512 void norm2_512(const void *src, int sdt, const void *w, int dt, i
     *hi = _mm512_mul_ps(*hi, vs);
     if (has_w) {
         __m512 wl, wh;
-        ld2_512(w, i, dt, &wl, &wh);
+        ld2_512(w, i, W_DTYPE(has_w, dt), &wl, &wh);
         *lo = _mm512_mul_ps(*lo, wl);
         *hi = _mm512_mul_ps(*hi, wh);
     }
@@ -368,7 +410,7 @@ static AI T512 void normm_512(const void *src, int sdt, const void *w, void *y, 
                               int64_t i, __m512 vs, int has_w, __mmask16 m) {
     __m512 v = _mm512_mul_ps(ldm_512(src, i, sdt, m), vs);
     if (has_w)
-        v = _mm512_mul_ps(v, ldm_512(w, i, dt, m));
+        v = _mm512_mul_ps(v, ldm_512(w, i, W_DTYPE(has_w, dt), m));
     stm_512(y, i, dt, v, m);
 }
 
@@ -420,6 +462,16 @@ static AI T512 void apply_512(const void *src, int sdt, const void *w, void *y, 
 
 static AI T512 void rows_512_impl(const norm_job_t *j, int64_t r0, int64_t r1, float *scr,
                                   int dt, int has_w) {
+    _Alignas(64) float wide[NORM_WIDE_MAX];
+    const void *wp = j->w;
+    if (has_w == W_WIDE) {
+        int64_t i = 0;
+        for (; i + 16 <= j->n; i += 16)
+            _mm512_store_ps(wide + i, ld_512(j->w, i, dt));
+        if (i < j->n)
+            _mm512_mask_storeu_ps(wide + i, mask_first(j->n - i), ldm_512(j->w, i, dt, mask_first(j->n - i)));
+        wp = wide;
+    }
     NORM_ROWS(sumsq_512, apply_512)
     if (j->nt) /* non-temporal stores are weakly ordered: publish them before returning */
         _mm_sfence();
@@ -568,7 +620,7 @@ static AI T256 __m256 norm_256(const void *src, int sdt, const void *w, int dt, 
                                __m256 vs, int has_w) {
     __m256 v = _mm256_mul_ps(ld_256(src, i, sdt), vs);
     if (has_w)
-        v = _mm256_mul_ps(v, ld_256(w, i, dt));
+        v = _mm256_mul_ps(v, ld_256(w, i, W_DTYPE(has_w, dt)));
     return v;
 }
 
@@ -609,6 +661,16 @@ static AI T256 void apply_256(const void *src, int sdt, const void *w, void *y, 
 
 static AI T256 void rows_256_impl(const norm_job_t *j, int64_t r0, int64_t r1, float *scr,
                                   int dt, int has_w) {
+    _Alignas(32) float wide[NORM_WIDE_MAX];
+    const void *wp = j->w;
+    if (has_w == W_WIDE) {
+        int64_t i = 0;
+        for (; i + 8 <= j->n; i += 8)
+            _mm256_store_ps(wide + i, ld_256(j->w, i, dt));
+        for (; i < j->n; i++)
+            wide[i] = vec16_load1(j->w, i, dt);
+        wp = wide;
+    }
     NORM_ROWS(sumsq_256, apply_256)
     if (j->nt)
         _mm_sfence();
