@@ -561,12 +561,11 @@ static PyObject *py_plan_setup(PyObject *self, PyObject *const *args, Py_ssize_t
                      PLAN_MAX_TYPES, n_types);
         return NULL;
     }
-    if (!P.s_attr[0]) {
-        for (int a = 0; a < TA_COUNT; a++)
-            if (!(P.s_attr[a] = PyUnicode_InternFromString(k_tensor_attrs[a]))) return NULL;
-        if (!(P.kwnames = Py_BuildValue("(ss)", "dtype", "memory_format"))) return NULL;
-        if (!(P.kwnames_mf = Py_BuildValue("(s)", "memory_format"))) return NULL;
-    }
+    /* each made once; a failed call leaves the rest for the next one */
+    for (int a = 0; a < TA_COUNT; a++)
+        if (!P.s_attr[a] && !(P.s_attr[a] = PyUnicode_InternFromString(k_tensor_attrs[a]))) return NULL;
+    if (!P.kwnames && !(P.kwnames = Py_BuildValue("(ss)", "dtype", "memory_format"))) return NULL;
+    if (!P.kwnames_mf && !(P.kwnames_mf = Py_BuildValue("(s)", "memory_format"))) return NULL;
     PyObject *desc[PLAN_MAX_TYPES][TA_COUNT] = {{NULL}};
     for (Py_ssize_t j = 0; j < n_types; j++)
         for (int a = 0; a < TA_COUNT && PyType_Check(PyTuple_GET_ITEM(args[0], j)); a++) {

@@ -256,8 +256,9 @@ static AI T512 __m512 ldm_512(const void *p, int64_t i, int dt, __mmask16 m) {
 }
 
 /* fp32 patterns whose high halves are the bf16 results, rounded to nearest even by
- * integer arithmetic. (The avx512bf16 instructions would flush subnormals, which the
- * scalar conversion does not.) A NaN keeps its top bits and gets the quiet bit. */
+ * integer arithmetic. (AVX512_BF16's converts read subnormals as 0, which the scalar
+ * conversion does not: bf16_cvt2_512 uses them only where no lane is one.) A NaN keeps
+ * its top bits and gets the quiet bit. */
 static AI T512 __m512i bf16_round_512(__m512 v) {
     __m512i u = _mm512_castps_si512(v);
     __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
