@@ -156,6 +156,16 @@ static AI TGT VF ISA(widen)(__m256i h, int dt) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
+/* The bf16 bits of each lane, in its high 16 bits (the low 16 to be dropped): rounded to
+ * nearest even by integer arithmetic, a NaN keeping its top bits with the quiet bit set. */
+static AI TGT __m512i ISA(bf16_bits16)(VF v) {
+    __m512i u = _mm512_castps_si512(v);
+    __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
+    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
+}
+
 /* Rounds to nearest even by integer arithmetic, as tileops_f32_to_bf16 does; a NaN keeps
  * its top bits and gets the quiet bit. Where the CPU has AVX512_BF16 (cpu/simd.h's
  * tileops_cpu_bf16_cvt), VCVTNEPS2BF16 does the same in one instruction for every input
@@ -174,11 +184,7 @@ static AI TGT __m256i ISA(narrow)(VF v, int dt) {
             return h;
         }
     }
-    __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
-    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
-    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(ISA(bf16_bits16)(v), 16));
 }
 
 static AI TGT VF ISA(vload)(const void *p, int64_t i, int dt) {
@@ -218,12 +224,7 @@ static AI TGT VF ISA(vround)(VF v, int dt) {
         return v;
     if (dt == F16)
         return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    __m512i u = _mm512_castps_si512(v);
-    __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
-    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
-    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
+    return _mm512_castsi512_ps(_mm512_and_si512(ISA(bf16_bits16)(v), _mm512_set1_epi32((int)0xffff0000u)));
 }
 
 /* Lanes m.. set to +0. */

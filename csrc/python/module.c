@@ -724,7 +724,8 @@ static PyObject *plan_replay(PyObject *memo, PyObject *const *in, const int n, P
     if (n < 1 || m > PLAN_MAX_TENSORS || !PyDict_Check(memo))
         return Py_NewRef(P.skip);
     /* a CUDA (or meta) call leaves at once: its first input is not on the CPU */
-    if (in[0] != Py_None && flag(in[0], type_index(in[0]), TA_IS_CPU) != 1) return Py_NewRef(P.skip);
+    const int tj0 = in[0] != Py_None ? type_index(in[0]) : -1; /* its type's index, read once */
+    if (in[0] != Py_None && flag(in[0], tj0, TA_IS_CPU) != 1) return Py_NewRef(P.skip);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(P.falsy); i++)
         if (call_truth(PyTuple_GET_ITEM(P.falsy, i), 0) != 0) return Py_NewRef(P.skip);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(P.nones); i++)
@@ -751,7 +752,7 @@ static PyObject *plan_replay(PyObject *memo, PyObject *const *in, const int n, P
             PyTuple_SET_ITEM(key, 2 * i + 2, Py_NewRef(Py_None));
             continue;
         }
-        const int tj = type_index(t);
+        const int tj = i == 0 ? tj0 : type_index(t);
         if (tj < 0) goto done;
         PyObject *layout = tensor_attr(t, tj, TA_LAYOUT);
         if (!layout) { PyErr_Clear(); goto done; }

@@ -162,12 +162,19 @@ static AI void apply_scalar_impl(const void *src, int sdt, const void *w, void *
     apply_range(src, sdt, w, y, dt, 0, n, s, has_w);
 }
 
-/* The row loop every path shares, in the body of a rows_*_impl(j, r0, r1, scr, dt, has_w)
- * that has set wp (the weight APPLY reads: j->w, or its fp32 copy where has_w is W_WIDE):
- * a row's sum of squares (kept in scr when there is one), then its output from scr or from
+/* The row loop every path shares, in the body of a rows_*_impl(j, r0, r1, scr, dt, has_w):
+ * where has_w is W_WIDE, first the weight's fp32 copy (SUMSQ over the weight writes it into
+ * its scratch; the sum goes unused), which APPLY then reads in place of j->w; then for each
+ * row its sum of squares (kept in scr when there is one), then its output from scr or from
  * x again. SUMSQ and APPLY are called with a constant scratch (NULL or not) and source
  * dtype in each branch, so each inlines into a copy without tests in its loops. */
 #define NORM_ROWS(SUMSQ, APPLY)                                                                \
+    float wide[NORM_WIDE_MAX];                                                                 \
+    const void *wp = j->w;                                                                     \
+    if (has_w == W_WIDE) {                                                                     \
+        (void)SUMSQ(j->w, j->n, dt, wide);                                                     \
+        wp = wide;                                                                             \
+    }                                                                                          \
     for (int64_t r = r0; r < r1; r++) {                                                        \
         const char *xr = j->x + r * j->x_stride;                                               \
         char *yr = j->y + r * j->y_stride;                                                     \
@@ -197,16 +204,8 @@ static AI void apply_scalar_impl(const void *src, int sdt, const void *w, void *
     default: IMPL(j, r0, r1, scr, BF16, W_WIDE); break;                                        \
     }
 
-
 static AI void rows_scalar_impl(const norm_job_t *j, int64_t r0, int64_t r1, float *scr, int dt,
                                 int has_w) {
-    float wide[NORM_WIDE_MAX];
-    const void *wp = j->w;
-    if (has_w == W_WIDE) {
-        for (int64_t i = 0; i < j->n; i++)
-            wide[i] = vec16_load1(j->w, i, dt);
-        wp = wide;
-    }
     NORM_ROWS(sumsq_scalar_impl, apply_scalar_impl)
 }
 
@@ -463,16 +462,6 @@ static AI T512 void apply_512(const void *src, int sdt, const void *w, void *y, 
 
 static AI T512 void rows_512_impl(const norm_job_t *j, int64_t r0, int64_t r1, float *scr,
                                   int dt, int has_w) {
-    _Alignas(64) float wide[NORM_WIDE_MAX];
-    const void *wp = j->w;
-    if (has_w == W_WIDE) {
-        int64_t i = 0;
-        for (; i + 16 <= j->n; i += 16)
-            _mm512_store_ps(wide + i, ld_512(j->w, i, dt));
-        if (i < j->n)
-            _mm512_mask_storeu_ps(wide + i, mask_first(j->n - i), ldm_512(j->w, i, dt, mask_first(j->n - i)));
-        wp = wide;
-    }
     NORM_ROWS(sumsq_512, apply_512)
     if (j->nt) /* non-temporal stores are weakly ordered: publish them before returning */
         _mm_sfence();
@@ -662,16 +651,6 @@ static AI T256 void apply_256(const void *src, int sdt, const void *w, void *y, 
 
 static AI T256 void rows_256_impl(const norm_job_t *j, int64_t r0, int64_t r1, float *scr,
                                   int dt, int has_w) {
-    _Alignas(32) float wide[NORM_WIDE_MAX];
-    const void *wp = j->w;
-    if (has_w == W_WIDE) {
-        int64_t i = 0;
-        for (; i + 8 <= j->n; i += 8)
-            _mm256_store_ps(wide + i, ld_256(j->w, i, dt));
-        for (; i < j->n; i++)
-            wide[i] = vec16_load1(j->w, i, dt);
-        wp = wide;
-    }
     NORM_ROWS(sumsq_256, apply_256)
     if (j->nt)
         _mm_sfence();
