@@ -322,7 +322,7 @@ def group_surface(C):
         fz.expect("cpu_kernel", ["rms_norm\0"], ValueError)
         fz.expect("cpu_kernel", ["rms_norm"], None, returns=lambda r: r[1] == "pppqqqqfii")
         fz.expect("cpu_kernels", [], None, returns=lambda r: isinstance(r, tuple) and "rms_norm" in r)
-        fz.expect("cpu_simd_level", [], None, returns=lambda r: r in ("avx512", "avx2", "scalar"))
+        fz.expect("cpu_simd_level", [], None, returns=lambda r: r in ("avx512_bf16", "avx512", "avx2", "scalar"))
         path = os.path.join(tmp, "entry.bin")
         fz.expect("cache_store", [path, b"\0" * 100], None)
         fz.expect("cache_load", [path], None, returns=lambda r: r == b"\0" * 100)

@@ -35,7 +35,8 @@ def cli(monkeypatch, capsys):
 
 def _run(*args, code=None, **env):
     e = {k: v for k, v in os.environ.items() if k not in ("TILEOPS_CACHE_DIR", "XDG_CACHE_HOME",
-                                                          "TILEOPS_LOG_LEVEL", "TILEOPS_NUM_THREADS", "TILEOPS_PDL")}
+                                                          "TILEOPS_LOG_LEVEL", "TILEOPS_NUM_THREADS", "TILEOPS_PDL",
+                                                          "TILEOPS_CPU_SIMD")}
     e.update(env)
     cmd = [sys.executable, "-W", "always"] + (["-c", code] if code else ["-m", "tileops", *args])
     return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=300)
@@ -189,6 +190,49 @@ def test_tileops_num_threads_fixes_the_count():
     r = _run(code=code, TILEOPS_NUM_THREADS="1")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["1", "TILEOPS_NUM_THREADS"], r.stdout
+
+
+_SIMD_LEVELS = ("scalar", "avx2", "avx512", "avx512_bf16")
+
+
+def test_tileops_cpu_simd_caps_the_kernels_level_with_the_same_bits():
+    """TILEOPS_CPU_SIMD runs a lower CPU's paths here: the level it names is the one used
+    (info says it), and the vector levels' RMSNorm and SiLU-and-mul give the same bits."""
+    best = _run(code="import tileops\nprint(tileops._C.cpu_simd_level())\n").stdout.strip()
+    code = textwrap.dedent("""
+        import hashlib, torch, tileops
+        from tileops.__main__ import info_dict
+        from tileops.norm import RMSNormFwdOp
+        from tileops.activation import SiluAndMulFwdOp
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(37, 4100, generator=g).to(torch.bfloat16)
+        w = torch.randn(4100, generator=g).to(torch.bfloat16)
+        a = torch.randn(5, 2 * 1000, generator=g).to(torch.bfloat16)
+        y, z = RMSNormFwdOp(4100, eps=1e-6)(x, w), SiluAndMulFwdOp()(a)
+        torch.testing.assert_close(y.double(), torch.nn.functional.rms_norm(x.double(), (4100,), w.double(), 1e-6),
+                                   rtol=1e-2, atol=1e-2)
+        digest = hashlib.sha256(y.view(torch.int16).numpy().tobytes() + z.view(torch.int16).numpy().tobytes())
+        print(tileops._C.cpu_simd_level(), info_dict()['cpu']['simd'], digest.hexdigest())
+    """)
+    digests = {}
+    for level in _SIMD_LEVELS[:_SIMD_LEVELS.index(best) + 1]:
+        r = _run(code=code, TILEOPS_CPU_SIMD=level.upper() if level == "avx2" else level)
+        assert r.returncode == 0 and "TileOpsWarning" not in r.stderr, r.stderr
+        got, info, digests[level] = r.stdout.split()
+        assert got == info == level, (level, r.stdout)
+    vector = {d for lvl, d in digests.items() if lvl != "scalar"}
+    assert len(vector) <= 1, f"the vector levels' bits differ: {digests}"
+
+
+@pytest.mark.parametrize("value", ["avx1024", "sse2"])
+def test_a_tileops_cpu_simd_it_cannot_honour_is_one_warning(value):
+    code = "import tileops\nprint(tileops._C.cpu_simd_level())\n"
+    best = _run(code=code).stdout.strip()   # the CPU's own, whatever this process was given
+    r = _run(code=code, TILEOPS_CPU_SIMD=value)
+    assert r.returncode == 0, r.stderr
+    warns = [x for x in r.stderr.splitlines() if "TileOpsWarning" in x]
+    assert len(warns) == 1 and f"TILEOPS_CPU_SIMD={value}" in warns[0], r.stderr
+    assert best in _SIMD_LEVELS and f"using {best}" in warns[0] and r.stdout.strip() == best, r.stdout
 
 
 def test_a_thread_source_that_misbehaves_is_an_error_not_a_silent_count():

@@ -4,17 +4,23 @@
  * Shared by all ops so a process has one answer (what `tileops info` reports is what
  * every kernel does) and the CPU is probed once. */
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
 
 #include "tileops/cpu.h"
 #include "cpu/simd.h"
+#include "tileops/notes.h"
 
 static atomic_int g_detected = -1;
 static atomic_int g_override = -1;
 static atomic_int g_f16_avx2 = 0;
-static atomic_int g_bf16_cvt = 0; /* what detection found */
+static atomic_int g_bf16_cvt = 0; /* what detection found (under TILEOPS_CPU_SIMD's cap) */
+static atomic_int g_noted = -1;    /* TILEOPS_CPU_SIMD's note given */
 atomic_int tileops_cpu_bf16_cvt = 0;
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -72,21 +78,69 @@ static int detect_x86(int *amd, int *bf16) {
 }
 #endif
 
+/* TILEOPS_CPU_SIMD's names, lowest first: each allows what the ones before it do. */
+static const char *const k_simd_names[] = {"scalar", "avx2", "avx512", "avx512_bf16"};
+enum { SIMD_NAME_AVX512_BF16 = 3, SIMD_NAMES = 4 };
+
+int tileops_cpu_parse_simd(const char *value, int hw_level, int hw_bf16, int *level, int *bf16, char *why,
+                           size_t why_size) {
+    *level = hw_level;
+    *bf16 = hw_level == TILEOPS_SIMD_AVX512 && hw_bf16;
+    if (why && why_size)
+        why[0] = '\0';
+    const int hw = *bf16 ? SIMD_NAME_AVX512_BF16 : hw_level;
+    if (value == NULL)
+        return 0;
+    size_t b = strspn(value, " \t\n"), e = strlen(value);
+    while (e > b && strchr(" \t\n", value[e - 1]))
+        e--;
+    if (e == b)
+        return 0;
+    int want = -1;
+    for (int i = 0; i < SIMD_NAMES; i++)
+        if (strlen(k_simd_names[i]) == e - b && strncasecmp(value + b, k_simd_names[i], e - b) == 0)
+            want = i;
+    if (want < 0) {
+        if (why)
+            snprintf(why, why_size, "TILEOPS_CPU_SIMD=%.64s is not one of scalar, avx2, avx512, avx512_bf16; "
+                     "using %s (the best this CPU has)", value, k_simd_names[hw]);
+        return 1;
+    }
+    if (want > hw) {
+        if (why)
+            snprintf(why, why_size, "TILEOPS_CPU_SIMD=%.64s is above what this CPU has; using %s", value,
+                     k_simd_names[hw]);
+        return 1;
+    }
+    *level = want == SIMD_NAME_AVX512_BF16 ? TILEOPS_SIMD_AVX512 : want;
+    *bf16 = want == SIMD_NAME_AVX512_BF16;
+    return 0;
+}
+
 int tileops_cpu_simd_detect(void) {
     int lvl = atomic_load_explicit(&g_detected, memory_order_relaxed);
     if (lvl >= 0)
         return lvl;
-    lvl = TILEOPS_SIMD_SCALAR;
+    int hw = TILEOPS_SIMD_SCALAR, hw_bf16 = 0, bf16 = 0;
 #if defined(__x86_64__) || defined(__i386__)
-    int amd, bf16;
-    lvl = detect_x86(&amd, &bf16);
-    atomic_store_explicit(&g_bf16_cvt, bf16, memory_order_relaxed);
-    atomic_store_explicit(&tileops_cpu_bf16_cvt, bf16, memory_order_relaxed);
+    int amd;
+    hw = detect_x86(&amd, &hw_bf16);
     /* Zen 4 converts 16 halves per 512-bit instruction more slowly than two 256-bit
      * ones; measured there, the AVX2 path is about 1.4x faster for fp16 rows in cache
      * (1 x 4096: 0.40 vs 0.56 us). */
     atomic_store_explicit(&g_f16_avx2, amd, memory_order_relaxed);
 #endif
+    /* TILEOPS_CPU_SIMD caps what the kernels use (as ATEN_CPU_CAPABILITY does torch's):
+     * a lower CPU's paths, and their speed, on this one. A value it cannot honour is a
+     * note, said once: detection runs once, the first to store wins. */
+    char why[256];
+    if (tileops_cpu_parse_simd(getenv("TILEOPS_CPU_SIMD"), hw, hw_bf16, &lvl, &bf16, why, sizeof why)) {
+        int expected = -1;
+        if (atomic_compare_exchange_strong(&g_noted, &expected, 1))
+            tileops_note("tileops: %s", why);
+    }
+    atomic_store_explicit(&g_bf16_cvt, bf16, memory_order_relaxed);
+    atomic_store_explicit(&tileops_cpu_bf16_cvt, bf16, memory_order_relaxed);
     atomic_store_explicit(&g_detected, lvl, memory_order_relaxed);
     return lvl;
 }
@@ -130,7 +184,8 @@ tileops_status_t tileops_cpu_simd_bf16_cvt_override(int on) {
 
 const char *tileops_cpu_simd_level(void) {
     switch (tileops_cpu_simd_active()) {
-    case TILEOPS_SIMD_AVX512: return "avx512";
+    case TILEOPS_SIMD_AVX512:
+        return atomic_load_explicit(&tileops_cpu_bf16_cvt, memory_order_relaxed) ? "avx512_bf16" : "avx512";
     case TILEOPS_SIMD_AVX2: return "avx2";
     default: return "scalar";
     }

@@ -17,6 +17,7 @@ from .errors import STATUS_CLASSES as _STATUS_CLASSES  # noqa: E402
 
 _C.set_error_classes(_STATUS_CLASSES)
 _C.cpu_num_threads()  # reads TILEOPS_NUM_THREADS now: a value it cannot honour is said at import
+_C.cpu_simd_level()   # reads TILEOPS_CPU_SIMD now, the same
 from .errors import warn_core_notes as _warn_core_notes  # noqa: E402
 _warn_core_notes()
 from . import _settings  # noqa: E402

@@ -885,7 +885,8 @@ static void test_rms_norm_errors(void) {
               v);
     check(tileops_cpu_rms_norm_reference(&a) == TILEOPS_OK, "reference rows = 0");
     const char *lvl = tileops_cpu_simd_level();
-    check(strcmp(lvl, "avx512") == 0 || strcmp(lvl, "avx2") == 0 || strcmp(lvl, "scalar") == 0,
+    check(strcmp(lvl, "avx512_bf16") == 0 || strcmp(lvl, "avx512") == 0 || strcmp(lvl, "avx2") == 0 ||
+              strcmp(lvl, "scalar") == 0,
           "simd level '%s'", lvl);
 }
 

@@ -2,8 +2,9 @@
  * reports in /proc/cpuinfo (which leave out what the OS does not enable), whatever
  * compiler and compiler runtime built the core: a detection that depends on the runtime
  * filling in the CPU model would silently fall to the scalar path. Also the override
- * rules: no level above the detected one, -1 restores it; AVX512_BF16 found as the flags
- * say, and the AVX-512 narrow giving the integer rounding's bits with VCVTNEPS2BF16 on. */
+ * rules: no level above the detected one, -1 restores it; TILEOPS_CPU_SIMD's cap;
+ * AVX512_BF16 found as the flags say, and the AVX-512 narrow giving the integer
+ * rounding's bits with VCVTNEPS2BF16 on. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,33 @@ static TGT int instruction_reads_subnormals_as_zero(void) {
 }
 #endif
 
+/* TILEOPS_CPU_SIMD: a name (any case, blanks around it) caps the CPU's level; unset or
+ * blank leaves it; an unknown name or one above the CPU is said (why) and leaves it. */
+static void test_parse_simd(void) {
+    static const struct {
+        const char *value;
+        int hw, hw_bf16, level, bf16, noted;
+    } cases[] = {
+        {NULL, 2, 1, 2, 1, 0},          {"", 2, 1, 2, 1, 0},           {" \t", 1, 0, 1, 0, 0},
+        {"avx2", 2, 1, 1, 0, 0},        {" AVX512 ", 2, 1, 2, 0, 0},   {"avx512_bf16", 2, 1, 2, 1, 0},
+        {"scalar", 2, 1, 0, 0, 0},      {"Scalar", 0, 0, 0, 0, 0},     {"avx512_bf16", 2, 0, 2, 0, 1},
+        {"avx512", 1, 0, 1, 0, 1},      {"avx2", 0, 0, 0, 0, 1},       {"sse4", 2, 1, 2, 1, 1},
+        {"avx", 1, 0, 1, 0, 1},         {"avx2x", 1, 0, 1, 0, 1},      {"avx2", 1, 1, 1, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char why[256] = "unset";
+        int level = -1, bf16 = -1;
+        int noted = tileops_cpu_parse_simd(cases[i].value, cases[i].hw, cases[i].hw_bf16, &level, &bf16, why,
+                                           sizeof why);
+        CHECK(noted == cases[i].noted && level == cases[i].level && bf16 == cases[i].bf16,
+              "TILEOPS_CPU_SIMD='%s' on level %d (bf16 %d): got level %d bf16 %d noted %d, expected %d %d %d",
+              cases[i].value ? cases[i].value : "(unset)", cases[i].hw, cases[i].hw_bf16, level, bf16, noted,
+              cases[i].level, cases[i].bf16, cases[i].noted);
+        CHECK(noted ? strstr(why, "TILEOPS_CPU_SIMD=") != NULL && strstr(why, "using ") != NULL : why[0] == '\0',
+              "case %zu's reason '%s'", i, why);
+    }
+}
+
 /* Every upper half (sign, exponent, 7 mantissa bits) with 16 lower halves that meet every
  * rounding case (ties both ways, just below and above, odd and even kept bits); NaNs,
  * infinities and subnormals among them, each vector of one upper half so a subnormal one
@@ -142,6 +170,8 @@ static void test_bf16_cvt(void) {
 }
 
 int main(void) {
+    unsetenv("TILEOPS_CPU_SIMD"); /* detection, read once, compared with the CPU's own flags */
+    test_parse_simd();
     test_detection_matches_cpuinfo();
     test_override_rules();
     test_bf16_cvt();

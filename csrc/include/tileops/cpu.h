@@ -35,7 +35,17 @@ void tileops_cpu_parallel_for(int64_t count, int64_t min_per_thread, tileops_ran
 
 /* ---- SIMD -------------------------------------------------------------------------- */
 
-/* Which SIMD path the fast kernels take on this CPU: "avx512", "avx2", or "scalar". */
+/* Which SIMD path the fast kernels take: "avx512_bf16" (AVX-512 with AVX512_BF16's
+ * converts), "avx512", "avx2", or "scalar": the best this CPU has, capped by the
+ * environment variable TILEOPS_CPU_SIMD (one of those names, any case), which runs a
+ * lower CPU's paths on this one. */
 const char *tileops_cpu_simd_level(void);
+/* TILEOPS_CPU_SIMD's rule (exposed for tests): `value` (may be NULL) as a cap on what
+ * the CPU has (hw_level a tileops_simd level, hw_bf16 whether it has AVX512_BF16) into
+ * *level and *bf16; unset or blank leaves the CPU's. Returns 1 with why set when the value
+ * could not be honoured (no such name, or above the CPU's: the CPU's best is used), which
+ * detection then leaves as a note (tileops/notes.h); else 0. */
+int tileops_cpu_parse_simd(const char *value, int hw_level, int hw_bf16, int *level, int *bf16, char *why,
+                           size_t why_size);
 
 #endif /* TILEOPS_CPU_H */
