@@ -302,22 +302,37 @@ static AI TGT __m256 ISA(widen8)(__m128i h, int dt) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-/* The bf16 bits of each lane, in its low 16 bits: rounded to nearest even by integer
- * arithmetic (as tileops_f32_to_bf16), a NaN keeping its top bits with the quiet bit set
- * (blended before the one shift). */
-static AI TGT __m256i ISA(bf16_bits8)(__m256 v) {
+/* The bf16 bits of each lane in its high 16 bits (the low 16 to be dropped): rounded to
+ * nearest even by integer arithmetic (as tileops_f32_to_bf16); with nan, a NaN keeps its
+ * top bits with the quiet bit set (blended in); without, no lane may be NaN. */
+static AI TGT __m256i ISA(bf16_hi8)(__m256 v, int nan) {
     __m256i u = _mm256_castps_si256(v);
     __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
     __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff)));
-    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    r = _mm256_blendv_epi8(r, _mm256_or_si256(u, _mm256_set1_epi32(0x00400000)), nan);
-    return _mm256_srli_epi32(r, 16);
+    if (!nan)
+        return r;
+    __m256i m = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    return _mm256_blendv_epi8(r, _mm256_or_si256(u, _mm256_set1_epi32(0x00400000)), m);
+}
+
+/* Whether a lane of a or of b is NaN: one compare tests both (a blend costs three
+ * micro-ops a half on recent Intel cores: 16 lanes test once, and blend only with a NaN). */
+static AI TGT int ISA(any_nan2)(__m256 a, __m256 b) {
+    __m256 m = _mm256_cmp_ps(a, b, _CMP_UNORD_Q);
+    return !_mm256_testz_ps(m, m);
+}
+
+/* bf16_hi8 of both halves */
+static AI TGT void ISA(bf16_hi16)(VF v, __m256i *lo, __m256i *hi) {
+    const int nan = ISA(any_nan2)(v.lo, v.hi);
+    *lo = ISA(bf16_hi8)(v.lo, nan);
+    *hi = ISA(bf16_hi8)(v.hi, nan);
 }
 
 static AI TGT __m128i ISA(narrow8)(__m256 v, int dt) {
     if (dt == F16)
         return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256i r = ISA(bf16_bits8)(v);
+    __m256i r = _mm256_srli_epi32(ISA(bf16_hi8)(v, 1), 16);
     /* every lane is in [0, 0xffff]: unsigned saturation is a plain narrowing */
     return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
 }
@@ -347,7 +362,10 @@ static AI TGT VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
     } else if (dt == BF16) {
         /* both halves packed at once (packus interleaves the 128-bit lanes; the permute
          * restores the order), and the stored values widened from the 32-bit lanes */
-        __m256i lo = ISA(bf16_bits8)(v.lo), hi = ISA(bf16_bits8)(v.hi);
+        __m256i lo, hi;
+        ISA(bf16_hi16)(v, &lo, &hi);
+        lo = _mm256_srli_epi32(lo, 16);
+        hi = _mm256_srli_epi32(hi, 16);
         _mm256_storeu_si256((__m256i *)dst, _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xD8));
         v = (VF){_mm256_castsi256_ps(_mm256_slli_epi32(lo, 16)), _mm256_castsi256_ps(_mm256_slli_epi32(hi, 16))};
     } else {
@@ -361,15 +379,16 @@ static AI TGT VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
     return v;
 }
 
-static AI TGT __m256 ISA(round8)(__m256 v, int dt) {
-    if (dt == F16)
-        return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(ISA(bf16_bits8)(v), 16));
-}
 static AI TGT VF ISA(vround)(VF v, int dt) {
     if (dt == F32)
         return v;
-    return (VF){ISA(round8)(v.lo, dt), ISA(round8)(v.hi, dt)};
+    const int r = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    if (dt == F16)
+        return (VF){_mm256_cvtph_ps(_mm256_cvtps_ph(v.lo, r)), _mm256_cvtph_ps(_mm256_cvtps_ph(v.hi, r))};
+    __m256i lo, hi;
+    ISA(bf16_hi16)(v, &lo, &hi);
+    const __m256i keep = _mm256_set1_epi32((int)0xffff0000u); /* the kept bits where they were */
+    return (VF){_mm256_castsi256_ps(_mm256_and_si256(lo, keep)), _mm256_castsi256_ps(_mm256_and_si256(hi, keep))};
 }
 
 static AI TGT VF ISA(vkeep_n)(VF v, int m) {
@@ -538,6 +557,7 @@ static AI int ISA(vfirst_nan)(VF v) {
 /* Horner's rule by FMA: c[0] + t (c[1] + t (... c[deg])). */
 static AI TGT VF ISA(vpoly)(VF t, const float *c, int deg) {
     VF p = ISA(vset1)(c[deg]);
+#pragma GCC unroll 16 /* straight-line FMAs (GCC kept a loop over the coefficients) */
     for (int k = deg - 1; k >= 0; k--)
         p = ISA(vfma)(p, t, ISA(vset1)(c[k]));
     return p;

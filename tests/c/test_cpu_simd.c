@@ -16,6 +16,22 @@
 #include "check.h"
 
 #if VEC16_X86
+/* AVX2's 16-lane bf16 rounding, stored and kept in registers (both skip the NaN rule where
+ * no lane is NaN: one test for 16 lanes) */
+#define VEC16_ISA VEC16_AVX2
+#include "cpu/vec16.h"
+static TGT void avx2_bf16(const uint32_t *u, int m, uint16_t *stored, uint32_t *rounded) {
+    VF v = ISA(vload)(u, 0, F32);
+    (void)ISA(vstore_n)(stored, 0, BF16, v, m);
+    VF r = ISA(vround)(v, BF16);
+    _mm256_storeu_ps((float *)rounded, r.lo);
+    _mm256_storeu_ps((float *)rounded + 8, r.hi);
+}
+#undef VF
+#undef ISA
+#undef TGT
+#undef ISA_NAME
+#undef VEC16_ISA
 #define VEC16_ISA VEC16_AVX512
 #include "cpu/vec16.h"
 #endif
@@ -125,6 +141,44 @@ static void test_parse_simd(void) {
     }
 }
 
+/* AVX2's bf16 rounding against the scalar rule, lane by lane: NaNs whose low half would
+ * carry into the top one without the NaN rule (0x7fffffff would round to -0, the
+ * signaling 0x7f80ffff to +inf), each alone among finite lanes, in either half, and
+ * vectors without a NaN (ties, infinities, subnormals); partial stores too. */
+static void test_avx2_bf16_nan(void) {
+#if VEC16_X86
+    if (tileops_cpu_simd_detect() < TILEOPS_SIMD_AVX2) {
+        printf("no AVX2 here: its bf16 rounding not run\n");
+        return;
+    }
+    static const uint32_t nans[] = {0x7fffffffu, 0xffffffffu, 0x7f80ffffu, 0xff808000u, 0x7fc00000u,
+                                    0x7f800001u, 0x7fbfffffu, 0xffc0ffffu};
+    static const uint32_t finite[] = {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0x7f800000u,
+                                      0x0000ffffu, 0x80018000u, 0xc2f6ff01u};
+    long bad = 0;
+    for (int nan = -1; nan < (int)(sizeof nans / sizeof *nans); nan++)
+        for (int lane = 0; lane < 16; lane++)
+            for (int m = 16; m >= 1; m -= 5) {
+                uint32_t u[16], rounded[16];
+                uint16_t stored[16];
+                for (int k = 0; k < 16; k++)
+                    u[k] = finite[(k + lane) % 8] ^ (uint32_t)(k & 1) << 31;
+                if (nan >= 0)
+                    u[lane] = nans[nan];
+                for (int k = 0; k < 16; k++)
+                    stored[k] = 0xdead;
+                avx2_bf16(u, m, stored, rounded);
+                for (int k = 0; k < 16; k++) {
+                    float f;
+                    memcpy(&f, &u[k], sizeof f);
+                    const uint16_t want = tileops_f32_to_bf16(f);
+                    bad += stored[k] != (k < m ? want : 0xdead) || rounded[k] != (uint32_t)want << 16;
+                }
+            }
+    CHECK(bad == 0, "AVX2 bf16 rounding: %ld lanes differ from tileops_f32_to_bf16", bad);
+#endif
+}
+
 /* Every upper half (sign, exponent, 7 mantissa bits) with 16 lower halves that meet every
  * rounding case (ties both ways, just below and above, odd and even kept bits); NaNs,
  * infinities and subnormals among them, each vector of one upper half so a subnormal one
@@ -175,5 +229,6 @@ int main(void) {
     test_detection_matches_cpuinfo();
     test_override_rules();
     test_bf16_cvt();
+    test_avx2_bf16_nan();
     return check_summary();
 }

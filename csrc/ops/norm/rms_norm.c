@@ -484,15 +484,16 @@ static AI T256 __m256 ld_256(const void *p, int64_t i, int dt) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
+/* Rounded to nearest even by integer arithmetic, with no NaN rule: every NaN this kernel
+ * stores is quiet with its low 16 bits zero (x and the weight are of this 16-bit type, the
+ * scale is made from them, and a product of NaNs keeps one operand's NaN, quieted; one made
+ * afresh is 0xffc00000), so the rounding add cannot carry out of the low half and the top
+ * half is the NaN rule's (u | quiet bit) >> 16. */
 static AI T256 __m128i bf16_narrow_256(__m256 v) {
     __m256i u = _mm256_castps_si256(v);
     __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
     __m256i r = _mm256_srli_epi32(
         _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
-    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-                                     _mm256_set1_epi32(0x7f800000));
-    __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-    r = _mm256_blendv_epi8(r, q, nan);
     /* Every lane is now in [0, 0xffff], so unsigned saturation is a plain narrowing. */
     return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
 }
