@@ -12,6 +12,7 @@
  * or 16 floats; the three give the same bits for the same operations (explicit FMA only,
  * IEEE division, no contraction).
  *   vzero vset1 vadd vsub vmul vfma vdiv        arithmetic (vdiv: IEEE division)
+ *   vfms(a, b, c)                               a b - c, rounded once (fma(a, b, -c))
  *   vmin vmax                                   b where a lane is unordered (x86's rule)
  *   vsel_neg(v, neg, pos)                       neg where v's sign bit is set, else pos
  *   vldexp(v, kf)                               v * 2^kf, kf integral in [-252, 254]
@@ -133,6 +134,7 @@ static AI TGT VF ISA(vadd)(VF a, VF b) { return _mm512_add_ps(a, b); }
 static AI TGT VF ISA(vsub)(VF a, VF b) { return _mm512_sub_ps(a, b); }
 static AI TGT VF ISA(vmul)(VF a, VF b) { return _mm512_mul_ps(a, b); }
 static AI TGT VF ISA(vfma)(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
+static AI TGT VF ISA(vfms)(VF a, VF b, VF c) { return _mm512_fmsub_ps(a, b, c); }
 /* Division rounds correctly (IEEE); min / max return b when a lane is unordered, as the
  * x86 instructions do (the scalar code too). */
 static AI TGT VF ISA(vdiv)(VF a, VF b) { return _mm512_div_ps(a, b); }
@@ -274,6 +276,9 @@ static AI TGT VF ISA(vmul)(VF a, VF b) {
 }
 static AI TGT VF ISA(vfma)(VF a, VF b, VF c) {
     return (VF){_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+}
+static AI TGT VF ISA(vfms)(VF a, VF b, VF c) {
+    return (VF){_mm256_fmsub_ps(a.lo, b.lo, c.lo), _mm256_fmsub_ps(a.hi, b.hi, c.hi)};
 }
 static AI TGT VF ISA(vdiv)(VF a, VF b) {
     return (VF){_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)};
@@ -461,6 +466,11 @@ static AI VF ISA(vmul)(VF a, VF b) {
 static AI VF ISA(vfma)(VF a, VF b, VF c) {
     for (int k = 0; k < 16; k++)
         c.f[k] = fmaf(a.f[k], b.f[k], c.f[k]);
+    return c;
+}
+static AI VF ISA(vfms)(VF a, VF b, VF c) {
+    for (int k = 0; k < 16; k++)
+        c.f[k] = fmaf(a.f[k], b.f[k], -c.f[k]);
     return c;
 }
 static AI VF ISA(vdiv)(VF a, VF b) {

@@ -228,16 +228,15 @@ static AI TGT VF ISA(vsigmul)(VF x, VF vh, VF vl, int has_vl) {
 static AI TGT VF ISA(vtanh_arg)(VF a, VF *vl) {
     const VF c1h = ISA(vset1)(1.5957692f), c1l = ISA(vset1)(-4.534068e-08f);
     const VF c2h = ISA(vset1)(0.071354814f), c2l = ISA(vset1)(2.3988325e-09f);
-    const VF zero = ISA(vzero)();
-    VF a2h = ISA(vmul)(a, a), a2l = ISA(vfma)(a, a, ISA(vsub)(zero, a2h));
+    VF a2h = ISA(vmul)(a, a), a2l = ISA(vfms)(a, a, a2h);
     VF ph = ISA(vmul)(c2h, a2h);
-    VF pl = ISA(vfma)(c2h, a2h, ISA(vsub)(zero, ph));
+    VF pl = ISA(vfms)(c2h, a2h, ph);
     pl = ISA(vadd)(pl, ISA(vfma)(c2h, a2l, ISA(vmul)(c2l, a2h)));
     VF th = ISA(vadd)(c1h, ph), bb = ISA(vsub)(th, c1h); /* two-sum c1h + ph = th + tl */
     VF tl = ISA(vadd)(ISA(vsub)(c1h, ISA(vsub)(th, bb)), ISA(vsub)(ph, bb));
     tl = ISA(vadd)(tl, ISA(vadd)(pl, c1l));
     VF vh = ISA(vmul)(a, th);
-    *vl = ISA(vfma)(a, tl, ISA(vfma)(a, th, ISA(vsub)(zero, vh)));
+    *vl = ISA(vfma)(a, tl, ISA(vfms)(a, th, vh));
     return vh;
 }
 
@@ -249,9 +248,10 @@ static STEP TGT VF ISA(vgelu)(VF a) {
     VF m = ISA(vmin)(ISA(vmax)(a, ISA(vsub)(ISA(vzero)(), a)), ISA(vset1)(20.0f)); /* |a| <= 20 */
     VF z = ISA(vmul)(m, ISA(vset1)(0.707106781f));
     VF sq = ISA(vmul)(m, m);
-    VF lo = ISA(vmul)(ISA(vfma)(m, m, ISA(vsub)(ISA(vzero)(), sq)), half); /* z^2 - hi, exactly */
-    VF e = ISA(vexp)(ISA(vsub)(ISA(vzero)(), ISA(vmul)(sq, half)));          /* exp(-hi) */
-    e = ISA(vfma)(ISA(vsub)(ISA(vzero)(), lo), e, e);                           /* exp(-z^2) */
+    const VF nhalf = ISA(vset1)(-0.5f);
+    VF nlo = ISA(vmul)(ISA(vfms)(m, m, sq), nhalf); /* -(z^2 - hi), exactly */
+    VF e = ISA(vexp)(ISA(vmul)(sq, nhalf));          /* exp(-hi) */
+    e = ISA(vfma)(nlo, e, e);                        /* exp(-z^2) */
     VF t = ISA(vdiv)(ISA(vset1)(2.0f), ISA(vadd)(ISA(vset1)(2.0f), z));
     VF s = ISA(vmul)(ISA(vmul)(e, ISA(vpoly)(t, c, 10)), half);                 /* erfc(|z|) / 2 */
     return ISA(vmul)(a, ISA(vsel_neg)(a, s, ISA(vsub)(ISA(vset1)(1.0f), s)));
