@@ -499,6 +499,9 @@ def metadata(device, **extra):
         meta["pdl"] = runtime.pdl_enabled()   # the kernels launched with programmatic dependent launch
     else:
         meta["torch_threads"] = torch.get_num_threads()
+        # the instruction sets each side ran (TILEOPS_CPU_SIMD and ATEN_CPU_CAPABILITY cap them)
+        meta["tileops_cpu_simd"] = tileops._C.cpu_simd_level()
+        meta["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
     meta.update(extra)
     return meta
 
