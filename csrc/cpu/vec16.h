@@ -567,7 +567,9 @@ static AI int ISA(vfirst_nan)(VF v) {
 /* Horner's rule by FMA: c[0] + t (c[1] + t (... c[deg])). */
 static AI TGT VF ISA(vpoly)(VF t, const float *c, int deg) {
     VF p = ISA(vset1)(c[deg]);
-#pragma GCC unroll 16 /* straight-line FMAs (GCC kept a loop over the coefficients) */
+#if VEC16_ISA != VEC16_SCALAR /* straight-line FMAs (GCC kept a loop over the coefficients) */
+#pragma GCC unroll 16
+#endif
     for (int k = deg - 1; k >= 0; k--)
         p = ISA(vfma)(p, t, ISA(vset1)(c[k]));
     return p;
