@@ -387,9 +387,9 @@ static AI TGT VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
 static AI TGT VF ISA(vround)(VF v, int dt) {
     if (dt == F32)
         return v;
-    const int r = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    if (dt == F16)
-        return (VF){_mm256_cvtph_ps(_mm256_cvtps_ph(v.lo, r)), _mm256_cvtph_ps(_mm256_cvtps_ph(v.hi, r))};
+    if (dt == F16) /* (the rounding mode a literal: clang takes no variable there) */
+        return (VF){_mm256_cvtph_ps(_mm256_cvtps_ph(v.lo, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),
+                    _mm256_cvtph_ps(_mm256_cvtps_ph(v.hi, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))};
     __m256i lo, hi;
     ISA(bf16_hi16)(v, &lo, &hi);
     const __m256i keep = _mm256_set1_epi32((int)0xffff0000u); /* the kept bits where they were */
