@@ -20,7 +20,7 @@ static atomic_int g_detected = -1;
 static atomic_int g_override = -1;
 static atomic_int g_f16_avx2 = 0;
 static atomic_int g_bf16_cvt = 0; /* what detection found (under TILEOPS_CPU_SIMD's cap) */
-static atomic_int g_noted = -1;    /* TILEOPS_CPU_SIMD's note given */
+static atomic_int g_noted = 0;     /* TILEOPS_CPU_SIMD's note given */
 atomic_int tileops_cpu_bf16_cvt = 0;
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -135,8 +135,7 @@ int tileops_cpu_simd_detect(void) {
      * note, said once: detection runs once, the first to store wins. */
     char why[256];
     if (tileops_cpu_parse_simd(getenv("TILEOPS_CPU_SIMD"), hw, hw_bf16, &lvl, &bf16, why, sizeof why)) {
-        int expected = -1;
-        if (atomic_compare_exchange_strong(&g_noted, &expected, 1))
+        if (!atomic_exchange(&g_noted, 1))
             tileops_note("tileops: %s", why);
     }
     atomic_store_explicit(&g_bf16_cvt, bf16, memory_order_relaxed);

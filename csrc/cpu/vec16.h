@@ -327,6 +327,12 @@ static AI TGT int ISA(any_nan2)(__m256 a, __m256 b) {
     return !_mm256_testz_ps(m, m);
 }
 
+/* The fp32 values bf16_hi16's halves stand for (their low halves cleared) */
+static AI TGT VF ISA(bf16_kept)(__m256i lo, __m256i hi) {
+    const __m256i keep = _mm256_set1_epi32((int)0xffff0000u);
+    return (VF){_mm256_castsi256_ps(_mm256_and_si256(lo, keep)), _mm256_castsi256_ps(_mm256_and_si256(hi, keep))};
+}
+
 /* bf16_hi8 of both halves */
 static AI TGT void ISA(bf16_hi16)(VF v, __m256i *lo, __m256i *hi) {
     const int nan = ISA(any_nan2)(v.lo, v.hi);
@@ -369,10 +375,10 @@ static AI TGT VF ISA(vstore_n)(void *p, int64_t i, int dt, VF v, int m) {
          * restores the order), and the stored values widened from the 32-bit lanes */
         __m256i lo, hi;
         ISA(bf16_hi16)(v, &lo, &hi);
-        lo = _mm256_srli_epi32(lo, 16);
-        hi = _mm256_srli_epi32(hi, 16);
-        _mm256_storeu_si256((__m256i *)dst, _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xD8));
-        v = (VF){_mm256_castsi256_ps(_mm256_slli_epi32(lo, 16)), _mm256_castsi256_ps(_mm256_slli_epi32(hi, 16))};
+        _mm256_storeu_si256((__m256i *)dst, _mm256_permute4x64_epi64(
+                                                _mm256_packus_epi32(_mm256_srli_epi32(lo, 16), _mm256_srli_epi32(hi, 16)),
+                                                0xD8));
+        v = ISA(bf16_kept)(lo, hi);
     } else {
         __m128i lo = ISA(narrow8)(v.lo, dt), hi = ISA(narrow8)(v.hi, dt);
         _mm_storeu_si128((__m128i *)dst, lo);
@@ -392,8 +398,7 @@ static AI TGT VF ISA(vround)(VF v, int dt) {
                     _mm256_cvtph_ps(_mm256_cvtps_ph(v.hi, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))};
     __m256i lo, hi;
     ISA(bf16_hi16)(v, &lo, &hi);
-    const __m256i keep = _mm256_set1_epi32((int)0xffff0000u); /* the kept bits where they were */
-    return (VF){_mm256_castsi256_ps(_mm256_and_si256(lo, keep)), _mm256_castsi256_ps(_mm256_and_si256(hi, keep))};
+    return ISA(bf16_kept)(lo, hi);
 }
 
 static AI TGT VF ISA(vkeep_n)(VF v, int m) {
