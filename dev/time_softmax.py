@@ -2,7 +2,7 @@
 of the copy floor of its bytes at B >= 32.
 
     PYTHONPATH=src python3 dev/time_softmax.py [--quick] [--temperature] [--rows] [--staged] [--divrn]
-        [--vocabs 128256,152064] [--batches 32,128]
+        [--patches A.patch,B.patch] [--rounds 1] [--vocabs 128256,152064] [--batches 32,128]
         [--out softmax_timing.json]
 
 For B in {1, 32, 128, 256} x V in {128256, 152064} x logits {bfloat16, float32}, probabilities
@@ -14,7 +14,8 @@ torch.softmax(x.float() / t) (the samplers' expression), of torch.compile of it 
 copy floor (dst.copy_(src) moving the same bytes: a copy of half the bytes read + written);
 tileops over the copy (the goal: <= 1.1 at B >= 32). Before timing, a case's result is
 checked against float64 (rtol 1e-5, tests/gpu/test_gpu_sampling.py's tolerance) and
-torch's float32 result, so a wrong kernel cannot be timed as fast. Prints a table, writes JSON.
+torch's float32 result, so a wrong kernel cannot be timed as fast. "convert": x.to(float32) (torch's
+streaming conversion: the op's bytes, but only for 16-bit logits; a float32 copy otherwise). Prints a table, writes JSON.
 
 --staged (session 14): beside the op's registers build (16-bit logits without a
 temperature: TILEOPS_STAGE 2, the chunk's raw words kept in registers, converted and
@@ -25,6 +26,14 @@ and checked bit for bit against the op.
 -DSMX_FASTDIV=0, every element of pass 3 divided by div.rn inline (MUFU.RCP an element)
 instead of by the row's reciprocal made once, timed as "divrn" and checked bit for bit
 against the op (session 27, bf16 -> float32 128256: the shipped build 0.87-0.94x its time).
+--patches (session 30): each dev/patches file named (its csrc/ops hunks applied to a copy of the
+source, lab.patched_source) built with the op's options and launch shape, timed beside the op
+as the file's stem; FILE@-DX=1@-DY=2 adds (or replaces) those options, and @smem=slots (the
+staged slots, OPT x THREADS x 32 bytes) or @smem=N sets the launch's dynamic shared memory
+(the plan's by default). Its bits against
+the op's and its largest error against float64 are reported, not asserted: an ablation patch
+(smx_ablate_*) computes wrong values by design. --rounds: time every
+function of a case this many times, alternating the order, and keep each one's minimum.
 --rows (a lab variant, session 11, not a build the launch rules select): dev/cuda/
 softmax_rows_lab.cu appended to the shipped source, tileops_softmax_rows: one CTA of 1024
 threads per row whose halves take the row's 8 chunks two at a time, exactly as the
@@ -125,6 +134,47 @@ def staged_launcher(x, out_dtype):
 DEFINES = {"divrn": ("-DSMX_FASTDIV=0",)}
 
 
+def patch_launcher(x, t, out_dtype, spec):
+    """launch(): the op's build for x (and t) from the shipped source with dev/patches/PATCH
+    applied (lab.patched_source) into a new output: the shipped options and launch shape,
+    spec = PATCH[@-DX=v...][@smem=slots|N] adding or replacing options, setting the dynamic
+    shared memory (slots: the staged slots' OPT x THREADS x 32 bytes)."""
+    patch, *extra = spec.split("@")
+    defines = tuple(d for d in extra if d.startswith("-D"))
+    smems = [d[5:] for d in extra if d.startswith("smem=")]
+    if len(defines) + len(smems) != len(extra) or len(smems) > 1:
+        raise SystemExit(f"--patches {spec}: expected PATCH[@-DX=v...][@smem=slots|N]")
+    dev, B, probs, source, kernel, opts, plan = _specialised(x, t, out_dtype)
+    names = tuple(d.split("=")[0] + "=" for d in defines)
+    opts = tuple(o for o in opts if not o.startswith(names)) + defines
+    smem = plan.smem if not smems else plan.opt * plan.threads * 32 if smems[0] == "slots" else int(smems[0])
+    handle = runtime.build(dev, lab.patched_source(source, patch), kernel, opts, "ppp", pdl=True)
+    args = (x.data_ptr(), 0 if t is None else t.data_ptr(), probs.data_ptr())
+    stream = torch._C._cuda_getCurrentRawStream
+    keep = types.SimpleNamespace(x=x, t=t)   # the pointers' tensors live as long as the launch
+
+    def launch():
+        _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, smem, stream(dev), *args)
+        return probs if keep else None
+    return launch
+
+
+def variant_name(spec):
+    """PATCH[@-DX=v...][@smem=...] -> the patch's stem, then @X=v for each option (and smem)"""
+    patch, *extra = spec.split("@")
+    return patch.rsplit(".", 1)[0] + "".join("@" + (d[2:] if d.startswith("-D") else d) for d in extra)
+
+
+def time_rounds(fns, rounds):
+    """time_fns over `rounds` rounds (every other one in reverse order): each key's minimum"""
+    best = {}
+    for r in range(rounds):
+        order = list(fns) if r % 2 == 0 else list(fns)[::-1]
+        for k, v in time_fns({k: fns[k] for k in order}).items():
+            best[k] = min(v, best.get(k, v))
+    return best
+
+
 def defines_launcher(x, t, out_dtype, defines):
     """launch(): the op's own build for x (and t) with `defines` (each replacing the
     shipped option of its name, or added) into a new output: the shipped plan's launch
@@ -144,7 +194,7 @@ def defines_launcher(x, t, out_dtype, defines):
     return launch
 
 
-def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, divrn_lab=False):
+def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, divrn_lab=False, patches=(), rounds=1):
     g = torch.Generator(device="cuda").manual_seed(B * 7 + V)
     x = (torch.randn(B, V, device="cuda", generator=g) * 3).to(dtype)
     t = (torch.rand(B, device="cuda", generator=g) * 1.75 + 0.25) if temperature else None
@@ -161,7 +211,7 @@ def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, div
     name = f"softmax B={B} V={V} {str(dtype)[6:]}{' t' if temperature else ''}"
     row = {"case": name, "B": B, "V": V, "dtype": str(dtype)[6:], "temperature": temperature, "bytes": nbytes}
     fns = {"tileops": lambda: op(x, t), "torch": lambda: reference(x, t), "compile": lambda: compiled(x, t),
-           "copy": lambda: dst.copy_(src)}
+           "copy": lambda: dst.copy_(src), "convert": lambda: x.to(torch.float32, copy=True)}
     if rows_lab:
         fns["rows"] = rows_launcher(x, t, torch.float32)
         p = fns["rows"]()
@@ -171,14 +221,22 @@ def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, div
         row["rows_bitwise"] = bool(torch.equal(p, got))
     words = not temperature and dtype != torch.float32   # the registers builds' cases
     labs = (("staged",) if staged_lab and words else ()) + (("divrn",) if divrn_lab else ())
-    for lab in labs:
-        fns[lab] = staged_launcher(x, torch.float32) if lab == "staged" else defines_launcher(
-            x, t, torch.float32, DEFINES[lab])
-        p = fns[lab]()
+    for variant in labs:
+        fns[variant] = staged_launcher(x, torch.float32) if variant == "staged" else defines_launcher(
+            x, t, torch.float32, DEFINES[variant])
+        p = fns[variant]()
         torch.cuda.synchronize()
         torch.testing.assert_close(p.double(), torch.softmax(z, -1), rtol=1e-5, atol=1e-12)
-        row[lab + "_bitwise"] = bool(torch.equal(p, got))
-    row.update(time_fns(fns))
+        row[variant + "_bitwise"] = bool(torch.equal(p, got))
+    for patch in patches:
+        name = variant_name(patch)
+        fns[name] = patch_launcher(x, t, torch.float32, patch)
+        p = fns[name]()
+        torch.cuda.synchronize()
+        row[name + "_bitwise"] = bool(torch.equal(p, got))
+        row[name + "_max_rel_err"] = float(((p.double() - torch.softmax(z, -1)).abs() /
+                                            torch.softmax(z, -1).clamp_min(1e-30)).max())
+    row.update(time_rounds(fns, rounds))
     return row
 
 
@@ -193,9 +251,12 @@ def main():
                                                           "element) beside it: the same bits")
     ap.add_argument("--vocabs", default=None, help="comma-separated V values (default 128256,152064; --quick 128256)")
     ap.add_argument("--batches", default=None, help="comma-separated B values (default 1,32,128,256; --quick 128,256)")
+    ap.add_argument("--patches", default="", help="comma-separated dev/patches files, each timed beside the op")
+    ap.add_argument("--rounds", type=int, default=1, help="timing rounds (alternating order), the minimum kept")
     ap.add_argument("--out", default="softmax_timing.json")
     args = ap.parse_args()
     rows = []
+    patches = tuple(p for p in args.patches.split(",") if p)
     batches = tuple(int(b) for b in args.batches.split(",")) if args.batches else (128, 256) if args.quick else BS
     vocabs = tuple(int(v) for v in args.vocabs.split(",")) if args.vocabs else (128256,) if args.quick else VS
     for temperature in ((False, True) if args.temperature else (False,)):
@@ -204,30 +265,43 @@ def main():
                 for B in batches:
                     if args.quick and dtype != torch.bfloat16:
                         continue
-                    rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged, args.divrn))
+                    rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged, args.divrn, patches,
+                                             args.rounds))
                     print(rows[-1]["case"], flush=True)
     for r in rows:
         for m in ("hot", "cold"):
             r[f"tileops_{m}_gbps"] = r["bytes"] / r[f"tileops_{m}_us"] / 1e3
             r[f"over_copy_{m}"] = r[f"tileops_{m}_us"] / r[f"copy_{m}_us"]
     hdr = (f"{'case':36s} {'hot us':>8s} {'cold us':>8s} {'GB/s':>6s} {'copy hot':>9s} {'copy cold':>9s} "
-           f"{'/copy h':>8s} {'/copy c':>8s} {'torch hot':>9s} {'compile hot':>11s} {'compile cold':>12s}")
+           f"{'/copy h':>8s} {'/copy c':>8s} {'torch hot':>9s} {'compile hot':>11s} {'compile cold':>12s} {'convert h':>9s} "
+           f"{'convert c':>9s}")
     print(hdr)
     for r in rows:
         goal = "" if r["B"] < 32 else ("  ok" if max(r["over_copy_hot"], r["over_copy_cold"]) <= 1.1
                                       else "  > 1.1x copy")
         print(f"{r['case']:36s} {r['tileops_hot_us']:8.2f} {r['tileops_cold_us']:8.2f} {r['tileops_cold_gbps']:6.0f} "
               f"{r['copy_hot_us']:9.2f} {r['copy_cold_us']:9.2f} {r['over_copy_hot']:8.2f} {r['over_copy_cold']:8.2f} "
-              f"{r['torch_hot_us']:9.2f} {r['compile_hot_us']:11.2f} {r['compile_cold_us']:12.2f}{goal}")
-    for lab in (("staged",) if args.staged else ()) + (("divrn",) if args.divrn else ()):
-        print(f"\n{'case':36s} {lab + ' hot':>9s} {lab + ' cold':>9s} {'/copy h':>8s} {'/copy c':>8s} {'/op h':>7s} "
+              f"{r['torch_hot_us']:9.2f} {r['compile_hot_us']:11.2f} {r['compile_cold_us']:12.2f} {r['convert_hot_us']:9.2f} "
+              f"{r['convert_cold_us']:9.2f}{goal}")
+    for variant in (("staged",) if args.staged else ()) + (("divrn",) if args.divrn else ()):
+        print(f"\n{'case':36s} {variant + ' hot':>9s} {variant + ' cold':>9s} {'/copy h':>8s} {'/copy c':>8s} {'/op h':>7s} "
               f"{'/op c':>7s}  bits")
         for r in rows:
-            if lab + "_hot_us" in r:
-                print(f"{r['case']:36s} {r[lab + '_hot_us']:9.2f} {r[lab + '_cold_us']:9.2f} "
-                      f"{r[lab + '_hot_us'] / r['copy_hot_us']:8.2f} {r[lab + '_cold_us'] / r['copy_cold_us']:8.2f} "
-                      f"{r[lab + '_hot_us'] / r['tileops_hot_us']:7.2f} {r[lab + '_cold_us'] / r['tileops_cold_us']:7.2f}  "
-                      f"{'the op' + chr(39) + 's' if r[lab + '_bitwise'] else 'DIFFER'}")
+            if variant + "_hot_us" in r:
+                print(f"{r['case']:36s} {r[variant + '_hot_us']:9.2f} {r[variant + '_cold_us']:9.2f} "
+                      f"{r[variant + '_hot_us'] / r['copy_hot_us']:8.2f} {r[variant + '_cold_us'] / r['copy_cold_us']:8.2f} "
+                      f"{r[variant + '_hot_us'] / r['tileops_hot_us']:7.2f} {r[variant + '_cold_us'] / r['tileops_cold_us']:7.2f}  "
+                      f"{'the op' + chr(39) + 's' if r[variant + '_bitwise'] else 'DIFFER'}")
+    for patch in patches:
+        name = variant_name(patch)
+        print(f"\n{name}")
+        print(f"{'case':36s} {'hot':>9s} {'cold':>9s} {'/copy h':>8s} {'/copy c':>8s} {'/op h':>7s} {'/op c':>7s}  bits"
+              f"       max rel err")
+        for r in rows:
+            print(f"{r['case']:36s} {r[name + '_hot_us']:9.2f} {r[name + '_cold_us']:9.2f} "
+                  f"{r[name + '_hot_us'] / r['copy_hot_us']:8.2f} {r[name + '_cold_us'] / r['copy_cold_us']:8.2f} "
+                  f"{r[name + '_hot_us'] / r['tileops_hot_us']:7.2f} {r[name + '_cold_us'] / r['tileops_cold_us']:7.2f}  "
+                  f"{'the op' + chr(39) + 's' if r[name + '_bitwise'] else 'DIFFER':8s} {r[name + '_max_rel_err']:.2e}")
     if args.rows:
         print(f"\n{'case':36s} {'rows hot':>9s} {'rows cold':>9s} {'/copy h':>8s} {'/copy c':>8s} {'/op h':>7s} "
               f"{'/op c':>7s}  bits")

@@ -105,3 +105,22 @@ def test_a_parked_activation_patch_leaves_the_shipped_build(tmp_path, lab, name)
                     shipped = nvcc_text(tmp_path, source, kernel, opts)
                     patched = lab.patched_source(source, (name,))
                     assert nvcc_text(tmp_path, patched, kernel, opts) == shipped, (op, dt, cast, elems)
+
+
+SOFTMAX_PATCHES = [name for name in PATCHES if _touches(name, "csrc/ops/sampling/softmax.cu")]
+
+
+@NEEDS_NVCC
+@pytest.mark.parametrize("name", SOFTMAX_PATCHES)
+def test_a_parked_softmax_patch_compiles_its_registers_build(tmp_path, lab, name):
+    """dev/time_softmax.py --patches NAME builds the op's registers build (16-bit logits,
+    float32 out, no temperature) from the patched source: it compiles at both vocabularies
+    with no more spill than the shipped build's 8 bytes of stack (sm_90a)."""
+    import torch
+
+    from tileops._dtypes import CODE
+    from tileops.kernels.sampling import cuda_sampling as K
+    for dt, V in ((torch.bfloat16, 128256), (torch.float16, 152064)):
+        source, kernel, opts, plan = K.softmax_specialisation(CODE[dt], CODE[torch.float32], V, False, True, 90, 232448)
+        assert plan.stage == 2
+        nvcc_bare(tmp_path, lab.patched_source(source, (name,)), kernel, opts, max_spill=8)
