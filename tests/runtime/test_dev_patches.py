@@ -115,7 +115,8 @@ SOFTMAX_PATCHES = [name for name in PATCHES if _touches(name, "csrc/ops/sampling
 def test_a_parked_softmax_patch_compiles_its_registers_build(tmp_path, lab, name):
     """dev/time_softmax.py --patches NAME builds the op's registers build (16-bit logits,
     float32 out, no temperature) from the patched source: it compiles at both vocabularies
-    with no more spill than the shipped build's 8 bytes of stack (sm_90a)."""
+    within the shipped registers build's spill bound (32 bytes, test_cuda_sampling_
+    specialisations; an ablation, smx_ablate_*, a timing lab, up to 64; sm_90a)."""
     import torch
 
     from tileops._dtypes import CODE
@@ -123,4 +124,5 @@ def test_a_parked_softmax_patch_compiles_its_registers_build(tmp_path, lab, name
     for dt, V in ((torch.bfloat16, 128256), (torch.float16, 152064)):
         source, kernel, opts, plan = K.softmax_specialisation(CODE[dt], CODE[torch.float32], V, False, True, 90, 232448)
         assert plan.stage == 2
-        nvcc_bare(tmp_path, lab.patched_source(source, (name,)), kernel, opts, max_spill=8)
+        nvcc_bare(tmp_path, lab.patched_source(source, (name,)), kernel, opts,
+                  max_spill=64 if name.startswith("smx_ablate_") else 32)
