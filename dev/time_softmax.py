@@ -28,7 +28,8 @@ instead of by the row's reciprocal made once, timed as "divrn" and checked bit f
 against the op (session 27, bf16 -> float32 128256: the shipped build 0.87-0.94x its time).
 --patches (session 30): each dev/patches file named (its csrc/ops hunks applied to a copy of the
 source, lab.patched_source) built with the op's options and launch shape, timed beside the op
-as the file's stem; FILE@-DX=1@-DY=2 adds (or replaces) those options, and @smem=slots (the
+as the file's stem; A.patch+B.patch applies B over A (a patch written on top of another);
+FILE@-DX=1@-DY=2 adds (or replaces) those options, and @smem=slots (the
 staged slots, OPT x THREADS x 32 bytes) or @smem=N sets the launch's dynamic shared memory
 (the plan's by default). Its bits against
 the op's and its largest error against float64 are reported, not asserted: an ablation patch
@@ -137,9 +138,11 @@ DEFINES = {"divrn": ("-DSMX_FASTDIV=0",)}
 def patch_launcher(x, t, out_dtype, spec):
     """launch(): the op's build for x (and t) from the shipped source with dev/patches/PATCH
     applied (lab.patched_source) into a new output: the shipped options and launch shape,
-    spec = PATCH[@-DX=v...][@smem=slots|N] adding or replacing options, setting the dynamic
+    spec = PATCH[+PATCH...][@-DX=v...][@smem=slots|N] (patches applied in turn) adding or
+    replacing options, setting the dynamic
     shared memory (slots: the staged slots' OPT x THREADS x 32 bytes)."""
     patch, *extra = spec.split("@")
+    patches = tuple(patch.split("+"))   # applied in turn
     defines = tuple(d for d in extra if d.startswith("-D"))
     smems = [d[5:] for d in extra if d.startswith("smem=")]
     if len(defines) + len(smems) != len(extra) or len(smems) > 1:
@@ -148,7 +151,7 @@ def patch_launcher(x, t, out_dtype, spec):
     names = tuple(d.split("=")[0] + "=" for d in defines)
     opts = tuple(o for o in opts if not o.startswith(names)) + defines
     smem = plan.smem if not smems else plan.opt * plan.threads * 32 if smems[0] == "slots" else int(smems[0])
-    handle = runtime.build(dev, lab.patched_source(source, patch), kernel, opts, "ppp", pdl=True)
+    handle = runtime.build(dev, lab.patched_source(source, patches), kernel, opts, "ppp", pdl=True)
     args = (x.data_ptr(), 0 if t is None else t.data_ptr(), probs.data_ptr())
     stream = torch._C._cuda_getCurrentRawStream
     keep = types.SimpleNamespace(x=x, t=t)   # the pointers' tensors live as long as the launch
@@ -160,9 +163,11 @@ def patch_launcher(x, t, out_dtype, spec):
 
 
 def variant_name(spec):
-    """PATCH[@-DX=v...][@smem=...] -> the patch's stem, then @X=v for each option (and smem)"""
+    """A.patch[+B.patch...][@-DX=v...][@smem=...] -> the patches' stems joined by +, then @X=v
+    for each option (and smem)"""
     patch, *extra = spec.split("@")
-    return patch.rsplit(".", 1)[0] + "".join("@" + (d[2:] if d.startswith("-D") else d) for d in extra)
+    return "+".join(p.rsplit(".", 1)[0] for p in patch.split("+")) + "".join(
+        "@" + (d[2:] if d.startswith("-D") else d) for d in extra)
 
 
 def time_rounds(fns, rounds):

@@ -65,6 +65,14 @@ def test_time_top_k_names_patched_variants(lab):
         T.parse_variant("c8u")
 
 
+def test_time_softmax_names_patched_variants(lab):
+    """dev/time_softmax.py --patches' grammar: A.patch[+B.patch][@-DX=v...][@smem=...]"""
+    import time_softmax as T
+    sys.modules.pop("time_softmax", None)
+    assert T.variant_name("smx_a.patch") == "smx_a"
+    assert T.variant_name("a.patch+b.patch@-DTILEOPS_STAGE=3@smem=slots") == "a+b@TILEOPS_STAGE=3@smem=slots"
+
+
 @NEEDS_NVCC
 @pytest.mark.parametrize("name", SAMPLING_PATCHES)
 def test_a_parked_sampling_patch_compiles_without_spills(tmp_path, lab, name):
