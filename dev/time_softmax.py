@@ -14,8 +14,9 @@ torch.softmax(x.float() / t) (the samplers' expression), of torch.compile of it 
 copy floor (dst.copy_(src) moving the same bytes: a copy of half the bytes read + written);
 tileops over the copy (the goal: <= 1.1 at B >= 32). Before timing, a case's result is
 checked against float64 (rtol 1e-5, tests/gpu/test_gpu_sampling.py's tolerance) and
-torch's float32 result, so a wrong kernel cannot be timed as fast. "convert": x.to(float32) (torch's
-streaming conversion: the op's bytes, but only for 16-bit logits; a float32 copy otherwise). Prints a table, writes JSON.
+torch's float32 result, so a wrong kernel cannot be timed as fast. "convert": x.to(float32)
+(torch's streaming conversion: the op's bytes for 16-bit logits; a float32 copy otherwise).
+Prints a table, writes JSON.
 
 --staged (session 14): beside the op's registers build (16-bit logits without a
 temperature: TILEOPS_STAGE 2, the chunk's raw words kept in registers, converted and
@@ -26,15 +27,14 @@ and checked bit for bit against the op.
 -DSMX_FASTDIV=0, every element of pass 3 divided by div.rn inline (MUFU.RCP an element)
 instead of by the row's reciprocal made once, timed as "divrn" and checked bit for bit
 against the op (session 27, bf16 -> float32 128256: the shipped build 0.87-0.94x its time).
---patches (session 30): each dev/patches file named (its csrc/ops hunks applied to a copy of the
-source, lab.patched_source) built with the op's options and launch shape, timed beside the op
-as the file's stem; A.patch+B.patch applies B over A (a patch written on top of another);
-FILE@-DX=1@-DY=2 adds (or replaces) those options, and @smem=slots (the
-staged slots, OPT x THREADS x 32 bytes) or @smem=N sets the launch's dynamic shared memory
-(the plan's by default). Its bits against
-the op's and its largest error against float64 are reported, not asserted: an ablation patch
-(smx_ablate_*) computes wrong values by design. --rounds: time every
-function of a case this many times, alternating the order, and keep each one's minimum.
+--patches (session 30): each dev/patches file named (its csrc/ops hunks applied to a copy of
+the source, lab.patched_source) built with the op's options and launch shape, timed beside
+the op as the file's stem; A.patch+B.patch applies B over A; FILE@-DX=1@-DY=2 adds (or
+replaces) those options; @smem=slots (the staged slots, OPT x THREADS x 32 bytes) or
+@smem=N sets the launch's dynamic shared memory (the plan's by default). Its bits against
+the op's and its largest error against float64 are reported, not asserted: an ablation
+patch (smx_ablate_*) computes wrong values by design. --rounds: time every function of a
+case this many times, alternating the order, and keep each one's minimum.
 --rows (a lab variant, session 11, not a build the launch rules select): dev/cuda/
 softmax_rows_lab.cu appended to the shipped source, tileops_softmax_rows: one CTA of 1024
 threads per row whose halves take the row's 8 chunks two at a time, exactly as the
@@ -137,16 +137,15 @@ DEFINES = {"divrn": ("-DSMX_FASTDIV=0",)}
 
 def patch_launcher(x, t, out_dtype, spec):
     """launch(): the op's build for x (and t) from the shipped source with dev/patches/PATCH
-    applied (lab.patched_source) into a new output: the shipped options and launch shape,
-    spec = PATCH[+PATCH...][@-DX=v...][@smem=slots|N] (patches applied in turn) adding or
-    replacing options, setting the dynamic
-    shared memory (slots: the staged slots' OPT x THREADS x 32 bytes)."""
+    applied (lab.patched_source) into a new output: the shipped options and launch shape;
+    spec = PATCH[+PATCH...][@-DX=v...][@smem=slots|N]: the patches applied in turn, options
+    added or replaced, the dynamic shared memory set (slots: OPT x THREADS x 32 bytes)."""
     patch, *extra = spec.split("@")
     patches = tuple(patch.split("+"))   # applied in turn
     defines = tuple(d for d in extra if d.startswith("-D"))
     smems = [d[5:] for d in extra if d.startswith("smem=")]
     if len(defines) + len(smems) != len(extra) or len(smems) > 1:
-        raise SystemExit(f"--patches {spec}: expected PATCH[@-DX=v...][@smem=slots|N]")
+        raise SystemExit(f"--patches {spec}: expected PATCH[+PATCH...][@-DX=v...][@smem=slots|N]")
     dev, B, probs, source, kernel, opts, plan = _specialised(x, t, out_dtype)
     names = tuple(d.split("=")[0] + "=" for d in defines)
     opts = tuple(o for o in opts if not o.startswith(names)) + defines
@@ -245,6 +244,21 @@ def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, div
     return row
 
 
+def variant_table(rows, name):
+    """A variant's times beside the op's and the copy's, its bits against the op's (and its
+    largest error against float64 where measured), for each case that timed it."""
+    print(f"\n{name}\n{'case':36s} {'hot':>9s} {'cold':>9s} {'/copy h':>8s} {'/copy c':>8s} {'/op h':>7s} "
+          f"{'/op c':>7s}  bits     max rel err")
+    for r in rows:
+        if name + "_hot_us" not in r:
+            continue
+        hot, cold = r[name + "_hot_us"], r[name + "_cold_us"]
+        bits = "the op's" if r[name + "_bitwise"] else "DIFFER"
+        err = f" {r[name + '_max_rel_err']:.2e}" if name + "_max_rel_err" in r else ""
+        print(f"{r['case']:36s} {hot:9.2f} {cold:9.2f} {hot / r['copy_hot_us']:8.2f} {cold / r['copy_cold_us']:8.2f} "
+              f"{hot / r['tileops_hot_us']:7.2f} {cold / r['tileops_cold_us']:7.2f}  {bits:8s}{err}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="B = 128, 256, V = 128256, bfloat16 only")
@@ -278,43 +292,20 @@ def main():
             r[f"tileops_{m}_gbps"] = r["bytes"] / r[f"tileops_{m}_us"] / 1e3
             r[f"over_copy_{m}"] = r[f"tileops_{m}_us"] / r[f"copy_{m}_us"]
     hdr = (f"{'case':36s} {'hot us':>8s} {'cold us':>8s} {'GB/s':>6s} {'copy hot':>9s} {'copy cold':>9s} "
-           f"{'/copy h':>8s} {'/copy c':>8s} {'torch hot':>9s} {'compile hot':>11s} {'compile cold':>12s} {'convert h':>9s} "
-           f"{'convert c':>9s}")
+           f"{'/copy h':>8s} {'/copy c':>8s} {'torch hot':>9s} {'compile hot':>11s} {'compile cold':>12s} "
+           f"{'convert h':>9s} {'convert c':>9s}")
     print(hdr)
     for r in rows:
         goal = "" if r["B"] < 32 else ("  ok" if max(r["over_copy_hot"], r["over_copy_cold"]) <= 1.1
                                       else "  > 1.1x copy")
         print(f"{r['case']:36s} {r['tileops_hot_us']:8.2f} {r['tileops_cold_us']:8.2f} {r['tileops_cold_gbps']:6.0f} "
               f"{r['copy_hot_us']:9.2f} {r['copy_cold_us']:9.2f} {r['over_copy_hot']:8.2f} {r['over_copy_cold']:8.2f} "
-              f"{r['torch_hot_us']:9.2f} {r['compile_hot_us']:11.2f} {r['compile_cold_us']:12.2f} {r['convert_hot_us']:9.2f} "
-              f"{r['convert_cold_us']:9.2f}{goal}")
-    for variant in (("staged",) if args.staged else ()) + (("divrn",) if args.divrn else ()):
-        print(f"\n{'case':36s} {variant + ' hot':>9s} {variant + ' cold':>9s} {'/copy h':>8s} {'/copy c':>8s} {'/op h':>7s} "
-              f"{'/op c':>7s}  bits")
-        for r in rows:
-            if variant + "_hot_us" in r:
-                print(f"{r['case']:36s} {r[variant + '_hot_us']:9.2f} {r[variant + '_cold_us']:9.2f} "
-                      f"{r[variant + '_hot_us'] / r['copy_hot_us']:8.2f} {r[variant + '_cold_us'] / r['copy_cold_us']:8.2f} "
-                      f"{r[variant + '_hot_us'] / r['tileops_hot_us']:7.2f} {r[variant + '_cold_us'] / r['tileops_cold_us']:7.2f}  "
-                      f"{'the op' + chr(39) + 's' if r[variant + '_bitwise'] else 'DIFFER'}")
-    for patch in patches:
-        name = variant_name(patch)
-        print(f"\n{name}")
-        print(f"{'case':36s} {'hot':>9s} {'cold':>9s} {'/copy h':>8s} {'/copy c':>8s} {'/op h':>7s} {'/op c':>7s}  bits"
-              f"       max rel err")
-        for r in rows:
-            print(f"{r['case']:36s} {r[name + '_hot_us']:9.2f} {r[name + '_cold_us']:9.2f} "
-                  f"{r[name + '_hot_us'] / r['copy_hot_us']:8.2f} {r[name + '_cold_us'] / r['copy_cold_us']:8.2f} "
-                  f"{r[name + '_hot_us'] / r['tileops_hot_us']:7.2f} {r[name + '_cold_us'] / r['tileops_cold_us']:7.2f}  "
-                  f"{'the op' + chr(39) + 's' if r[name + '_bitwise'] else 'DIFFER':8s} {r[name + '_max_rel_err']:.2e}")
-    if args.rows:
-        print(f"\n{'case':36s} {'rows hot':>9s} {'rows cold':>9s} {'/copy h':>8s} {'/copy c':>8s} {'/op h':>7s} "
-              f"{'/op c':>7s}  bits")
-        for r in rows:
-            print(f"{r['case']:36s} {r['rows_hot_us']:9.2f} {r['rows_cold_us']:9.2f} "
-                  f"{r['rows_hot_us'] / r['copy_hot_us']:8.2f} {r['rows_cold_us'] / r['copy_cold_us']:8.2f} "
-                  f"{r['rows_hot_us'] / r['tileops_hot_us']:7.2f} {r['rows_cold_us'] / r['tileops_cold_us']:7.2f}  "
-                  f"{'the op' + chr(39) + 's' if r['rows_bitwise'] else 'DIFFER'}")
+              f"{r['torch_hot_us']:9.2f} {r['compile_hot_us']:11.2f} {r['compile_cold_us']:12.2f} "
+              f"{r['convert_hot_us']:9.2f} {r['convert_cold_us']:9.2f}{goal}")
+    names = ((("staged",) if args.staged else ()) + (("divrn",) if args.divrn else ()) +
+             tuple(variant_name(p) for p in patches) + (("rows",) if args.rows else ()))
+    for name in names:
+        variant_table(rows, name)
     with open(args.out, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
 
