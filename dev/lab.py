@@ -72,6 +72,11 @@ def apply_patch(text: str, patch: str, path: str) -> str:
     return out
 
 
+def files_of(patch: str) -> list:
+    """The files a unified diff `patch` writes (its +++ lines, the a/ or b/ prefix dropped)."""
+    return sorted({ln[4:].strip().split("/", 1)[-1] for ln in patch.split("\n") if ln.startswith("+++ ")})
+
+
 @functools.lru_cache(maxsize=None)
 def patched_source(shipped: str, patch_files) -> str:
     """The path of a temporary .cu: the shipped source `shipped` (e.g.
@@ -88,7 +93,7 @@ def patched_source(shipped: str, patch_files) -> str:
     shutil.copytree(DEV_DIR.parent / "csrc" / "ops", tmp / "ops")
     for name in ([patch_files] if isinstance(patch_files, str) else patch_files):
         patch = (DEV_DIR / "patches" / name).read_text()
-        for f in sorted({ln[4:].strip().split("/", 1)[-1] for ln in patch.split("\n") if ln.startswith("+++ ")}):
+        for f in files_of(patch):
             if not f.startswith("csrc/ops/"):   # the patch's lab scripts and tests: not kernel source
                 continue
             target = tmp / "ops" / Path(f).relative_to("csrc/ops")

@@ -65,6 +65,26 @@ def test_time_top_k_names_patched_variants(lab):
         T.parse_variant("c8u")
 
 
+def test_apply_patch_writes_a_parked_patch_into_the_tree_once(tmp_path, lab, monkeypatch):
+    """dev/apply_patch.py (the device call's way to run GPU tests on a parked change, no git
+    there): the shipped file becomes what the lab applier makes of it; a second application
+    finds its hunks gone and refuses."""
+    import apply_patch as A
+    sys.modules.pop("apply_patch", None)
+    name = next((n for n in SOFTMAX_PATCHES if not n.startswith("smx_ablate_")), None)
+    if name is None:
+        pytest.skip("no softmax patch parked")
+    shutil.copytree(os.path.join(ROOT, "csrc", "ops"), tmp_path / "csrc" / "ops")
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    A.main([name])
+    patch = open(os.path.join(PATCH_DIR, name)).read()
+    for rel in (f for f in lab.files_of(patch) if f.startswith("csrc/ops/")):   # what it writes
+        shipped = open(os.path.join(ROOT, rel)).read()
+        assert (tmp_path / rel).read_text() == lab.apply_patch(shipped, patch, rel) != shipped, rel
+    with pytest.raises(ValueError, match="matches 0 places"):
+        A.main([name])
+
+
 def test_time_softmax_names_patched_variants(lab):
     """dev/time_softmax.py --patches' grammar: A.patch[+B.patch][@-DX=v...][@smem=...]"""
     import time_softmax as T
