@@ -12,13 +12,8 @@ ROOT = lab.DEV_DIR.parent
 
 
 def main(names):
-    for name in names:
-        patch = (lab.DEV_DIR / "patches" / name).read_text()
-        for f in lab.files_of(patch):
-            if f.startswith("csrc/ops/"):   # a patch's lab scripts and tests: not kernel source
-                target = ROOT / f
-                target.write_text(lab.apply_patch(target.read_text(), patch, f))
-                print(f"{name}: {f}")
+    for f in lab.write_patched(ROOT, names):
+        print(f"written: {f}")
 
 
 if __name__ == "__main__":

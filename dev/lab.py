@@ -77,6 +77,20 @@ def files_of(patch: str) -> list:
     return sorted({ln[4:].strip().split("/", 1)[-1] for ln in patch.split("\n") if ln.startswith("+++ ")})
 
 
+def write_patched(root: Path, names) -> list:
+    """Applies the dev/patches files `names` in turn to the kernel sources under
+    root/csrc/ops (a patch's lab scripts and tests are skipped): the files written."""
+    written = []
+    for name in names:
+        patch = (DEV_DIR / "patches" / name).read_text()
+        for f in files_of(patch):
+            if f.startswith("csrc/ops/"):
+                target = root / f
+                target.write_text(apply_patch(target.read_text(), patch, f))
+                written.append(f)
+    return written
+
+
 @functools.lru_cache(maxsize=None)
 def patched_source(shipped: str, patch_files) -> str:
     """The path of a temporary .cu: the shipped source `shipped` (e.g.
@@ -90,15 +104,9 @@ def patched_source(shipped: str, patch_files) -> str:
 
     from tileops import runtime
     tmp = Path(tempfile.mkdtemp(prefix="patched_"))
-    shutil.copytree(DEV_DIR.parent / "csrc" / "ops", tmp / "ops")
-    for name in ([patch_files] if isinstance(patch_files, str) else patch_files):
-        patch = (DEV_DIR / "patches" / name).read_text()
-        for f in files_of(patch):
-            if not f.startswith("csrc/ops/"):   # the patch's lab scripts and tests: not kernel source
-                continue
-            target = tmp / "ops" / Path(f).relative_to("csrc/ops")
-            target.write_text(apply_patch(target.read_text(), patch, f))
-    text = "\n".join(runtime._splice(str(tmp / "ops" / shipped), set(), ()))
+    shutil.copytree(DEV_DIR.parent / "csrc" / "ops", tmp / "csrc" / "ops")
+    write_patched(tmp, [patch_files] if isinstance(patch_files, str) else patch_files)
+    text = "\n".join(runtime._splice(str(tmp / "csrc" / "ops" / shipped), set(), ()))
     path = tmp / Path(shipped).name
     path.write_text(text)
     return str(path)
@@ -109,17 +117,18 @@ def default_out(filename: str) -> Path:
     return RESULTS_DIR / common.results_subdir("cuda") / filename
 
 
-def time_interleaved(fns: dict, rounds: int = 2) -> dict:
+def time_interleaved(fns: dict, rounds: int = 2, cold_warmup: int = 10, cold_rep: int = 40) -> dict:
     """{name: {"hot": [us, one per round], "cold": [...]}} of each callable of `fns` (name ->
     fn): hot, common.cuda_hot_us (a CUDA graph of 50 calls), and cold, common.cuda_cold_us
-    (10 warm-up calls, 40 timed, 256 MB written before each), in `rounds` interleaved rounds
-    (every other one in reverse order, so no name always runs first)."""
+    (cold_warmup warm-up calls, 10 by default, cold_rep timed, 40, 256 MB written before
+    each), in `rounds` interleaved rounds (every other one in reverse order, so no name
+    always runs first)."""
     names = list(fns)
     times = {k: {"hot": [], "cold": []} for k in names}
     for rnd in range(rounds):
         for k in (names if rnd % 2 == 0 else names[::-1]):
             times[k]["hot"].append(common.cuda_hot_us(fns[k]))
-            times[k]["cold"].append(common.cuda_cold_us(fns[k], warmup=10, rep=40))
+            times[k]["cold"].append(common.cuda_cold_us(fns[k], warmup=cold_warmup, rep=cold_rep))
     return times
 
 

@@ -65,7 +65,6 @@ import types
 
 import lab
 import torch
-from time_argmax import time_fns   # dev/: tileops.bench's timers
 
 from tileops import _C, runtime
 from tileops._dtypes import CODE
@@ -114,43 +113,18 @@ def rows_launcher(x, t, out_dtype):
     return launch
 
 
-def staged_launcher(x, out_dtype):
-    """launch(): tileops_softmax's staged build (TILEOPS_STAGE 1, its shared memory) for x
-    without a temperature into a new output: the shipped plan's launch shape otherwise."""
-    dev, B, probs, source, kernel, opts, plan = _specialised(x, None, out_dtype)
-    opts = tuple("-DTILEOPS_STAGE=1" if o.startswith("-DTILEOPS_STAGE=") else o for o in opts)
-    smem = plan.opt * plan.threads * 32
-    handle = runtime.build(dev, source, kernel, opts, "ppp", pdl=True)
-    args = (x.data_ptr(), 0, probs.data_ptr())
-    stream = torch._C._cuda_getCurrentRawStream
-    keep = x   # the pointer's tensor lives as long as the launch
-
-    def launch():
-        _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, smem, stream(dev), *args)
-        return probs if keep is not None else None
-    return launch
-
-
-# lab builds of the op's own source: the shipped options, these replaced or added
-DEFINES = {"divrn": ("-DSMX_FASTDIV=0",)}
-
-
-def patch_launcher(x, t, out_dtype, spec):
-    """launch(): the op's build for x (and t) from the shipped source with dev/patches/PATCH
-    applied (lab.patched_source) into a new output: the shipped options and launch shape;
-    spec = PATCH[+PATCH...][@-DX=v...][@smem=slots|N]: the patches applied in turn, options
-    added or replaced, the dynamic shared memory set (slots: OPT x THREADS x 32 bytes)."""
-    patch, *extra = spec.split("@")
-    patches = tuple(patch.split("+"))   # applied in turn
-    defines = tuple(d for d in extra if d.startswith("-D"))
-    smems = [d[5:] for d in extra if d.startswith("smem=")]
-    if len(defines) + len(smems) != len(extra) or len(smems) > 1:
-        raise SystemExit(f"--patches {spec}: expected PATCH[+PATCH...][@-DX=v...][@smem=slots|N]")
+def build_launcher(x, t, out_dtype, defines=(), patches=(), smem=None):
+    """launch(): the op's build for x (and t) into a new output, the shipped plan's launch
+    shape: `defines` each replacing the shipped option of its name, or added; `patches`
+    (dev/patches files) applied in turn to the source (lab.patched_source); the dynamic
+    shared memory the plan's, or smem ("slots": the staged slots, OPT x THREADS x 32 bytes,
+    or a byte count)."""
     dev, B, probs, source, kernel, opts, plan = _specialised(x, t, out_dtype)
     names = tuple(d.split("=")[0] + "=" for d in defines)
-    opts = tuple(o for o in opts if not o.startswith(names)) + defines
-    smem = plan.smem if not smems else plan.opt * plan.threads * 32 if smems[0] == "slots" else int(smems[0])
-    handle = runtime.build(dev, lab.patched_source(source, patches), kernel, opts, "ppp", pdl=True)
+    opts = tuple(o for o in opts if not o.startswith(names)) + tuple(defines)
+    smem = plan.smem if smem is None else plan.opt * plan.threads * 32 if smem == "slots" else int(smem)
+    handle = runtime.build(dev, lab.patched_source(source, tuple(patches)) if patches else source, kernel, opts,
+                           "ppp", pdl=True)
     args = (x.data_ptr(), 0 if t is None else t.data_ptr(), probs.data_ptr())
     stream = torch._C._cuda_getCurrentRawStream
     keep = types.SimpleNamespace(x=x, t=t)   # the pointers' tensors live as long as the launch
@@ -159,43 +133,43 @@ def patch_launcher(x, t, out_dtype, spec):
         _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, smem, stream(dev), *args)
         return probs if keep else None
     return launch
+
+
+def staged_launcher(x, out_dtype):
+    """tileops_softmax's staged build (TILEOPS_STAGE 1, its shared memory) for x without a
+    temperature: the shipped plan's launch shape otherwise."""
+    return build_launcher(x, None, out_dtype, ("-DTILEOPS_STAGE=1",), smem="slots")
+
+
+# lab builds of the op's own source: the shipped options, these replaced or added. divrn:
+# -DSMX_FASTDIV=0 (every element divided by div.rn inline, the division before the
+# reciprocal was made once a row)
+DEFINES = {"divrn": ("-DSMX_FASTDIV=0",)}
+
+
+def parse_spec(spec):
+    """--patches' PATCH[+PATCH...][@-DX=v...][@smem=slots|N] -> (patches, defines, smem or None)"""
+    patch, *extra = spec.split("@")
+    defines = tuple(d for d in extra if d.startswith("-D"))
+    smems = [d[5:] for d in extra if d.startswith("smem=")]
+    if len(defines) + len(smems) != len(extra) or len(smems) > 1:
+        raise SystemExit(f"--patches {spec}: expected PATCH[+PATCH...][@-DX=v...][@smem=slots|N]")
+    return tuple(patch.split("+")), defines, smems[0] if smems else None
 
 
 def variant_name(spec):
     """A.patch[+B.patch...][@-DX=v...][@smem=...] -> the patches' stems joined by +, then @X=v
     for each option (and smem)"""
-    patch, *extra = spec.split("@")
-    return "+".join(p.rsplit(".", 1)[0] for p in patch.split("+")) + "".join(
-        "@" + (d[2:] if d.startswith("-D") else d) for d in extra)
+    patches, defines, smem = parse_spec(spec)
+    return ("+".join(p.rsplit(".", 1)[0] for p in patches) + "".join("@" + d[2:] for d in defines) +
+            ("" if smem is None else f"@smem={smem}"))
 
 
 def time_rounds(fns, rounds):
-    """time_fns over `rounds` rounds (every other one in reverse order): each key's minimum"""
-    best = {}
-    for r in range(rounds):
-        order = list(fns) if r % 2 == 0 else list(fns)[::-1]
-        for k, v in time_fns({k: fns[k] for k in order}).items():
-            best[k] = min(v, best.get(k, v))
-    return best
-
-
-def defines_launcher(x, t, out_dtype, defines):
-    """launch(): the op's own build for x (and t) with `defines` (each replacing the
-    shipped option of its name, or added) into a new output: the shipped plan's launch
-    shape. divrn: -DSMX_FASTDIV=0 (every element divided by div.rn inline, the division
-    before the reciprocal was made once a row)."""
-    dev, B, probs, source, kernel, opts, plan = _specialised(x, t, out_dtype)
-    names = tuple(d.split("=")[0] + "=" for d in defines)
-    opts = tuple(o for o in opts if not o.startswith(names)) + tuple(defines)
-    handle = runtime.build(dev, source, kernel, opts, "ppp", pdl=True)
-    args = (x.data_ptr(), 0 if t is None else t.data_ptr(), probs.data_ptr())
-    stream = torch._C._cuda_getCurrentRawStream
-    keep = types.SimpleNamespace(x=x, t=t)   # the pointers' tensors live as long as the launch
-
-    def launch():
-        _C.cuda_launch(handle, B * plan.cluster, 1, 1, plan.threads, 1, 1, plan.smem, stream(dev), *args)
-        return probs if keep else None
-    return launch
+    """lab.time_interleaved with tileops.bench's cold defaults (25 warm-up calls, 100 timed):
+    each function's minimum over the rounds, as {name_hot_us, name_cold_us}"""
+    times = lab.time_interleaved(fns, rounds, cold_warmup=25, cold_rep=100)
+    return {f"{k}_{m}_us": min(v[m]) for k, v in times.items() for m in ("hot", "cold")}
 
 
 def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, divrn_lab=False, patches=(), rounds=1):
@@ -226,15 +200,16 @@ def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, div
     words = not temperature and dtype != torch.float32   # the registers builds' cases
     labs = (("staged",) if staged_lab and words else ()) + (("divrn",) if divrn_lab else ())
     for variant in labs:
-        fns[variant] = staged_launcher(x, torch.float32) if variant == "staged" else defines_launcher(
+        fns[variant] = staged_launcher(x, torch.float32) if variant == "staged" else build_launcher(
             x, t, torch.float32, DEFINES[variant])
         p = fns[variant]()
         torch.cuda.synchronize()
         torch.testing.assert_close(p.double(), torch.softmax(z, -1), rtol=1e-5, atol=1e-12)
         row[variant + "_bitwise"] = bool(torch.equal(p, got))
-    for patch in patches:
-        name = variant_name(patch)
-        fns[name] = patch_launcher(x, t, torch.float32, patch)
+    for spec in patches:
+        name = variant_name(spec)
+        files, defines, smem = parse_spec(spec)
+        fns[name] = build_launcher(x, t, torch.float32, defines, files, smem)
         p = fns[name]()
         torch.cuda.synchronize()
         row[name + "_bitwise"] = bool(torch.equal(p, got))

@@ -91,6 +91,10 @@ def test_time_softmax_names_patched_variants(lab):
     sys.modules.pop("time_softmax", None)
     assert T.variant_name("smx_a.patch") == "smx_a"
     assert T.variant_name("a.patch+b.patch@-DTILEOPS_STAGE=3@smem=slots") == "a+b@TILEOPS_STAGE=3@smem=slots"
+    assert T.parse_spec("a.patch+b.patch@-DX=1@smem=0") == (("a.patch", "b.patch"), ("-DX=1",), "0")
+    assert T.parse_spec("a.patch") == (("a.patch",), (), None)
+    with pytest.raises(SystemExit, match="expected PATCH"):
+        T.parse_spec("a.patch@X=1")
 
 
 @NEEDS_NVCC
