@@ -3,17 +3,24 @@ old lines must occur exactly once), for a device call that times a parked change
 op and then runs the GPU tests on it: the device has no git promised. CUDA C is compiled at
 run time (NVRTC, its cache keyed by the source), so no rebuild is needed after it.
 
-    python3 dev/apply_patch.py smx_whole_sectors.patch [more.patch ...]"""
+    python3 dev/apply_patch.py smx_whole_sectors.patch [more.patch ...]
+
+The names applied are appended to the tree's .applied_patches (git ignores it), so a later
+call may apply a patch over them (one whose header says "Applies over: ...")."""
 import sys
 
 import lab
 
 ROOT = lab.DEV_DIR.parent
+RECORD = ".applied_patches"
 
 
 def main(names):
-    for f in lab.write_patched(ROOT, names):
+    record = ROOT / RECORD
+    applied = tuple(record.read_text().split()) if record.exists() else ()
+    for f in lab.write_patched(ROOT, names, applied):
         print(f"written: {f}")
+    record.write_text("".join(f"{n}\n" for n in (*applied, *names)))
 
 
 if __name__ == "__main__":

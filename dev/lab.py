@@ -12,6 +12,7 @@ path."""
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from pathlib import Path
 
@@ -77,12 +78,27 @@ def files_of(patch: str) -> list:
     return sorted({ln[4:].strip().split("/", 1)[-1] for ln in patch.split("\n") if ln.startswith("+++ ")})
 
 
-def write_patched(root: Path, names) -> list:
+def bases_of(patch: str) -> tuple:
+    """The patches a parked patch's text `patch` says it applies over, in order (its
+    header's "Applies over: A.patch[, B.patch]" line; none: the shipped sources)."""
+    for ln in patch.split("\ndiff --git", 1)[0].split("\n"):
+        if ln.startswith("Applies over:"):
+            return tuple(re.findall(r"[\w.+-]+\.patch", ln[len("Applies over:"):].split("(", 1)[0]))
+    return ()
+
+
+def write_patched(root: Path, names, applied=()) -> list:
     """Applies the dev/patches files `names` in turn to the kernel sources under
-    root/csrc/ops (a patch's lab scripts and tests are skipped): the files written."""
+    root/csrc/ops (a patch's lab scripts and tests are skipped): the files written. A patch
+    that applies over others (bases_of) must come after them, or they be among `applied`
+    (already in root's sources)."""
     written = []
-    for name in names:
+    for i, name in enumerate(names):
         patch = (DEV_DIR / "patches" / name).read_text()
+        missing = [b for b in bases_of(patch) if b not in (*applied, *names[:i])]
+        if missing:
+            raise ValueError(f"{name} applies over {', '.join(missing)}: apply that first "
+                             f"(--patches {'+'.join((*missing, name))})")
         for f in files_of(patch):
             if f.startswith("csrc/ops/"):
                 target = root / f

@@ -1,8 +1,9 @@
 """The kernel changes parked under dev/patches (measured on a GPU or waiting for their
-first run there) still apply to the shipped sources, by git and by dev/lab.py's applier
-(what dev/time_top_k.py's patched variants use on the device), and the kernels they patch
-still compile (nvcc, sm_90a, without spills): a change to a shipped file that breaks a
-parked patch shows here. Skipped where git or nvcc is not installed."""
+first run there) still apply to the shipped sources (or over the patches their header
+names: "Applies over: A.patch"), by git and by dev/lab.py's applier (what dev/time_top_k.py's
+patched variants use on the device), and the kernels they patch still compile (nvcc,
+sm_90a, without spills): a change to a shipped file that breaks a parked patch shows here.
+Skipped where git or nvcc is not installed."""
 import os
 import shutil
 import subprocess
@@ -15,6 +16,31 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PATCH_DIR = os.path.join(ROOT, "dev", "patches")   # git keeps no empty folder: none may be parked
 PATCHES = sorted(f for f in os.listdir(PATCH_DIR) if f.endswith(".patch")) if os.path.isdir(PATCH_DIR) else []
 GIT = shutil.which("git")
+
+
+def _text(name):
+    with open(os.path.join(PATCH_DIR, name)) as f:
+        return f.read()
+
+
+def _from_lab(fn, *args):
+    """dev/lab.py's `fn`(*args), outside the lab fixture (at collection, or for its helpers)"""
+    sys.path.insert(0, os.path.join(ROOT, "dev"))
+    try:
+        import lab as dev_lab
+        return getattr(dev_lab, fn)(*args)
+    finally:
+        sys.path.remove(os.path.join(ROOT, "dev"))
+        sys.modules.pop("lab", None)
+
+
+def _bases(name):
+    """The parked patches `name` applies over (its header's "Applies over:" line), each's own first."""
+    return tuple(b for d in _from_lab("bases_of", _text(name)) for b in (*_bases(d), d))
+
+
+def _chain(name):
+    return (*_bases(name), name)
 NEEDS_NVCC = pytest.mark.skipif(nvcc() is None, reason="nvcc is not installed: the CUDA C compile check needs it")
 
 
@@ -28,10 +54,36 @@ def lab(monkeypatch):
 
 @pytest.mark.skipif(GIT is None, reason="git is not installed: the patch check needs it")
 @pytest.mark.parametrize("name", PATCHES)
-def test_a_parked_patch_applies_by_git(name):
-    r = subprocess.run([GIT, "apply", "--check", os.path.join("dev", "patches", name)], cwd=ROOT,
+def test_a_parked_patch_applies_by_git(name, tmp_path):
+    """Alone on the shipped tree, or (with an "Applies over:" line) on a copy of the files
+    they touch with its bases applied by git first."""
+    bases = _bases(name)
+    cwd = ROOT
+    if bases:
+        files = sorted({f for n in (*bases, name) for f in _from_lab("files_of", _text(n))})
+        for f in files:
+            (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(os.path.join(ROOT, f), tmp_path / f)
+        for b in bases:
+            r = subprocess.run([GIT, "apply", os.path.join(PATCH_DIR, b)], cwd=tmp_path, capture_output=True, text=True)
+            assert r.returncode == 0, (b, r.stderr)
+        cwd = tmp_path
+    r = subprocess.run([GIT, "apply", "--check", os.path.join(PATCH_DIR, name)], cwd=cwd,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_patch_over_another_needs_it_first(lab, tmp_path):
+    """A patch whose header says "Applies over: B.patch" is refused alone, with the order to
+    name (the lab's applier would otherwise say only that a hunk matches nothing)."""
+    text = "Why.\nApplies over: smx_b.patch, c-d.patch (the lab: ...)\ndiff --git a/x b/x\nApplies over: no.patch\n"
+    assert lab.bases_of(text) == ("smx_b.patch", "c-d.patch")
+    assert lab.bases_of("no header\ndiff --git a/x b/x\n") == ()
+    over = [n for n in PATCHES if _bases(n)]
+    if not over:
+        pytest.skip("no parked patch applies over another")
+    with pytest.raises(ValueError, match="applies over .*: apply that first"):
+        lab.write_patched(tmp_path, [over[0]])   # refused before it reads or writes a file
 
 
 def test_the_labs_applier_applies_each_hunk_once_or_says_why(lab):
@@ -71,7 +123,7 @@ def test_apply_patch_writes_a_parked_patch_into_the_tree_once(tmp_path, lab, mon
     finds its hunks gone and refuses."""
     import apply_patch as A
     sys.modules.pop("apply_patch", None)
-    name = next((n for n in SOFTMAX_PATCHES if not n.startswith("smx_ablate_")), None)
+    name = next((n for n in SOFTMAX_PATCHES if not n.startswith("smx_ablate_") and not _bases(n)), None)
     if name is None:
         pytest.skip("no softmax patch parked")
     shutil.copytree(os.path.join(ROOT, "csrc", "ops"), tmp_path / "csrc" / "ops")
@@ -83,6 +135,33 @@ def test_apply_patch_writes_a_parked_patch_into_the_tree_once(tmp_path, lab, mon
         assert (tmp_path / rel).read_text() == lab.apply_patch(shipped, patch, rel) != shipped, rel
     with pytest.raises(ValueError, match="matches 0 places"):
         A.main([name])
+
+
+def test_apply_patch_applies_a_patch_over_one_it_applied_before(tmp_path, lab, monkeypatch):
+    """apply_patch.py records what it applied (.applied_patches), so a patch that applies
+    over another goes in by a later call (the device call tests the base, then both); on a
+    tree without its base it is refused, nothing written."""
+    import apply_patch as A
+    sys.modules.pop("apply_patch", None)
+    over = next((n for n in PATCHES if _bases(n)), None)
+    if over is None:
+        pytest.skip("no parked patch applies over another")
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    shutil.copytree(os.path.join(ROOT, "csrc", "ops"), tmp_path / "csrc" / "ops")
+    before = {p: p.read_text() for p in (tmp_path / "csrc" / "ops").rglob("*") if p.is_file()}
+    with pytest.raises(ValueError, match="applies over"):
+        A.main([over])
+    assert {p: p.read_text() for p in before} == before and not (tmp_path / A.RECORD).exists()
+    for b in _bases(over):
+        A.main([b])
+    A.main([over])
+    assert (tmp_path / A.RECORD).read_text().split() == [*_bases(over), over]
+    for rel in (f for f in lab.files_of(_text(over)) if f.startswith("csrc/ops/")):
+        want = open(os.path.join(ROOT, rel)).read()
+        for n in _chain(over):
+            if rel in lab.files_of(_text(n)):
+                want = lab.apply_patch(want, _text(n), rel)
+        assert (tmp_path / rel).read_text() == want, rel
 
 
 def test_time_softmax_names_patched_variants(lab):
@@ -112,7 +191,7 @@ def test_a_parked_sampling_patch_compiles_without_spills(tmp_path, lab, name):
             for spec in (K.top_k_top_p_mask_specialisation(CODE[dt], 128256, True, 3, True, True, c),
                          K.top_k_specialisation(CODE[dt], 152064, 50, True, True, c)):
                 source, kernel, opts, _ = spec
-                nvcc_bare(tmp_path, lab.patched_source(source, (name,)), kernel, opts)
+                nvcc_bare(tmp_path, lab.patched_source(source, _chain(name)), kernel, opts)
 
 
 ACTIVATION_PATCHES = [name for name in PATCHES if _touches(name, "csrc/ops/activation/")]
@@ -135,7 +214,7 @@ def test_a_parked_activation_patch_leaves_the_shipped_build(tmp_path, lab, name)
                     source, kernel, opts, _, _ = G.specialisation(op, dt, 14336, 16 // (4 if dt == 0 else 2),
                                                                    cast=cast, elems=elems)
                     shipped = nvcc_text(tmp_path, source, kernel, opts)
-                    patched = lab.patched_source(source, (name,))
+                    patched = lab.patched_source(source, _chain(name))
                     assert nvcc_text(tmp_path, patched, kernel, opts) == shipped, (op, dt, cast, elems)
 
 
@@ -148,7 +227,8 @@ def test_a_parked_softmax_patch_compiles_its_registers_build(tmp_path, lab, name
     """dev/time_softmax.py --patches NAME builds the op's registers build (16-bit logits,
     float32 out, no temperature) from the patched source: it compiles at both vocabularies
     within the shipped registers build's spill bound (32 bytes, test_cuda_sampling_
-    specialisations; an ablation, smx_ablate_*, a timing lab, up to 64; sm_90a)."""
+    specialisations; an ablation, smx_ablate_*, a timing lab, up to 64; sm_90a). A patch
+    that applies over others is built over them."""
     import torch
 
     from tileops._dtypes import CODE
@@ -156,5 +236,5 @@ def test_a_parked_softmax_patch_compiles_its_registers_build(tmp_path, lab, name
     for dt, V in ((torch.bfloat16, 128256), (torch.float16, 152064)):
         source, kernel, opts, plan = K.softmax_specialisation(CODE[dt], CODE[torch.float32], V, False, True, 90, 232448)
         assert plan.stage == 2
-        nvcc_bare(tmp_path, lab.patched_source(source, (name,)), kernel, opts,
+        nvcc_bare(tmp_path, lab.patched_source(source, _chain(name)), kernel, opts,
                   max_spill=64 if name.startswith("smx_ablate_") else 32)
