@@ -1,7 +1,8 @@
-"""Applies dev/patches files to this tree's csrc/ops by dev/lab.py's applier (each hunk's
-old lines must occur exactly once), for a device call that times a parked change beside the
-op and then runs the GPU tests on it: the device has no git promised. CUDA C is compiled at
-run time (NVRTC, its cache keyed by the source), so no rebuild is needed after it.
+"""Applies dev/patches files to this tree's csrc/ops and src/tileops (a kernel and its launch
+side) by dev/lab.py's applier (each hunk's old lines must occur exactly once), for a device
+call that times a parked change beside the op and then runs the GPU tests on it: the device
+has no git promised. CUDA C is compiled at run time (NVRTC, its cache keyed by the source)
+and the package is installed editable, so no rebuild is needed after it.
 
     python3 dev/apply_patch.py smx_whole_sectors.patch [more.patch ...]
 
@@ -13,12 +14,13 @@ import lab
 
 ROOT = lab.DEV_DIR.parent
 RECORD = ".applied_patches"
+PREFIXES = ("csrc/ops/", "src/tileops/")
 
 
 def main(names):
     record = ROOT / RECORD
     applied = tuple(record.read_text().split()) if record.exists() else ()
-    for f in lab.write_patched(ROOT, names, applied):
+    for f in lab.write_patched(ROOT, names, applied, PREFIXES):
         print(f"written: {f}")
     record.write_text("".join(f"{n}\n" for n in (*applied, *names)))
 

@@ -87,11 +87,12 @@ def bases_of(patch: str) -> tuple:
     return ()
 
 
-def write_patched(root: Path, names, applied=()) -> list:
-    """Applies the dev/patches files `names` in turn to the kernel sources under
-    root/csrc/ops (a patch's lab scripts and tests are skipped): the files written. A patch
-    that applies over others (bases_of) must come after them, or they be among `applied`
-    (already in root's sources)."""
+def write_patched(root: Path, names, applied=(), prefixes=("csrc/ops/",)) -> list:
+    """Applies the dev/patches files `names` in turn to their files under root that start
+    with one of `prefixes` (by default the kernel sources: a patch's launch side, lab
+    scripts and tests are skipped): the files written. A patch that applies over others
+    (bases_of) must come after them, or they be among `applied` (already in root's
+    sources)."""
     written = []
     for i, name in enumerate(names):
         patch = (DEV_DIR / "patches" / name).read_text()
@@ -100,7 +101,7 @@ def write_patched(root: Path, names, applied=()) -> list:
             raise ValueError(f"{name} applies over {', '.join(missing)}: apply that first "
                              f"(--patches {'+'.join((*missing, name))})")
         for f in files_of(patch):
-            if f.startswith("csrc/ops/"):
+            if f.startswith(tuple(prefixes)):
                 target = root / f
                 target.write_text(apply_patch(target.read_text(), patch, f))
                 written.append(f)
@@ -128,6 +129,26 @@ def patched_source(shipped: str, patch_files) -> str:
     return str(path)
 
 
+def parse_spec(spec: str, keys=()) -> tuple:
+    """A patched variant's spec, PATCH[+PATCH...][@-DX=v...][@KEY=v...] (KEY one of `keys`,
+    each at most once) -> (patches, defines, {KEY: v})."""
+    patch, *extra = spec.split("@")
+    defines = tuple(d for d in extra if d.startswith("-D"))
+    opts = [d.split("=", 1) for d in extra if not d.startswith("-D")]
+    if any(len(o) != 2 or o[0] not in keys for o in opts) or len({o[0] for o in opts}) != len(opts) or not patch:
+        grammar = "".join(f"[@{k}=v]" for k in keys)
+        raise SystemExit(f"--patches {spec}: expected PATCH[+PATCH...][@-DX=v...]{grammar}")
+    return tuple(patch.split("+")), defines, dict(opts)
+
+
+def variant_name(spec: str, keys=()) -> str:
+    """A.patch[+B.patch...][@-DX=v...][@KEY=v...] -> the patches' stems joined by +, then @X=v
+    for each define, then @KEY=v for each option"""
+    patches, defines, opts = parse_spec(spec, keys)
+    return ("+".join(p.rsplit(".", 1)[0] for p in patches) + "".join("@" + d[2:] for d in defines) +
+            "".join(f"@{k}={v}" for k, v in opts.items()))
+
+
 def default_out(filename: str) -> Path:
     """dev/results/<device dir>/<filename> (the device dir as benchmarks/common.py names it)."""
     return RESULTS_DIR / common.results_subdir("cuda") / filename
@@ -148,13 +169,13 @@ def time_interleaved(fns: dict, rounds: int = 2, cold_warmup: int = 10, cold_rep
     return times
 
 
-def min_rows(times: dict, workload: str, label: str, width: int, digits: int = 8) -> list:
-    """One result row per name of `times` (time_interleaved's): workload, dtype float16,
-    impl, and the minimum over the rounds hot and cold, each printed as "<label> <impl>
-    hot <us> cold <us>" (the impl padded to `width`, the times to `digits`)."""
+def min_rows(times: dict, workload: str, label: str, width: int, digits: int = 8, dtype: str = "float16") -> list:
+    """One result row per name of `times` (time_interleaved's): workload, dtype, impl, and
+    the minimum over the rounds hot and cold, each printed as "<label> <impl> hot <us> cold
+    <us>" (the impl padded to `width`, the times to `digits`)."""
     rows = []
     for k, t in times.items():
-        row = {"workload": workload, "dtype": "float16", "impl": k, "hot_us": min(t["hot"]), "cold_us": min(t["cold"])}
+        row = {"workload": workload, "dtype": dtype, "impl": k, "hot_us": min(t["hot"]), "cold_us": min(t["cold"])}
         rows.append(row)
         print(f"{label} {k:{width}s} hot {row['hot_us']:{digits}.2f}  cold {row['cold_us']:{digits}.2f}", flush=True)
     return rows

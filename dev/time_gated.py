@@ -8,13 +8,16 @@ erf GELU's small calls, up to cuda_gated.ELEMS_MAX outputs).
     python dev/time_gated.py [--out PATH.json] [--rows 1,32,256,4096] [--ns 14336,18944,28672]
                              [--unrolls 1,2,4,8] [--threads 256] [--grids wave,full]
                              [--op silu_and_mul|gelu_and_mul|gelu_tanh_and_mul] [--cast] [--elems]
-                             [--defines=-DTILEOPS_GATED_PLAIN=1]
+                             [--defines=-DTILEOPS_GATED_PLAIN=1] [--dtype float16|bfloat16]
+                             [--patches A.patch[+B.patch][@-DX=v],...]
 
 Per shape: the variants "u<U> t<threads> wave" / "... full" (and "elems t<threads>"),
 torch.compile of the reference (tileops.reference.activation's, with --cast Hugging Face's
 rounding) and a copy of the same bytes (torch's copy of a 1.5x buffer: x read, y written),
 hot (CUDA graph of 50 calls) and cold (256 MB written before each call), 2 interleaved
-rounds, min reported; every variant's y checked bit for bit against the first's. The
+rounds, min reported; every variant's y checked bit for bit against the first's (a
+--patches variant's bits and its largest error against float64 are reported instead: an
+ablation's are wrong by design; its label ends in +NAME, lab.variant_name). The
 questions: what closes the 8-15 % the op lost to torch.compile at 4096 tokens (dev/NOTES.md,
 session 5), and whether less code closes the one-token L2-cold gap (session 21: the erf
 kernel's 5.8 KB of code, +0.4 µs over torch.compile L2-cold, silu's 3.5 KB level).
@@ -27,6 +30,7 @@ import sys
 
 import torch
 
+import lab
 from lab import common, default_out, min_rows, time_interleaved
 
 tileops = common.import_tileops()
@@ -34,7 +38,7 @@ from tileops import _C, runtime  # noqa: E402
 from tileops.kernels.activation import cuda_gated as G  # noqa: E402
 from tileops.reference import activation as R  # noqa: E402
 
-DT = 1
+DTYPES = {"float16": (1, torch.float16), "bfloat16": (2, torch.bfloat16)}
 
 
 def main(argv=None):
@@ -51,7 +55,15 @@ def main(argv=None):
     p.add_argument("--defines", default="",
                    help="also each launch variant built with these space-separated -D options (labelled '+D'), "
                         "e.g. --defines=-DTILEOPS_GATED_PLAIN=1")
+    p.add_argument("--dtype", default="float16", choices=tuple(DTYPES))
+    p.add_argument("--patches", default="",
+                   help="also each launch variant built from the source with these dev/patches applied "
+                        "(comma-separated specs A.patch[+B.patch][@-DX=v...], labelled '+NAME')")
     a = p.parse_args(argv)
+    dt, torch_dt = DTYPES[a.dtype]
+    specs = [v for v in a.patches.split(",") if v]
+    for spec in specs:
+        lab.parse_spec(spec)   # a bad spec stops here, before any timing
     reference = lambda x: getattr(R, a.op)(x, cast_before_mul=a.cast)  # noqa: E731
     stream_of = torch._C._cuda_getCurrentRawStream
     sm = runtime.device_attributes(0)["sm_count"]
@@ -60,44 +72,56 @@ def main(argv=None):
     for n in (int(v) for v in a.ns.split(",")):
         for rows in (int(v) for v in a.rows.split(",")):
             gen = torch.Generator(device="cpu").manual_seed(0)
-            x = torch.randn(rows, 2 * n, generator=gen).to("cuda", torch.float16)
-            y = torch.empty(rows, n, device="cuda", dtype=torch.float16)
-            c_src = torch.empty(rows, 3 * n, device="cuda", dtype=torch.float16)
+            x = torch.randn(rows, 2 * n, generator=gen).to("cuda", torch_dt)
+            y = torch.empty(rows, n, device="cuda", dtype=torch_dt)
+            c_src = torch.empty(rows, 3 * n, device="cuda", dtype=torch_dt)
             c_dst = torch.empty_like(c_src)
             fns = {"copy 1.5x": lambda: c_dst.copy_(c_src), "torch.compile": lambda: compiled(x)}
-            ng = G.groups(DT, n)
+            ng = G.groups(dt, n)
             for u in (int(v) for v in a.unrolls.split(",")):
                 for threads in (int(v) for v in a.threads.split(",")):
-                    src, kname, opts, threads, _ = G.specialisation(a.op, DT, n, 8, u, threads, cast=a.cast)
+                    src, kname, opts, threads, _ = G.specialisation(a.op, dt, n, 8, u, threads, cast=a.cast)
                     need = -(-(rows * ng) // (threads * u))
                     grids = {"wave": min(need, sm * 2048 // threads), "full": min(need, G.GRID_MAX)}
-                    for extra, tag in ((), ""), *(((tuple(a.defines.split()), " +D"),) if a.defines else ()):
-                        h = runtime.build(0, src, kname, tuple(opts) + extra, G.ARG_FORMAT)
+                    builds = [(src, (), "")] + ([(src, tuple(a.defines.split()), " +D")] if a.defines else [])
+                    for spec in specs:
+                        files, defines, _ = lab.parse_spec(spec)
+                        builds.append((lab.patched_source(src, files), defines, " +" + lab.variant_name(spec)))
+                    for source, extra, tag in builds:
+                        names_ = tuple(d.split("=")[0] + "=" for d in extra)
+                        h = runtime.build(0, source, kname, tuple(o for o in opts if not o.startswith(names_)) + extra,
+                                          G.ARG_FORMAT)
                         for label in a.grids.split(","):
                             def fn(h=h, grid=grids[label], threads=threads):
                                 _C.cuda_launch(h, grid, 1, 1, threads, 1, 1, 0, stream_of(0), x.data_ptr(),
                                                y.data_ptr(), rows)
                             fns[f"u{u} t{threads} {label}{tag}"] = fn
             for threads in (int(v) for v in a.threads.split(",")) if a.elems else ():
-                src, kname, opts, threads, _ = G.specialisation(a.op, DT, n, 8, 1, threads, cast=a.cast, elems=True)
+                src, kname, opts, threads, _ = G.specialisation(a.op, dt, n, 8, 1, threads, cast=a.cast, elems=True)
                 h = runtime.build(0, src, kname, opts, G.ARG_FORMAT)
 
                 def fn(h=h, grid=min(-(-(rows * n) // threads), G.GRID_MAX), threads=threads):
                     _C.cuda_launch(h, grid, 1, 1, threads, 1, 1, 0, stream_of(0), x.data_ptr(), y.data_ptr(), rows)
                 fns[f"elems t{threads}"] = fn
             names = list(fns)
-            ref = None
-            for k in names:   # every variant gives the same bits
+            ref, exact = None, reference(x.double())
+            patched = {}
+            for k in names:   # every variant gives the same bits (a patched one: reported)
                 if k[0] == "u" or k.startswith("elems"):
                     y.zero_()
                     fns[k]()
                     torch.cuda.synchronize()
                     if ref is None:
                         ref = y.clone()
-                    assert torch.equal(y, ref), k
-            results += min_rows(time_interleaved(fns), f"{rows}x{n}", f"{rows:5d}x{n:<5d}", 16)
-            err = (ref.float() - reference(x.double()).float()).abs().max().item()
+                    if " +" in k and "+D" not in k:
+                        patched[k] = (torch.equal(y, ref), (y.double() - exact).abs().max().item())
+                    else:
+                        assert torch.equal(y, ref), k
+            results += min_rows(time_interleaved(fns), f"{rows}x{n}", f"{rows:5d}x{n:<5d}", 16, dtype=a.dtype)
+            err = (ref.double() - exact).abs().max().item()
             print(f"  max |y - float64 reference| {err:.3g}")
+            for k, (same, e) in patched.items():
+                print(f"  {k}: {'the same bits' if same else 'bits DIFFER'}, max |y - float64 reference| {e:.3g}")
             del fns, x, y, c_src, c_dst
     out = a.out or str(default_out("gated_variants.json"))
     what = f"gated activation launch variants, {a.op}{' cast' if a.cast else ''}"

@@ -149,20 +149,14 @@ DEFINES = {"divrn": ("-DSMX_FASTDIV=0",)}
 
 def parse_spec(spec):
     """--patches' PATCH[+PATCH...][@-DX=v...][@smem=slots|N] -> (patches, defines, smem or None)"""
-    patch, *extra = spec.split("@")
-    defines = tuple(d for d in extra if d.startswith("-D"))
-    smems = [d[5:] for d in extra if d.startswith("smem=")]
-    if len(defines) + len(smems) != len(extra) or len(smems) > 1:
-        raise SystemExit(f"--patches {spec}: expected PATCH[+PATCH...][@-DX=v...][@smem=slots|N]")
-    return tuple(patch.split("+")), defines, smems[0] if smems else None
+    patches, defines, opts = lab.parse_spec(spec, ("smem",))
+    return patches, defines, opts.get("smem")
 
 
 def variant_name(spec):
     """A.patch[+B.patch...][@-DX=v...][@smem=...] -> the patches' stems joined by +, then @X=v
     for each option (and smem)"""
-    patches, defines, smem = parse_spec(spec)
-    return ("+".join(p.rsplit(".", 1)[0] for p in patches) + "".join("@" + d[2:] for d in defines) +
-            ("" if smem is None else f"@smem={smem}"))
+    return lab.variant_name(spec, ("smem",))
 
 
 def time_rounds(fns, rounds):

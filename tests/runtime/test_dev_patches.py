@@ -197,25 +197,63 @@ def test_a_parked_sampling_patch_compiles_without_spills(tmp_path, lab, name):
 ACTIVATION_PATCHES = [name for name in PATCHES if _touches(name, "csrc/ops/activation/")]
 
 
-@NEEDS_NVCC
-@pytest.mark.skipif(shutil.which("readelf") is None,
-                    reason="readelf (binutils) is not installed: the check reads the cubin")
-@pytest.mark.parametrize("name", ACTIVATION_PATCHES)
-def test_a_parked_activation_patch_leaves_the_shipped_build(tmp_path, lab, name):
-    """Every gated kernel (op x dtype x Hugging Face rounding x the element build) with the
-    patch applied: its machine code is the shipped one's, byte for byte, so a patch that
-    adds a build behind a define changes nothing else. With no activation patch parked
-    this has no case."""
+def _keeps_shipped_builds(name):
+    """a patch whose header says "Shipped builds: unchanged" (it adds a build behind a define)"""
+    return any(ln.startswith("Shipped builds: unchanged") for ln in _text(name).split("\ndiff --git", 1)[0].split("\n"))
+
+
+def _gated_builds():
+    """every gated kernel: op x dtype x Hugging Face rounding x the element build"""
     from tileops.kernels.activation import cuda_gated as G
     for op in G.ops():
         for dt in (0, 1, 2):
             for cast in (False, True):
                 for elems in (False, True):
-                    source, kernel, opts, _, _ = G.specialisation(op, dt, 14336, 16 // (4 if dt == 0 else 2),
-                                                                   cast=cast, elems=elems)
-                    shipped = nvcc_text(tmp_path, source, kernel, opts)
-                    patched = lab.patched_source(source, _chain(name))
-                    assert nvcc_text(tmp_path, patched, kernel, opts) == shipped, (op, dt, cast, elems)
+                    yield (op, dt, cast, elems), G.specialisation(op, dt, 14336, 16 // (4 if dt == 0 else 2),
+                                                                  cast=cast, elems=elems)[:3]
+
+
+@NEEDS_NVCC
+@pytest.mark.skipif(shutil.which("readelf") is None,
+                    reason="readelf (binutils) is not installed: the check reads the cubin")
+@pytest.mark.parametrize("name", [n for n in ACTIVATION_PATCHES if _keeps_shipped_builds(n)])
+def test_a_parked_activation_patch_leaves_the_shipped_build(tmp_path, lab, name):
+    """Every gated kernel with a patch that says so applied: its machine code is the shipped
+    one's, byte for byte, so a patch that adds a build behind a define changes nothing else.
+    With no such patch parked this has no case."""
+    for case, (source, kernel, opts) in _gated_builds():
+        shipped = nvcc_text(tmp_path, source, kernel, opts)
+        patched = lab.patched_source(source, _chain(name))
+        assert nvcc_text(tmp_path, patched, kernel, opts) == shipped, case
+
+
+@NEEDS_NVCC
+@pytest.mark.parametrize("name", [n for n in ACTIVATION_PATCHES if not _keeps_shipped_builds(n)])
+def test_a_parked_activation_patch_compiles_every_gated_build(tmp_path, lab, name):
+    """Every gated kernel with a patch that changes them applied (an ablation too) compiles
+    without spills, as the shipped builds do. With no such patch parked this has no case."""
+    for case, (source, kernel, opts) in _gated_builds():
+        nvcc_bare(tmp_path, lab.patched_source(source, _chain(name)), kernel, opts)
+
+
+def test_apply_patch_writes_a_patchs_launch_side_too(tmp_path, lab, monkeypatch):
+    """apply_patch.py writes a parked patch's src/tileops hunks as well as its kernel's (a
+    kernel change and its launch side go in together on the device); the lab's timing copy
+    (patched_source) takes csrc/ops only."""
+    import apply_patch as A
+    sys.modules.pop("apply_patch", None)
+    name = next((n for n in PATCHES if _touches(n, "src/tileops/") and not _bases(n)), None)
+    if name is None:
+        pytest.skip("no parked patch has a launch side")
+    for top in ("csrc", "src"):
+        shutil.copytree(os.path.join(ROOT, top), tmp_path / top, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    monkeypatch.setattr(A, "ROOT", tmp_path)
+    A.main([name])
+    rels = lab.files_of(_text(name))
+    assert any(r.startswith("src/tileops/") for r in rels)
+    for rel in rels:
+        shipped = open(os.path.join(ROOT, rel)).read()
+        assert (tmp_path / rel).read_text() == lab.apply_patch(shipped, _text(name), rel) != shipped, rel
 
 
 SOFTMAX_PATCHES = [name for name in PATCHES if _touches(name, "csrc/ops/sampling/softmax.cu")]
