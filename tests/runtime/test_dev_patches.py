@@ -276,3 +276,28 @@ def test_a_parked_softmax_patch_compiles_its_registers_build(tmp_path, lab, name
         assert plan.stage == 2
         nvcc_bare(tmp_path, lab.patched_source(source, _chain(name)), kernel, opts,
                   max_spill=64 if name.startswith("smx_ablate_") else 32)
+
+
+def test_the_next_runs_plan_names_parked_patches_that_apply_in_its_order(lab, tmp_path):
+    """dev/next_run.sh (the next device call's plan): every --patches spec it times parses,
+    names parked patches and applies them in its order (a base before what applies over
+    it); what it applies before its tests goes in, patch after patch, on the shipped tree."""
+    import re
+    with open(os.path.join(ROOT, "dev", "next_run.sh")) as f:
+        script = f.read()
+    lists = dict(re.findall(r'^([A-Z_]+(?:SPECS|APPLY))="([^"]*)"', script, re.M))
+    specs = [s for k, v in lists.items() if k.endswith("SPECS") for s in v.split(",")]
+    applies = [v.split() for k, v in lists.items() if k.endswith("APPLY")]
+    assert specs and applies, lists
+    for spec in specs:
+        patches, _, _ = lab.parse_spec(spec)
+        assert set(patches) <= set(PATCHES), spec
+        for i, p in enumerate(patches):
+            assert set(_bases(p)) <= set(patches[:i]), spec
+    for names in applies:
+        assert set(names) <= set(PATCHES), names
+        for i, p in enumerate(names):
+            assert set(_bases(p)) <= set(names[:i]), names
+    r = subprocess.run(["bash", os.path.join(ROOT, "dev", "next_run.sh")], capture_output=True, text=True,
+                       env=dict(os.environ, NEXT_DRY="1", OUT=str(tmp_path)), timeout=60)
+    assert r.returncode == 0 and "next_run: done" in r.stdout, r.stdout + r.stderr

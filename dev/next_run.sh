@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The next device call's plan (dev/NOTES.md, "The next device run"), as one script so that a
+# call does all of it within its budget and the plan is tested here (tests/runtime/
+# test_dev_patches.py reads its specs):
+#   KIT_STEPS=none KIT_DEV="bash dev/next_run.sh softmax gated" bash tests/gpu/run_on_device.sh kit
+# Each plan named times its parked patches beside the op first (nothing applied: every
+# timing sees the shipped tree), then applies them (dev/apply_patch.py) and runs its GPU
+# tests, the timings of every plan before any plan's tests. Every step's timeout is capped by
+# what is left of NEXT_SECONDS (default 520: KIT_SECONDS' 570 less the build); results
+# land in $OUT as JSON, each step's output in $OUT/next_<step>.log. NEXT_DRY=1 prints the
+# steps without running them.
+#   softmax  issue 14: the whole-sectors stores, one exchange over them, fewer instructions
+#            and no exchanges over them (bf16 -> float32, 128256 / 152064, B = 32 / 128 /
+#            256, two rounds), the staged builds with a temperature; the softmax GPU tests
+#            on the whole-sectors patch, then with one exchange over it.
+#   gated    issue 12: 32-bit group indices and the no-activation ablation (256 and 4096
+#            tokens, 14336 / 18944, fp16 and bf16); the activation GPU tests on the index
+#            change.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-/tmp/tileops-out}
+mkdir -p "$OUT"
+BUDGET=${NEXT_SECONDS:-520}
+
+# the specs each plan times (--patches of dev/time_softmax.py and dev/time_gated.py)
+SOFTMAX_SPECS="smx_whole_sectors.patch,smx_whole_sectors.patch+smx_one_exchange.patch,smx_whole_sectors.patch+smx_fewer_on_whole.patch,smx_whole_sectors.patch+smx_ablate_noexch.patch"
+SOFTMAX_TEMP_SPECS="smx_whole_sectors.patch,smx_whole_sectors.patch+smx_one_exchange.patch"
+GATED_SPECS="gact_idx32.patch,gact_ablate_noact.patch,gact_idx32.patch+gact_ablate_noact.patch"
+# what each plan applies before its tests, in order, a call to dev/apply_patch.py each (a
+# group of tests after each call)
+SOFTMAX_APPLY="smx_whole_sectors.patch smx_one_exchange.patch"
+GATED_APPLY="gact_idx32.patch"
+PYTEST="python3 -m pytest -q -p no:cacheprovider"
+SOFTMAX_TESTS="$PYTEST tests/gpu/test_gpu_sampling.py -k 'softmax or same_bits_whatever or captures_in_a_cuda_graph or manifest_batches'"
+GATED_TESTS="$PYTEST tests/gpu/test_gpu_activation.py"
+
+run() {   # run NAME CAP COMMAND...: the command under the lesser of CAP and what is left
+    local name=$1 cap=$2; shift 2
+    local left=$(( BUDGET - SECONDS - 10 ))
+    [ "$left" -lt "$cap" ] && cap=$left
+    echo; echo "=== next_run $name (cap ${cap} s, ${SECONDS} s in) ==="
+    if [ -n "${NEXT_DRY:-}" ]; then echo "$*"; return 0; fi
+    if [ "$cap" -lt 15 ]; then echo "skipped: the budget is spent"; return 1; fi
+    timeout "$cap" "$@" > "$OUT/next_$name.log" 2>&1
+    local rc=$?
+    tail -40 "$OUT/next_$name.log"
+    echo "--- $name: exit $rc"
+    return $rc
+}
+
+softmax_time() {
+    run softmax_xpose 260 bash -c "cd dev && python3 time_softmax.py --quick --vocabs 128256,152064 \
+        --batches 32,128,256 --rounds 2 --patches $SOFTMAX_SPECS --out $OUT/softmax_xpose.json"
+    run softmax_xpose_temp 100 bash -c "cd dev && python3 time_softmax.py --temperature --vocabs 128256 \
+        --batches 32,128,256 --patches $SOFTMAX_TEMP_SPECS --out $OUT/softmax_xpose_temp.json"
+}
+gated_time() {
+    local op dt
+    for op in silu_and_mul gelu_and_mul gelu_tanh_and_mul; do
+        for dt in float16 bfloat16; do
+            run "gated_${op}_$dt" 45 bash -c "cd dev && python3 time_gated.py --op $op --dtype $dt --rows 256,4096 \
+                --ns 14336,18944 --unrolls 1 --threads 128 --grids full --patches $GATED_SPECS \
+                --out $OUT/gated_${op}_$dt.json"
+        done
+    done
+}
+apply_and_test() {   # apply_and_test PLAN "PATCHES" "TESTS": each patch applied in turn, the tests after each
+    local plan=$1 patches=$2 tests=$3 p
+    for p in $patches; do
+        run "${plan}_apply_${p%.patch}" 20 python3 dev/apply_patch.py "$p" || return 1
+        run "${plan}_tests_${p%.patch}" 150 bash -c "$tests" \
+            || { echo "(tests failed with $p: the rest of $plan's patches not applied)"; return 1; }
+    done
+}
+softmax_test() { apply_and_test softmax "$SOFTMAX_APPLY" "$SOFTMAX_TESTS"; }
+gated_test() { apply_and_test gated "$GATED_APPLY" "$GATED_TESTS"; }
+
+plans=("$@")
+[ ${#plans[@]} -eq 0 ] && plans=(softmax gated)
+for p in "${plans[@]}"; do
+    declare -F "${p}_time" >/dev/null || { echo "next_run: no plan '$p' (softmax, gated)"; exit 2; }
+done
+for p in "${plans[@]}"; do "${p}_time"; done
+for p in "${plans[@]}"; do "${p}_test"; done
+echo; echo "next_run: done in ${SECONDS} s"
