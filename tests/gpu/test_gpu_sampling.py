@@ -74,6 +74,37 @@ def test_softmax_rows_torch_gives_nan_are_nan():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", [128256, 152064, 20000])
+def test_softmax_of_masked_logits_where_most_ctas_hold_only_minus_inf(dtype, V):
+    # the sampler's chain: top-k / top-p masked logits (a few finite values, the rest -inf)
+    # into softmax, with and without a temperature. Rows: the mask's survivors where they
+    # fall (k 1, 5, 50), all in one CTA's chunk (the others -inf only: they add nothing to
+    # the sum), one survivor at the row's last element, survivors at the first element of
+    # every chunk (one each), a row masked to -inf but one element whose value is -1e4
+    from tileops.kernels.sampling import cuda_sampling as K
+    plan = K.row_plan(V, K.arch(torch.cuda.current_device()), 232448, 4)
+    x = sc.logits_like(8, V, dtype, DEV, seed=V + 21)
+    k = torch.tensor([1, 5, 50, V, V, V, V, V], dtype=torch.int32, device=DEV)
+    masked = TopKTopPMaskFwdOp()(x, k, None)
+    c = plan.chunk if plan.chunk + 40 < V else 0   # rank 1's chunk (rank 0's where one CTA takes the row)
+    masked[3:] = -INF
+    masked[3, c + 3: c + 40] = x[3, c + 3: c + 40]
+    masked[4, V - 1] = 2.5
+    masked[5, :: plan.chunk] = x[5, :: plan.chunk]
+    masked[6, V // 3] = -1e4
+    masked[7, 17] = 0.0
+    t = temperatures(8).to(DEV)
+    for temp in (None, t):
+        got = _sync(SoftmaxFwdOp(torch.float32)(masked, temp))
+        z = masked.double() if temp is None else masked.double() / temp.double()[:, None]
+        exact = torch.softmax(z, -1)
+        assert not got.isnan().any() and torch.equal(got[masked == -INF], torch.zeros_like(got[masked == -INF]))
+        torch.testing.assert_close(got.double(), exact, rtol=1e-5, atol=1e-12)
+        for r, q in ((4, V - 1), (6, V // 3), (7, 17)):   # a lone survivor: exactly 1
+            assert got[r, q].item() == 1.0 and got[r].sum().item() == 1.0, (r, temp is None)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("V", [128256, 152064, 20000, 16385, 301])
 def test_softmax_peaks_in_every_cta_and_pads_under_negative_temperature(dtype, V):
     # the row's peak at the first and at the last element of each CTA's chunk (the cluster
