@@ -20,9 +20,11 @@ PREFIXES = ("csrc/ops/", "src/tileops/")
 def main(names):
     record = ROOT / RECORD
     applied = tuple(record.read_text().split()) if record.exists() else ()
-    for f in lab.write_patched(ROOT, names, applied, PREFIXES):
-        print(f"written: {f}")
-    record.write_text("".join(f"{n}\n" for n in (*applied, *names)))
+    for name in names:   # recorded one by one: a later name's failure leaves the earlier ones' record
+        for f in lab.write_patched(ROOT, [name], applied, PREFIXES):
+            print(f"written: {f}")
+        applied += (name,)
+        record.write_text("".join(f"{n}\n" for n in applied))
 
 
 if __name__ == "__main__":
