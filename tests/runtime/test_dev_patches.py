@@ -40,7 +40,10 @@ def _bases(name):
 
 
 def _chain(name):
+    """`name` after every patch it applies over"""
     return (*_bases(name), name)
+
+
 NEEDS_NVCC = pytest.mark.skipif(nvcc() is None, reason="nvcc is not installed: the CUDA C compile check needs it")
 
 
