@@ -16,6 +16,11 @@
 #   gated    issue 12: 32-bit group indices and the no-activation ablation (256 and 4096
 #            tokens, 14336 / 18944, fp16 and bf16); the activation GPU tests on the index
 #            change.
+#   measure  no patch: what dev/NOTES.md's list asks measured again. The README's RoPE rows
+#            (dev/readme_bench.sh, README_OPS=^Rope; $OUT/readme.tar.gz), GeLU(erf)-and-mul
+#            at 4096 tokens with full timers (not --fast: over 1.05x the copy L2-cold by
+#            0.5-2 % in one --fast round, session 29), Nsight Compute on paged decode at
+#            B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/tileops-out}
@@ -74,11 +79,18 @@ apply_and_test() {   # apply_and_test PLAN "PATCHES" "TESTS": each patch applied
 }
 softmax_test() { apply_and_test softmax "$SOFTMAX_APPLY" "$SOFTMAX_TESTS"; }
 gated_test() { apply_and_test gated "$GATED_APPLY" "$GATED_TESTS"; }
+measure_time() {
+    run readme_rope 150 env README_OPS='^Rope' README_SECONDS_PER_OP=70 bash dev/readme_bench.sh
+    run gelu_4096 180 python3 -m tileops bench --device cuda --op GeluAndMulFwdOp --workloads T=4096 \
+        --dtypes float16,bfloat16 --compile dynamic --out "$OUT/gelu_4096.json" --no-plot
+    run ncu_pda1 160 env NCU_CASES='pda1:pda --B 1 --ctx 1024' bash dev/probes/ncu_run.sh
+}
+measure_test() { :; }   # nothing applied
 
 plans=("$@")
 [ ${#plans[@]} -eq 0 ] && plans=(softmax gated)
 for p in "${plans[@]}"; do
-    declare -F "${p}_time" >/dev/null || { echo "next_run: no plan '$p' (softmax, gated)"; exit 2; }
+    declare -F "${p}_time" >/dev/null || { echo "next_run: no plan '$p' (softmax, gated, measure)"; exit 2; }
 done
 for p in "${plans[@]}"; do "${p}_time"; done
 for p in "${plans[@]}"; do "${p}_test"; done

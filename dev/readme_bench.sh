@@ -8,13 +8,14 @@
 # (session 22 got 8 of 15 JSON files back when they lay in $OUT/readme/ one by one), and
 # a run cut by the time limit keeps the ops it finished.
 # README_BENCH_ARGS (default "--fast --compile dynamic"), README_SECONDS_PER_OP (default 60);
+# README_OPS, an extended regex, keeps only the ops it matches (e.g. '^Rope');
 # README_DRY=1 prints the commands instead of running them.
 set -uo pipefail
 out=${OUT:-/tmp/tileops-out}
 work=/tmp/tileops-readme
 dir=$work/readme
 rm -rf "$work"; mkdir -p "$dir" "$out"
-python3 benchmarks/summary.py --readme-workloads | while read -r op terms; do
+python3 benchmarks/summary.py --readme-workloads | grep -E -- "${README_OPS:-.}" | while read -r op terms; do
     cmd=(timeout "${README_SECONDS_PER_OP:-60}" python3 -m tileops bench --device cuda --op "$op" --workloads "$terms"
          --dtypes float16 ${README_BENCH_ARGS:---fast --compile dynamic} --out "$dir/$op.json" --no-plot)
     if [ -n "${README_DRY:-}" ]; then
