@@ -20,7 +20,9 @@
 #            (dev/readme_bench.sh, README_OPS=^Rope; $OUT/readme.tar.gz), GeLU(erf)-and-mul
 #            at 4096 tokens with full timers (not --fast: over 1.05x the copy L2-cold by
 #            0.5-2 % in one --fast round, session 29), Nsight Compute on paged decode at
-#            B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz).
+#            B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz), RMSNorm's launch shapes at
+#            QK-norm's rows of 128 (4096 tokens x 32 / 8 heads; L2-cold 22.18 us against
+#            Liger's 20.32 and the copy's 23.68 in session 24: issue 11's widest miss).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/tileops-out}
@@ -84,6 +86,8 @@ measure_time() {
     run gelu_4096 180 python3 -m tileops bench --device cuda --op GeluAndMulFwdOp --workloads T=4096 \
         --dtypes float16,bfloat16 --compile dynamic --out "$OUT/gelu_4096.json" --no-plot
     run ncu_pda1 160 env NCU_CASES='pda1:pda --B 1 --ctx 1024' bash dev/probes/ncu_run.sh
+    run sweep_qknorm 150 python3 dev/sweep_norm.py --mode shapes --only 131072x128,32768x128 \
+        --out "$OUT/sweep_qknorm.json"
 }
 measure_test() { :; }   # nothing applied
 

@@ -45,9 +45,9 @@ def shape_configs(n, elem, rows, sm_count, smem_limit):
     ng = _groups(n, elem)
     out = []
     rt = _pow2ceil(-(-ng // 16))     # the lab: up to 16 groups per thread in blocks <= 256
-    while rt <= 1024:
+    while rt <= min(1024, _pow2ceil(ng)):   # no more threads a row than it has groups
         if rt >= 32 or rt & (rt - 1) == 0:
-            for rpb in (1, 2, 4, 8):
+            for rpb in (1, 2, 4, 8, 16, 32):   # 32: the rule's 128-thread blocks of QK-norm's 4 threads a row
                 threads = rt * rpb
                 if 32 <= threads <= 1024 and threads % 32 == 0 and -(-ng // rt) <= _max_vpt(threads, elem):
                     # with the register cap the launch rule gives every register build
