@@ -14,8 +14,8 @@
 #            256, two rounds), the staged builds with a temperature; the softmax GPU tests
 #            on the whole-sectors patch, then with one exchange over it.
 #   gated    issue 12: 32-bit group indices and the no-activation ablation (256 and 4096
-#            tokens, 14336 / 18944, fp16 and bf16); the activation GPU tests on the index
-#            change.
+#            tokens, 14336 / 18944, fp16; two groups a thread too: at 256 tokens one wave
+#            of blocks instead of 1.7); the activation GPU tests on the index change.
 #   measure  no patch: what dev/NOTES.md's list asks measured again. The README's RoPE rows
 #            (dev/readme_bench.sh, README_OPS=^Rope; $OUT/readme.tar.gz), GeLU(erf)-and-mul
 #            at 4096 tokens with full timers (not --fast: over 1.05x the copy L2-cold by
@@ -61,14 +61,12 @@ softmax_time() {
     run softmax_xpose_temp 100 bash -c "cd dev && python3 time_softmax.py --temperature --vocabs 128256 \
         --batches 32,128,256 --patches $SOFTMAX_TEMP_SPECS --out $OUT/softmax_xpose_temp.json"
 }
-gated_time() {
-    local op dt
+gated_time() {   # fp16 (bf16's times tracked fp16's in session 29); u2: one wave at 256 tokens
+    local op
     for op in silu_and_mul gelu_and_mul gelu_tanh_and_mul; do
-        for dt in float16 bfloat16; do
-            run "gated_${op}_$dt" 45 bash -c "cd dev && python3 time_gated.py --op $op --dtype $dt --rows 256,4096 \
-                --ns 14336,18944 --unrolls 1 --threads 128 --grids full --patches $GATED_SPECS \
-                --out $OUT/gated_${op}_$dt.json"
-        done
+        run "gated_$op" 90 bash -c "cd dev && python3 time_gated.py --op $op --dtype float16 --rows 256,4096 \
+            --ns 14336,18944 --unrolls 1,2 --threads 128 --grids full --patches $GATED_SPECS \
+            --out $OUT/gated_$op.json"
     done
 }
 apply_and_test() {   # apply_and_test PLAN "PATCHES" "TESTS": each patch applied in turn, the tests after each
