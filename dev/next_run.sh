@@ -58,7 +58,7 @@ run() {   # run NAME CAP COMMAND...: the command under the lesser of CAP and wha
 softmax_time() {
     run softmax_xpose 260 bash -c "cd dev && python3 time_softmax.py --quick --vocabs 128256,152064 \
         --batches 32,128,256 --rounds 2 --patches $SOFTMAX_SPECS --out $OUT/softmax_xpose.json"
-    run softmax_xpose_temp 100 bash -c "cd dev && python3 time_softmax.py --temperature --vocabs 128256 \
+    run softmax_xpose_temp 120 bash -c "cd dev && python3 time_softmax.py --quick --temperature --vocabs 128256 \
         --batches 32,128,256 --patches $SOFTMAX_TEMP_SPECS --out $OUT/softmax_xpose_temp.json"
 }
 gated_time() {   # fp16 (bf16's times tracked fp16's in session 29); u2: one wave at 256 tokens
