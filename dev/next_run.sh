@@ -6,7 +6,7 @@
 # Each plan named times its parked patches beside the op first (nothing applied: every
 # timing sees the shipped tree), then applies them (dev/apply_patch.py) and runs its GPU
 # tests, the timings of every plan before any plan's tests. Every step's timeout is capped by
-# what is left of NEXT_SECONDS (default 520: KIT_SECONDS' 570 less the build); results
+# what is left of NEXT_SECONDS (default 480: KIT_SECONDS' 570 less the build, ~60 s); results
 # land in $OUT as JSON, each step's output in $OUT/next_<step>.log. NEXT_DRY=1 prints the
 # steps without running them.
 #   softmax  issue 14: the whole-sectors stores, one exchange over them, fewer instructions
@@ -27,7 +27,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/tileops-out}
 mkdir -p "$OUT"
-BUDGET=${NEXT_SECONDS:-520}
+BUDGET=${NEXT_SECONDS:-480}
 
 # the specs each plan times (--patches of dev/time_softmax.py and dev/time_gated.py)
 SOFTMAX_SPECS="smx_whole_sectors.patch,smx_whole_sectors.patch+smx_one_exchange.patch,smx_whole_sectors.patch+smx_fewer_on_whole.patch,smx_whole_sectors.patch+smx_ablate_noexch.patch"
