@@ -2,7 +2,8 @@
 # The next device call's plan (dev/NOTES.md, "The next device run"), as one script so that a
 # call does all of it within its budget and the plan is tested here (tests/runtime/
 # test_dev_patches.py reads its specs):
-#   KIT_STEPS=none KIT_DEV="bash dev/next_run.sh softmax gated" bash tests/gpu/run_on_device.sh kit
+#   KIT_STEPS=none KIT_DEV="bash dev/next_run.sh softmax" bash tests/gpu/run_on_device.sh kit
+# (one plan a call fits its budget; several may be named, each step then capped shorter)
 # Each plan named times its parked patches beside the op first (nothing applied: every
 # timing sees the shipped tree), then applies them (dev/apply_patch.py) and runs its GPU
 # tests, the timings of every plan before any plan's tests. Every step's timeout is capped by
@@ -16,16 +17,16 @@
 #   gated    issue 12: 32-bit group indices and the no-activation ablation (256 and 4096
 #            tokens, 14336 / 18944, fp16; two groups a thread too: at 256 tokens one wave
 #            of blocks instead of 1.7); the activation GPU tests on the index change.
-#   measure  no patch: what dev/NOTES.md's list asks measured again. The README's RoPE rows
-#            (dev/readme_bench.sh, README_OPS=^Rope; $OUT/readme.tar.gz), GeLU(erf)-and-mul
-#            at 4096 tokens with full timers (not --fast: over 1.05x the copy L2-cold by
-#            0.5-2 % in one --fast round, session 29), Nsight Compute on paged decode at
-#            B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz), RMSNorm's launch shapes at
-#            QK-norm's rows of 128 (4096 tokens x 32 / 8 heads; L2-cold 22.18 us against
-#            Liger's 20.32 and the copy's 23.68 in session 24: issue 11's widest miss).
+#   measure  no patch: what dev/NOTES.md's list asks measured again, by priority. Nsight
+#            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz);
+#            RMSNorm's launch shapes at QK-norm's rows of 128 (4096 tokens x 32 / 8 heads;
+#            L2-cold 22.18 us against Liger's 20.32 and the copy's 23.68 in session 24: issue
+#            11's widest miss); GeLU(erf)-and-mul at 4096 tokens with full timers (not
+#            --fast: over 1.05x the copy L2-cold by 0.5-2 % in one --fast round, session 29);
+#            the README's RoPE rows (dev/readme_bench.sh, README_OPS=^Rope; $OUT/readme.tar.gz).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-OUT=${OUT:-/tmp/tileops-out}
+export OUT=${OUT:-/tmp/tileops-out}   # ncu_run.sh and readme_bench.sh write there too
 mkdir -p "$OUT"
 BUDGET=${NEXT_SECONDS:-480}
 
