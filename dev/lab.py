@@ -129,6 +129,13 @@ def patched_source(shipped: str, patch_files) -> str:
     return str(path)
 
 
+def with_defines(opts, defines) -> tuple:
+    """A build's options `opts` with each of `defines` ("-DX=v") replacing the option of its
+    name, or added (a lab build of the shipped source with some options changed)."""
+    names = tuple(d.split("=")[0] + "=" for d in defines)
+    return tuple(o for o in opts if not o.startswith(names)) + tuple(defines)
+
+
 def parse_spec(spec: str, keys=()) -> tuple:
     """A patched variant's spec, PATCH[+PATCH...][@-DX=v...][@KEY=v...] (KEY one of `keys`,
     each at most once) -> (patches, defines, {KEY: v})."""

@@ -89,9 +89,7 @@ def main(argv=None):
                         files, defines, _ = lab.parse_spec(spec)
                         builds.append((lab.patched_source(src, files), defines, " +" + lab.variant_name(spec)))
                     for source, extra, tag in builds:
-                        names_ = tuple(d.split("=")[0] + "=" for d in extra)
-                        h = runtime.build(0, source, kname, tuple(o for o in opts if not o.startswith(names_)) + extra,
-                                          G.ARG_FORMAT)
+                        h = runtime.build(0, source, kname, lab.with_defines(opts, extra), G.ARG_FORMAT)
                         for label in a.grids.split(","):
                             def fn(h=h, grid=grids[label], threads=threads):
                                 _C.cuda_launch(h, grid, 1, 1, threads, 1, 1, 0, stream_of(0), x.data_ptr(),

@@ -167,6 +167,16 @@ def test_apply_patch_applies_a_patch_over_one_it_applied_before(tmp_path, lab, m
         assert (tmp_path / rel).read_text() == want, rel
 
 
+def test_the_labs_builds_replace_an_option_by_its_name(lab):
+    """lab.with_defines, what time_softmax.py's and time_gated.py's patched builds pass: a
+    define replaces the shipped option of its name (not a longer one sharing the prefix) or
+    is added at the end."""
+    opts = ("-DTILEOPS_STAGE=2", "-DTILEOPS_STAGES=3", "-DTILEOPS_N=8")
+    assert lab.with_defines(opts, ("-DTILEOPS_STAGE=1", "-DSMX_X=0")) == \
+        ("-DTILEOPS_STAGES=3", "-DTILEOPS_N=8", "-DTILEOPS_STAGE=1", "-DSMX_X=0")
+    assert lab.with_defines(list(opts), ()) == opts
+
+
 def test_time_softmax_names_patched_variants(lab):
     """dev/time_softmax.py --patches' grammar: A.patch[+B.patch][@-DX=v...][@smem=...]"""
     import time_softmax as T
