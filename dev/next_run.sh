@@ -14,6 +14,8 @@
 #            and no exchanges over them (bf16 -> float32, 128256 / 152064, B = 32 / 128 /
 #            256, two rounds), the staged builds with a temperature; the softmax GPU tests
 #            on the whole-sectors patch, then with one exchange over it.
+#   softmax_short  the first two timings of softmax at 128256 only, then softmax's tests:
+#            for a call with less device time left than a full one needs.
 #   gated    issue 12: 32-bit group indices and the no-activation ablation (256 and 4096
 #            tokens, 14336 / 18944, fp16; two groups a thread too: at 256 tokens one wave
 #            of blocks instead of 1.7); the activation GPU tests on the index change.
@@ -79,6 +81,13 @@ apply_and_test() {   # apply_and_test PLAN "PATCHES" "TESTS": each patch applied
     done
 }
 softmax_test() { apply_and_test softmax "$SOFTMAX_APPLY" "$SOFTMAX_TESTS"; }
+# softmax_short: what a call with less than a full budget needs to ship the fix (its timing
+# beside one exchange over it, at Llama-3's vocabulary only, then the same tests)
+softmax_short_time() {
+    run softmax_short 150 bash -c "cd dev && python3 time_softmax.py --quick --vocabs 128256 \
+        --batches 32,128,256 --rounds 2 --patches $SOFTMAX_TEMP_SPECS --out $OUT/softmax_short.json"
+}
+softmax_short_test() { softmax_test; }
 gated_test() { apply_and_test gated "$GATED_APPLY" "$GATED_TESTS"; }
 measure_time() {   # by priority: what the issues' targets need first, the README's rows last
     run ncu_pda1 150 env NCU_CASES='pda1:pda --B 1 --ctx 1024' bash dev/probes/ncu_run.sh
@@ -93,7 +102,7 @@ measure_test() { :; }   # nothing applied
 plans=("$@")
 [ ${#plans[@]} -eq 0 ] && plans=(softmax gated)
 for p in "${plans[@]}"; do
-    declare -F "${p}_time" >/dev/null || { echo "next_run: no plan '$p' (softmax, gated, measure)"; exit 2; }
+    declare -F "${p}_time" >/dev/null || { echo "next_run: no plan '$p' (softmax, softmax_short, gated, measure)"; exit 2; }
 done
 for p in "${plans[@]}"; do "${p}_time"; done
 for p in "${plans[@]}"; do "${p}_test"; done
