@@ -34,7 +34,7 @@ BUDGET=${NEXT_SECONDS:-480}
 
 # the specs each plan times (--patches of dev/time_softmax.py and dev/time_gated.py)
 SOFTMAX_SPECS="smx_whole_sectors.patch,smx_whole_sectors.patch+smx_one_exchange.patch,smx_whole_sectors.patch+smx_fewer_on_whole.patch,smx_whole_sectors.patch+smx_ablate_noexch.patch"
-SOFTMAX_TEMP_SPECS="smx_whole_sectors.patch,smx_whole_sectors.patch+smx_one_exchange.patch"
+SOFTMAX_PAIR_SPECS="smx_whole_sectors.patch,smx_whole_sectors.patch+smx_one_exchange.patch"
 GATED_SPECS="gact_idx32.patch,gact_ablate_noact.patch,gact_idx32.patch+gact_ablate_noact.patch"
 # what each plan applies before its tests, in order, a call to dev/apply_patch.py each (a
 # group of tests after each call)
@@ -58,11 +58,14 @@ run() {   # run NAME CAP COMMAND...: the command under the lesser of CAP and wha
     return $rc
 }
 
+time_softmax() {   # time_softmax NAME CAP SPECS ARGS...: dev/time_softmax.py at B = 32 / 128 / 256, $OUT/NAME.json
+    local name=$1 cap=$2 specs=$3; shift 3
+    run "$name" "$cap" bash -c "cd dev && python3 time_softmax.py --quick --batches 32,128,256 $* \
+        --patches $specs --out $OUT/$name.json"
+}
 softmax_time() {
-    run softmax_xpose 260 bash -c "cd dev && python3 time_softmax.py --quick --vocabs 128256,152064 \
-        --batches 32,128,256 --rounds 2 --patches $SOFTMAX_SPECS --out $OUT/softmax_xpose.json"
-    run softmax_xpose_temp 120 bash -c "cd dev && python3 time_softmax.py --quick --temperature --vocabs 128256 \
-        --batches 32,128,256 --patches $SOFTMAX_TEMP_SPECS --out $OUT/softmax_xpose_temp.json"
+    time_softmax softmax_xpose 260 "$SOFTMAX_SPECS" --vocabs 128256,152064 --rounds 2
+    time_softmax softmax_xpose_temp 120 "$SOFTMAX_PAIR_SPECS" --temperature --vocabs 128256
 }
 gated_time() {   # fp16 (bf16's times tracked fp16's in session 29); u2: one wave at 256 tokens
     local op
@@ -83,10 +86,7 @@ apply_and_test() {   # apply_and_test PLAN "PATCHES" "TESTS": each patch applied
 softmax_test() { apply_and_test softmax "$SOFTMAX_APPLY" "$SOFTMAX_TESTS"; }
 # softmax_short: what a call with less than a full budget needs to ship the fix (its timing
 # beside one exchange over it, at Llama-3's vocabulary only, then the same tests)
-softmax_short_time() {
-    run softmax_short 150 bash -c "cd dev && python3 time_softmax.py --quick --vocabs 128256 \
-        --batches 32,128,256 --rounds 2 --patches $SOFTMAX_TEMP_SPECS --out $OUT/softmax_short.json"
-}
+softmax_short_time() { time_softmax softmax_short 150 "$SOFTMAX_PAIR_SPECS" --vocabs 128256 --rounds 2; }
 softmax_short_test() { softmax_test; }
 gated_test() { apply_and_test gated "$GATED_APPLY" "$GATED_TESTS"; }
 measure_time() {   # by priority: what the issues' targets need first, the README's rows last
@@ -102,7 +102,8 @@ measure_test() { :; }   # nothing applied
 plans=("$@")
 [ ${#plans[@]} -eq 0 ] && plans=(softmax gated)
 for p in "${plans[@]}"; do
-    declare -F "${p}_time" >/dev/null || { echo "next_run: no plan '$p' (softmax, softmax_short, gated, measure)"; exit 2; }
+    declare -F "${p}_time" >/dev/null ||
+        { echo "next_run: no plan '$p' ($(declare -F | sed -n 's/.* \(.*\)_time$/\1/p' | paste -sd ' '))"; exit 2; }
 done
 for p in "${plans[@]}"; do "${p}_time"; done
 for p in "${plans[@]}"; do "${p}_test"; done
