@@ -4,28 +4,32 @@
 # test_dev_patches.py reads its specs):
 #   KIT_STEPS=none KIT_DEV="bash dev/next_run.sh softmax" bash tests/gpu/run_on_device.sh kit
 # (one plan a call fits its budget; several may be named, each step then capped shorter)
-# Each plan named times its parked patches beside the op first (nothing applied: every
-# timing sees the shipped tree), then applies them (dev/apply_patch.py) and runs its GPU
-# tests, the timings of every plan before any plan's tests. Every step's timeout is capped by
-# what is left of NEXT_SECONDS (default 480: KIT_SECONDS' 570 less the build, ~60 s); results
-# land in $OUT as JSON, each step's output in $OUT/next_<step>.log. NEXT_DRY=1 prints the
-# steps without running them.
-#   softmax  issue 14: the whole-sectors stores, one exchange over them, fewer instructions
-#            and no exchanges over them (bf16 -> float32, 128256 / 152064, B = 32 / 128 /
-#            256, two rounds), the staged builds with a temperature; the softmax GPU tests
-#            on the whole-sectors patch, then with one exchange over it.
-#   softmax_short  the first two timings of softmax at 128256 only, then softmax's tests:
-#            for a call with less device time left than a full one needs.
-#   gated    issue 12: 32-bit group indices and the no-activation ablation (256 and 4096
-#            tokens, 14336 / 18944, fp16; two groups a thread too: at 256 tokens one wave
-#            of blocks instead of 1.7); the activation GPU tests on the index change.
-#   measure  no patch: what dev/NOTES.md's list asks measured again, by priority. Nsight
-#            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz);
-#            RMSNorm's launch shapes at QK-norm's rows of 128 (4096 tokens x 32 / 8 heads;
-#            L2-cold 22.18 us against Liger's 20.32 and the copy's 23.68 in session 24: issue
-#            11's widest miss); GeLU(erf)-and-mul at 4096 tokens with full timers (not
-#            --fast: over 1.05x the copy L2-cold by 0.5-2 % in one --fast round, session 29);
-#            the README's RoPE rows (dev/readme_bench.sh, README_OPS=^Rope; $OUT/readme.tar.gz).
+# Each plan named times the shipped op beside its parked patches first (nothing applied:
+# every timing sees the shipped tree), then runs its GPU tests, the timings of every plan
+# before any plan's tests. Every step's timeout is capped by what is left of NEXT_SECONDS
+# (default 480: KIT_SECONDS' 570 less the build, ~60 s); results land in $OUT as JSON, each
+# step's output in $OUT/next_<step>.log. NEXT_DRY=1 prints the steps without running them.
+# Session 33 ran every plan on an H100 (the whole-sectors softmax, fewer instructions over
+# it and the gated ops' 32-bit indices shipped then); what the H200 still has to say:
+#   softmax  issue 14: the shipped op on the H200 beside the no-exchange ablation (what the
+#            cluster exchanges still cost: 1-2 % on the H100), bf16 -> float32 at 128256 /
+#            152064, B = 32 / 128 / 256, two rounds, and with a temperature; the README's
+#            softmax rows (16-bit out: 1.34x the copy L2-cold on the H100 at B = 128, the
+#            whole-sectors stores being float32's); softmax's GPU tests.
+#   gated    issue 12: one and two groups a thread at 256 and 4096 tokens (14336 / 18944,
+#            fp16) beside the no-activation ablation: on the H100 two groups a thread took
+#            SiLU at 256 x 14336 from 5.05 to 4.26 us hot but 12.93 to 13.06 L2-cold, and
+#            GeLU(erf) 5.30 to 6.02 hot; the activation GPU tests.
+#   norm     issue 11: RMSNorm's launch shapes at QK-norm's rows of 128 (4096 tokens x 32 / 8
+#            heads; the widest miss against Liger): on the H100 8 threads a row beat the rule's
+#            4 by 2-4 % L2-cold; then norm_rt8_rows16.patch (that rule) applied and
+#            test_gpu_rms_norm.py run over it.
+#   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
+#            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
+#            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
+#            with full timers (0.99-1.00x the copy on the H100); the README's RoPE rows
+#            (dev/readme_bench.sh, README_OPS=^Rope; $OUT/readme.tar.gz; 1.03-1.05x the
+#            copy at 4096 tokens on the H100).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 export OUT=${OUT:-/tmp/tileops-out}   # ncu_run.sh and readme_bench.sh write there too
@@ -33,16 +37,15 @@ mkdir -p "$OUT"
 BUDGET=${NEXT_SECONDS:-480}
 
 # the specs each plan times (--patches of dev/time_softmax.py and dev/time_gated.py)
-SOFTMAX_SPECS="smx_whole_sectors.patch,smx_whole_sectors.patch+smx_one_exchange.patch,smx_whole_sectors.patch+smx_fewer_on_whole.patch,smx_whole_sectors.patch+smx_ablate_noexch.patch"
-SOFTMAX_PAIR_SPECS="smx_whole_sectors.patch,smx_whole_sectors.patch+smx_one_exchange.patch"
-GATED_SPECS="gact_idx32.patch,gact_ablate_noact.patch,gact_idx32.patch+gact_ablate_noact.patch"
-# what each plan applies before its tests, in order, a call to dev/apply_patch.py each (a
-# group of tests after each call)
-SOFTMAX_APPLY="smx_whole_sectors.patch smx_one_exchange.patch"
-GATED_APPLY="gact_idx32.patch"
+SOFTMAX_SPECS="smx_ablate_noexch.patch"
+GATED_SPECS="gact_ablate_noact.patch"
+# what a plan applies before its tests, in order, a call to dev/apply_patch.py each (its
+# tests after each call)
+NORM_APPLY="norm_rt8_rows16.patch"
 PYTEST="python3 -m pytest -q -p no:cacheprovider"
 SOFTMAX_TESTS="$PYTEST tests/gpu/test_gpu_sampling.py -k 'softmax or same_bits_whatever or captures_in_a_cuda_graph or manifest_batches'"
 GATED_TESTS="$PYTEST tests/gpu/test_gpu_activation.py"
+NORM_TESTS="$PYTEST tests/gpu/test_gpu_rms_norm.py"
 
 run() {   # run NAME CAP COMMAND...: the command under the lesser of CAP and what is left
     local name=$1 cap=$2; shift 2
@@ -64,8 +67,9 @@ time_softmax() {   # time_softmax NAME CAP SPECS ARGS...: dev/time_softmax.py at
         --patches $specs --out $OUT/$name.json"
 }
 softmax_time() {
-    time_softmax softmax_xpose 260 "$SOFTMAX_SPECS" --vocabs 128256,152064 --rounds 2
-    time_softmax softmax_xpose_temp 120 "$SOFTMAX_PAIR_SPECS" --temperature --vocabs 128256
+    time_softmax softmax_op 200 "$SOFTMAX_SPECS" --vocabs 128256,152064 --rounds 2
+    time_softmax softmax_op_temp 100 "$SOFTMAX_SPECS" --temperature --vocabs 128256
+    run readme_softmax 80 env README_OPS='^Softmax' README_SECONDS_PER_OP=70 bash dev/readme_bench.sh
 }
 gated_time() {   # fp16 (bf16's times tracked fp16's in session 29); u2: one wave at 256 tokens
     local op
@@ -83,24 +87,23 @@ apply_and_test() {   # apply_and_test PLAN "PATCHES" "TESTS": each patch applied
             || { echo "(tests failed with $p: the rest of $plan's patches not applied)"; return 1; }
     done
 }
-softmax_test() { apply_and_test softmax "$SOFTMAX_APPLY" "$SOFTMAX_TESTS"; }
-# softmax_short: what a call with less than a full budget needs to ship the fix (its timing
-# beside one exchange over it, at Llama-3's vocabulary only, then the same tests)
-softmax_short_time() { time_softmax softmax_short 150 "$SOFTMAX_PAIR_SPECS" --vocabs 128256 --rounds 2; }
-softmax_short_test() { softmax_test; }
-gated_test() { apply_and_test gated "$GATED_APPLY" "$GATED_TESTS"; }
+softmax_test() { run softmax_tests 150 bash -c "$SOFTMAX_TESTS"; }
+gated_test() { run gated_tests 100 bash -c "$GATED_TESTS"; }
 measure_time() {   # by priority: what the issues' targets need first, the README's rows last
     run ncu_pda1 150 env NCU_CASES='pda1:pda --B 1 --ctx 1024' bash dev/probes/ncu_run.sh
-    run sweep_qknorm 130 python3 dev/sweep_norm.py --mode shapes --only 131072x128,32768x128 \
-        --out "$OUT/sweep_qknorm.json"
     run gelu_4096 150 python3 -m tileops bench --device cuda --op GeluAndMulFwdOp --workloads T=4096 \
         --dtypes float16,bfloat16 --compile dynamic --out "$OUT/gelu_4096.json" --no-plot
     run readme_rope 150 env README_OPS='^Rope' README_SECONDS_PER_OP=70 bash dev/readme_bench.sh
 }
 measure_test() { :; }   # nothing applied
+norm_time() {   # RMSNorm's launch shapes at QK-norm's rows of 128 (the rule's 4 threads a row against 8, 16)
+    run sweep_qknorm 130 python3 dev/sweep_norm.py --mode shapes --only 131072x128,32768x128 \
+        --out "$OUT/sweep_qknorm.json"
+}
+norm_test() { apply_and_test norm "$NORM_APPLY" "$NORM_TESTS"; }
 
 plans=("$@")
-[ ${#plans[@]} -eq 0 ] && plans=(softmax gated)
+[ ${#plans[@]} -eq 0 ] && plans=(softmax gated norm)
 for p in "${plans[@]}"; do
     declare -F "${p}_time" >/dev/null ||
         { echo "next_run: no plan '$p' ($(declare -F | sed -n 's/.* \(.*\)_time$/\1/p' | paste -sd ' '))"; exit 2; }

@@ -126,9 +126,9 @@ def test_apply_patch_writes_a_parked_patch_into_the_tree_once(tmp_path, lab, mon
     finds its hunks gone and refuses."""
     import apply_patch as A
     sys.modules.pop("apply_patch", None)
-    name = next((n for n in SOFTMAX_PATCHES if not n.startswith("smx_ablate_") and not _bases(n)), None)
+    name = next((n for n in SAMPLING_PATCHES if not n.startswith("smx_ablate_") and not _bases(n)), None)
     if name is None:
-        pytest.skip("no softmax patch parked")
+        pytest.skip("no sampling patch that stands alone is parked")
     shutil.copytree(os.path.join(ROOT, "csrc", "ops"), tmp_path / "csrc" / "ops")
     monkeypatch.setattr(A, "ROOT", tmp_path)
     A.main([name])
@@ -255,7 +255,8 @@ def test_apply_patch_writes_a_patchs_launch_side_too(tmp_path, lab, monkeypatch)
     (patched_source) takes csrc/ops only."""
     import apply_patch as A
     sys.modules.pop("apply_patch", None)
-    name = next((n for n in PATCHES if _touches(n, "src/tileops/") and not _bases(n)), None)
+    name = next((n for n in PATCHES if _touches(n, "src/tileops/") and not _bases(n)
+                 and all(f.startswith(("csrc/", "src/")) for f in lab.files_of(_text(n)))), None)
     if name is None:
         pytest.skip("no parked patch has a launch side")
     for top in ("csrc", "src"):
@@ -291,10 +292,10 @@ def test_a_parked_softmax_patch_compiles_its_registers_build(tmp_path, lab, name
                   max_spill=64 if name.startswith("smx_ablate_") else 32)
 
 
-def test_the_next_runs_plan_names_parked_patches_that_apply_in_its_order(lab, tmp_path):
-    """dev/next_run.sh (the next device call's plan): every --patches spec it times parses,
-    names parked patches and applies them in its order (a base before what applies over
-    it); what it applies before its tests goes in, patch after patch, on the shipped tree."""
+def test_the_next_runs_plan_names_parked_patches_in_its_order(lab, tmp_path):
+    """dev/next_run.sh (the next device call's plan): every --patches spec it times and every
+    list it applies before its tests names parked patches, a base before what applies over
+    it; its dry run goes through every plan's steps."""
     import re
     with open(os.path.join(ROOT, "dev", "next_run.sh")) as f:
         script = f.read()
@@ -311,7 +312,7 @@ def test_the_next_runs_plan_names_parked_patches_that_apply_in_its_order(lab, tm
         assert set(names) <= set(PATCHES), names
         for i, p in enumerate(names):
             assert set(_bases(p)) <= set(names[:i]), names
-    r = subprocess.run(["bash", os.path.join(ROOT, "dev", "next_run.sh"), "softmax", "softmax_short", "gated", "measure"],
+    r = subprocess.run(["bash", os.path.join(ROOT, "dev", "next_run.sh"), "softmax", "gated", "norm", "measure"],
                        capture_output=True, text=True,
                        env=dict(os.environ, NEXT_DRY="1", OUT=str(tmp_path)), timeout=60)
     assert r.returncode == 0 and "next_run: done" in r.stdout, r.stdout + r.stderr

@@ -193,27 +193,29 @@ TILEOPS_GATED_KERNEL(const void *x, void *y, long long rows) {
     TILEOPS_PDL_PROLOGUE();
     /* a thread's U groups are THREADS apart (each load instruction of a warp covers
      * consecutive groups); all 2U loads are issued before the first store, which the
-     * compiler could not do itself: y may not overlap x, but it cannot know that */
-    const long long total = rows * TILEOPS_NG;
-    const long long step = (long long)tileops_nctaid() * (TILEOPS_THREADS * TILEOPS_UNROLL);
-    for (long long q0 = (long long)tileops_ctaid() * (TILEOPS_THREADS * TILEOPS_UNROLL) + tileops_tid(); q0 < total;
-         q0 += step) {
+     * compiler could not do itself: y may not overlap x, but it cannot know that. Group
+     * indices are 32-bit (the launch keeps rows x NG below 2^31): the row of a group is a
+     * 32-bit division by the constant NG (a multiply-high and a shift), not a 64-bit one
+     * (some 25 instructions a thread, a fifth of silu's per group) */
+    const unsigned total = (unsigned)rows * (unsigned)TILEOPS_NG;
+    const unsigned step = tileops_nctaid() * (TILEOPS_THREADS * TILEOPS_UNROLL);
+    for (unsigned q0 = tileops_ctaid() * (TILEOPS_THREADS * TILEOPS_UNROLL) + tileops_tid(); q0 < total; q0 += step) {
         struct tileops_v4 va[TILEOPS_UNROLL], vb[TILEOPS_UNROLL];
 #pragma unroll
         for (int u = 0; u < TILEOPS_UNROLL; u++) {
-            const long long q = q0 + (long long)u * TILEOPS_THREADS;
+            const unsigned q = q0 + (unsigned)u * TILEOPS_THREADS;
             if (q < total) {
-                const long long r = q / TILEOPS_NG, g = q - r * TILEOPS_NG;
-                const char *xa = (const char *)x + r * (2LL * TILEOPS_N * TILEOPS_E);
+                const unsigned r = q / TILEOPS_NG, g = q - r * TILEOPS_NG;
+                const char *xa = (const char *)x + (long long)r * (2LL * TILEOPS_N * TILEOPS_E);
                 va[u] = tileops_ld_group(xa, g, 1);
                 vb[u] = tileops_ld_group(xa + (long long)TILEOPS_N * TILEOPS_E, g, 1);
             }
         }
 #pragma unroll
         for (int u = 0; u < TILEOPS_UNROLL; u++) {
-            const long long q = q0 + (long long)u * TILEOPS_THREADS;
+            const unsigned q = q0 + (unsigned)u * TILEOPS_THREADS;
             if (q < total) {
-                const long long r = q / TILEOPS_NG, g = q - r * TILEOPS_NG;
+                const unsigned r = q / TILEOPS_NG, g = q - r * TILEOPS_NG;
                 float fa[TILEOPS_G], fb[TILEOPS_G], fy[TILEOPS_G];
                 tileops_unpack(va[u], fa);
                 tileops_unpack(vb[u], fb);
@@ -230,7 +232,7 @@ TILEOPS_GATED_KERNEL(const void *x, void *y, long long rows) {
                 for (int k = 0; k < TILEOPS_G; k++)
                     fy[k] = tileops_mul(tileops_act(fa[k]), fb[k]);
 #endif
-                tileops_st_group((char *)y + r * ((long long)TILEOPS_N * TILEOPS_E), g, tileops_pack(fy), 0);
+                tileops_st_group((char *)y + (long long)r * ((long long)TILEOPS_N * TILEOPS_E), g, tileops_pack(fy), 0);
             }
         }
     }

@@ -153,23 +153,23 @@ TILEOPS_DEV struct smx_recip smx_recip_of(float S) {
 #if SMX_FASTDIV
 static __device__ __attribute__((noinline)) float smx_div_slow(float e, float S) { return smp_div(e, S); }
 #endif
-/* p[k] = p[k] / S (div.rn's bits) for an octet: the fast steps for all 8 where all are in
- * range (one branch an octet), else div.rn for each */
-TILEOPS_DEV void smx_div8(float *p, struct smx_recip d) {
+/* p[k] = p[k] / S (div.rn's bits) for n (4 or 8) elements: the fast steps for all n where
+ * all are in range (one branch), else div.rn for each */
+TILEOPS_DEV void smx_divn(float *p, int n, struct smx_recip d) {
 #if !SMX_FASTDIV
 #pragma unroll
-    for (int k = 0; k < 8; k++)
+    for (int k = 0; k < n; k++)
         p[k] = smp_div(p[k], d.s);
 #else
     unsigned worst = 0u;
 #pragma unroll
-    for (int k = 0; k < 8; k++) {
+    for (int k = 0; k < n; k++) {
         const unsigned off = tileops_as_uint(p[k]) - SMX_E_LO;
         worst = off > worst ? off : worst;
     }
     if (worst < d.span) {
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
+        for (int k = 0; k < n; k++) {
             float q0, res;
             asm("mul.rn.f32 %0, %1, %2;" : "=f"(q0) : "f"(p[k]), "f"(d.r));
             asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(res) : "f"(d.ns), "f"(q0), "f"(p[k]));
@@ -177,11 +177,82 @@ TILEOPS_DEV void smx_div8(float *p, struct smx_recip d) {
         }
     } else {
 #pragma unroll
-        for (int k = 0; k < 8; k++)
+        for (int k = 0; k < n; k++)
             p[k] = smx_div_slow(p[k], d.s);
     }
 #endif
 }
+TILEOPS_DEV void smx_div8(float *p, struct smx_recip d) { smx_divn(p, 8, d); }
+
+/* ---- float32 probabilities by whole sectors ----------------------------------------------
+ * A thread's octet is 32 contiguous bytes of float32 output, so a warp's 16-byte store of
+ * one half of each lane's octet writes half of each of 32 sectors of 32 bytes: twice the
+ * L2 write requests of whole ones. That, not the arithmetic or the exchanges, bounded the
+ * kernel (H200, session 30, bf16 -> float32 128256, L2-cold: the op 1.56-1.63x the copy's
+ * time, the same build with a warp's stores over 512 contiguous bytes 1.09-1.15x;
+ * dev/patches/smx_ablate_coalesced.patch). So where every octet of the output row is whole
+ * and 16-byte aligned (SMX_XPOSE), a warp stores its 32 consecutive octets (1 KB) as two
+ * rows of 512 bytes: lane L the floats 4L .. 4L + 3 of each, half L & 1 of the octets L / 2
+ * and 16 + L / 2. The registers build passes each lane's octet through a 1 KB buffer of the
+ * warp in shared memory (write, bar.warp.sync, read, bar.warp.sync; the halves of a lane
+ * swapped when bit 2 of its lane is set: neither side has a bank conflict); the staged
+ * build reads those halves of e from its slots. The same values: the same bits. */
+#define SMX_XPOSE (SMX_OE == 4 && TILEOPS_OVEC && TILEOPS_N % 8 == 0)
+#if SMX_XPOSE
+TILEOPS_DEV void smx_st4(char *at, const float *f) {
+    struct tileops_v4 v;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        v.a[k] = tileops_as_uint(f[k]);
+    tileops_st16(at, v);
+}
+TILEOPS_DEV void smx_sts4(unsigned a, const float *v) {
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(a), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
+                 : "memory");
+}
+TILEOPS_DEV void smx_lds4(unsigned a, float *v) {
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "r"(a)
+                 : "memory");
+}
+/* the 16 bytes 512 on from a (an immediate offset: no second address held) */
+TILEOPS_DEV void smx_lds4_512(unsigned a, float *v) {
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4+512];" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "r"(a)
+                 : "memory");
+}
+TILEOPS_DEV void smx_warp_sync(void) { asm volatile("bar.warp.sync 0xffffffff;" ::: "memory"); }
+/* The lane's two addresses in the warp's 1 KB buffer b: where its octet's half 0 goes (half
+ * 1 at wr ^ 16: the halves swapped where bit 2 of the lane is set), and where it reads half
+ * L & 1 of the warp's octet L / 2 (of octet 16 + L / 2: 512 bytes on), whose halves were
+ * swapped by bit 2 of L / 2, bit 3 of L. */
+struct smx_xaddr {
+    unsigned wr, rd;
+};
+TILEOPS_DEV struct smx_xaddr smx_xaddr_of(unsigned b, unsigned lane) {
+    struct smx_xaddr a;
+    a.wr = b + 32u * lane + 16u * ((lane >> 2) & 1u);
+    a.rd = b + 32u * (lane >> 1) + 16u * ((lane & 1u) ^ ((lane >> 3) & 1u));
+    return a;
+}
+/* Every lane of the warp calls it with its octet p (the warp's octets: 32 consecutive, the
+ * first's output at yw; those at or past nv of them not stored); a: its addresses in the
+ * warp's buffer (two registers held over the calls: the other two addresses are an xor
+ * made each call, volatile so not kept, and an immediate offset). */
+TILEOPS_DEV void smx_st_warp(char *yw, int nv, const float *p, struct smx_xaddr a, unsigned lane) {
+    unsigned wr1;
+    asm volatile("xor.b32 %0, %1, 16;" : "=r"(wr1) : "r"(a.wr));
+    smx_sts4(a.wr, p);
+    smx_sts4(wr1, p + 4);
+    smx_warp_sync();
+    float q[2][4];
+    smx_lds4(a.rd, q[0]);
+    smx_lds4_512(a.rd, q[1]);
+    smx_warp_sync(); /* read before the warp's next write */
+#pragma unroll
+    for (int g = 0; g < 2; g++)
+        if (16 * g + (int)(lane >> 1) < nv)
+            smx_st4(yw + 512 * g + 16 * lane, q[g]);
+}
+#endif
 
 /* ---- octets of the CTA's chunk --------------------------------------------------------
  * Slot o (0 <= o < SMX_SLOTS = OPT x THREADS) is octet o of the chunk when o < no, else a
@@ -195,6 +266,24 @@ TILEOPS_DEV void smx_div8(float *p, struct smx_recip d) {
 #define SMX_FILLW 0xfc00fc00u
 #else
 #define SMX_FILLW 0xff80ff80u
+#endif
+/* Pass 1 of the registers build takes the maximum of the words as they are, two 16-bit
+ * lanes an instruction (max.f16x2 / max.bf16x2: a NaN passed over, as smp_max; exact, as
+ * every 16-bit value is a float32), and converts only the two lanes of the result: the same
+ * M (the sign of a zero M changes no exp(z - M)). */
+#if TILEOPS_STAGE == 2 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define SMX_PACKED_MAX 1
+TILEOPS_DEV unsigned smx_max2(unsigned a, unsigned b) {
+    unsigned r;
+#if TILEOPS_DTYPE == 1
+    asm("max.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+#else
+    asm("max.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+#endif
+    return r;
+}
+#else
+#define SMX_PACKED_MAX 0
 #endif
 /* octets of a batch: 64 bytes a thread (a 16-bit thread's 4 octets at once; its 5 when it
  * has 5: 80 bytes); 32 with a float32 temperature build (its divisions' registers beside
@@ -291,6 +380,12 @@ TILEOPS_DEV void smx_put(int o, const float *v) {
                      "f"(v[4 * h + 1]), "f"(v[4 * h + 2]), "f"(v[4 * h + 3])
                      : "memory");
 }
+#if SMX_XPOSE
+/* half h of slot o */
+TILEOPS_DEV void smx_get_half(int o, unsigned h, float *v) {
+    smx_lds4(smp_smem_addr(smx_stage) + 16u * ((unsigned)o + SMX_SLOTS * h), v);
+}
+#endif
 TILEOPS_DEV void smx_get(int o, float *v) {
     const unsigned a = smp_smem_addr(smx_stage) + 16u * (unsigned)o;
 #pragma unroll
@@ -357,6 +452,9 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
     __shared__ float red[TILEOPS_WARPS];
     __shared__ float slots[2][TILEOPS_CLUSTER];
     __shared__ __attribute__((aligned(8))) smp_u64 bars[2];
+#if SMX_XPOSE && TILEOPS_STAGE == 2
+    __shared__ __attribute__((aligned(32))) float xbuf[TILEOPS_THREADS * 8]; /* 1 KB a warp (32-aligned: smx_st_warp xors bit 4) */
+#endif
     const unsigned tid = tileops_tid();
     const long long row = smp_row(), c0 = smp_chunk_first(), o0 = c0 / 8; /* o0: the chunk's first octet */
     const int no = (int)((smp_chunk_count(c0) + 7) / 8);                       /* the chunk's octets */
@@ -382,6 +480,9 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
 #if TILEOPS_STAGE == 2
     struct tileops_v4 kept[TILEOPS_OPT][SMP_WORDS];
 #endif
+#if SMX_PACKED_MAX
+    unsigned mw = SMX_FILLW; /* the lanes' maximum of the words taken whole */
+#endif
     SMX_UNROLL
     for (int j0 = 0; j0 < TILEOPS_OPT; j0 += SMX_BATCH) {
         struct tileops_v4 w[SMX_BATCH][SMP_WORDS];
@@ -391,6 +492,19 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
         for (int b = 0; b < SMX_BATCH; b++) {
             if (j0 + b < TILEOPS_OPT) {
                 const int o = (j0 + b) * TILEOPS_THREADS + (int)tid;
+#if TILEOPS_STAGE == 2
+#pragma unroll
+                for (int h = 0; h < SMP_WORDS; h++)
+                    kept[j0 + b][h] = w[b][h];
+#endif
+#if SMX_PACKED_MAX
+                if (SMX_ALLFULL || whole[b] || o >= no) { /* the words, or the fill (-inf) */
+#pragma unroll
+                    for (int k = 0; k < 4; k++)
+                        mw = smx_max2(mw, w[b][0].a[k]);
+                    continue;
+                }
+#endif
                 float z[8];
                 smx_z8(xrow, o0, no, o, whole[b], w[b], t, z);
 #pragma unroll
@@ -398,14 +512,18 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
                     m = smp_max(m, z[k]);
 #if TILEOPS_STAGE == 1
                 smx_put(o, z);
-#elif TILEOPS_STAGE == 2
-#pragma unroll
-                for (int h = 0; h < SMP_WORDS; h++)
-                    kept[j0 + b][h] = w[b][h];
 #endif
             }
         }
     }
+#if SMX_PACKED_MAX
+    {
+        const struct tileops_v4 v = {{mw, mw, mw, mw}};
+        float f[8];
+        tileops_unpack(v, f);
+        m = smp_max(m, smp_max(f[0], f[1]));
+    }
+#endif
     m = smp_block_max(m, red, tid);
 #if TILEOPS_CLUSTER > 1
     smp_cluster_wait(); /* every CTA's mbarriers are made */
@@ -462,7 +580,21 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
 #endif
     /* pass 3: probs = e / S (e kept, or exp(z - M) again) */
     const struct smx_recip rS = smx_recip_of(S);
-#if TILEOPS_STAGE == 2
+#if TILEOPS_STAGE == 2 && SMX_XPOSE
+    const unsigned lane = tid & 31u;
+    const struct smx_xaddr xa = smx_xaddr_of(smp_smem_addr(xbuf) + 32u * (tid - lane), lane);
+#pragma unroll
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const int o = j * TILEOPS_THREADS + (int)tid, ow = o - (int)lane; /* ow: the warp's first octet */
+        float p[8]; /* a pad's: exp(-inf - M) / S = 0, not stored */
+        smx_z8(xrow, o0, no, o, smx_whole(o0, no, o), kept[j], t, p);
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            p[k] = smp_exp(tileops_add(p[k], -M));
+        smx_div8(p, rS);
+        smx_st_warp(yrow + 32 * (o0 + ow), no - ow, p, xa, lane);
+    }
+#elif TILEOPS_STAGE == 2
 #pragma unroll
     for (int j = 0; j < TILEOPS_OPT; j++) {
         const int o = j * TILEOPS_THREADS + (int)tid;
@@ -474,6 +606,21 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
                 p[k] = smp_exp(tileops_add(p[k], -M));
             smx_div8(p, rS);
             smx_st8(yrow, o0 + o, p);
+        }
+    }
+#elif TILEOPS_STAGE == 1 && SMX_XPOSE
+    const unsigned lane = tid & 31u;
+    SMX_UNROLL
+    for (int j = 0; j < TILEOPS_OPT; j++) {
+        const int ow = j * TILEOPS_THREADS + (int)(tid - lane); /* the warp's first octet */
+#pragma unroll
+        for (int g = 0; g < 2; g++) {
+            const int o = ow + 16 * g + (int)(lane >> 1);
+            float q[4];
+            smx_get_half(o, lane & 1u, q);
+            smx_divn(q, 4, rS);
+            if (o < no)
+                smx_st4(yrow + 32 * (o0 + ow) + 512 * g + 16 * lane, q);
         }
     }
 #elif TILEOPS_STAGE == 1

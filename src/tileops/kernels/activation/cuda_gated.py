@@ -108,6 +108,8 @@ def build(device_index: int, op: str, dtype_code: int, n: int, vec: int, cast: b
     stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
     per_block = threads * unroll
     ng = groups(dtype_code, n)
+    rows_max = (2 ** 31 - 1) // ng            # a group launch's rows: 32-bit group indices (gated_act.cuh)
+    esize = _elem(dtype_code)
 
     def elems_build():
         if not elems:
@@ -127,6 +129,9 @@ def build(device_index: int, op: str, dtype_code: int, n: int, vec: int, cast: b
                 launch_raw(h, min(-(-(rows * n) // threads), GRID_MAX), 1, 1, threads, 1, 1, 0,
                            stream_of(device_index), x.data_ptr(), y.data_ptr(), rows)
             else:
-                launch_raw(handle, min(-(-(rows * ng) // per_block), GRID_MAX), 1, 1, threads, 1, 1, 0,
-                           stream_of(device_index), x.data_ptr(), y.data_ptr(), rows)
+                for r0 in range(0, rows, rows_max):
+                    r = min(rows_max, rows - r0)
+                    launch_raw(handle, min(-(-(r * ng) // per_block), GRID_MAX), 1, 1, threads, 1, 1, 0,
+                               stream_of(device_index), x.data_ptr() + r0 * 2 * n * esize,
+                               y.data_ptr() + r0 * n * esize, r)
     return launch
