@@ -13,9 +13,10 @@
 # it and the gated ops' 32-bit indices shipped then); what the H200 still has to say:
 #   softmax  issue 14: the shipped op on the H200 beside the no-exchange ablation (what the
 #            cluster exchanges still cost: 1-2 % on the H100), bf16 -> float32 at 128256 /
-#            152064, B = 32 / 128 / 256, two rounds, and with a temperature; the README's
-#            softmax rows (16-bit out: 1.34x the copy L2-cold on the H100 at B = 128, the
-#            whole-sectors stores being float32's); softmax's GPU tests.
+#            152064, B = 32 / 128 / 256, two rounds, with a temperature, and bf16 -> bf16
+#            (--out-dtype same: the README's fp16 row was 1.34x the copy L2-cold on the H100
+#            at B = 128, though a warp's 16-bit stores are 512 whole bytes already); the
+#            softmax GPU tests.
 #   gated    issue 12: one and two groups a thread at 256 and 4096 tokens (14336 / 18944,
 #            fp16) beside the no-activation ablation: on the H100 two groups a thread took
 #            SiLU at 256 x 14336 from 5.05 to 4.26 us hot but 12.93 to 13.06 L2-cold, and
@@ -27,8 +28,8 @@
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
-#            with full timers (0.99-1.00x the copy on the H100); the README's RoPE rows
-#            (dev/readme_bench.sh, README_OPS=^Rope; $OUT/readme.tar.gz; 1.03-1.05x the
+#            with full timers (0.99-1.00x the copy on the H100); the README's RoPE and
+#            softmax rows (dev/readme_bench.sh; $OUT/readme.tar.gz; RoPE 1.03-1.05x the
 #            copy at 4096 tokens on the H100).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -69,7 +70,7 @@ time_softmax() {   # time_softmax NAME CAP SPECS ARGS...: dev/time_softmax.py at
 softmax_time() {
     time_softmax softmax_op 200 "$SOFTMAX_SPECS" --vocabs 128256,152064 --rounds 2
     time_softmax softmax_op_temp 100 "$SOFTMAX_SPECS" --temperature --vocabs 128256
-    run readme_softmax 80 env README_OPS='^Softmax' README_SECONDS_PER_OP=70 bash dev/readme_bench.sh
+    time_softmax softmax_op16 80 "$SOFTMAX_SPECS" --out-dtype same --vocabs 128256
 }
 gated_time() {   # fp16 (bf16's times tracked fp16's in session 29); u2: one wave at 256 tokens
     local op
@@ -93,7 +94,7 @@ measure_time() {   # by priority: what the issues' targets need first, the READM
     run ncu_pda1 150 env NCU_CASES='pda1:pda --B 1 --ctx 1024' bash dev/probes/ncu_run.sh
     run gelu_4096 150 python3 -m tileops bench --device cuda --op GeluAndMulFwdOp --workloads T=4096 \
         --dtypes float16,bfloat16 --compile dynamic --out "$OUT/gelu_4096.json" --no-plot
-    run readme_rope 150 env README_OPS='^Rope' README_SECONDS_PER_OP=70 bash dev/readme_bench.sh
+    run readme_rows 150 env README_OPS='^(Rope|Softmax)' README_SECONDS_PER_OP=70 bash dev/readme_bench.sh
 }
 measure_test() { :; }   # nothing applied
 norm_time() {   # RMSNorm's launch shapes at QK-norm's rows of 128 (the rule's 4 threads a row against 8, 16)

@@ -6,7 +6,8 @@ of the copy floor of its bytes at B >= 32.
         [--out softmax_timing.json]
 
 For B in {1, 32, 128, 256} x V in {128256, 152064} x logits {bfloat16, float32}, probabilities
-float32 out (as samplers keep them); --temperature: a per-row temperature too; --quick: B =
+float32 out (as samplers keep them; --out-dtype same: the logits' dtype, the op's default, then
+checked against float64 to the output's own eps); --temperature: a per-row temperature too; --quick: B =
 128, 256, V = 128256, bfloat16 only. Hot (tileops.bench.cuda_hot_us: 50 calls in a CUDA graph, the median of 20
 replays, microseconds per call) and cold (tileops.bench.cuda_cold_us: a 256 MiB write
 before each call, CUDA events around it, the median over 100 ms of calls) times of tileops, of
@@ -165,45 +166,52 @@ def time_rounds(fns, rounds):
     return {f"{k}_{m}_us": min(v[m]) for k, v in times.items() for m in ("hot", "cold")}
 
 
-def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, divrn_lab=False, patches=(), rounds=1):
+def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, divrn_lab=False, patches=(), rounds=1,
+                 out_dtype=torch.float32):
     g = torch.Generator(device="cuda").manual_seed(B * 7 + V)
     x = (torch.randn(B, V, device="cuda", generator=g) * 3).to(dtype)
     t = (torch.rand(B, device="cuda", generator=g) * 1.75 + 0.25) if temperature else None
-    op = SoftmaxFwdOp(torch.float32)
+    od = out_dtype or dtype          # None: the logits' dtype (the op's default)
+    op = SoftmaxFwdOp(od)
     got = op(x, t)
     z = x.double() if t is None else x.double() / t.double()[:, None]
     exact = torch.softmax(z, -1)
-    torch.testing.assert_close(got.double(), exact, rtol=1e-5, atol=1e-12)
-    torch.testing.assert_close(got, reference(x, t), rtol=3e-5, atol=1e-9)
-    compiled = torch.compile(reference)
+    # float32 out: rtol 1e-5 (the GPU tests'); 16-bit out: one rounding of that, half an ulp
+    rtol = 1e-5 if od == torch.float32 else torch.finfo(od).eps
+    torch.testing.assert_close(got.double(), exact, rtol=rtol, atol=1e-12)
+    torch.testing.assert_close(got.float(), reference(x, t), rtol=max(3e-5, rtol), atol=1e-9)
+    ref = reference if od == torch.float32 else lambda x, t: reference(x, t).to(od)
+    compiled = torch.compile(ref)
     compiled(x, t)
-    nbytes = x.numel() * x.element_size() + got.numel() * 4 + (0 if t is None else t.numel() * 4)
+    nbytes = x.numel() * x.element_size() + got.numel() * got.element_size() + (0 if t is None else t.numel() * 4)
     src = torch.ones(nbytes // 2, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    name = f"softmax B={B} V={V} {str(dtype)[6:]}{' t' if temperature else ''}"
-    row = {"case": name, "B": B, "V": V, "dtype": str(dtype)[6:], "temperature": temperature, "bytes": nbytes}
-    fns = {"tileops": lambda: op(x, t), "torch": lambda: reference(x, t), "compile": lambda: compiled(x, t),
+    out_name = "" if od == torch.float32 else f" -> {str(od)[6:]}"
+    name = f"softmax B={B} V={V} {str(dtype)[6:]}{out_name}{' t' if temperature else ''}"
+    row = {"case": name, "B": B, "V": V, "dtype": str(dtype)[6:], "out_dtype": str(od)[6:],
+           "temperature": temperature, "bytes": nbytes}
+    fns = {"tileops": lambda: op(x, t), "torch": lambda: ref(x, t), "compile": lambda: compiled(x, t),
            "copy": lambda: dst.copy_(src), "convert": lambda: x.to(torch.float32, copy=True)}
     if rows_lab:
-        fns["rows"] = rows_launcher(x, t, torch.float32)
+        fns["rows"] = rows_launcher(x, t, od)
         p = fns["rows"]()
         torch.cuda.synchronize()
         # its construction says the op's bits; a value off float64 fails, bits that differ are reported
-        torch.testing.assert_close(p.double(), exact, rtol=1e-5, atol=1e-12)
+        torch.testing.assert_close(p.double(), exact, rtol=rtol, atol=1e-12)
         row["rows_bitwise"] = bool(torch.equal(p, got))
     words = not temperature and dtype != torch.float32   # the registers builds' cases
     labs = (("staged",) if staged_lab and words else ()) + (("divrn",) if divrn_lab else ())
     for variant in labs:
-        fns[variant] = staged_launcher(x, torch.float32) if variant == "staged" else build_launcher(
-            x, t, torch.float32, DEFINES[variant])
+        fns[variant] = staged_launcher(x, od) if variant == "staged" else build_launcher(
+            x, t, od, DEFINES[variant])
         p = fns[variant]()
         torch.cuda.synchronize()
-        torch.testing.assert_close(p.double(), exact, rtol=1e-5, atol=1e-12)
+        torch.testing.assert_close(p.double(), exact, rtol=rtol, atol=1e-12)
         row[variant + "_bitwise"] = bool(torch.equal(p, got))
     for spec in patches:
         name = variant_name(spec)
         files, defines, smem = parse_spec(spec)
-        fns[name] = build_launcher(x, t, torch.float32, defines, files, smem)
+        fns[name] = build_launcher(x, t, od, defines, files, smem)
         p = fns[name]()
         torch.cuda.synchronize()
         row[name + "_bitwise"] = bool(torch.equal(p, got))
@@ -240,6 +248,8 @@ def main():
     ap.add_argument("--batches", default=None, help="comma-separated B values (default 1,32,128,256; --quick 128,256)")
     ap.add_argument("--patches", default="", help="comma-separated dev/patches files, each timed beside the op")
     ap.add_argument("--rounds", type=int, default=1, help="timing rounds (alternating order), the minimum kept")
+    ap.add_argument("--out-dtype", choices=("float32", "same"), default="float32",
+                    help="the probabilities' dtype: float32 (as samplers keep them) or the logits' own")
     ap.add_argument("--out", default="softmax_timing.json")
     args = ap.parse_args()
     rows = []
@@ -253,7 +263,7 @@ def main():
                     if args.quick and dtype != torch.bfloat16:
                         continue
                     rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged, args.divrn, patches,
-                                             args.rounds))
+                                             args.rounds, None if args.out_dtype == "same" else torch.float32))
                     print(rows[-1]["case"], flush=True)
     for r in rows:
         for m in ("hot", "cold"):

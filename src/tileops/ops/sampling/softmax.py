@@ -27,7 +27,9 @@ class SoftmaxFwdOp(Op):
     bfloat16), temperature float32 [B] or None. Returns probs [B, V] in out_dtype (new and
     contiguous, or `out` filled). Computed in float32: z = logits / temperature (the IEEE
     division torch makes), exp(z - max z) / sum (exp: a polynomial within 1.1 ulp on the
-    CPU, ex2.approx on a GPU; within 1e-5 of the exact softmax of z either way): a row's
+    CPU, ex2.approx on a GPU, which flushes an exp(z - max z) below 2^-126 to 0, so a
+    probability under ~1.2e-38 may come out 0 there; within 1e-5 of the exact softmax of z
+    either way): a row's
     bits do not depend on the other rows of the batch. On a GPU a row of a real vocabulary
     is split over a cluster of 8 CTAs that keep it on chip, so the logits are read once
     and the probabilities written once (csrc/ops/sampling/softmax.cu). A row holding a NaN or a +inf, or of -inf only, is NaN throughout,
