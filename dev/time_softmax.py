@@ -11,12 +11,12 @@ checked against float64 to the output's own eps); --temperature: a per-row tempe
 128, 256, V = 128256, bfloat16 only. Hot (tileops.bench.cuda_hot_us: 50 calls in a CUDA graph, the median of 20
 replays, microseconds per call) and cold (tileops.bench.cuda_cold_us: a 256 MiB write
 before each call, CUDA events around it, the median over 100 ms of calls) times of tileops, of
-torch.softmax(x.float() / t) (the samplers' expression), of torch.compile of it and of the
+torch.softmax(x.float() / t) (the samplers' expression; then .to() a 16-bit output), of torch.compile of it and of the
 copy floor (dst.copy_(src) moving the same bytes: a copy of half the bytes read + written);
 tileops over the copy (the goal: <= 1.1 at B >= 32). Before timing, a case's result is
 checked against float64 (rtol 1e-5, tests/gpu/test_gpu_sampling.py's tolerance) and
-torch's float32 result, so a wrong kernel cannot be timed as fast. "convert": x.to(float32)
-(torch's streaming conversion: the op's bytes for 16-bit logits; a float32 copy otherwise).
+torch's float32 result, so a wrong kernel cannot be timed as fast. "convert": x.to(the output's
+dtype) (torch's streaming conversion or copy: the op's bytes, less the temperature's).
 Prints a table, writes JSON.
 
 --staged (session 14): beside the op's registers build (16-bit logits without a
@@ -191,7 +191,7 @@ def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, div
     row = {"case": name, "B": B, "V": V, "dtype": str(dtype)[6:], "out_dtype": str(od)[6:],
            "temperature": temperature, "bytes": nbytes}
     fns = {"tileops": lambda: op(x, t), "torch": lambda: ref(x, t), "compile": lambda: compiled(x, t),
-           "copy": lambda: dst.copy_(src), "convert": lambda: x.to(torch.float32, copy=True)}
+           "copy": lambda: dst.copy_(src), "convert": lambda: x.to(od, copy=True)}
     if rows_lab:
         fns["rows"] = rows_launcher(x, t, od)
         p = fns["rows"]()
