@@ -190,10 +190,10 @@ TILEOPS_DEV void smx_div8(float *p, struct smx_recip d) { smx_divn(p, 8, d); }
  * L2 write requests of whole ones. That, not the arithmetic or the exchanges, bounded the
  * kernel (H200, session 30, bf16 -> float32 128256, L2-cold: the op 1.56-1.63x the copy's
  * time, the same build with a warp's stores over 512 contiguous bytes 1.09-1.15x;
- * dev/patches/smx_ablate_coalesced.patch). So where every octet of the output row is whole
- * and 16-byte aligned (SMX_XPOSE), a warp stores its 32 consecutive octets (1 KB) as two
- * rows of 512 bytes: lane L the floats 4L .. 4L + 3 of each, half L & 1 of the octets L / 2
- * and 16 + L / 2. The registers build passes each lane's octet through a 1 KB buffer of the
+ * dev/patches/smx_ablate_coalesced.patch, in git history at eee5af6). So where every
+ * octet of the output row is whole and 16-byte aligned (SMX_XPOSE), a warp stores its 32
+ * consecutive octets (1 KB) as two rows of 512 bytes: lane L the floats 4L .. 4L + 3 of
+ * each, half L & 1 of the octets L / 2 and 16 + L / 2. The registers build passes each lane's octet through a 1 KB buffer of the
  * warp in shared memory (write, bar.warp.sync, read, bar.warp.sync; the halves of a lane
  * swapped when bit 2 of its lane is set: neither side has a bank conflict); the staged
  * build reads those halves of e from its slots. The same values: the same bits. Measured
@@ -582,33 +582,30 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
 #endif
     /* pass 3: probs = e / S (e kept, or exp(z - M) again) */
     const struct smx_recip rS = smx_recip_of(S);
-#if TILEOPS_STAGE == 2 && SMX_XPOSE
+#if TILEOPS_STAGE == 2
+#if SMX_XPOSE
     const unsigned lane = tid & 31u;
     const struct smx_xaddr xa = smx_xaddr_of(smp_smem_addr(xbuf) + 32u * (tid - lane), lane);
+#endif
 #pragma unroll
     for (int j = 0; j < TILEOPS_OPT; j++) {
-        const int o = j * TILEOPS_THREADS + (int)tid, ow = o - (int)lane; /* ow: the warp's first octet */
-        float p[8]; /* a pad's: exp(-inf - M) / S = 0, not stored */
+        const int o = j * TILEOPS_THREADS + (int)tid;
+#if !SMX_XPOSE
+        if (o >= no)
+            continue;
+#endif
+        float p[8]; /* a pad's (whole sectors: the warp stores together): exp(-inf - M) / S = 0, not stored */
         smx_z8(xrow, o0, no, o, smx_whole(o0, no, o), kept[j], t, p);
 #pragma unroll
         for (int k = 0; k < 8; k++)
             p[k] = smp_exp(tileops_add(p[k], -M));
         smx_div8(p, rS);
+#if SMX_XPOSE
+        const int ow = o - (int)lane; /* the warp's first octet */
         smx_st_warp(yrow + 32 * (o0 + ow), no - ow, p, xa, lane);
-    }
-#elif TILEOPS_STAGE == 2
-#pragma unroll
-    for (int j = 0; j < TILEOPS_OPT; j++) {
-        const int o = j * TILEOPS_THREADS + (int)tid;
-        if (o < no) {
-            float p[8];
-            smx_z8(xrow, o0, no, o, smx_whole(o0, no, o), kept[j], t, p);
-#pragma unroll
-            for (int k = 0; k < 8; k++)
-                p[k] = smp_exp(tileops_add(p[k], -M));
-            smx_div8(p, rS);
-            smx_st8(yrow, o0 + o, p);
-        }
+#else
+        smx_st8(yrow, o0 + o, p);
+#endif
     }
 #elif TILEOPS_STAGE == 1 && SMX_XPOSE
     const unsigned lane = tid & 31u;
