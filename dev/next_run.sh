@@ -22,9 +22,13 @@
 #            SiLU at 256 x 14336 from 5.05 to 4.26 us hot but 12.93 to 13.06 L2-cold, and
 #            GeLU(erf) 5.30 to 6.02 hot; the activation GPU tests.
 #   norm     issue 11: RMSNorm's launch shapes at QK-norm's rows of 128 (4096 tokens x 32 / 8
-#            heads; the widest miss against Liger): on the H100 8 threads a row beat the rule's
-#            4 by 2-4 % L2-cold; then norm_rt8_rows16.patch (that rule) applied and
-#            test_gpu_rms_norm.py run over it.
+#            heads; the widest miss against Liger): 8 threads a row (shipped in session 34,
+#            norm_rt8_rows16.patch, after the H100's sweep and GPU tests) against the others,
+#            on the H200; then test_gpu_rms_norm.py.
+#   tsoftmax issue 14, session 34: x / t through t's reciprocal made once (div.rn's bits),
+#            beside the division before (div.rn an element: the op with a temperature took
+#            1.18x its time without L2-cold at B = 128 on the H100), bf16 -> float32 and
+#            bf16 -> bf16; the softmax GPU tests.
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -39,10 +43,12 @@ BUDGET=${NEXT_SECONDS:-480}
 
 # the specs each plan times (--patches of dev/time_softmax.py and dev/time_gated.py)
 SOFTMAX_SPECS="smx_ablate_noexch.patch"
+# the temperature's division before session 34 (div.rn an element)
+TSOFTMAX_SPECS="smx_tdiv_rn.patch"
 GATED_SPECS="gact_ablate_noact.patch"
 # what a plan applies before its tests, in order, a call to dev/apply_patch.py each (its
 # tests after each call)
-NORM_APPLY="norm_rt8_rows16.patch"
+NORM_APPLY=""   # norm_rt8_rows16.patch shipped in session 34
 PYTEST="python3 -m pytest -q -p no:cacheprovider"
 SOFTMAX_TESTS="$PYTEST tests/gpu/test_gpu_sampling.py -k 'softmax or same_bits_whatever or captures_in_a_cuda_graph or manifest_batches'"
 GATED_TESTS="$PYTEST tests/gpu/test_gpu_activation.py"
@@ -72,6 +78,11 @@ softmax_time() {
     time_softmax softmax_op_temp 100 "$SOFTMAX_SPECS" --temperature --vocabs 128256
     time_softmax softmax_op16 80 "$SOFTMAX_SPECS" --out-dtype same --vocabs 128256
 }
+tsoftmax_time() {   # issue 14: the temperature's division (session 34)
+    time_softmax tsoftmax_t 150 "$TSOFTMAX_SPECS" --temperature --vocabs 128256,152064 --rounds 2
+    time_softmax tsoftmax_t16 70 "$TSOFTMAX_SPECS" --temperature --out-dtype same --vocabs 128256
+}
+tsoftmax_test() { softmax_test; }
 gated_time() {   # fp16 (bf16's times tracked fp16's in session 29); u2: one wave at 256 tokens
     local op
     for op in silu_and_mul gelu_and_mul gelu_tanh_and_mul; do
@@ -101,7 +112,7 @@ norm_time() {   # RMSNorm's launch shapes at QK-norm's rows of 128 (the rule's 4
     run sweep_qknorm 130 python3 dev/sweep_norm.py --mode shapes --only 131072x128,32768x128 \
         --out "$OUT/sweep_qknorm.json"
 }
-norm_test() { apply_and_test norm "$NORM_APPLY" "$NORM_TESTS"; }
+norm_test() { apply_and_test norm "$NORM_APPLY" "$NORM_TESTS" && run norm_tests 150 bash -c "$NORM_TESTS"; }
 
 plans=("$@")
 [ ${#plans[@]} -eq 0 ] && plans=(softmax gated norm)

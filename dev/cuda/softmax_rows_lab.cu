@@ -37,7 +37,7 @@ TILEOPS_DEV int sr_octets(int c) {
  * SR_MAX returns max(acc, z) over them; SR_SUM returns the sum of exp(z - M) from acc
  * (pads add +0); SR_WRITE writes probs = exp(z - M) / S of its octets (returns acc). */
 enum { SR_MAX, SR_SUM, SR_WRITE };
-TILEOPS_DEV float sr_chunk(int pass, const char *xrow, char *yrow, int c, unsigned t, float tt, float M, float S,
+TILEOPS_DEV float sr_chunk(int pass, const char *xrow, char *yrow, int c, unsigned t, struct smx_tdiv tt, float M, float S,
                            float acc) {
     const long long o0 = (long long)c * (TILEOPS_CHUNK / 8);
     const int no = sr_octets(c);
@@ -81,9 +81,9 @@ extern "C" __global__ void __launch_bounds__(SR_THREADS, 1)
         const char *xrow = (const char *)x + row * (long long)TILEOPS_N * TILEOPS_E;
         char *yrow = (char *)y + row * (long long)TILEOPS_N * SMX_OE;
 #if TILEOPS_TEMP
-        const float tt = temperature[row];
+        const struct smx_tdiv tt = smx_tdiv_of(temperature[row]);
 #else
-        const float tt = 1.0f;
+        const struct smx_tdiv tt = {1.0f, 1.0f, 0};
         (void)temperature;
 #endif
         /* pass 1: M, the row's maximum over both halves */

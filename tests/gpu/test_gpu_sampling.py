@@ -134,8 +134,9 @@ def test_softmax_peaks_in_every_cta_and_pads_under_negative_temperature(dtype, V
 @pytest.mark.parametrize("V", VS)
 def test_softmax_kept_in_registers_gives_the_staged_builds_bits(dtype, V):
     # 16-bit logits without a temperature take the build that keeps the chunk's words in
-    # registers (TILEOPS_STAGE 2); a temperature of ones takes the build that stages z in
-    # shared memory (x / 1 = x exactly): the same values in the same order, so the same bits,
+    # registers (TILEOPS_STAGE 2); the same build staging z in shared memory, and the op
+    # under a temperature of ones (the staged build: x / 1 = x exactly, by the reciprocal
+    # made once as by div.rn), take the same values in the same order, so the same bits,
     # NaN rows included; both output dtypes; an offset view (unaligned rows: the scalar path)
     x = sc.logits_like(7, V + 1, dtype, DEV, seed=V + 5)
     x[2, 3] = NAN
@@ -144,16 +145,19 @@ def test_softmax_kept_in_registers_gives_the_staged_builds_bits(dtype, V):
         ones = torch.ones(7, device=DEV)
         for out_dtype in (torch.float32, dtype):
             kept = _sync(SoftmaxFwdOp(out_dtype)(logits))
-            staged = _sync(SoftmaxFwdOp(out_dtype)(logits, ones))
-            assert torch.equal(kept.isnan(), staged.isnan()) and kept[2:4].isnan().all()
-            assert torch.equal(kept.nan_to_num(), staged.nan_to_num())
+            for staged in (_sync(SoftmaxFwdOp(out_dtype)(logits, ones)),
+                           _softmax_build(logits, None, out_dtype, (), staged=True)):
+                assert torch.equal(kept.isnan(), staged.isnan()) and kept[2:4].isnan().all()
+                assert torch.equal(kept.nan_to_num(), staged.nan_to_num())
 
 
-def _softmax_build(x, t, out_dtype, defines):
+def _softmax_build(x, t, out_dtype, defines, staged=False):
     """The op's build for x (and t) with `defines` (each replacing the shipped option of its
-    name, or added), launched with the shipped plan's shape: -DSMX_FASTDIV=0 divides every
-    element of pass 3 by div.rn inline (the division before the row's reciprocal was made
-    once)"""
+    name, or added), launched with the shipped plan's shape (staged: the plan that stages z
+    in shared memory, -DTILEOPS_STAGE=1, where the shipped one keeps 16-bit words in
+    registers): -DSMX_FASTDIV=0 divides every element of pass 3 by div.rn inline (the
+    division before the row's reciprocal was made once), -DSMX_TFASTDIV=0 every x / t (the
+    temperature's division before session 34)"""
     from tileops import _C, runtime
     from tileops._dtypes import CODE
     from tileops.kernels.sampling import cuda_sampling as K
@@ -163,6 +167,10 @@ def _softmax_build(x, t, out_dtype, defines):
     aligned = all(p % 16 == 0 for p in (x.data_ptr(), probs.data_ptr()))
     source, kernel, opts, plan = K.softmax_specialisation(CODE[x.dtype], CODE[out_dtype], V, t is not None, aligned,
                                                           K.arch(dev), K._device_limits(dev))
+    if staged:
+        plan = K.row_plan(V, K.arch(dev), K._device_limits(dev), stage_bytes=4)
+        assert plan.stage == 1, plan
+        defines = ("-DTILEOPS_STAGE=1",) + tuple(defines)
     names = tuple(d.split("=")[0] + "=" for d in defines)
     opts = tuple(o for o in opts if not o.startswith(names)) + tuple(defines)
     handle = runtime.build(dev, source, kernel, opts, "ppp", pdl=True)
@@ -195,6 +203,38 @@ def test_softmax_s_reciprocal_made_once_gives_div_rn_s_bits(dtype, V):
             assert torch.equal(got.nan_to_num(), want.nan_to_num())
             if out_dtype == torch.float32:
                 assert (got[1] < 2.0 ** -96).any() and (got[1] > 2.0 ** -10).any()   # both kinds of octet
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("V", [128256, 20000, 301])
+def test_softmax_t_reciprocal_made_once_gives_div_rn_s_bits(dtype, V):
+    # x / t through t's reciprocal made once where every element of an octet is in
+    # [2^-64, 2^64) in magnitude and t in [2^-32, 2^32] (div.rn's fast-path steps), an octet
+    # of infinities as it is, div.rn elsewhere: the same bits as div.rn for every x / t
+    # (-DSMX_TFASTDIV=0). Rows: ordinary logits with temperatures in range, then zeros of
+    # both signs, an infinity, a NaN, subnormals and logits past 2^64 (float32 and bfloat16
+    # hold them) in octets of ordinary ones, a row masked to -inf but for its last 50, under
+    # temperatures in range and out of it (2^-40, 2^40), negative, zero, NaN and +inf
+    B = 12
+    x = sc.logits_like(B, V, dtype, DEV, seed=V + 13)
+    tiny = torch.finfo(dtype).tiny / 4             # a subnormal of the dtype
+    big = 3e25 if dtype != torch.float16 else 6e4  # past 2^64 where the dtype reaches it
+    for r in range(2, B):
+        x[r, 1], x[r, 9], x[r, V // 2] = 0.0, -0.0, tiny
+        x[r, V - 2] = -INF
+        x[r, 17] = big if r % 2 else -big
+    x[3, : V - 50] = -INF
+    x[5, 4] = INF
+    x[6, 3] = NAN
+    t = torch.tensor([0.7, 1.9, 0.3, 1.0, 2.0 ** -40, 0.5, 1.1, 2.0 ** 40, -0.8, 0.0, NAN, INF], device=DEV)
+    for out_dtype in (torch.float32, dtype):
+        got = _sync(SoftmaxFwdOp(out_dtype)(x, t))
+        want = _softmax_build(x, t, out_dtype, ("-DSMX_TFASTDIV=0",))
+        assert torch.equal(got.isnan(), want.isnan()) and got[6].isnan().all() and not got[:2].isnan().any()
+        assert torch.equal(got.nan_to_num(), want.nan_to_num()), out_dtype
+    # the rows in range against torch's own division: the probabilities of x.float() / t
+    got = _sync(SoftmaxFwdOp(torch.float32)(x[:4], t[:4]))
+    torch.testing.assert_close(got, torch.softmax(x[:4].float() / t[:4, None], -1), rtol=3e-5, atol=1e-9)
 
 
 # ---- argmax and the draw: the same tokens as torch and as the CPU ---------------------------

@@ -26,9 +26,11 @@
  * reads e (Nsight, session 12: stage 1 stalls on that round trip, MIO throttle and short
  * scoreboard); the same values in the same order (ex2.approx is deterministic), so the
  * same bits, at 0.92-0.95x stage 1's time L2-cold (H200, B = 32-256 x 128256 bf16,
- * session 13's lab). With a temperature the IEEE divisions would be repeated too: stage 1
- * stays. TILEOPS_STAGE 0 (a row too long for 8 CTAs' shared memory, or a GPU before sm_90
- * with rows over one CTA's) reads the row three times instead (max, sum, write).
+ * session 13's lab). With a temperature stage 1 stays: a registers build dividing by t in
+ * every pass (t's reciprocal made once, below) spilled 92 bytes at 40 registers and took
+ * 1.12-1.16x the staged build's time L2-cold (H100, session 34, B = 32-256 x 128256 bf16).
+ * TILEOPS_STAGE 0 (a row too long for 8 CTAs' shared memory, or a GPU before sm_90 with
+ * rows over one CTA's) reads the row three times instead (max, sum, write).
  * Order of the sum: each thread adds its slots' elements (slots in increasing order, each
  * slot's 8 in order; a pad adds +0, which changes no sum), the threads' sums by
  * tileops_row_sum's fixed tree, the CTAs' in rank order: fixed by V, the dtype and the
@@ -125,13 +127,17 @@ TILEOPS_DEV void smx_st8(char *row, long long o, const float *f) {
  * the residual e - S q0 and q0 + r x residual (FFMAs), with FCHK sending operands outside
  * its range to a slow path. Pass 3 divides every element by the one sum S: smx_recip_of
  * makes r once (the same RCP and Newton step) and smx_div8 takes the per-element steps (the
- * same FFMAs, so the same bits) for an octet whose elements are all where no quotient,
- * residual or product leaves the normal range (S in [1, 2^24] and e in [2^-96, 1]: an
- * unsigned compare of e's bits), and div.rn, out of line, for each element of another
+ * same FFMAs, so the same bits) for an octet whose elements are all where no step rounds
+ * outside the normal range (S in [1, 2^24] and e in [2^-96, 1], a residual exact when
+ * subnormal: tests/runtime/test_softmax_division_steps.py; an unsigned compare of e's
+ * bits), and div.rn, out of line, for each element of another
  * octet (one below 2^-96 or 0, a NaN row): one MUFU an element fewer of three (two exp2).
  * SMX_FASTDIV 0 (a lab build) divides every element by div.rn inline, as before. */
 #ifndef SMX_FASTDIV
 #define SMX_FASTDIV 1
+#endif
+#ifndef SMX_TFASTDIV /* x / t's: below */
+#define SMX_TFASTDIV 1
 #endif
 #define SMX_E_LO 0x0f800000u                /* 2^-96's bits */
 #define SMX_E_SPAN (0x3f800000u - SMX_E_LO) /* to 1's */
@@ -337,21 +343,77 @@ TILEOPS_DEV void smx_issue(const char *xt, long long o0, int no, int j0, unsigne
             w[b][h] = smx_ld16_if(xt + (long long)(j0 + b) * (TILEOPS_THREADS * 8 * TILEOPS_E) + 16 * h, whole[b]);
     }
 }
+/* ---- x / t, t's reciprocal made once ---------------------------------------------------
+ * The same steps as e / S above (div.rn's fast path: RCP and Newton step once, then q0,
+ * the residual and the correction) for an octet whose elements are all in [2^-64, 2^64) in
+ * magnitude, where t is in [2^-32, 2^32]: quotients in (2^-96, 2^96], residuals far above
+ * the subnormals (tests/runtime/test_softmax_division_steps.py). The octet's least and greatest magnitudes are two FMNMX an element (the
+ * absolute value is an operand modifier; a NaN is passed over and comes out NaN from the
+ * steps). An octet of infinities (a masked row's -inf) is its own quotient for such a t;
+ * any other octet (a zero, a subnormal or a logit past 2^64 in it) or t (negative, tiny,
+ * huge, NaN) takes div.rn for each element: div.rn's value everywhere (a NaN's payload
+ * aside: every such row comes out NaN). div.rn's own path costs an element MUFU.RCP, its
+ * Newton step, FCHK and a branch besides the three steps: with a temperature the op took
+ * 1.03-1.24x this build's time L2-cold (H100, session 34, bf16 -> float32 and bf16 -> bf16,
+ * B = 32-256, dev/patches/smx_tdiv_rn.patch). SMX_TFASTDIV 0 (that lab build) divides every
+ * element by div.rn inline. */
+struct smx_tdiv {
+    float t, r; /* t, its refined reciprocal */
+    int fast;   /* t in [2^-32, 2^32] (and SMX_TFASTDIV) */
+};
+TILEOPS_DEV struct smx_tdiv smx_tdiv_of(float t) {
+    struct smx_tdiv d;
+    float r0, u;
+    d.t = t;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r0) : "f"(t));
+    asm("fma.rn.f32 %0, %1, %2, 0f3F800000;" : "=f"(u) : "f"(-t), "f"(r0));
+    asm("fma.rn.f32 %0, %1, %2, %1;" : "=f"(d.r) : "f"(r0), "f"(u));
+    d.fast = SMX_TFASTDIV && t >= 2.3283064e-10f && t <= 4294967296.0f;
+    return d;
+}
+TILEOPS_DEV void smx_tdiv8(float *z, struct smx_tdiv d) {
+#if SMX_TFASTDIV
+    float lo, hi;
+    asm("abs.f32 %0, %1;" : "=f"(lo) : "f"(z[0]));
+    hi = lo;
+#pragma unroll
+    for (int k = 1; k < 8; k++) {
+        float a;
+        asm("abs.f32 %0, %1;" : "=f"(a) : "f"(z[k]));
+        asm("min.f32 %0, %0, %1;" : "+f"(lo) : "f"(a));
+        asm("max.f32 %0, %0, %1;" : "+f"(hi) : "f"(a));
+    }
+    if (d.fast && lo >= 5.421010862e-20f && hi < 1.844674407e19f) { /* [2^-64, 2^64) */
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float q0, res;
+            asm("mul.rn.f32 %0, %1, %2;" : "=f"(q0) : "f"(z[k]), "f"(d.r));
+            asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(res) : "f"(-d.t), "f"(q0), "f"(z[k]));
+            asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(z[k]) : "f"(d.r), "f"(res), "f"(q0));
+        }
+        return;
+    }
+    if (d.fast && lo == tileops_as_float(0x7f800000u)) /* +-inf only: inf / t = inf, its sign kept */
+        return;
+#endif
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        z[k] = smp_div(z[k], d.t);
+}
+
 /* z of slot o: x / t (IEEE) of its elements, -inf for a pad or past V; w: its words (or the
  * fill) when whole or a pad, else its elements are loaded one by one */
 TILEOPS_DEV void smx_z8(const char *xrow, long long o0, int no, int o, int whole,
-                        const struct tileops_v4 *w, float t, float *z) {
+                        const struct tileops_v4 *w, struct smx_tdiv td, float *z) {
     if (SMX_ALLFULL || whole || o >= no) {
 #pragma unroll
         for (int h = 0; h < SMP_WORDS; h++)
             tileops_unpack(w[h], z + 4 * h);
 #if TILEOPS_TEMP
-        const int in = o < no; /* a pad stays -inf whatever t's sign */
-#pragma unroll
-        for (int k = 0; k < 8; k++)
-            z[k] = in ? smp_div(z[k], t) : SMP_NINF;
+        if (o < no) /* a pad stays -inf whatever t's sign */
+            smx_tdiv8(z, td);
 #else
-        (void)no, (void)t;
+        (void)no, (void)td;
 #endif
     } else {
         const long long e = 8 * (o0 + o);
@@ -360,7 +422,7 @@ TILEOPS_DEV void smx_z8(const char *xrow, long long o0, int no, int o, int whole
             z[k] = SMP_NINF;
             if (e + k < TILEOPS_N) {
 #if TILEOPS_TEMP
-                z[k] = smp_div(tileops_ld_elem(xrow, e + k), t);
+                z[k] = smp_div(tileops_ld_elem(xrow, e + k), td.t);
 #else
                 z[k] = tileops_ld_elem(xrow, e + k);
 #endif
@@ -472,9 +534,9 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
     smx_cluster_arrive_relaxed(); /* waited for before the first send */
 #endif
 #if TILEOPS_TEMP
-    const float t = temperature[row];
+    const struct smx_tdiv td = smx_tdiv_of(temperature[row]);
 #else
-    const float t = 1.0f;
+    const struct smx_tdiv td = {1.0f, 1.0f, 0};
     (void)temperature;
 #endif
     /* pass 1: z (kept on chip: stage 1 z, stage 2 the words), the maximum */
@@ -508,7 +570,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
                 }
 #endif
                 float z[8];
-                smx_z8(xrow, o0, no, o, whole[b], w[b], t, z);
+                smx_z8(xrow, o0, no, o, whole[b], w[b], td, z);
 #pragma unroll
                 for (int k = 0; k < 8; k++)
                     m = smp_max(m, z[k]);
@@ -538,7 +600,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
     for (int j = 0; j < TILEOPS_OPT; j++) {
         const int o = j * TILEOPS_THREADS + (int)tid;
         float z[8];
-        smx_z8(xrow, o0, no, o, smx_whole(o0, no, o), kept[j], t, z);
+        smx_z8(xrow, o0, no, o, smx_whole(o0, no, o), kept[j], td, z);
 #pragma unroll
         for (int k = 0; k < 8; k++)
             s = tileops_add(s, smp_exp(tileops_add(z[k], -M)));
@@ -567,7 +629,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
             if (j0 + b < TILEOPS_OPT) {
                 const int o = (j0 + b) * TILEOPS_THREADS + (int)tid;
                 float z[8];
-                smx_z8(xrow, o0, no, o, whole[b], w[b], t, z);
+                smx_z8(xrow, o0, no, o, whole[b], w[b], td, z);
 #pragma unroll
                 for (int k = 0; k < 8; k++)
                     s = tileops_add(s, smp_exp(tileops_add(z[k], -M)));
@@ -595,7 +657,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
             continue;
 #endif
         float p[8]; /* a pad's (whole sectors: the warp stores together): exp(-inf - M) / S = 0, not stored */
-        smx_z8(xrow, o0, no, o, smx_whole(o0, no, o), kept[j], t, p);
+        smx_z8(xrow, o0, no, o, smx_whole(o0, no, o), kept[j], td, p);
 #pragma unroll
         for (int k = 0; k < 8; k++)
             p[k] = smp_exp(tileops_add(p[k], -M));
@@ -643,7 +705,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
             const int o = (j0 + b) * TILEOPS_THREADS + (int)tid;
             if (j0 + b < TILEOPS_OPT && o < no) {
                 float p[8];
-                smx_z8(xrow, o0, no, o, whole[b], w[b], t, p);
+                smx_z8(xrow, o0, no, o, whole[b], w[b], td, p);
 #pragma unroll
                 for (int k = 0; k < 8; k++)
                     p[k] = smp_exp(tileops_add(p[k], -M));

@@ -104,6 +104,12 @@ def _cuda_launch_shape(kernel_name: str, n: int, elem: int, sm_count: int):
     groups = _groups(n, elem)
     if kernel_name == "tileops_rms_norm":
         rt = min(1024, _pow2ceil(-(-groups // 4)))
+        if groups >= 16:
+            # at least 8 threads a row, so a warp's load covers whole 128-byte lines: QK-norm's
+            # rows of 128 fp16 (16 groups) take 8 threads of 2 groups, not 4 of 4; measured on
+            # an H100 (dev/NOTES.md sessions 33 and 34), 4096 x 8 heads L2-cold 11.36 -> 10.88
+            # us, hot 4.24 -> 3.99; 4096 x 32 heads 28.67 -> 28.03, 24.58 -> 24.32
+            rt = max(rt, 8)
         threads = max(rt, 128)
         # at least 1024 threads resident per SM (<= 64 registers): measured on the H200,
         # 2048x8192 cold 22.2 -> 21.0 us, hot 18.3 -> 16.1 (dev/NOTES.md)
