@@ -17,10 +17,12 @@
 #            (--out-dtype same: the README's fp16 row was 1.34x the copy L2-cold on the H100
 #            at B = 128, though a warp's 16-bit stores are 512 whole bytes already); the
 #            softmax GPU tests.
-#   gated    issue 12: one and two groups a thread at 256 and 4096 tokens (14336 / 18944,
-#            fp16) beside the no-activation ablation: on the H100 two groups a thread took
-#            SiLU at 256 x 14336 from 5.05 to 4.26 us hot but 12.93 to 13.06 L2-cold, and
-#            GeLU(erf) 5.30 to 6.02 hot; the activation GPU tests.
+#   gated    issue 12: one and two groups a thread beside the no-activation ablation, SiLU
+#            and GeLU(tanh) at 256 tokens in blocks of 64 / 128 / 256 threads (on the H100,
+#            sessions 33-34, two groups a thread in blocks of 128 took SiLU at 256 x 14336
+#            from 5.03 to 4.23 us hot, torch.compile 4.34, but 12.74 to 12.90 L2-cold,
+#            compile 12.72: a block size that keeps both?), GeLU(erf) at 256 and 4096
+#            tokens (5.30 to 6.03 hot with two); the activation GPU tests.
 #   norm     issue 11: RMSNorm's launch shapes at QK-norm's rows of 128 (4096 tokens x 32 / 8
 #            heads; the widest miss against Liger): 8 threads a row (shipped in session 34,
 #            norm_rt8_rows16.patch, after the H100's sweep and GPU tests) against the others,
@@ -85,11 +87,14 @@ tsoftmax_time() {   # issue 14: the temperature's division (session 34)
 tsoftmax_test() { softmax_test; }
 gated_time() {   # fp16 (bf16's times tracked fp16's in session 29); u2: one wave at 256 tokens
     local op
-    for op in silu_and_mul gelu_and_mul gelu_tanh_and_mul; do
-        run "gated_$op" 90 bash -c "cd dev && python3 time_gated.py --op $op --dtype float16 --rows 256,4096 \
-            --ns 14336,18944 --unrolls 1,2 --threads 128 --grids full --patches $GATED_SPECS \
+    for op in silu_and_mul gelu_tanh_and_mul; do   # 256 tokens: u2 at other block sizes too
+        run "gated_$op" 90 bash -c "cd dev && python3 time_gated.py --op $op --dtype float16 --rows 256 \
+            --ns 14336,18944 --unrolls 1,2 --threads 64,128,256 --grids full --patches $GATED_SPECS \
             --out $OUT/gated_$op.json"
     done
+    run gated_gelu_and_mul 90 bash -c "cd dev && python3 time_gated.py --op gelu_and_mul --dtype float16 \
+        --rows 256,4096 --ns 14336,18944 --unrolls 1,2 --threads 128 --grids full --patches $GATED_SPECS \
+        --out $OUT/gated_gelu_and_mul.json"
 }
 apply_and_test() {   # apply_and_test PLAN "PATCHES" "TESTS": each patch applied in turn, the tests after each
     local plan=$1 patches=$2 tests=$3 p
