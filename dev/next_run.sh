@@ -29,8 +29,9 @@
 #            on the H200; then test_gpu_rms_norm.py.
 #   tsoftmax issue 14, session 34: x / t through t's reciprocal made once (div.rn's bits),
 #            beside the division before (div.rn an element: the op with a temperature took
-#            1.18x its time without L2-cold at B = 128 on the H100), bf16 -> float32 and
-#            bf16 -> bf16; the softmax GPU tests.
+#            1.18x its time without L2-cold at B = 128 on the H100) and the registers build
+#            with a temperature (smx_tregs.patch, at 3 and 2 CTAs an SM), bf16 -> float32
+#            and bf16 -> bf16; the softmax GPU tests.
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -45,8 +46,9 @@ BUDGET=${NEXT_SECONDS:-480}
 
 # the specs each plan times (--patches of dev/time_softmax.py and dev/time_gated.py)
 SOFTMAX_SPECS="smx_ablate_noexch.patch"
-# the temperature's division before session 34 (div.rn an element)
-TSOFTMAX_SPECS="smx_tdiv_rn.patch"
+# the temperature's division before session 34 (div.rn an element); 16-bit logits with a
+# temperature in the registers build, at 3 and at 2 CTAs an SM
+TSOFTMAX_SPECS="smx_tdiv_rn.patch,smx_tregs.patch@-DTILEOPS_STAGE=2@smem=0,smx_tregs.patch@-DTILEOPS_STAGE=2@smem=0@-DTILEOPS_MIN_BLOCKS=2"
 GATED_SPECS="gact_ablate_noact.patch"
 # what a plan applies before its tests, in order, a call to dev/apply_patch.py each (its
 # tests after each call)
@@ -81,8 +83,8 @@ softmax_time() {
     time_softmax softmax_op16 80 "$SOFTMAX_SPECS" --out-dtype same --vocabs 128256
 }
 tsoftmax_time() {   # issue 14: the temperature's division (session 34)
-    time_softmax tsoftmax_t 150 "$TSOFTMAX_SPECS" --temperature --vocabs 128256,152064 --rounds 2
-    time_softmax tsoftmax_t16 70 "$TSOFTMAX_SPECS" --temperature --out-dtype same --vocabs 128256
+    time_softmax tsoftmax_t 240 "$TSOFTMAX_SPECS" --temperature --vocabs 128256,152064 --rounds 2
+    time_softmax tsoftmax_t16 100 "$TSOFTMAX_SPECS" --temperature --out-dtype same --vocabs 128256
 }
 tsoftmax_test() { softmax_test; }
 gated_time() {   # fp16 (bf16's times tracked fp16's in session 29); u2: one wave at 256 tokens
