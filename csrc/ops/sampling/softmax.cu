@@ -130,8 +130,8 @@ TILEOPS_DEV void smx_st8(char *row, long long o, const float *f) {
  * same FFMAs, so the same bits) for an octet whose elements are all where no step rounds
  * outside the normal range (S in [1, 2^24] and e in [2^-96, 1], a residual exact when
  * subnormal: tests/runtime/test_softmax_division_steps.py; an unsigned compare of e's
- * bits), and div.rn, out of line, for each element of another
- * octet (one below 2^-96 or 0, a NaN row): one MUFU an element fewer of three (two exp2).
+ * bits), and div.rn, out of line, for each element of another octet (one below 2^-96 or
+ * 0, a NaN row): one MUFU an element fewer of three (two exp2).
  * SMX_FASTDIV 0 (a lab build) divides every element by div.rn inline, as before. */
 #ifndef SMX_FASTDIV
 #define SMX_FASTDIV 1
@@ -145,14 +145,27 @@ struct smx_recip {
     float s, ns, r; /* S, -S, S's refined reciprocal */
     unsigned span;  /* SMX_E_SPAN + 1 where S is in [1, 2^24] (and SMX_FASTDIV), else 0 */
 };
+/* div.rn's reciprocal of d: MUFU.RCP and one Newton step */
+TILEOPS_DEV float smx_refined_rcp(float d) {
+    float r0, u, r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r0) : "f"(d));
+    asm("fma.rn.f32 %0, %1, %2, 0f3F800000;" : "=f"(u) : "f"(-d), "f"(r0));
+    asm("fma.rn.f32 %0, %1, %2, %1;" : "=f"(r) : "f"(r0), "f"(u));
+    return r;
+}
+/* div.rn's per-element steps: q0 = n r, the residual n - d q0, q0 + r x residual (nd: -d) */
+TILEOPS_DEV float smx_quot(float n, float nd, float r) {
+    float q0, res, q;
+    asm("mul.rn.f32 %0, %1, %2;" : "=f"(q0) : "f"(n), "f"(r));
+    asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(res) : "f"(nd), "f"(q0), "f"(n));
+    asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(q) : "f"(r), "f"(res), "f"(q0));
+    return q;
+}
 TILEOPS_DEV struct smx_recip smx_recip_of(float S) {
     struct smx_recip d;
-    float r0, t;
     d.s = S;
     d.ns = -S;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r0) : "f"(S));
-    asm("fma.rn.f32 %0, %1, %2, 0f3F800000;" : "=f"(t) : "f"(d.ns), "f"(r0));
-    asm("fma.rn.f32 %0, %1, %2, %1;" : "=f"(d.r) : "f"(r0), "f"(t));
+    d.r = smx_refined_rcp(S);
     d.span = SMX_FASTDIV && S >= 1.0f && S <= 16777216.0f ? SMX_E_SPAN + 1u : 0u;
     return d;
 }
@@ -175,12 +188,8 @@ TILEOPS_DEV void smx_divn(float *p, int n, struct smx_recip d) {
     }
     if (worst < d.span) {
 #pragma unroll
-        for (int k = 0; k < n; k++) {
-            float q0, res;
-            asm("mul.rn.f32 %0, %1, %2;" : "=f"(q0) : "f"(p[k]), "f"(d.r));
-            asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(res) : "f"(d.ns), "f"(q0), "f"(p[k]));
-            asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(p[k]) : "f"(d.r), "f"(res), "f"(q0));
-        }
+        for (int k = 0; k < n; k++)
+            p[k] = smx_quot(p[k], d.ns, d.r);
     } else {
 #pragma unroll
         for (int k = 0; k < n; k++)
@@ -199,21 +208,14 @@ TILEOPS_DEV void smx_div8(float *p, struct smx_recip d) { smx_divn(p, 8, d); }
  * dev/patches/smx_ablate_coalesced.patch, in git history at eee5af6). So where every
  * octet of the output row is whole and 16-byte aligned (SMX_XPOSE), a warp stores its 32
  * consecutive octets (1 KB) as two rows of 512 bytes: lane L the floats 4L .. 4L + 3 of
- * each, half L & 1 of the octets L / 2 and 16 + L / 2. The registers build passes each lane's octet through a 1 KB buffer of the
- * warp in shared memory (write, bar.warp.sync, read, bar.warp.sync; the halves of a lane
+ * each, half L & 1 of the octets L / 2 and 16 + L / 2. The registers build passes each
+ * lane's octet through a 1 KB buffer of the warp in shared memory (write, bar.warp.sync, read, bar.warp.sync; the halves of a lane
  * swapped when bit 2 of its lane is set: neither side has a bank conflict); the staged
  * build reads those halves of e from its slots. The same values: the same bits. Measured
  * with the packed pass-1 maximum below (H100, session 33, bf16 -> float32, L2-cold): 128256
  * B = 32 / 128 / 256 1.61 / 1.39 / 1.33x -> 1.20 / 1.12 / 1.06x the copy's time. */
 #define SMX_XPOSE (SMX_OE == 4 && TILEOPS_OVEC && TILEOPS_N % 8 == 0)
-#if SMX_XPOSE
-TILEOPS_DEV void smx_st4(char *at, const float *f) {
-    struct tileops_v4 v;
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-        v.a[k] = tileops_as_uint(f[k]);
-    tileops_st16(at, v);
-}
+/* 16 bytes to / from shared memory at a (the staged slots, the warp's buffer) */
 TILEOPS_DEV void smx_sts4(unsigned a, const float *v) {
     asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(a), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
                  : "memory");
@@ -221,6 +223,14 @@ TILEOPS_DEV void smx_sts4(unsigned a, const float *v) {
 TILEOPS_DEV void smx_lds4(unsigned a, float *v) {
     asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "r"(a)
                  : "memory");
+}
+#if SMX_XPOSE
+TILEOPS_DEV void smx_st4(char *at, const float *f) {
+    struct tileops_v4 v;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        v.a[k] = tileops_as_uint(f[k]);
+    tileops_st16(at, v);
 }
 /* the 16 bytes 512 on from a (an immediate offset: no second address held) */
 TILEOPS_DEV void smx_lds4_512(unsigned a, float *v) {
@@ -347,9 +357,9 @@ TILEOPS_DEV void smx_issue(const char *xt, long long o0, int no, int j0, unsigne
  * The same steps as e / S above (div.rn's fast path: RCP and Newton step once, then q0,
  * the residual and the correction) for an octet whose elements are all in [2^-64, 2^64) in
  * magnitude, where t is in [2^-32, 2^32]: quotients in (2^-96, 2^96], residuals far above
- * the subnormals (tests/runtime/test_softmax_division_steps.py). The octet's least and greatest magnitudes are two FMNMX an element (the
- * absolute value is an operand modifier; a NaN is passed over and comes out NaN from the
- * steps). An octet of infinities (a masked row's -inf) is its own quotient for such a t;
+ * the subnormals (tests/runtime/test_softmax_division_steps.py). The octet's least and
+ * greatest magnitudes take a min and a max an element (a NaN is passed over and comes out
+ * NaN from the steps). An octet of infinities (a masked row's -inf) is its own quotient for such a t;
  * any other octet (a zero, a subnormal or a logit past 2^64 in it) or t (negative, tiny,
  * huge, NaN) takes div.rn for each element: div.rn's value everywhere (a NaN's payload
  * aside: every such row comes out NaN). div.rn's own path costs an element MUFU.RCP, its
@@ -363,11 +373,8 @@ struct smx_tdiv {
 };
 TILEOPS_DEV struct smx_tdiv smx_tdiv_of(float t) {
     struct smx_tdiv d;
-    float r0, u;
     d.t = t;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r0) : "f"(t));
-    asm("fma.rn.f32 %0, %1, %2, 0f3F800000;" : "=f"(u) : "f"(-t), "f"(r0));
-    asm("fma.rn.f32 %0, %1, %2, %1;" : "=f"(d.r) : "f"(r0), "f"(u));
+    d.r = smx_refined_rcp(t);
     d.fast = SMX_TFASTDIV && t >= 2.3283064e-10f && t <= 4294967296.0f;
     return d;
 }
@@ -385,12 +392,8 @@ TILEOPS_DEV void smx_tdiv8(float *z, struct smx_tdiv d) {
     }
     if (d.fast && lo >= 5.421010862e-20f && hi < 1.844674407e19f) { /* [2^-64, 2^64) */
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
-            float q0, res;
-            asm("mul.rn.f32 %0, %1, %2;" : "=f"(q0) : "f"(z[k]), "f"(d.r));
-            asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(res) : "f"(-d.t), "f"(q0), "f"(z[k]));
-            asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(z[k]) : "f"(d.r), "f"(res), "f"(q0));
-        }
+        for (int k = 0; k < 8; k++)
+            z[k] = smx_quot(z[k], -d.t, d.r);
         return;
     }
     if (d.fast && lo == tileops_as_float(0x7f800000u)) /* +-inf only: inf / t = inf, its sign kept */
@@ -436,28 +439,19 @@ TILEOPS_DEV void smx_z8(const char *xrow, long long o0, int no, int o, int whole
  * 16-byte access per half (a warp's 32 consecutive slots: 512 contiguous bytes, no bank
  * conflict). z after pass 1, e after pass 2. */
 extern __shared__ __attribute__((aligned(16))) float smx_stage[];
+/* the address of half h of slot o */
+TILEOPS_DEV unsigned smx_slot_half(int o, unsigned h) {
+    return smp_smem_addr(smx_stage) + 16u * ((unsigned)o + SMX_SLOTS * h);
+}
 TILEOPS_DEV void smx_put(int o, const float *v) {
-    const unsigned a = smp_smem_addr(smx_stage) + 16u * (unsigned)o;
 #pragma unroll
-    for (int h = 0; h < 2; h++)
-        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(a + 16u * SMX_SLOTS * h), "f"(v[4 * h]),
-                     "f"(v[4 * h + 1]), "f"(v[4 * h + 2]), "f"(v[4 * h + 3])
-                     : "memory");
+    for (unsigned h = 0; h < 2; h++)
+        smx_sts4(smx_slot_half(o, h), v + 4 * h);
 }
-#if SMX_XPOSE
-/* half h of slot o */
-TILEOPS_DEV void smx_get_half(int o, unsigned h, float *v) {
-    smx_lds4(smp_smem_addr(smx_stage) + 16u * ((unsigned)o + SMX_SLOTS * h), v);
-}
-#endif
 TILEOPS_DEV void smx_get(int o, float *v) {
-    const unsigned a = smp_smem_addr(smx_stage) + 16u * (unsigned)o;
 #pragma unroll
-    for (int h = 0; h < 2; h++)
-        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
-                     : "=f"(v[4 * h]), "=f"(v[4 * h + 1]), "=f"(v[4 * h + 2]), "=f"(v[4 * h + 3])
-                     : "r"(a + 16u * SMX_SLOTS * h)
-                     : "memory");
+    for (unsigned h = 0; h < 2; h++)
+        smx_lds4(smx_slot_half(o, h), v + 4 * h);
 }
 #endif
 
@@ -678,7 +672,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_softmax(const
         for (int g = 0; g < 2; g++) {
             const int o = ow + 16 * g + (int)(lane >> 1);
             float q[4];
-            smx_get_half(o, lane & 1u, q);
+            smx_lds4(smx_slot_half(o, lane & 1u), q);
             smx_divn(q, 4, rS);
             if (o < no)
                 smx_st4(yrow + 32 * (o0 + ow) + 512 * g + 16 * lane, q);
