@@ -107,3 +107,25 @@ def test_the_rewritten_arithmetic_gives_the_plain_builds_bits(op, dtype, cast):
     torch.cuda.synchronize()
     want = _by_plain(op, x[:1].contiguous(), cast, cuda_gated.elems_for(op, 1, n))
     assert torch.equal(one.view(bits), want.view(bits)), (op, dtype, cast, "one row")
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_a_call_of_the_wide_build_gives_the_128_thread_builds_bits(op, dtype):
+    """A call of cuda_gated.WIDE_MIN_GROUPS groups or more launches the wide build (blocks of
+    WIDE_THREADS); every row's bits are the 128-thread group build's, and one row of it
+    (the group or element build) gives that row's bits too: the block size never shows."""
+    n = 14336
+    from tileops._dtypes import CODE
+    rows = -(-cuda_gated.WIDE_MIN_GROUPS // cuda_gated.groups(CODE[dtype], n)) + 3
+    assert cuda_gated.wide_for(op, rows, n, CODE[dtype]) and not cuda_gated.wide_for(op, rows // 2, n, CODE[dtype])
+    x = (torch.randn(rows, 2 * n, device="cuda") * 4).to(dtype)
+    x[5, :4] = torch.tensor([float("inf"), float("-inf"), float("nan"), -0.0])
+    f = OPS[op]()
+    bits = {4: torch.int32, 2: torch.int16}[x.element_size()]
+    got = f(x)
+    torch.cuda.synchronize()
+    assert torch.equal(got.view(bits), _by_plain(op, x, False, False).view(bits)), (op, dtype)
+    for r in (0, 5, rows - 1):
+        one = f(x[r:r + 1])
+        assert torch.equal(one.view(bits), got[r:r + 1].view(bits)), (op, dtype, r)

@@ -170,6 +170,19 @@ def test_the_launcher_takes_the_element_build_once_made_and_the_group_build_whil
     big_x, big_y = torch.empty(32, 2 * n, dtype=torch.float16), torch.empty(32, n, dtype=torch.float16)
     launch(big_x, big_y)
     assert launches[-1] == (group, 32 * G.groups(1, n) // G.THREADS, G.THREADS)
+    # a call of WIDE_MIN_GROUPS groups: the 128-thread build while capturing, then the wide
+    # build, made once, over ceil(groups / WIDE_THREADS) blocks of WIDE_THREADS
+    rows = G.WIDE_MIN_GROUPS // G.groups(1, n) + 1
+    wide_x, wide_y = torch.empty(rows, 2 * n, dtype=torch.float16), torch.empty(rows, n, dtype=torch.float16)
+    capturing[0] = True
+    launch(wide_x, wide_y)
+    assert launches[-1] == (group, rows * G.groups(1, n) // G.THREADS, G.THREADS) and len(builds) == 2
+    capturing[0] = False
+    launch(wide_x, wide_y)
+    launch(wide_x, wide_y)
+    wide = builds[G.specialisation("gelu_and_mul", 1, n, 8, threads=G.WIDE_THREADS)[2]]
+    assert launches[-2:] == [(wide, rows * G.groups(1, n) // G.WIDE_THREADS, G.WIDE_THREADS)] * 2
+    assert len(builds) == 3 and G.wide_for("gelu_and_mul", rows, n, 1) and not G.wide_for("gelu_and_mul", rows - 2, n, 1)
 
 
 def test_build_unless_capturing_gives_none_only_for_a_capture(monkeypatch):

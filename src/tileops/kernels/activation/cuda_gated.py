@@ -5,6 +5,7 @@ launch shape, and the launch.
     specialisation(op, dtype_code, n, vec[, unroll, threads, cast=False, elems=False])   pure: no GPU
     vec_for(dtype_code, n, aligned16)                  vector width
     elems_for(op, rows, n)                             the element build for this call?
+    wide_for(op, rows, n, dtype_code)                  the wide build (WIDE_THREADS) for this call?
     build(device_index, op, dtype_code, n, vec, cast=False) -> launch
 (cast: the op's cast_before_mul, -DTILEOPS_CAST_BEFORE_MUL=1; elems: a thread per element,
 -DTILEOPS_GATED_ELEMS=1)
@@ -16,7 +17,17 @@ blocks). Measured on the H200 (dev/time_gated.py, dev/NOTES.md session 6): this 
 beats one wave of resident threads striding (81.9 vs 90.5 us at 4096 x 14336 fp16, equal
 to torch.compile), UNROLL 2-8 gains nothing, and 128-thread blocks beat 256 at one row
 (1.28 vs 1.37 us at 1 x 14336, equal at 32 rows). The kernel is elementwise, so a row's
-bits never depend on the grid or the row count.
+bits never depend on the grid, the block size or the row count.
+
+A call of WIDE_MIN_GROUPS groups or more takes the wide build instead: the same kernel in
+blocks of WIDE_THREADS = 256 (half the blocks to schedule). H100, fp16 SiLU, one group a
+thread, hot / L2-cold us, 128 against 256 threads a block (dev/time_gated.py, session 35):
+128 x 14336 2.86 / 8.74 against 2.64 / 8.77, 256 x 14336 5.01 / 12.67 against 3.91 / 12.67
+(torch.compile 5.88 / 13.76; 4.34 / 12.90 in another run), 64 x 28672 2.86 / 7.10 against
+2.58 / 7.10, 128 x 28672 5.20 / 10.53 against 4.05 / 10.53; equal from 1024 tokens and at
+32-64 x 14336 (below the bound), 256 a little behind at 1-8 tokens (1.31 against 1.37 hot
+at 1 x 14336). It is made on the first call that takes it; during a capture, until then,
+the 128-thread build serves (the same bits).
 
 A small call (rows x n <= ELEMS_MAX outputs) of an op in ELEMS_OPS takes the element
 build instead (a thread per element, grid ceil(rows n / THREADS)): the same arithmetic,
@@ -33,6 +44,8 @@ from __future__ import annotations
 
 ARG_FORMAT = "ppq"          # x, y, rows
 THREADS = 128
+WIDE_THREADS = 256          # ... a call of WIDE_MIN_GROUPS 16-byte groups of y or more
+WIDE_MIN_GROUPS = 1 << 17
 UNROLL = 1                  # 16-byte groups of y per thread per step (TILEOPS_UNROLL)
 GRID_MAX = 2**31 - 1
 ELEMS_OPS = ("gelu_and_mul",)   # ops whose small calls take the element build
@@ -92,6 +105,12 @@ def specialisation(op: str, dtype_code: int, n: int, vec: int, unroll: int = UNR
     return f"activation/{op}.cu", f"tileops_{op}", options, threads, unroll
 
 
+def wide_for(op: str, rows: int, n: int, dtype_code: int) -> bool:
+    """Whether a call of `rows` rows of n outputs takes the wide build (the launch rule
+    above)."""
+    return not elems_for(op, rows, n) and rows * groups(dtype_code, n) >= WIDE_MIN_GROUPS
+
+
 def build(device_index: int, op: str, dtype_code: int, n: int, vec: int, cast: bool = False):
     """Compiles (or finds) the op's kernel for device `device_index` and returns
     launch(x, y): contiguous tensors, y allocated; it launches on torch's current stream of
@@ -103,35 +122,44 @@ def build(device_index: int, op: str, dtype_code: int, n: int, vec: int, cast: b
     from ... import _C, runtime
     source, kernel, options, threads, unroll = specialisation(op, dtype_code, n, vec, cast=cast)
     handle = runtime.build(device_index, source, kernel, options, ARG_FORMAT, pdl=True)
-    elems = []   # the element build, once made
+    made = {}   # the element and the wide build, once made
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream   # what runtime.current_stream calls
-    per_block = threads * unroll
     ng = groups(dtype_code, n)
     rows_max = (2 ** 31 - 1) // ng            # a group launch's rows: 32-bit group indices (gated_act.cuh)
     esize = _elem(dtype_code)
 
-    def elems_build():
-        if not elems:
-            h = runtime.build_unless_capturing(device_index, source, kernel,
-                                               specialisation(op, dtype_code, n, vec, cast=cast, elems=True)[2],
-                                               ARG_FORMAT, pdl=True)
+    def made_build(kind):
+        """The element ("elems") or wide build, made on its first call outside a capture;
+        None while it is not made and the stream is captured."""
+        if kind not in made:
+            opts = (specialisation(op, dtype_code, n, vec, cast=cast, elems=True) if kind == "elems"
+                    else specialisation(op, dtype_code, n, vec, threads=WIDE_THREADS, cast=cast))[2]
+            h = runtime.build_unless_capturing(device_index, source, kernel, opts, ARG_FORMAT, pdl=True)
             if h is None:
                 return None
-            elems.append(h)
-        return elems[0]
+            made[kind] = h
+        return made[kind]
 
     def launch(x, y):
         rows = y.numel() // n
-        if rows:
-            h = elems_build() if elems_for(op, rows, n) else None
+        if not rows:
+            return
+        if elems_for(op, rows, n):
+            h = made_build("elems")
             if h is not None:
                 launch_raw(h, min(-(-(rows * n) // threads), GRID_MAX), 1, 1, threads, 1, 1, 0,
                            stream_of(device_index), x.data_ptr(), y.data_ptr(), rows)
-            else:
-                for r0 in range(0, rows, rows_max):
-                    r = min(rows_max, rows - r0)
-                    launch_raw(handle, min(-(-(r * ng) // per_block), GRID_MAX), 1, 1, threads, 1, 1, 0,
-                               stream_of(device_index), x.data_ptr() + r0 * 2 * n * esize,
-                               y.data_ptr() + r0 * n * esize, r)
+                return
+        h, t = handle, threads
+        if wide_for(op, rows, n, dtype_code):
+            wide = made_build("wide")
+            if wide is not None:
+                h, t = wide, WIDE_THREADS
+        per_block = t * unroll
+        for r0 in range(0, rows, rows_max):
+            r = min(rows_max, rows - r0)
+            launch_raw(h, min(-(-(r * ng) // per_block), GRID_MAX), 1, 1, t, 1, 1, 0,
+                       stream_of(device_index), x.data_ptr() + r0 * 2 * n * esize,
+                       y.data_ptr() + r0 * n * esize, r)
     return launch
