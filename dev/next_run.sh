@@ -17,21 +17,21 @@
 #            (--out-dtype same: the README's fp16 row was 1.34x the copy L2-cold on the H100
 #            at B = 128, though a warp's 16-bit stores are 512 whole bytes already); the
 #            softmax GPU tests.
-#   gated    issue 12: one and two groups a thread beside the no-activation ablation, SiLU
-#            and GeLU(tanh) at 256 tokens in blocks of 64 / 128 / 256 threads (on the H100,
-#            sessions 33-34, two groups a thread in blocks of 128 took SiLU at 256 x 14336
-#            from 5.03 to 4.23 us hot, torch.compile 4.34, but 12.74 to 12.90 L2-cold,
-#            compile 12.72: a block size that keeps both?), GeLU(erf) at 256 and 4096
-#            tokens (5.30 to 6.03 hot with two); the activation GPU tests.
+#   gated    issue 12: the wide build (blocks of 256 threads from 2^17 groups, shipped in
+#            session 35 on the H100's sweep: SiLU 256 x 14336 fp16 hot 5.01 -> 3.91 us,
+#            torch.compile 4.34-5.88, L2-cold level) against 128-thread blocks on the H200,
+#            SiLU, GeLU(tanh) and GeLU(erf) at 32 / 64 / 128 / 256 / 1024 tokens x 14336 and
+#            28672 (is 2^17 groups the H200's bound too?); the activation GPU tests.
 #   norm     issue 11: RMSNorm's launch shapes at QK-norm's rows of 128 (4096 tokens x 32 / 8
 #            heads; the widest miss against Liger): 8 threads a row (shipped in session 34,
 #            norm_rt8_rows16.patch, after the H100's sweep and GPU tests) against the others,
 #            on the H200; then test_gpu_rms_norm.py.
 #   tsoftmax issue 14, session 34: x / t through t's reciprocal made once (div.rn's bits),
 #            beside the division before (div.rn an element: the op with a temperature took
-#            1.18x its time without L2-cold at B = 128 on the H100) and the registers build
-#            with a temperature (smx_tregs.patch, at 3 and 2 CTAs an SM), bf16 -> float32
-#            and bf16 -> bf16; the softmax GPU tests.
+#            1.18x its time without L2-cold at B = 128 on the H100) and z kept through
+#            pass 3 with exp(z - M) taken again (smx_zkeep.patch, session 35, not yet
+#            timed: a shared-memory store an element fewer), bf16 -> float32 and bf16 ->
+#            bf16; the softmax GPU tests.
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -46,10 +46,10 @@ BUDGET=${NEXT_SECONDS:-480}
 
 # the specs each plan times (--patches of dev/time_softmax.py and dev/time_gated.py)
 SOFTMAX_SPECS="smx_ablate_noexch.patch"
-# the temperature's division before session 34 (div.rn an element); 16-bit logits with a
-# temperature in the registers build, at 3 and at 2 CTAs an SM
-TSOFTMAX_SPECS="smx_tdiv_rn.patch,smx_tregs.patch@-DTILEOPS_STAGE=2@smem=0,smx_tregs.patch@-DTILEOPS_STAGE=2@smem=0@-DTILEOPS_MIN_BLOCKS=2"
-GATED_SPECS="gact_ablate_noact.patch"
+# the temperature's division before session 34 (div.rn an element); z kept through pass 3
+# (the registers build with a temperature, smx_tregs.patch, lost in session 35: deleted)
+TSOFTMAX_SPECS="smx_tdiv_rn.patch,smx_zkeep.patch"
+GATED_SPECS="gact_ablate_noact.patch"   # the no-activation ablation (dev/time_gated.py --patches), for a later plan
 # what a plan applies before its tests, in order, a call to dev/apply_patch.py each (its
 # tests after each call)
 NORM_APPLY=""   # norm_rt8_rows16.patch shipped in session 34
@@ -87,16 +87,13 @@ tsoftmax_time() {   # issue 14: the temperature's division (session 34)
     time_softmax tsoftmax_t16 100 "$TSOFTMAX_SPECS" --temperature --out-dtype same --vocabs 128256
 }
 tsoftmax_test() { softmax_test; }
-gated_time() {   # fp16 (bf16's times tracked fp16's in session 29); u2: one wave at 256 tokens
+gated_time() {   # fp16 (bf16's times tracked fp16's in session 29): 128 against 256 threads a block
     local op
-    for op in silu_and_mul gelu_tanh_and_mul; do   # 256 tokens: u2 at other block sizes too
-        run "gated_$op" 90 bash -c "cd dev && python3 time_gated.py --op $op --dtype float16 --rows 256 \
-            --ns 14336,18944 --unrolls 1,2 --threads 64,128,256 --grids full --patches $GATED_SPECS \
+    for op in silu_and_mul gelu_tanh_and_mul gelu_and_mul; do
+        run "gated_$op" 100 bash -c "cd dev && python3 time_gated.py --op $op --dtype float16 \
+            --rows 32,64,128,256,1024 --ns 14336,28672 --unrolls 1 --threads 128,256 --grids full \
             --out $OUT/gated_$op.json"
     done
-    run gated_gelu_and_mul 90 bash -c "cd dev && python3 time_gated.py --op gelu_and_mul --dtype float16 \
-        --rows 256,4096 --ns 14336,18944 --unrolls 1,2 --threads 128 --grids full --patches $GATED_SPECS \
-        --out $OUT/gated_gelu_and_mul.json"
 }
 apply_and_test() {   # apply_and_test PLAN "PATCHES" "TESTS": each patch applied in turn, the tests after each
     local plan=$1 patches=$2 tests=$3 p

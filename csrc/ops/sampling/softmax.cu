@@ -28,7 +28,9 @@
  * same bits, at 0.92-0.95x stage 1's time L2-cold (H200, B = 32-256 x 128256 bf16,
  * session 13's lab). With a temperature stage 1 stays: a registers build dividing by t in
  * every pass (t's reciprocal made once, below) spilled 92 bytes at 40 registers and took
- * 1.12-1.16x the staged build's time L2-cold (H100, session 34, B = 32-256 x 128256 bf16).
+ * 1.12-1.16x the staged build's time L2-cold (H100, session 34, B = 32-256 x 128256 bf16);
+ * with the packed pass-1 maximum divided once (20 bytes spilled) 1.14-1.25x at 3 CTAs an SM
+ * and 1.25-1.37x at 2 (session 35).
  * TILEOPS_STAGE 0 (a row too long for 8 CTAs' shared memory, or a GPU before sm_90 with
  * rows over one CTA's) reads the row three times instead (max, sum, write).
  * Order of the sum: each thread adds its slots' elements (slots in increasing order, each
