@@ -85,6 +85,8 @@ softmax_time() {
 tsoftmax_time() {   # issue 14: the temperature's division (session 34)
     time_softmax tsoftmax_t 240 "$TSOFTMAX_SPECS" --temperature --vocabs 128256,152064 --rounds 2
     time_softmax tsoftmax_t16 100 "$TSOFTMAX_SPECS" --temperature --out-dtype same --vocabs 128256
+    # float32 logits: the staged build with or without a temperature (what smx_zkeep changes there)
+    time_softmax tsoftmax_f32 100 "$TSOFTMAX_SPECS" --temperature --dtypes float32 --vocabs 128256
 }
 tsoftmax_test() { softmax_test; }
 gated_time() {   # fp16 (bf16's times tracked fp16's in session 29): 128 against 256 threads a block

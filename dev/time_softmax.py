@@ -237,7 +237,7 @@ def variant_table(rows, name):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="B = 128, 256, V = 128256, bfloat16 only")
+    ap.add_argument("--quick", action="store_true", help="B = 128, 256, V = 128256, bfloat16 (unless --dtypes)")
     ap.add_argument("--temperature", action="store_true", help="with a per-row temperature too")
     ap.add_argument("--rows", action="store_true", help="time the lab kernel tileops_softmax_rows beside the op")
     ap.add_argument("--staged", action="store_true", help="time the staged build (z in shared memory) beside the "
@@ -250,18 +250,23 @@ def main():
     ap.add_argument("--rounds", type=int, default=1, help="timing rounds (alternating order), the minimum kept")
     ap.add_argument("--out-dtype", choices=("float32", "same"), default="float32",
                     help="the probabilities' dtype: float32 (as samplers keep them) or the logits' own")
+    ap.add_argument("--dtypes", default=None,
+                    help="comma-separated logits dtypes (default bfloat16,float32; --quick bfloat16)")
     ap.add_argument("--out", default="softmax_timing.json")
     args = ap.parse_args()
+    names = {str(d).split(".")[1]: d for d in (torch.float32, torch.float16, torch.bfloat16)}
+    if args.dtypes and not set(args.dtypes.split(",")) <= set(names):
+        ap.error(f"--dtypes {args.dtypes}: expected a comma-separated subset of {','.join(names)}")
+    dtypes = tuple(names[d] for d in args.dtypes.split(",")) if args.dtypes else \
+        (torch.bfloat16,) if args.quick else DTYPES
     rows = []
     patches = tuple(p for p in args.patches.split(",") if p)
     batches = tuple(int(b) for b in args.batches.split(",")) if args.batches else (128, 256) if args.quick else BS
     vocabs = tuple(int(v) for v in args.vocabs.split(",")) if args.vocabs else (128256,) if args.quick else VS
     for temperature in ((False, True) if args.temperature else (False,)):
-        for dtype in DTYPES:
+        for dtype in dtypes:
             for V in vocabs:
                 for B in batches:
-                    if args.quick and dtype != torch.bfloat16:
-                        continue
                     rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged, args.divrn, patches,
                                              args.rounds, None if args.out_dtype == "same" else torch.float32))
                     print(rows[-1]["case"], flush=True)
