@@ -275,19 +275,23 @@ SOFTMAX_PATCHES = [name for name in PATCHES if _touches(name, "csrc/ops/sampling
 
 @NEEDS_NVCC
 @pytest.mark.parametrize("name", SOFTMAX_PATCHES)
-def test_a_parked_softmax_patch_compiles_its_registers_build(tmp_path, lab, name):
-    """dev/time_softmax.py --patches NAME builds the op's registers build (16-bit logits,
-    float32 out, no temperature) from the patched source: it compiles at both vocabularies
-    within the shipped registers build's spill bound (32 bytes, test_cuda_sampling_
-    specialisations; an ablation, smx_ablate_*, a timing lab, up to 64; sm_90a). A patch
-    that applies over others is built over them."""
+def test_a_parked_softmax_patch_compiles_its_builds(tmp_path, lab, name):
+    """dev/time_softmax.py --patches NAME builds the op's builds from the patched source: the
+    registers build (16-bit logits, float32 out, no temperature) and the staged build
+    (16-bit logits with a temperature, float32 logits with or without one) compile at both
+    vocabularies within the shipped registers build's spill bound (32 bytes, test_cuda_
+    sampling_specialisations; an ablation, smx_ablate_*, a timing lab, up to 64; sm_90a).
+    A patch that applies over others is built over them."""
     import torch
 
     from tileops._dtypes import CODE
     from tileops.kernels.sampling import cuda_sampling as K
-    for dt, V in ((torch.bfloat16, 128256), (torch.float16, 152064)):
-        source, kernel, opts, plan = K.softmax_specialisation(CODE[dt], CODE[torch.float32], V, False, True, 90, 232448)
-        assert plan.stage == 2
+    f32 = CODE[torch.float32]
+    for dt, V, temp, stage in ((torch.bfloat16, 128256, False, 2), (torch.float16, 152064, False, 2),
+                               (torch.bfloat16, 128256, True, 1), (torch.float32, 128256, False, 1),
+                               (torch.float32, 152064, True, 1)):
+        source, kernel, opts, plan = K.softmax_specialisation(CODE[dt], f32, V, temp, True, 90, 232448)
+        assert plan.stage == stage, (dt, V, temp, plan)
         nvcc_bare(tmp_path, lab.patched_source(source, _chain(name)), kernel, opts,
                   max_spill=64 if name.startswith("smx_ablate_") else 32)
 
