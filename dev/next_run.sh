@@ -30,8 +30,10 @@
 #            beside the division before (div.rn an element: the op with a temperature took
 #            1.18x its time without L2-cold at B = 128 on the H100) and z kept through
 #            pass 3 with exp(z - M) taken again (smx_zkeep.patch, session 35, not yet
-#            timed: a shared-memory store an element fewer), bf16 -> float32 and bf16 ->
-#            bf16; the softmax GPU tests.
+#            timed: a shared-memory store an element fewer) and the registers build at 3
+#            CTAs an SM at 152064 (smx_regs3.patch: 2 now, the staged build's count; read
+#            its rows without a temperature), bf16 -> float32 and bf16 -> bf16; the
+#            softmax GPU tests.
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -46,9 +48,10 @@ BUDGET=${NEXT_SECONDS:-480}
 
 # the specs each plan times (--patches of dev/time_softmax.py and dev/time_gated.py)
 SOFTMAX_SPECS="smx_ablate_noexch.patch"
-# the temperature's division before session 34 (div.rn an element); z kept through pass 3
+# the temperature's division before session 34 (div.rn an element); z kept through pass 3;
+# the registers build at 3 CTAs an SM (152064)
 # (the registers build with a temperature, smx_tregs.patch, lost in session 35: deleted)
-TSOFTMAX_SPECS="smx_tdiv_rn.patch,smx_zkeep.patch"
+TSOFTMAX_SPECS="smx_tdiv_rn.patch,smx_zkeep.patch,smx_regs3.patch@-DTILEOPS_MIN_BLOCKS=3"
 GATED_SPECS="gact_ablate_noact.patch"   # the no-activation ablation (dev/time_gated.py --patches), for a later plan
 # what a plan applies before its tests, in order, a call to dev/apply_patch.py each (its
 # tests after each call)

@@ -296,6 +296,41 @@ def test_a_parked_softmax_patch_compiles_its_builds(tmp_path, lab, name):
                   max_spill=64 if name.startswith("smx_ablate_") else 32)
 
 
+SAMPLING_LAUNCH_PATCHES = [name for name in PATCHES if _touches(name, "src/tileops/kernels/sampling/cuda_sampling.py")]
+
+
+@NEEDS_NVCC
+@pytest.mark.parametrize("name", SAMPLING_LAUNCH_PATCHES)
+def test_a_parked_softmax_launch_patch_plans_builds_that_compile(tmp_path, lab, name):
+    """A patch of the sampling launch side (cuda_sampling.py) loaded as the package's module
+    would be once applied: every softmax build it plans at the real vocabularies (16-bit
+    and float32 logits, with and without a temperature) compiles from its (patched) source
+    within the shipped registers build's spill bound (32 bytes), with the CTAs an SM its
+    plan names as TILEOPS_MIN_BLOCKS. With no such patch parked this has no case."""
+    import importlib.util
+
+    import torch
+
+    from tileops._dtypes import CODE
+    from tileops.kernels.sampling import cuda_sampling as K
+    rel = "src/tileops/kernels/sampling/cuda_sampling.py"
+    text = lab.apply_patch(open(os.path.join(ROOT, rel)).read(), _text(name), rel)
+    spec = importlib.util.spec_from_loader("tileops.kernels.sampling._patched_cuda_sampling", loader=None)
+    P = importlib.util.module_from_spec(spec)
+    P.__package__ = "tileops.kernels.sampling"
+    exec(compile(text, rel, "exec"), P.__dict__)
+    changed = 0
+    for dt in (torch.bfloat16, torch.float16, torch.float32):
+        for V in (128256, 152064):
+            for temp in (False, True):
+                args = (CODE[dt], CODE[torch.float32], V, temp, True, 90, 232448)
+                source, kernel, opts, plan = P.softmax_specialisation(*args)
+                changed += (opts, plan) != K.softmax_specialisation(*args)[2:]
+                assert f"-DTILEOPS_MIN_BLOCKS={plan.min_blocks}" in opts, (dt, V, temp, plan)
+                nvcc_bare(tmp_path, lab.patched_source(source, _chain(name)), kernel, opts, max_spill=32)
+    assert changed, f"{name} changes no softmax build at these vocabularies"
+
+
 def test_the_next_runs_plan_names_parked_patches_in_its_order(lab, tmp_path):
     """dev/next_run.sh (the next device call's plan): every --patches spec it times and every
     list it applies before its tests names parked patches, a base before what applies over
