@@ -115,8 +115,9 @@ def build(device_index: int, op: str, dtype_code: int, n: int, vec: int, cast: b
     """Compiles (or finds) the op's kernel for device `device_index` and returns
     launch(x, y): contiguous tensors, y allocated; it launches on torch's current stream of
     that device, allocates nothing, does nothing for 0 rows. The element build of a
-    small call (elems_for) is made on the first call that takes it; during CUDA graph
-    capture, where nothing may be built, the group build serves until then (the same bits)."""
+    small call (elems_for) and the wide build of a large one (wide_for) are each made on
+    the first call that takes it; during CUDA graph capture, where nothing may be built,
+    the 128-thread group build serves until then (the same bits)."""
     import torch
 
     from ... import _C, runtime
