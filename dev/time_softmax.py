@@ -254,10 +254,10 @@ def main():
                     help="comma-separated logits dtypes (default bfloat16,float32; --quick bfloat16)")
     ap.add_argument("--out", default="softmax_timing.json")
     args = ap.parse_args()
-    names = {str(d).split(".")[1]: d for d in (torch.float32, torch.float16, torch.bfloat16)}
+    names = ("float32", "float16", "bfloat16")
     if args.dtypes and not set(args.dtypes.split(",")) <= set(names):
         ap.error(f"--dtypes {args.dtypes}: expected a comma-separated subset of {','.join(names)}")
-    dtypes = tuple(names[d] for d in args.dtypes.split(",")) if args.dtypes else \
+    dtypes = tuple(getattr(torch, d) for d in args.dtypes.split(",")) if args.dtypes else \
         (torch.bfloat16,) if args.quick else DTYPES
     rows = []
     patches = tuple(p for p in args.patches.split(",") if p)

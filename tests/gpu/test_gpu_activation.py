@@ -117,8 +117,9 @@ def test_a_call_of_the_wide_build_gives_the_128_thread_builds_bits(op, dtype):
     (the group or element build) gives that row's bits too: the block size never shows."""
     n = 14336
     from tileops._dtypes import CODE
-    rows = -(-cuda_gated.WIDE_MIN_GROUPS // cuda_gated.groups(CODE[dtype], n)) + 3
-    assert cuda_gated.wide_for(op, rows, n, CODE[dtype]) and not cuda_gated.wide_for(op, rows // 2, n, CODE[dtype])
+    ng = cuda_gated.groups(CODE[dtype], n)
+    rows = -(-cuda_gated.WIDE_MIN_GROUPS // ng) + 3
+    assert cuda_gated.wide_for(rows, ng) and not cuda_gated.wide_for(rows // 2, ng)
     x = (torch.randn(rows, 2 * n, device="cuda") * 4).to(dtype)
     x[5, :4] = torch.tensor([float("inf"), float("-inf"), float("nan"), -0.0])
     f = OPS[op]()

@@ -182,7 +182,10 @@ def test_the_launcher_takes_the_element_build_once_made_and_the_group_build_whil
     launch(wide_x, wide_y)
     wide = builds[G.specialisation("gelu_and_mul", 1, n, 8, threads=G.WIDE_THREADS)[2]]
     assert launches[-2:] == [(wide, rows * G.groups(1, n) // G.WIDE_THREADS, G.WIDE_THREADS)] * 2
-    assert len(builds) == 3 and G.wide_for("gelu_and_mul", rows, n, 1) and not G.wide_for("gelu_and_mul", rows - 2, n, 1)
+    ng = G.groups(1, n)
+    assert len(builds) == 3 and G.wide_for(rows, ng) and not G.wide_for(rows - 2, ng)
+    # the element build's calls are never wide (wide_for need not ask elems_for)
+    assert G.ELEMS_MAX < G.WIDE_MIN_GROUPS
 
 
 def test_build_unless_capturing_gives_none_only_for_a_capture(monkeypatch):

@@ -273,27 +273,35 @@ def test_apply_patch_writes_a_patchs_launch_side_too(tmp_path, lab, monkeypatch)
 SOFTMAX_PATCHES = [name for name in PATCHES if _touches(name, "csrc/ops/sampling/softmax.cu")]
 
 
-@NEEDS_NVCC
-@pytest.mark.parametrize("name", SOFTMAX_PATCHES)
-def test_a_parked_softmax_patch_compiles_its_builds(tmp_path, lab, name):
-    """dev/time_softmax.py --patches NAME builds the op's builds from the patched source: the
-    registers build (16-bit logits, float32 out, no temperature) and the staged build
-    (16-bit logits with a temperature, float32 logits with or without one) compile at both
-    vocabularies within the shipped registers build's spill bound (32 bytes, test_cuda_
-    sampling_specialisations; an ablation, smx_ablate_*, a timing lab, up to 64; sm_90a).
-    A patch that applies over others is built over them."""
+def _softmax_builds(K):
+    """(source, kernel, opts, plan) of every softmax build `K` (cuda_sampling, or a patched
+    copy) plans at the real vocabularies for sm_90a: 16-bit and float32 logits, with and
+    without a temperature, float32 out"""
     import torch
 
     from tileops._dtypes import CODE
+    for dt in (torch.bfloat16, torch.float16, torch.float32):
+        for V in (128256, 152064):
+            for temp in (False, True):
+                yield K.softmax_specialisation(CODE[dt], CODE[torch.float32], V, temp, True, 90, 232448)
+
+
+@NEEDS_NVCC
+@pytest.mark.parametrize("name", SOFTMAX_PATCHES)
+def test_a_parked_softmax_patch_compiles_its_builds(tmp_path, lab, name):
+    """dev/time_softmax.py --patches NAME builds the op's builds from the patched source:
+    every build, the registers build (16-bit logits, no temperature) and the staged one
+    (a temperature, or float32 logits), compiles at both vocabularies within the shipped
+    registers build's spill bound (32 bytes, test_cuda_sampling_specialisations; an
+    ablation, smx_ablate_*, a timing lab, up to 64; sm_90a). A patch that applies over
+    others is built over them."""
     from tileops.kernels.sampling import cuda_sampling as K
-    f32 = CODE[torch.float32]
-    for dt, V, temp, stage in ((torch.bfloat16, 128256, False, 2), (torch.float16, 152064, False, 2),
-                               (torch.bfloat16, 128256, True, 1), (torch.float32, 128256, False, 1),
-                               (torch.float32, 152064, True, 1)):
-        source, kernel, opts, plan = K.softmax_specialisation(CODE[dt], f32, V, temp, True, 90, 232448)
-        assert plan.stage == stage, (dt, V, temp, plan)
+    stages = set()
+    for source, kernel, opts, plan in _softmax_builds(K):
+        stages.add(plan.stage)
         nvcc_bare(tmp_path, lab.patched_source(source, _chain(name)), kernel, opts,
                   max_spill=64 if name.startswith("smx_ablate_") else 32)
+    assert stages == {1, 2}, stages
 
 
 SAMPLING_LAUNCH_PATCHES = [name for name in PATCHES if _touches(name, "src/tileops/kernels/sampling/cuda_sampling.py")]
@@ -303,15 +311,12 @@ SAMPLING_LAUNCH_PATCHES = [name for name in PATCHES if _touches(name, "src/tileo
 @pytest.mark.parametrize("name", SAMPLING_LAUNCH_PATCHES)
 def test_a_parked_softmax_launch_patch_plans_builds_that_compile(tmp_path, lab, name):
     """A patch of the sampling launch side (cuda_sampling.py) loaded as the package's module
-    would be once applied: every softmax build it plans at the real vocabularies (16-bit
-    and float32 logits, with and without a temperature) compiles from its (patched) source
-    within the shipped registers build's spill bound (32 bytes), with the CTAs an SM its
-    plan names as TILEOPS_MIN_BLOCKS. With no such patch parked this has no case."""
+    would be once applied: every softmax build it plans (_softmax_builds) compiles from its
+    (patched) source within the shipped registers build's spill bound (32 bytes), with the
+    CTAs an SM its plan names as TILEOPS_MIN_BLOCKS, and some build differs from the
+    shipped plan's. With no such patch parked this has no case."""
     import importlib.util
 
-    import torch
-
-    from tileops._dtypes import CODE
     from tileops.kernels.sampling import cuda_sampling as K
     rel = "src/tileops/kernels/sampling/cuda_sampling.py"
     text = lab.apply_patch(open(os.path.join(ROOT, rel)).read(), _text(name), rel)
@@ -320,14 +325,10 @@ def test_a_parked_softmax_launch_patch_plans_builds_that_compile(tmp_path, lab, 
     P.__package__ = "tileops.kernels.sampling"
     exec(compile(text, rel, "exec"), P.__dict__)
     changed = 0
-    for dt in (torch.bfloat16, torch.float16, torch.float32):
-        for V in (128256, 152064):
-            for temp in (False, True):
-                args = (CODE[dt], CODE[torch.float32], V, temp, True, 90, 232448)
-                source, kernel, opts, plan = P.softmax_specialisation(*args)
-                changed += (opts, plan) != K.softmax_specialisation(*args)[2:]
-                assert f"-DTILEOPS_MIN_BLOCKS={plan.min_blocks}" in opts, (dt, V, temp, plan)
-                nvcc_bare(tmp_path, lab.patched_source(source, _chain(name)), kernel, opts, max_spill=32)
+    for (source, kernel, opts, plan), shipped in zip(_softmax_builds(P), _softmax_builds(K)):
+        changed += (opts, plan) != shipped[2:]
+        assert f"-DTILEOPS_MIN_BLOCKS={plan.min_blocks}" in opts, plan
+        nvcc_bare(tmp_path, lab.patched_source(source, _chain(name)), kernel, opts, max_spill=32)
     assert changed, f"{name} changes no softmax build at these vocabularies"
 
 

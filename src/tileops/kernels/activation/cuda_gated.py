@@ -5,7 +5,7 @@ launch shape, and the launch.
     specialisation(op, dtype_code, n, vec[, unroll, threads, cast=False, elems=False])   pure: no GPU
     vec_for(dtype_code, n, aligned16)                  vector width
     elems_for(op, rows, n)                             the element build for this call?
-    wide_for(op, rows, n, dtype_code)                  the wide build (WIDE_THREADS) for this call?
+    wide_for(rows, ng)                                 the wide build (WIDE_THREADS) for this call?
     build(device_index, op, dtype_code, n, vec, cast=False) -> launch
 (cast: the op's cast_before_mul, -DTILEOPS_CAST_BEFORE_MUL=1; elems: a thread per element,
 -DTILEOPS_GATED_ELEMS=1)
@@ -105,10 +105,11 @@ def specialisation(op: str, dtype_code: int, n: int, vec: int, unroll: int = UNR
     return f"activation/{op}.cu", f"tileops_{op}", options, threads, unroll
 
 
-def wide_for(op: str, rows: int, n: int, dtype_code: int) -> bool:
-    """Whether a call of `rows` rows of n outputs takes the wide build (the launch rule
-    above)."""
-    return not elems_for(op, rows, n) and rows * groups(dtype_code, n) >= WIDE_MIN_GROUPS
+def wide_for(rows: int, ng: int) -> bool:
+    """Whether a call of `rows` rows of ng 16-byte groups (groups()) takes the wide build
+    (the launch rule above). A call that takes the element build never does: its outputs,
+    and so its groups, number at most ELEMS_MAX < WIDE_MIN_GROUPS."""
+    return rows * ng >= WIDE_MIN_GROUPS
 
 
 def build(device_index: int, op: str, dtype_code: int, n: int, vec: int, cast: bool = False):
@@ -153,7 +154,7 @@ def build(device_index: int, op: str, dtype_code: int, n: int, vec: int, cast: b
                            stream_of(device_index), x.data_ptr(), y.data_ptr(), rows)
                 return
         h, t = handle, threads
-        if wide_for(op, rows, n, dtype_code):
+        if wide_for(rows, ng):
             wide = made_build("wide")
             if wide is not None:
                 h, t = wide, WIDE_THREADS
