@@ -26,14 +26,14 @@
 #            heads; the widest miss against Liger): 8 threads a row (shipped in session 34,
 #            norm_rt8_rows16.patch, after the H100's sweep and GPU tests) against the others,
 #            on the H200; then test_gpu_rms_norm.py.
-#   tsoftmax issue 14, session 34: x / t through t's reciprocal made once (div.rn's bits),
-#            beside the division before (div.rn an element: the op with a temperature took
-#            1.18x its time without L2-cold at B = 128 on the H100) and z kept through
-#            pass 3 with exp(z - M) taken again (smx_zkeep.patch, session 35, not yet
-#            timed: a shared-memory store an element fewer) and the registers build at 3
-#            CTAs an SM at 152064 (smx_regs3.patch: 2 now, the staged build's count; read
-#            its rows without a temperature), bf16 -> float32 and bf16 -> bf16; the
-#            softmax GPU tests.
+#   tsoftmax issue 14, session 36: the divisions' second tiers (an octet of pass 3 with an
+#            e below 2^-96, a zero included, scaled by 2^64 and back instead of div.rn for
+#            each element; an octet of x / t with zeros or infinities beside finite
+#            logits without div.rn) beside the op without them (smx_one_tier.patch:
+#            session 35's op; Nsight on the H100 had div.rn's path run 36256 times a call,
+#            bf16 -> bf16 B = 128 with a temperature) and the temperature's division by
+#            div.rn an element (smx_tdiv_rn.patch), bf16 -> float32, bf16 -> bf16 and
+#            float32 logits; the softmax GPU tests.
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -48,10 +48,13 @@ BUDGET=${NEXT_SECONDS:-480}
 
 # the specs each plan times (--patches of dev/time_softmax.py and dev/time_gated.py)
 SOFTMAX_SPECS="smx_ablate_noexch.patch"
-# the temperature's division before session 34 (div.rn an element); z kept through pass 3;
-# the registers build at 3 CTAs an SM (152064)
-# (the registers build with a temperature, smx_tregs.patch, lost in session 35: deleted)
-TSOFTMAX_SPECS="smx_tdiv_rn.patch,smx_zkeep.patch,smx_regs3.patch@-DTILEOPS_MIN_BLOCKS=3"
+# the op without the divisions' second tiers (session 35's); the temperature's division
+# before session 34 (div.rn an element)
+# (lost and deleted: smx_tregs.patch in session 35; smx_regs3.patch, the registers build at
+# 3 CTAs an SM at 152064, 1.02-1.04x the op's time at B >= 128, and smx_zkeep.patch, z
+# kept through pass 3, 0.98x with float32 logits and a temperature but 1.05x bf16 -> bf16,
+# in session 36)
+TSOFTMAX_SPECS="smx_one_tier.patch,smx_tdiv_rn.patch"
 GATED_SPECS="gact_ablate_noact.patch"   # the no-activation ablation (dev/time_gated.py --patches), for a later plan
 # what a plan applies before its tests, in order, a call to dev/apply_patch.py each (its
 # tests after each call)
@@ -88,7 +91,7 @@ softmax_time() {
 tsoftmax_time() {   # issue 14: the temperature's division (session 34)
     time_softmax tsoftmax_t 240 "$TSOFTMAX_SPECS" --temperature --vocabs 128256,152064 --rounds 2
     time_softmax tsoftmax_t16 100 "$TSOFTMAX_SPECS" --temperature --out-dtype same --vocabs 128256
-    # float32 logits: the staged build with or without a temperature (what smx_zkeep changes there)
+    # float32 logits: the staged build with or without a temperature
     time_softmax tsoftmax_f32 100 "$TSOFTMAX_SPECS" --temperature --dtypes float32 --vocabs 128256
 }
 tsoftmax_test() { softmax_test; }

@@ -37,7 +37,9 @@ def main():
     ap.add_argument("--T", type=int, default=32)
     ap.add_argument("--N", type=int, default=4096)
     ap.add_argument("--liger", action="store_true", help="rmsnorm: Liger-Kernel's instead of tileops'")
-    ap.add_argument("--dtype", default="bfloat16", help="mask: the logits' dtype")
+    ap.add_argument("--dtype", default="bfloat16", help="mask, softmax, argmax: the logits' dtype")
+    ap.add_argument("--temperature", action="store_true", help="softmax: a per-row temperature in [0.25, 2)")
+    ap.add_argument("--out-dtype", default="float32", help="softmax: the probabilities' dtype")
     ap.add_argument("--act", default="gelu", choices=("gelu", "silu", "gelu_tanh"), help="gated: the activation")
     ap.add_argument("--I", type=int, default=14336, help="gated: the intermediate size (x is [T, 2 I])")
     ap.add_argument("--compiled", action="store_true", help="gated: torch.compile of the math instead of tileops")
@@ -101,9 +103,14 @@ def main():
         fn = lambda: op(x, k, p)   # noqa: E731
     else:
         from tileops.sampling import ArgmaxFwdOp, SoftmaxFwdOp
-        x = torch.randn(a.B, a.V, device=dev, dtype=torch.bfloat16)
-        op = SoftmaxFwdOp(out_dtype=torch.float32) if a.case == "softmax" else ArgmaxFwdOp()
-        fn = lambda: op(x)   # noqa: E731
+        x = (3 * torch.randn(a.B, a.V, device=dev)).to(getattr(torch, a.dtype))
+        t = 0.25 + 1.75 * torch.rand(a.B, device=dev) if a.temperature else None
+        if a.case == "softmax":
+            op = SoftmaxFwdOp(out_dtype=getattr(torch, a.out_dtype))
+            fn = lambda: op(x, t)   # noqa: E731
+        else:
+            op = ArgmaxFwdOp()
+            fn = lambda: op(x)   # noqa: E731
     for _ in range(5):
         fn()
     torch.cuda.synchronize()

@@ -184,17 +184,21 @@ def _softmax_build(x, t, out_dtype, defines, staged=False):
 def test_softmax_s_reciprocal_made_once_gives_div_rn_s_bits(dtype, V):
     # pass 3 divides by S through its reciprocal made once where every element of an octet
     # is in [2^-96, 1] and S in [1, 2^24] (the same RCP, Newton step and FFMAs as div.rn's
-    # fast path), by div.rn elsewhere: the same bits as div.rn everywhere. Rows: moderate
-    # logits (every octet fast), logits spread over 150 (e below 2^-96: octets of both
-    # kinds), -inf and a lone finite value (e = 0), a NaN row; every stage (16-bit without a
-    # temperature: the registers build; float32 or a temperature: staged), both output dtypes
-    x = sc.logits_like(6, V, dtype, DEV, seed=V + 11)
+    # fast path); an octet with an e below 2^-96 takes the second tier (each e 0 or at least
+    # S 2^-126; one below 2^-96 scaled by 2^64 and back), any other div.rn: the same bits as
+    # div.rn everywhere. Rows: moderate logits (every octet fast), logits spread over 150
+    # (e below 2^-96: octets of every kind), -inf and a lone finite value (e = 0), a NaN
+    # row, logits evenly over [-100, 0] (every e from 1 down through the second tier's band
+    # to 0); every stage (16-bit without a temperature: the registers build; float32 or a
+    # temperature: staged), both output dtypes
+    x = sc.logits_like(7, V, dtype, DEV, seed=V + 11)
     x[1] = (torch.randn(V, device=DEV) * 40).to(dtype)
     x[2, V // 3:] = -INF
     x[3] = -INF
     x[3, V - 1] = 1.0
     x[4, 5] = NAN
-    t = temperatures(6).to(DEV)
+    x[6] = torch.linspace(-100, 0, V, device=DEV)[torch.randperm(V, device=DEV)].to(dtype)
+    t = temperatures(7).to(DEV)
     for temp in (None, t):
         for out_dtype in (torch.float32, dtype):
             got = _sync(SoftmaxFwdOp(out_dtype)(x, temp))
@@ -203,20 +207,26 @@ def test_softmax_s_reciprocal_made_once_gives_div_rn_s_bits(dtype, V):
             assert torch.equal(got.nan_to_num(), want.nan_to_num())
             if out_dtype == torch.float32:
                 assert (got[1] < 2.0 ** -96).any() and (got[1] > 2.0 ** -10).any()   # both kinds of octet
+                if temp is None:   # quotients of the second tier's band, and of 0
+                    assert ((got[6] >= 2.0 ** -126) & (got[6] < 2.0 ** -96)).any() and (got[6] == 0).any()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("V", [128256, 20000, 301])
 def test_softmax_t_reciprocal_made_once_gives_div_rn_s_bits(dtype, V):
     # x / t through t's reciprocal made once where every element of an octet is in
-    # [2^-64, 2^64) in magnitude and t in [2^-32, 2^32] (div.rn's fast-path steps), an octet
-    # of infinities as it is, div.rn elsewhere: the same bits as div.rn for every x / t
-    # (-DSMX_TFASTDIV=0). Rows: ordinary logits with temperatures in range, then zeros of
+    # [2^-64, 2^64) in magnitude and t in [2^-32, 2^32] (div.rn's fast-path steps), an
+    # octet's zeros and infinities as they are where its other elements are in that range
+    # (the second tier), div.rn elsewhere: the same bits as div.rn for every x / t
+    # (-DSMX_TFASTDIV=0). Rows: ordinary logits with temperatures in range (the second with
+    # a -inf every 7 and a zero of each sign among them), then zeros of
     # both signs, an infinity, a NaN, subnormals and logits past 2^64 (float32 and bfloat16
     # hold them) in octets of ordinary ones, a row masked to -inf but for its last 50, under
     # temperatures in range and out of it (2^-40, 2^40), negative, zero, NaN and +inf
     B = 12
     x = sc.logits_like(B, V, dtype, DEV, seed=V + 13)
+    x[1, ::7] = -INF                               # zeros and infinities alone: the second tier
+    x[1, 2], x[1, 3] = 0.0, -0.0
     tiny = torch.finfo(dtype).tiny / 4             # a subnormal of the dtype
     big = 3e25 if dtype != torch.float16 else 6e4  # past 2^64 where the dtype reaches it
     for r in range(2, B):

@@ -5,7 +5,8 @@ correctly rounded 1 / d), one Newton step r = r0 + r0 (1 - d r0), then q0 = n r,
 residual n - d q0 and q0 + r x residual (each an FMA or a multiply, one rounding each), the
 sequence of div.rn's own fast path. Over the ranges where the kernel takes these steps no
 step overflows or rounds below the normal range (pass 3's residual may be subnormal, and is
-then exact), and the result is the correctly rounded n / d, div.rn's value. The GPU tests
+then exact), and the result is the correctly rounded n / d, div.rn's value; pass 3's second
+tier (an octet with an e below 2^-96, scaled by 2^64 and back) gives div.rn's value too. The GPU tests
 compare the kernel's bits, with the hardware's r0, against the div.rn build
 (tests/gpu/test_gpu_sampling.py); this checks the ranges' claim itself, on the CPU."""
 import random
@@ -28,6 +29,19 @@ def rn32(q: Q) -> Q:
     ulp = Q(2) ** (max(e, -126) - 23)
     whole, rest = divmod(a / ulp, 1)
     assert e >= -126 or rest == 0, f"a step rounded below the normal range: 2^{e}"
+    whole += rest > Q(1, 2) or (rest == Q(1, 2) and whole % 2 == 1)
+    return (1 if q > 0 else -1) * whole * ulp
+
+
+def rn32_gradual(q: Q) -> Q:
+    """q rounded to the nearest float32 with gradual underflow (div.rn's value for a quotient
+    among the subnormals): the reference for the second tier's quotients, never a step's"""
+    if q == 0:
+        return Q(0)
+    ulp = Q(1, 2 ** 149)
+    whole, rest = divmod(abs(q) / ulp, 1)
+    if whole >= 2 ** 24:   # a normal quotient: rn32's own rounding
+        return rn32(q)
     whole += rest > Q(1, 2) or (rest == Q(1, 2) and whole % 2 == 1)
     return (1 if q > 0 else -1) * whole * ulp
 
@@ -87,6 +101,44 @@ def test_e_over_s_in_the_fast_range_is_div_rn(seed):
     edges_e = [f32(E_LO), f32(1.0), neighbour(f32(1.0), -1), neighbour(f32(E_LO), 1)]
     edges_s = [f32(1.0), f32(S_HI), neighbour(f32(1.0), 1), neighbour(f32(S_HI), -1)]
     check((e, s) for e in edges_e for s in edges_s)
+
+
+def second_tier(e: Q, S: Q):
+    """smx_divn's second tier for one element: None where its check sends the octet to div.rn
+    (e neither 0 nor in [S 2^-126, 1]), else the quotient it takes: e below 2^-96 scaled by
+    2^64 (exact), the steps, scaled back by 2^-64 (a multiply, rounded once)"""
+    lim = rn32(S * Q(1, 2 ** 126))
+    assert lim == S * Q(1, 2 ** 126)   # the row's bound is exact: S in [1, 2^24]
+    if e != 0 and not lim <= e <= 1:
+        return None
+    scale = Q(2 ** 64) if e < E_LO else Q(1)
+    return rn32(steps(e * scale, S, rn32(1 / S)) / scale)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_e_over_s_in_the_second_tier_is_div_rn(seed):
+    # e below 2^-96 (an underflowing exp: a low temperature, a masked logit's 0) scaled by
+    # 2^64 and back gives div.rn's value wherever the check lets it through, quotients down
+    # to the least normal included; every e the check lets through below 2^-96 is at least
+    # 2^-126, so scaled it is in the fast range
+    rng = random.Random(seed)
+    taken = 0
+    for _ in range(1500):
+        S = abs(draw(rng, 0, 24))
+        e = abs(draw(rng, -127, -95)) if rng.random() < 0.9 else abs(draw(rng, -96, 0))
+        q = second_tier(e, S)
+        if q is not None:
+            taken += 1
+            assert q == rn32_gradual(e / S), (float(e), float(S))
+    assert taken > 800
+    for S in (f32(1.0), f32(3.0), f32(128255.0), f32(S_HI), neighbour(f32(S_HI), -1)):
+        lim = S * Q(1, 2 ** 126)
+        assert second_tier(Q(0), S) == 0
+        for e in (lim, neighbour(lim, 1), neighbour(lim, 7), neighbour(f32(E_LO), -1), f32(E_LO), f32(1.0)):
+            assert second_tier(e, S) == rn32_gradual(e / S) and rn32_gradual(e / S) >= Q(1, 2 ** 126)
+        # below the bound the exact quotient is below the least normal (rounded among the
+        # subnormals, or up to it): the check sends it to div.rn
+        assert second_tier(neighbour(lim, -1), S) is None and neighbour(lim, -1) / S < Q(1, 2 ** 126)
 
 
 def test_the_checks_own_rounding_and_cases_out_of_range():
