@@ -8,7 +8,8 @@
 # every timing sees the shipped tree), then runs its GPU tests, the timings of every plan
 # before any plan's tests. Every step's timeout is capped by what is left of NEXT_SECONDS
 # (default 480: KIT_SECONDS' 570 less the build, ~60 s); results land in $OUT as JSON, each
-# step's output in $OUT/next_<step>.log. NEXT_DRY=1 prints the steps without running them.
+# step's output in $OUT/next_<step>.log. NEXT_DRY=1 prints the steps without running them;
+# NEXT_TESTS_FIRST=1 runs every plan's tests before the timings (a change not yet run on a GPU).
 # Session 33 ran every plan on an H100 (the whole-sectors softmax, fewer instructions over
 # it and the gated ops' 32-bit indices shipped then); what the H200 still has to say:
 #   softmax  issue 14: the shipped op on the H200 beside the no-exchange ablation (what the
@@ -88,9 +89,11 @@ softmax_time() {
     time_softmax softmax_op_temp 100 "$SOFTMAX_SPECS" --temperature --vocabs 128256
     time_softmax softmax_op16 80 "$SOFTMAX_SPECS" --out-dtype same --vocabs 128256
 }
-tsoftmax_time() {   # issue 14: the temperature's division (session 34)
-    time_softmax tsoftmax_t 240 "$TSOFTMAX_SPECS" --temperature --vocabs 128256,152064 --rounds 2
+tsoftmax_time() {   # issue 14: the divisions (sessions 34, 36), the widest gap first
     time_softmax tsoftmax_t16 100 "$TSOFTMAX_SPECS" --temperature --out-dtype same --vocabs 128256
+    # logits 90 % -inf (as a top-k / top-p mask leaves them): e = 0 in most octets
+    time_softmax tsoftmax_mask 100 "$TSOFTMAX_SPECS" --temperature --masked 0.9 --vocabs 128256
+    time_softmax tsoftmax_t 240 "$TSOFTMAX_SPECS" --temperature --vocabs 128256,152064 --rounds 2
     # float32 logits: the staged build with or without a temperature
     time_softmax tsoftmax_f32 100 "$TSOFTMAX_SPECS" --temperature --dtypes float32 --vocabs 128256
 }
@@ -132,6 +135,11 @@ for p in "${plans[@]}"; do
     declare -F "${p}_time" >/dev/null ||
         { echo "next_run: no plan '$p' ($(declare -F | sed -n 's/.* \(.*\)_time$/\1/p' | paste -sd ' '))"; exit 2; }
 done
-for p in "${plans[@]}"; do "${p}_time"; done
-for p in "${plans[@]}"; do "${p}_test"; done
+if [ -n "${NEXT_TESTS_FIRST:-}" ]; then   # a change not yet run on a GPU: its tests before any timing
+    for p in "${plans[@]}"; do "${p}_test"; done
+    for p in "${plans[@]}"; do "${p}_time"; done
+else
+    for p in "${plans[@]}"; do "${p}_time"; done
+    for p in "${plans[@]}"; do "${p}_test"; done
+fi
 echo; echo "next_run: done in ${SECONDS} s"

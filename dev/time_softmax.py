@@ -167,10 +167,13 @@ def time_rounds(fns, rounds):
 
 
 def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, divrn_lab=False, patches=(), rounds=1,
-                 out_dtype=torch.float32):
+                 out_dtype=torch.float32, masked=0.0):
     g = torch.Generator(device="cuda").manual_seed(B * 7 + V)
     x = (torch.randn(B, V, device="cuda", generator=g) * 3).to(dtype)
     t = (torch.rand(B, device="cuda", generator=g) * 1.75 + 0.25) if temperature else None
+    if masked:   # -inf where a top-k / top-p mask would leave it: e = 0 there, -inf / t beside finite x / t
+        x[torch.rand(B, V, device="cuda", generator=g) < masked] = -float("inf")
+        x[:, 0] = 1.0   # no row masked whole
     od = out_dtype or dtype          # None: the logits' dtype (the op's default)
     op = SoftmaxFwdOp(od)
     got = op(x, t)
@@ -187,9 +190,9 @@ def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, div
     src = torch.ones(nbytes // 2, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
     out_name = "" if od == torch.float32 else f" -> {str(od)[6:]}"
-    name = f"softmax B={B} V={V} {str(dtype)[6:]}{out_name}{' t' if temperature else ''}"
+    name = f"softmax B={B} V={V} {str(dtype)[6:]}{out_name}{' t' if temperature else ''}{' m' if masked else ''}"
     row = {"case": name, "B": B, "V": V, "dtype": str(dtype)[6:], "out_dtype": str(od)[6:],
-           "temperature": temperature, "bytes": nbytes}
+           "temperature": temperature, "masked": masked, "bytes": nbytes}
     fns = {"tileops": lambda: op(x, t), "torch": lambda: ref(x, t), "compile": lambda: compiled(x, t),
            "copy": lambda: dst.copy_(src), "convert": lambda: x.to(od, copy=True)}
     if rows_lab:
@@ -252,6 +255,9 @@ def main():
                     help="the probabilities' dtype: float32 (as samplers keep them) or the logits' own")
     ap.add_argument("--dtypes", default=None,
                     help="comma-separated logits dtypes (default bfloat16,float32; --quick bfloat16)")
+    ap.add_argument("--masked", type=float, default=0.0,
+                    help="this fraction of the logits -inf, at random (as a top-k / top-p mask leaves them; "
+                         "case names end in m)")
     ap.add_argument("--out", default="softmax_timing.json")
     args = ap.parse_args()
     names = ("float32", "float16", "bfloat16")
@@ -268,7 +274,8 @@ def main():
             for V in vocabs:
                 for B in batches:
                     rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged, args.divrn, patches,
-                                             args.rounds, None if args.out_dtype == "same" else torch.float32))
+                                             args.rounds, None if args.out_dtype == "same" else torch.float32,
+                                             args.masked))
                     print(rows[-1]["case"], flush=True)
     for r in rows:
         for m in ("hot", "cold"):
