@@ -182,7 +182,7 @@ TILEOPS_DEV struct smx_recip smx_recip_of(float S) {
     d.ns = -S;
     d.r = smx_refined_rcp(S);
     d.span = SMX_FASTDIV && S >= 1.0f && S <= 16777216.0f ? SMX_E_SPAN + 1u : 0u;
-    d.lim = tileops_as_uint(S * 1.1754944e-38f);
+    d.lim = tileops_as_uint(S * tileops_as_float(0x00800000u)); /* x 2^-126 */
     return d;
 }
 #if SMX_FASTDIV
@@ -221,9 +221,9 @@ TILEOPS_DEV void smx_divn(float *p, int n, struct smx_recip d) {
         for (int k = 0; k < n; k++) {
             const int sc = tileops_as_uint(p[k]) < SMX_E_LO;
             float v, q;
-            asm("mul.rn.f32 %0, %1, %2;" : "=f"(v) : "f"(p[k]), "f"(sc ? 1.8446744e19f : 1.0f)); /* x 2^64 */
-            q = smx_quot(v, d.ns, d.r);
-            asm("mul.rn.f32 %0, %1, %2;" : "=f"(p[k]) : "f"(q), "f"(sc ? 5.421011e-20f : 1.0f)); /* x 2^-64 */
+            asm("mul.rn.f32 %0, %1, %2;" : "=f"(v) : "f"(p[k]), "f"(tileops_as_float(sc ? 0x5f800000u : 0x3f800000u)));
+            q = smx_quot(v, d.ns, d.r); /* v: e x 2^64 (or 1) above, q x 2^-64 (or 1) below */
+            asm("mul.rn.f32 %0, %1, %2;" : "=f"(p[k]) : "f"(q), "f"(tileops_as_float(sc ? 0x1f800000u : 0x3f800000u)));
         }
     } else {
 #pragma unroll
