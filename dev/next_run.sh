@@ -35,6 +35,8 @@
 #            bf16 -> bf16 B = 128 with a temperature) and the temperature's division by
 #            div.rn an element (smx_tdiv_rn.patch), bf16 -> float32, bf16 -> bf16 and
 #            float32 logits; the softmax GPU tests.
+#   tier2    issue 14, session 36: tsoftmax's two widest cases and the sampler chain, with
+#            and without the second tiers (a call with little budget left).
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -98,6 +100,18 @@ tsoftmax_time() {   # issue 14: the divisions (sessions 34, 36), the widest gap 
     time_softmax tsoftmax_f32 100 "$TSOFTMAX_SPECS" --temperature --dtypes float32 --vocabs 128256
 }
 tsoftmax_test() { softmax_test; }
+tier2_time() {   # issue 14, session 36, for a short budget: the second tiers where they act
+    time_softmax tsoftmax_t16 100 "smx_one_tier.patch" --temperature --out-dtype same --vocabs 128256
+    time_softmax tsoftmax_mask 100 "smx_one_tier.patch" --temperature --masked 0.9 --vocabs 128256
+    # the sampler chain (its softmax sees the top-k / top-p mask's -inf), the op, then the op
+    # without the second tiers (applied last: the tree stays so for the rest of the call)
+    local c="python3 benchmarks/sampler_chain.py --device cuda --batch 32,128 --vocab 128256 --dtypes bfloat16 \
+        --chains vllm,fused --impls tileops --fast --no-plot"
+    run chain_op 60 bash -c "$c --out $OUT/chain_op.json"
+    run chain_one_tier_apply 20 python3 dev/apply_patch.py smx_one_tier.patch &&
+        run chain_one_tier 60 bash -c "$c --out $OUT/chain_one_tier.json"
+}
+tier2_test() { softmax_test; }
 gated_time() {   # fp16 (bf16's times tracked fp16's in session 29): 128 against 256 threads a block
     local op
     for op in silu_and_mul gelu_tanh_and_mul gelu_and_mul; do
