@@ -27,16 +27,16 @@
 #            heads; the widest miss against Liger): 8 threads a row (shipped in session 34,
 #            norm_rt8_rows16.patch, after the H100's sweep and GPU tests) against the others,
 #            on the H200; then test_gpu_rms_norm.py.
-#   tsoftmax issue 14, session 36: the divisions' second tiers (an octet of pass 3 with an
-#            e below 2^-96, a zero included, scaled by 2^64 and back instead of div.rn for
-#            each element; an octet of x / t with zeros or infinities beside finite
-#            logits without div.rn) beside the op without them (smx_one_tier.patch:
-#            session 35's op; Nsight on the H100 had div.rn's path run 36256 times a call,
-#            bf16 -> bf16 B = 128 with a temperature) and the temperature's division by
-#            div.rn an element (smx_tdiv_rn.patch), bf16 -> float32, bf16 -> bf16 and
-#            float32 logits; the softmax GPU tests.
-#   tier2    issue 14, session 36: tsoftmax's two widest cases and the sampler chain, with
-#            and without the second tiers (a call with little budget left).
+#   tier2    issue 14, session 36 (do first): the divisions' second tiers
+#            (smx_tier2.patch, parked: an octet of pass 3 with an e below 2^-96, a zero
+#            included, scaled by 2^64 and back instead of div.rn for each element; an
+#            octet of x / t with zeros or infinities beside finite logits without div.rn;
+#            Nsight on the H100 had div.rn's path entered 36256 times a call, bf16 -> bf16
+#            B = 128 with a temperature) beside the op: bf16 -> bf16, logits 90 % -inf
+#            (a mask's), bf16 -> float32, float32 logits; the sampler chain; then applied,
+#            the softmax GPU tests and the chain again. If the tests pass and it is ahead,
+#            apply it to the tree (python3 dev/apply_patch.py writes csrc/ops too).
+#   tsoftmax issue 14: the op beside smx_tdiv_rn.patch (div.rn an element for x / t).
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -51,13 +51,18 @@ BUDGET=${NEXT_SECONDS:-480}
 
 # the specs each plan times (--patches of dev/time_softmax.py and dev/time_gated.py)
 SOFTMAX_SPECS="smx_ablate_noexch.patch"
-# the op without the divisions' second tiers (session 35's); the temperature's division
-# before session 34 (div.rn an element)
+# the temperature's division before session 34 (div.rn an element)
 # (lost and deleted: smx_tregs.patch in session 35; smx_regs3.patch, the registers build at
 # 3 CTAs an SM at 152064, 1.02-1.04x the op's time at B >= 128, and smx_zkeep.patch, z
 # kept through pass 3, 0.98x with float32 logits and a temperature but 1.05x bf16 -> bf16,
 # in session 36)
-TSOFTMAX_SPECS="smx_one_tier.patch,smx_tdiv_rn.patch"
+TSOFTMAX_SPECS="smx_tdiv_rn.patch"
+# the divisions' second tiers (session 36, parked): timed beside the op, then applied for
+# the softmax tests
+TIER2_SPECS="smx_tier2.patch"
+TIER2_APPLY="smx_tier2.patch"
+CHAIN="python3 benchmarks/sampler_chain.py --device cuda --batch 32,128 --vocab 128256 --dtypes bfloat16 \
+    --chains vllm,fused --impls tileops --fast --no-plot"
 GATED_SPECS="gact_ablate_noact.patch"   # the no-activation ablation (dev/time_gated.py --patches), for a later plan
 # what a plan applies before its tests, in order, a call to dev/apply_patch.py each (its
 # tests after each call)
@@ -100,18 +105,17 @@ tsoftmax_time() {   # issue 14: the divisions (sessions 34, 36), the widest gap 
     time_softmax tsoftmax_f32 100 "$TSOFTMAX_SPECS" --temperature --dtypes float32 --vocabs 128256
 }
 tsoftmax_test() { softmax_test; }
-tier2_time() {   # issue 14, session 36, for a short budget: the second tiers where they act
-    time_softmax tsoftmax_t16 100 "smx_one_tier.patch" --temperature --out-dtype same --vocabs 128256
-    time_softmax tsoftmax_mask 100 "smx_one_tier.patch" --temperature --masked 0.9 --vocabs 128256
-    # the sampler chain (its softmax sees the top-k / top-p mask's -inf), the op, then the op
-    # without the second tiers (applied last: the tree stays so for the rest of the call)
-    local c="python3 benchmarks/sampler_chain.py --device cuda --batch 32,128 --vocab 128256 --dtypes bfloat16 \
-        --chains vllm,fused --impls tileops --fast --no-plot"
-    run chain_op 60 bash -c "$c --out $OUT/chain_op.json"
-    run chain_one_tier_apply 20 python3 dev/apply_patch.py smx_one_tier.patch &&
-        run chain_one_tier 60 bash -c "$c --out $OUT/chain_one_tier.json"
+tier2_time() {   # issue 14, session 36: the parked second tiers where they act, beside the op
+    time_softmax tsoftmax_t16 100 "$TIER2_SPECS" --temperature --out-dtype same --vocabs 128256
+    time_softmax tsoftmax_mask 100 "$TIER2_SPECS" --temperature --masked 0.9 --vocabs 128256
+    time_softmax tsoftmax_t 150 "$TIER2_SPECS" --temperature --vocabs 128256,152064
+    time_softmax tsoftmax_f32 100 "$TIER2_SPECS" --temperature --dtypes float32 --vocabs 128256
+    # the sampler chain (its softmax sees the top-k / top-p mask's -inf) with the op as shipped
+    run chain_op 60 bash -c "$CHAIN --out $OUT/chain_op.json"
 }
-tier2_test() { softmax_test; }
+tier2_test() {   # applied, its tests, then the sampler chain again with it
+    apply_and_test tier2 "$TIER2_APPLY" "$SOFTMAX_TESTS" && run chain_tier2 60 bash -c "$CHAIN --out $OUT/chain_tier2.json"
+}
 gated_time() {   # fp16 (bf16's times tracked fp16's in session 29): 128 against 256 threads a block
     local op
     for op in silu_and_mul gelu_tanh_and_mul gelu_and_mul; do

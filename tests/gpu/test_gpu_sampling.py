@@ -184,13 +184,13 @@ def _softmax_build(x, t, out_dtype, defines, staged=False):
 def test_softmax_s_reciprocal_made_once_gives_div_rn_s_bits(dtype, V):
     # pass 3 divides by S through its reciprocal made once where every element of an octet
     # is in [2^-96, 1] and S in [1, 2^24] (the same RCP, Newton step and FFMAs as div.rn's
-    # fast path); an octet with an e below 2^-96 takes the second tier (each e 0 or at least
-    # S 2^-126; one below 2^-96 scaled by 2^64 and back), any other div.rn: the same bits as
-    # div.rn everywhere. Rows: moderate logits (every octet fast), logits spread over 150
-    # (e below 2^-96: octets of every kind), -inf and a lone finite value (e = 0), a NaN
-    # row, logits evenly over [-100, 0] (every e from 1 down through the second tier's band
-    # to 0); every stage (16-bit without a temperature: the registers build; float32 or a
-    # temperature: staged), both output dtypes
+    # fast path), by div.rn elsewhere (dev/patches/smx_tier2.patch, parked: an octet whose
+    # e are 0 or at least S 2^-126 by a second tier, those below 2^-96 scaled by 2^64 and
+    # back): the same bits as div.rn everywhere. Rows: moderate logits (every octet fast),
+    # logits spread over 150 (e below 2^-96: octets of every kind), -inf and a lone finite
+    # value (e = 0), a NaN row, logits evenly over [-100, 0] (every e from 1 down through
+    # [2^-126, 2^-96), the second tier's band, to 0); every stage (16-bit without a
+    # temperature: the registers build; float32 or a temperature: staged), both output dtypes
     x = sc.logits_like(7, V, dtype, DEV, seed=V + 11)
     x[1] = (torch.randn(V, device=DEV) * 40).to(dtype)
     x[2, V // 3:] = -INF
@@ -207,7 +207,7 @@ def test_softmax_s_reciprocal_made_once_gives_div_rn_s_bits(dtype, V):
             assert torch.equal(got.nan_to_num(), want.nan_to_num())
             if out_dtype == torch.float32:
                 assert (got[1] < 2.0 ** -96).any() and (got[1] > 2.0 ** -10).any()   # both kinds of octet
-                if temp is None:   # quotients of the second tier's band, and of 0
+                if temp is None:   # quotients in [2^-126, 2^-96), and of 0
                     assert ((got[6] >= 2.0 ** -126) & (got[6] < 2.0 ** -96)).any() and (got[6] == 0).any()
 
 
@@ -216,16 +216,17 @@ def test_softmax_s_reciprocal_made_once_gives_div_rn_s_bits(dtype, V):
 def test_softmax_t_reciprocal_made_once_gives_div_rn_s_bits(dtype, V):
     # x / t through t's reciprocal made once where every element of an octet is in
     # [2^-64, 2^64) in magnitude and t in [2^-32, 2^32] (div.rn's fast-path steps), an
-    # octet's zeros and infinities as they are where its other elements are in that range
-    # (the second tier), div.rn elsewhere: the same bits as div.rn for every x / t
-    # (-DSMX_TFASTDIV=0). Rows: ordinary logits with temperatures in range (the second with
-    # a -inf every 7 and a zero of each sign among them), then zeros of
+    # octet of infinities as it is, div.rn elsewhere (smx_tier2.patch, parked: an octet's
+    # zeros and infinities as they are where its other elements are in that range): the
+    # same bits as div.rn for every x / t (-DSMX_TFASTDIV=0). Rows: ordinary logits with
+    # temperatures in range (the second with a -inf every 7 and a zero of each sign among
+    # them), then zeros of
     # both signs, an infinity, a NaN, subnormals and logits past 2^64 (float32 and bfloat16
     # hold them) in octets of ordinary ones, a row masked to -inf but for its last 50, under
     # temperatures in range and out of it (2^-40, 2^40), negative, zero, NaN and +inf
     B = 12
     x = sc.logits_like(B, V, dtype, DEV, seed=V + 13)
-    x[1, ::7] = -INF                               # zeros and infinities alone: the second tier
+    x[1, ::7] = -INF                               # zeros and infinities beside in-range logits only
     x[1, 2], x[1, 3] = 0.0, -0.0
     tiny = torch.finfo(dtype).tiny / 4             # a subnormal of the dtype
     big = 3e25 if dtype != torch.float16 else 6e4  # past 2^64 where the dtype reaches it
