@@ -33,9 +33,11 @@
 #            octet of x / t with zeros or infinities beside finite logits without div.rn;
 #            Nsight on the H100 had div.rn's path entered 36256 times a call, bf16 -> bf16
 #            B = 128 with a temperature) beside the op: bf16 -> bf16, logits 90 % -inf
-#            (a mask's), bf16 -> float32, float32 logits; the sampler chain; then applied,
-#            the softmax GPU tests and the chain again. If the tests pass and it is ahead,
-#            apply it to the tree (python3 dev/apply_patch.py writes csrc/ops too).
+#            (a mask's); the sampler chain and the draw on probabilities 99 % zero; then
+#            it and sfp_zero_fast.patch (the draw's zero ratios without div.rn's slow
+#            path) applied, the sampling GPU tests, the draw and the chain again. If the
+#            tests pass and they are ahead, apply them here (python3 dev/apply_patch.py
+#            writes csrc/ops too).
 #   tsoftmax issue 14: the op beside smx_tdiv_rn.patch (div.rn an element for x / t).
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
@@ -60,7 +62,7 @@ TSOFTMAX_SPECS="smx_tdiv_rn.patch"
 # the divisions' second tiers (session 36, parked): timed beside the op, then applied for
 # the softmax tests
 TIER2_SPECS="smx_tier2.patch"
-TIER2_APPLY="smx_tier2.patch"
+TIER2_APPLY="smx_tier2.patch sfp_zero_fast.patch"   # the draw's zero ratios by q's fast path (parked too)
 CHAIN="python3 benchmarks/sampler_chain.py --device cuda --batch 32,128 --vocab 128256 --dtypes bfloat16 \
     --chains vllm,fused --impls tileops --fast --no-plot"
 GATED_SPECS="gact_ablate_noact.patch"   # the no-activation ablation (dev/time_gated.py --patches), for a later plan
@@ -69,6 +71,7 @@ GATED_SPECS="gact_ablate_noact.patch"   # the no-activation ablation (dev/time_g
 NORM_APPLY=""   # norm_rt8_rows16.patch shipped in session 34
 PYTEST="python3 -m pytest -q -p no:cacheprovider"
 SOFTMAX_TESTS="$PYTEST tests/gpu/test_gpu_sampling.py -k 'softmax or same_bits_whatever or captures_in_a_cuda_graph or manifest_batches'"
+SAMPLING_TESTS="$PYTEST tests/gpu/test_gpu_sampling.py"
 GATED_TESTS="$PYTEST tests/gpu/test_gpu_activation.py"
 NORM_TESTS="$PYTEST tests/gpu/test_gpu_rms_norm.py"
 
@@ -108,13 +111,15 @@ tsoftmax_test() { softmax_test; }
 tier2_time() {   # issue 14, session 36: the parked second tiers where they act, beside the op
     time_softmax tsoftmax_t16 100 "$TIER2_SPECS" --temperature --out-dtype same --vocabs 128256
     time_softmax tsoftmax_mask 100 "$TIER2_SPECS" --temperature --masked 0.9 --vocabs 128256
-    time_softmax tsoftmax_t 150 "$TIER2_SPECS" --temperature --vocabs 128256,152064
-    time_softmax tsoftmax_f32 100 "$TIER2_SPECS" --temperature --dtypes float32 --vocabs 128256
     # the sampler chain (its softmax sees the top-k / top-p mask's -inf) with the op as shipped
     run chain_op 60 bash -c "$CHAIN --out $OUT/chain_op.json"
+    # the draw (and argmax) on probabilities 99 % zero, before sfp_zero_fast.patch
+    run draw_op 60 python3 dev/time_argmax.py --sample --quick --masked 0.99 --out "$OUT/draw_op.json"
 }
-tier2_test() {   # applied, its tests, then the sampler chain again with it
-    apply_and_test tier2 "$TIER2_APPLY" "$SOFTMAX_TESTS" && run chain_tier2 60 bash -c "$CHAIN --out $OUT/chain_tier2.json"
+tier2_test() {   # applied, the tests, then the draw and the sampler chain again with them
+    run tier2_apply 20 python3 dev/apply_patch.py $TIER2_APPLY && run tier2_tests 200 bash -c "$SAMPLING_TESTS" &&
+        run draw_tier2 60 python3 dev/time_argmax.py --sample --quick --masked 0.99 --out "$OUT/draw_tier2.json" &&
+        run chain_tier2 60 bash -c "$CHAIN --out $OUT/chain_tier2.json"
 }
 gated_time() {   # fp16 (bf16's times tracked fp16's in session 29): 128 against 256 threads a block
     local op

@@ -13,8 +13,9 @@ wrong kernel cannot be timed as fast.
 B = 1, 32 run a row over a cluster of CTAs, B = 128, 256 a CTA per row
 (kernels/sampling/cuda_sampling.py). --batch-bytes: the bytes of loads in flight per thread
 of the argmax kernel (-DTILEOPS_BATCH, csrc/ops/sampling/argmax.cu; default 64);
---sample: SampleFromProbsFwdOp too, next to (probs / q).argmax(-1). Prints a table,
-writes JSON."""
+--sample: SampleFromProbsFwdOp too, next to (probs / q).argmax(-1) (--masked F: a fraction F
+of the logits -inf before the softmax, zero probabilities as a mask leaves them). Prints a
+table, writes JSON."""
 from __future__ import annotations
 
 import argparse
@@ -71,8 +72,12 @@ def argmax_case(B, V, dtype):
     return row
 
 
-def sample_case(B, V, dtype):
-    probs = torch.softmax(torch.randn(B, V, device="cuda") * 3, -1).to(dtype)
+def sample_case(B, V, dtype, masked=0.0):
+    x = torch.randn(B, V, device="cuda") * 3
+    if masked:   # -inf where a top-k / top-p mask would leave it: those probabilities are 0
+        x[torch.rand(B, V, device="cuda") < masked] = -float("inf")
+        x[:, 0] = 1.0
+    probs = torch.softmax(x, -1).to(dtype)
     q = torch.empty(B, V, device="cuda").exponential_()
     op = SampleFromProbsFwdOp()
     got, want = op(probs, q), (probs.float() / q).argmax(-1)
@@ -80,7 +85,8 @@ def sample_case(B, V, dtype):
     assert torch.equal(got, want), f"sample B={B} V={V} {dtype}: {int((got != want).sum())} rows differ from torch"
     nbytes = probs.numel() * probs.element_size() + q.numel() * 4
     src, dst = _copy_pair(nbytes)
-    row = {"case": f"sample B={B} V={V} {str(dtype)[6:]}", "B": B, "V": V, "dtype": str(dtype)[6:], "bytes": nbytes}
+    row = {"case": f"sample B={B} V={V} {str(dtype)[6:]}{' m' if masked else ''}", "B": B, "V": V,
+           "dtype": str(dtype)[6:], "masked": masked, "bytes": nbytes}
     row.update(time_fns({"tileops": lambda: op(probs, q), "torch": lambda: (probs.float() / q).argmax(-1),
                          "copy": lambda: dst.copy_(src)}))
     return row
@@ -92,6 +98,9 @@ def main():
     ap.add_argument("--batch-bytes", type=int, default=None,
                     help="bytes of loads in flight per thread of the argmax kernel (default: the kernel's 64)")
     ap.add_argument("--sample", action="store_true", help="time SampleFromProbsFwdOp too")
+    ap.add_argument("--masked", type=float, default=0.0,
+                    help="--sample: this fraction of the logits -inf before the softmax (as a top-k / top-p mask "
+                         "leaves them: zero probabilities; case names end in m)")
     ap.add_argument("--out", default="argmax_timing.json")
     args = ap.parse_args()
     if args.batch_bytes is not None:
@@ -104,7 +113,7 @@ def main():
                     continue
                 rows.append(argmax_case(B, V, dtype))
                 if args.sample:
-                    rows.append(sample_case(B, V, dtype))
+                    rows.append(sample_case(B, V, dtype, args.masked))
                 print(rows[-1]["case"], flush=True)
     for r in rows:
         for m in ("hot", "cold"):

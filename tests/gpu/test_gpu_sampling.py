@@ -279,11 +279,24 @@ def test_the_draw_is_vllms_and_the_cpu_kernels(dtype, V):
     probs[2, : V // 2] = NAN
     probs[3] = 0.25
     q[3] = 1.0
+    # a row as a top-k / top-p mask leaves it: 50 probabilities kept, the rest zeros of both
+    # signs, some over a q of 0 (0 / 0: NaN, never the draw) or of -1 (-0 / -1 = +0: not > 0)
+    keep = torch.randperm(V, generator=g)[:50]
+    kept = probs[4, keep].clone()
+    probs[4] = 0.0
+    probs[4, 1::3] = -0.0
+    probs[4, keep] = kept
+    zero = (probs[4] == 0).nonzero().flatten()
+    q[4, zero[:5]] = 0.0
+    q[4, zero[5:10]] = -1.0
+    probs[5, V // 2], q[5, V // 2] = 1e-3, 0.0   # a probability over a q of 0: +inf, the draw
     got = _sync(SampleFromProbsFwdOp()(probs.to(DEV), q.to(DEV)))
-    assert got[0] == -1 and got[1] == -1 and got[3] == 0
+    assert got[0] == -1 and got[1] == -1 and got[3] == 0 and got[5] == V // 2
+    assert got[4] in keep and probs[4, got[4]] > 0
     assert torch.equal(got.cpu(), ref.sample_from_probs(probs, q))
     assert torch.equal(got.cpu(), SampleFromProbsFwdOp()(probs, q))
     ok = ~probs.isnan().any(-1) & (probs > 0).any(-1)
+    ok[4] = False   # torch's argmax takes 0 / 0's NaN
     assert torch.equal(got.cpu()[ok], (probs.float() / q).argmax(-1)[ok])
 
 
