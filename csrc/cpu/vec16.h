@@ -35,8 +35,8 @@
  * vexp: x = k ln2 + r (k = nearest integer to x log2 e, r by two FMAs against a split ln2),
  * exp(r) = 1 + r + r^2 P(r) with P a degree-5 fit over |r| <= ln2 / 2 (< 1.1 ulp), times 2^k
  * in two exact steps (a subnormal result rounds once); 0 below -104 without the steps
- * (exp(-inf) = 0), x clamped to [-110, 89]: +inf above 88.73; the clamp keeps a NaN (x86's min / max return their
- * second operand for an unordered lane, and x is that operand). */
+ * (exp(-inf) = 0); x clamped to at most 89: +inf above 88.73; the clamp keeps a NaN
+ * (x86's min returns its second operand for an unordered lane, and x is that operand). */
 #ifndef VEC16_ISA
 #ifndef TILEOPS_CPU_VEC16_H
 #define TILEOPS_CPU_VEC16_H
@@ -601,8 +601,7 @@ VEC16_STEP TGT VF ISA(vexp)(VF x0) {
      * (-inf, a masked logit's) is worked as 0 and its 1 replaced by 0 at the end, for the
      * steps on it would underflow, and x86 takes a microcode assist for each underflowing
      * lane (softmax of logits 90 % -inf ran 5.8x torch's time before) */
-    VF x = ISA(vzero_lt)(x0, x0, -104.0f);
-    x = ISA(vmin)(ISA(vset1)(89.0f), ISA(vmax)(ISA(vset1)(-110.0f), x)); /* x last: a NaN stays */
+    const VF x = ISA(vmin)(ISA(vset1)(89.0f), ISA(vzero_lt)(x0, x0, -104.0f)); /* x last: a NaN stays */
     const VF magic = ISA(vset1)(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
     VF kf = ISA(vsub)(ISA(vfma)(x, ISA(vset1)(1.44269504f), magic), magic);
     VF r = ISA(vfma)(kf, ISA(vset1)(-0.693145752f), x);  /* ln2 hi: 12 bits, k r exact */
