@@ -39,6 +39,12 @@
 #            tests pass and they are ahead, apply them here (python3 dev/apply_patch.py
 #            writes csrc/ops too).
 #   tsoftmax issue 14: the op beside smx_tdiv_rn.patch (div.rn an element for x / t).
+#   erf      issue 12, session 37: the erf GELU's shorter arithmetic (gelu_erf_deg8.patch,
+#            parked: degree 8 in 1 / (1 + k |a|), 27 instructions an fp16 element
+#            instead of 34) beside the op, fp16 and bf16 at 32 / 256 / 4096 tokens x
+#            14336 / 28672 (256 tokens hot: 1.11-1.13x the copy on the H100); applied, the
+#            activation GPU tests and the driver's GeLU cases, then the op's bench at 256
+#            and 4096 tokens against torch.compile and the copy.
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -66,6 +72,8 @@ TIER2_APPLY="smx_tier2.patch sfp_zero_fast.patch"   # the draw's zero ratios by 
 CHAIN="python3 benchmarks/sampler_chain.py --device cuda --batch 32,128 --vocab 128256 --dtypes bfloat16 \
     --chains vllm,fused --impls tileops --fast --no-plot"
 GATED_SPECS="gact_ablate_noact.patch"   # the no-activation ablation (dev/time_gated.py --patches), for a later plan
+ERF_SPECS="gelu_erf_deg8.patch"   # the erf GELU's degree-8 polynomial (session 37, parked)
+ERF_APPLY="gelu_erf_deg8.patch"
 # what a plan applies before its tests, in order, a call to dev/apply_patch.py each (its
 # tests after each call)
 NORM_APPLY=""   # norm_rt8_rows16.patch shipped in session 34
@@ -73,6 +81,7 @@ PYTEST="python3 -m pytest -q -p no:cacheprovider"
 SOFTMAX_TESTS="$PYTEST tests/gpu/test_gpu_sampling.py -k 'softmax or same_bits_whatever or captures_in_a_cuda_graph or manifest_batches'"
 SAMPLING_TESTS="$PYTEST tests/gpu/test_gpu_sampling.py"
 GATED_TESTS="$PYTEST tests/gpu/test_gpu_activation.py"
+ERF_TESTS="$PYTEST tests/gpu/test_gpu_activation.py tests/gpu/test_gpu_ops.py -k 'gelu_and_mul or GeluAndMul'"
 NORM_TESTS="$PYTEST tests/gpu/test_gpu_rms_norm.py"
 
 run() {   # run NAME CAP COMMAND...: the command under the lesser of CAP and what is left
@@ -128,6 +137,19 @@ gated_time() {   # fp16 (bf16's times tracked fp16's in session 29): 128 against
             --rows 32,64,128,256,1024 --ns 14336,28672 --unrolls 1 --threads 128,256 --grids full \
             --out $OUT/gated_$op.json"
     done
+}
+erf_time() {   # issue 12, session 37: the degree-8 erf beside the op, 256 threads a block (the wide build's)
+    local dt
+    for dt in float16 bfloat16; do
+        run "erf_$dt" 110 bash -c "cd dev && python3 time_gated.py --op gelu_and_mul --dtype $dt \
+            --rows 32,256,4096 --ns 14336,28672 --unrolls 1 --threads 256 --grids full \
+            --patches $ERF_SPECS --out $OUT/erf_$dt.json"
+    done
+}
+erf_test() {   # applied, its tests, then the op against torch.compile and the copy
+    apply_and_test erf "$ERF_APPLY" "$ERF_TESTS" &&
+        run erf_bench 150 python3 -m tileops bench --device cuda --op GeluAndMulFwdOp --workloads 'T=256,T=4096' \
+            --dtypes float16,bfloat16 --compile dynamic --out "$OUT/erf_bench.json" --no-plot
 }
 apply_and_test() {   # apply_and_test PLAN "PATCHES" "TESTS": each patch applied in turn, the tests after each
     local plan=$1 patches=$2 tests=$3 p
