@@ -121,14 +121,15 @@ tier2_time() {   # issue 14, session 36: the parked second tiers where they act,
     time_softmax tsoftmax_t16 100 "$TIER2_SPECS" --temperature --out-dtype same --vocabs 128256
     time_softmax tsoftmax_mask 100 "$TIER2_SPECS" --temperature --masked 0.9 --vocabs 128256
     # the sampler chain (its softmax sees the top-k / top-p mask's -inf) with the op as shipped
-    run chain_op 60 bash -c "$CHAIN --out $OUT/chain_op.json"
+    # (TIER2_LEAN=1: no chain, before or after, for a call with little device time left)
+    [ -n "${TIER2_LEAN:-}" ] || run chain_op 60 bash -c "$CHAIN --out $OUT/chain_op.json"
     # the draw (and argmax) on probabilities 99 % zero, before sfp_zero_fast.patch
     run draw_op 60 python3 dev/time_argmax.py --sample --quick --masked 0.99 --out "$OUT/draw_op.json"
 }
 tier2_test() {   # applied, the tests, then the draw and the sampler chain again with them
     run tier2_apply 20 python3 dev/apply_patch.py $TIER2_APPLY && run tier2_tests 200 bash -c "$SAMPLING_TESTS" &&
         run draw_tier2 60 python3 dev/time_argmax.py --sample --quick --masked 0.99 --out "$OUT/draw_tier2.json" &&
-        run chain_tier2 60 bash -c "$CHAIN --out $OUT/chain_tier2.json"
+        { [ -n "${TIER2_LEAN:-}" ] || run chain_tier2 60 bash -c "$CHAIN --out $OUT/chain_tier2.json"; }
 }
 gated_time() {   # fp16 (bf16's times tracked fp16's in session 29): 128 against 256 threads a block
     local op
