@@ -27,24 +27,7 @@
 #            heads; the widest miss against Liger): 8 threads a row (shipped in session 34,
 #            norm_rt8_rows16.patch, after the H100's sweep and GPU tests) against the others,
 #            on the H200; then test_gpu_rms_norm.py.
-#   tier2    issue 14, session 36 (do first): the divisions' second tiers
-#            (smx_tier2.patch, parked: an octet of pass 3 with an e below 2^-96, a zero
-#            included, scaled by 2^64 and back instead of div.rn for each element; an
-#            octet of x / t with zeros or infinities beside finite logits without div.rn;
-#            Nsight on the H100 had div.rn's path entered 36256 times a call, bf16 -> bf16
-#            B = 128 with a temperature) beside the op: bf16 -> bf16, logits 90 % -inf
-#            (a mask's); the sampler chain and the draw on probabilities 99 % zero; then
-#            it and sfp_zero_fast.patch (the draw's zero ratios without div.rn's slow
-#            path) applied, the sampling GPU tests, the draw and the chain again. If the
-#            tests pass and they are ahead, apply them here (python3 dev/apply_patch.py
-#            writes csrc/ops too).
 #   tsoftmax issue 14: the op beside smx_tdiv_rn.patch (div.rn an element for x / t).
-#   erf      issue 12, session 37: the erf GELU's shorter arithmetic (gelu_erf_deg8.patch,
-#            parked: degree 8 in 1 / (1 + k |a|), 27 instructions an fp16 element
-#            instead of 34) beside the op, fp16 and bf16 at 32 / 256 / 4096 tokens x
-#            14336 / 28672 (256 tokens hot: 1.11-1.13x the copy on the H100); applied, the
-#            activation GPU tests and the driver's GeLU cases, then the op's bench at 256
-#            and 4096 tokens against torch.compile and the copy.
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -65,23 +48,13 @@ SOFTMAX_SPECS="smx_ablate_noexch.patch"
 # kept through pass 3, 0.98x with float32 logits and a temperature but 1.05x bf16 -> bf16,
 # in session 36)
 TSOFTMAX_SPECS="smx_tdiv_rn.patch"
-# the divisions' second tiers (session 36, parked): timed beside the op, then applied for
-# the softmax tests
-TIER2_SPECS="smx_tier2.patch"
-TIER2_APPLY="smx_tier2.patch sfp_zero_fast.patch"   # the draw's zero ratios by q's fast path (parked too)
-CHAIN="python3 benchmarks/sampler_chain.py --device cuda --batch 32,128 --vocab 128256 --dtypes bfloat16 \
-    --chains vllm,fused --impls tileops --fast --no-plot"
 GATED_SPECS="gact_ablate_noact.patch"   # the no-activation ablation (dev/time_gated.py --patches), for a later plan
-ERF_SPECS="gelu_erf_deg8.patch"   # the erf GELU's degree-8 polynomial (session 37, parked)
-ERF_APPLY="gelu_erf_deg8.patch"
 # what a plan applies before its tests, in order, a call to dev/apply_patch.py each (its
 # tests after each call)
 NORM_APPLY=""   # norm_rt8_rows16.patch shipped in session 34
 PYTEST="python3 -m pytest -q -p no:cacheprovider"
 SOFTMAX_TESTS="$PYTEST tests/gpu/test_gpu_sampling.py -k 'softmax or same_bits_whatever or captures_in_a_cuda_graph or manifest_batches'"
-SAMPLING_TESTS="$PYTEST tests/gpu/test_gpu_sampling.py"
 GATED_TESTS="$PYTEST tests/gpu/test_gpu_activation.py"
-ERF_TESTS="$PYTEST tests/gpu/test_gpu_activation.py tests/gpu/test_gpu_ops.py -k 'gelu_and_mul or GeluAndMul'"
 NORM_TESTS="$PYTEST tests/gpu/test_gpu_rms_norm.py"
 
 run() {   # run NAME CAP COMMAND...: the command under the lesser of CAP and what is left
@@ -117,20 +90,6 @@ tsoftmax_time() {   # issue 14: the divisions (sessions 34, 36), the widest gap 
     time_softmax tsoftmax_f32 100 "$TSOFTMAX_SPECS" --temperature --dtypes float32 --vocabs 128256
 }
 tsoftmax_test() { softmax_test; }
-tier2_time() {   # issue 14, session 36: the parked second tiers where they act, beside the op
-    time_softmax tsoftmax_t16 100 "$TIER2_SPECS" --temperature --out-dtype same --vocabs 128256
-    time_softmax tsoftmax_mask 100 "$TIER2_SPECS" --temperature --masked 0.9 --vocabs 128256
-    # the sampler chain (its softmax sees the top-k / top-p mask's -inf) with the op as shipped
-    # (TIER2_LEAN=1: no chain, before or after, for a call with little device time left)
-    [ -n "${TIER2_LEAN:-}" ] || run chain_op 60 bash -c "$CHAIN --out $OUT/chain_op.json"
-    # the draw (and argmax) on probabilities 99 % zero, before sfp_zero_fast.patch
-    run draw_op 60 python3 dev/time_argmax.py --sample --quick --masked 0.99 --out "$OUT/draw_op.json"
-}
-tier2_test() {   # applied, the tests, then the draw and the sampler chain again with them
-    run tier2_apply 20 python3 dev/apply_patch.py $TIER2_APPLY && run tier2_tests 200 bash -c "$SAMPLING_TESTS" &&
-        run draw_tier2 60 python3 dev/time_argmax.py --sample --quick --masked 0.99 --out "$OUT/draw_tier2.json" &&
-        { [ -n "${TIER2_LEAN:-}" ] || run chain_tier2 60 bash -c "$CHAIN --out $OUT/chain_tier2.json"; }
-}
 gated_time() {   # fp16 (bf16's times tracked fp16's in session 29): 128 against 256 threads a block
     local op
     for op in silu_and_mul gelu_tanh_and_mul gelu_and_mul; do
@@ -138,19 +97,6 @@ gated_time() {   # fp16 (bf16's times tracked fp16's in session 29): 128 against
             --rows 32,64,128,256,1024 --ns 14336,28672 --unrolls 1 --threads 128,256 --grids full \
             --out $OUT/gated_$op.json"
     done
-}
-erf_time() {   # issue 12, session 37: the degree-8 erf beside the op, 256 threads a block (the wide build's)
-    local dt
-    for dt in float16 bfloat16; do
-        run "erf_$dt" 110 bash -c "cd dev && python3 time_gated.py --op gelu_and_mul --dtype $dt \
-            --rows 32,256,4096 --ns 14336,28672 --unrolls 1 --threads 256 --grids full \
-            --patches $ERF_SPECS --out $OUT/erf_$dt.json"
-    done
-}
-erf_test() {   # applied, its tests, then the op against torch.compile and the copy
-    apply_and_test erf "$ERF_APPLY" "$ERF_TESTS" &&
-        run erf_bench 150 python3 -m tileops bench --device cuda --op GeluAndMulFwdOp --workloads 'T=256,T=4096' \
-            --dtypes float16,bfloat16 --compile dynamic --out "$OUT/erf_bench.json" --no-plot
 }
 apply_and_test() {   # apply_and_test PLAN "PATCHES" "TESTS": each patch applied in turn, the tests after each
     local plan=$1 patches=$2 tests=$3 p

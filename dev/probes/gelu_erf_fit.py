@@ -8,7 +8,7 @@ relative error over |a| in [0, A_MAX] (A_MAX: past it exp(-a^2 / 2) is below 2^-
 ex2.approx.ftz gives 0, so P's value there never shows), then evaluates the kernel's
 float32 arithmetic step by step (FMA and products rounded once; MUFU.EX2 and MUFU.RCP taken
 as correctly rounded, which the hardware is not: ~2 and ~1 ulp) against mpmath, in float32
-ulps of a Phi(a), for the degree-10 form (the kernel before dev/patches/gelu_erf_deg8.patch,
+ulps of a Phi(a), for the degree-10 form (the GPU kernel's before session 37,
 the CPU kernel's R) and for the fitted one:
 
     .venv/bin/python dev/probes/gelu_erf_fit.py [--degree 8] [--k 0.295] [--points 4000] [--bits16]
@@ -51,7 +51,7 @@ def select(a, s):
     return mul(a, s if np.signbit(a) else add(F(1), -s))
 
 
-# the degree-10 R (shipped until dev/patches/gelu_erf_deg8.patch): a polynomial in t = 2 / (2 + z), t^10's coefficient first
+# the degree-10 R (the GPU kernel's until session 37): a polynomial in t = 2 / (2 + z), t^10's coefficient first
 DEGREE10 = [2.777090482e-02, -2.099794745e-01, 6.407496929e-01, -9.664225578e-01, 6.837153435e-01,
            -2.515510917e-01, 2.851417363e-01, 2.234304249e-01, 2.852924764e-01, 2.818439603e-01,
            8.578265806e-06]

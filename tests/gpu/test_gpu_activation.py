@@ -2,9 +2,9 @@
 takes the element build (cuda_gated.ELEMS_OPS, ELEMS_MAX outputs: a thread per element, a
 third of the code), whose bits must be the group build's, so a row's result never depends
 on how many rows share the call; a capture before the element build was made takes the
-group build; the op's arithmetic (divisions as a times MUFU.RCP of b, the erf GELU's
-polynomial in 1 / (2 + z), no zero correction of the sigmoid's exp) gives the bits of the
-build as first written (-DTILEOPS_GATED_PLAIN=1: div.full, the polynomial in 2 / (2 + z)). Skipped without CUDA (tests/gpu/conftest.py)."""
+group build; the op's arithmetic (divisions as a times MUFU.RCP of b, no zero correction
+of the sigmoid's exp) gives the bits of the build as first written (-DTILEOPS_GATED_PLAIN=1:
+div.full, the erf GELU's t = 1 / (1 + k |a|) by div.full too). Skipped without CUDA (tests/gpu/conftest.py)."""
 import pytest
 import torch
 
@@ -61,8 +61,8 @@ def test_the_element_build_is_built_on_the_first_one_row_call_and_a_capture_take
 
 def _by_plain(op, x, cast, elems):
     """y = act(a) * b by the op's build (the group build, or with elems the element build)
-    with -DTILEOPS_GATED_PLAIN=1: the arithmetic as first written (div.full.f32, the erf
-    GELU's polynomial in t = 2 / (2 + z), the sigmoid's exp with its zero correction)"""
+    with -DTILEOPS_GATED_PLAIN=1: the arithmetic as first written (div.full.f32, the
+    sigmoid's exp with its zero correction)"""
     from tileops import _C, runtime
     from tileops._dtypes import CODE
     rows, n = x.shape[0], x.shape[1] // 2
@@ -85,10 +85,10 @@ def _by_plain(op, x, cast, elems):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("cast", [False, True])
 def test_the_rewritten_arithmetic_gives_the_plain_builds_bits(op, dtype, cast):
-    """The op's divisions (1 + e in [1, 2], 2 + z in [2, 16.2]) take a times MUFU.RCP of b,
-    which is div.full.f32's value for a divisor inside [2^-126, 2^126]; the erf GELU's
-    polynomial runs in r = t / 2 with coefficients scaled by powers of two; the sigmoid's exp
-    drops a zero correction: the same bits as the plain build (-DTILEOPS_GATED_PLAIN=1), over
+    """The op's divisions (1 + e in [1, 2], the erf GELU's 1 + k |a| in [1, 6.9]) take a
+    times MUFU.RCP of b, which is div.full.f32's value for a divisor inside [2^-126, 2^126];
+    the sigmoid's exp drops a zero correction: the same bits as the plain build
+    (-DTILEOPS_GATED_PLAIN=1), over
     wide inputs (|a| up to 60, the erf GELU's clamp at 20 and the sigmoid's at +-20 on both
     sides; |a| near 13.2, where the erf GELU's exp(-z^2) R(t) nears the subnormal range;
     float32 subnormals), zeros, infinities and NaN, the group build (rows past the element

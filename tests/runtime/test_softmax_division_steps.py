@@ -6,8 +6,8 @@ residual n - d q0 and q0 + r x residual (each an FMA or a multiply, one rounding
 sequence of div.rn's own fast path. Over the ranges where the kernel takes these steps no
 step overflows or rounds below the normal range (pass 3's residual may be subnormal, and is
 then exact), and the result is the correctly rounded n / d, div.rn's value. The second tier
-of pass 3 that dev/patches/smx_tier2.patch parks (an octet with an e below 2^-96: each e 0
-or at least S 2^-126, one below 2^-96 scaled by 2^64 and back) gives div.rn's value too. The GPU tests
+of pass 3 (session 37: an octet with an e below 2^-96, each e 0 or at least S 2^-126, one
+below 2^-96 scaled by 2^64 and back) gives div.rn's value too. The GPU tests
 compare the kernel's bits, with the hardware's r0, against the div.rn build
 (tests/gpu/test_gpu_sampling.py); this checks the ranges' claim itself, on the CPU."""
 import random
@@ -105,7 +105,7 @@ def test_e_over_s_in_the_fast_range_is_div_rn(seed):
 
 
 def second_tier(e: Q, S: Q):
-    """smx_divn's second tier (dev/patches/smx_tier2.patch) for one element: None where its check sends the octet to div.rn
+    """smx_divn's second tier for one element: None where its check sends the octet to div.rn
     (e neither 0 nor in [S 2^-126, 1]), else the quotient it takes: e below 2^-96 scaled by
     2^64 (exact), the steps, scaled back by 2^-64 (a multiply, rounded once)"""
     lim = rn32(S * Q(1, 2 ** 126))

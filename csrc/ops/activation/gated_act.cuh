@@ -9,8 +9,9 @@
  * (N elements), all of one dtype: y = act(a) * b, in fp32, rounded once to the dtype:
  *   TILEOPS_ACT 0  silu       a / (1 + exp(-a))
  *               1  gelu       a Phi(a), Phi = 0.5 erfc(|z|) (a < 0) or 1 - 0.5 erfc(|z|),
- *                             z = a / sqrt 2, erfc(z) = exp(-z^2) R(2 / (2 + z)) with the
- *                             CPU kernel's polynomial R (csrc/ops/activation/gated_act.c)
+ *                             z = a / sqrt 2, erfc(z) = exp(-z^2) R(z), R of degree 8 in
+ *                             t = 1 / (1 + k |a|) (dev/probes/gelu_erf_fit.py fits it; the
+ *                             CPU kernel's R is of degree 10 in 2 / (2 + z))
  *               2  gelu_tanh  a / (1 + exp(-v)), v = a (c1 + c2 a^2) = 2u: the same function
  *                             as 0.5 a (1 + tanh(u)), without its cancellation for a < 0
  * The sigmoid is formed as a e / (1 + e), e = exp(v) for v < 0, so exp never overflows.
@@ -84,10 +85,7 @@
  *   checks (6 % faster at 4096 x 14336 on the H200, session 27);
  * - the sigmoid's exp(-|v|) without a correction term: it was always 0, and e + (+-0) e is
  *   e for every e that ex2 gives (in [0, 1], or NaN);
- * - the erf GELU's t = 2 r, r = 1 / (2 + z), is a power-of-two scaling, exact, as is each
- *   Horner step's: the polynomial in t with coefficients c_j equals, rounding by rounding,
- *   the one in r with coefficients 2^j c_j (no step's value is near the subnormal range), and
- *   (z^2 / -2) log2 e is z^2 (-log2 e / 2), the halving exact. */
+ * - the erf GELU's (z^2 / -2) log2 e is z^2 (-log2 e / 2), the halving exact. */
 #ifndef TILEOPS_GATED_PLAIN
 #define TILEOPS_GATED_PLAIN 0
 #endif
@@ -115,42 +113,52 @@ TILEOPS_DEV float tileops_sigmul(float x, float v) {
     return tileops_div(v < 0.0f ? tileops_mul(x, e) : x, tileops_add(1.0f, e));
 }
 
-/* erfc(z) exp(z^2) ~ R(t), t = 2 / (2 + z): R's coefficients, t^10's first (gated_act.c's);
- * GATED_RC(j, c) is c for the polynomial in t, 2^j c for the one in r = t / 2 */
-#if TILEOPS_GATED_PLAIN
-#define GATED_RC(j, c) (c)
-#else
-#define GATED_RC(j, c) ((c) * (float)(1 << (j)))
-#endif
+/* erfc(z) exp(z^2) ~ R(t), t = 1 / (1 + k |a|), z = |a| / sqrt 2: R's coefficients halved
+ * (so e R(t) is erfc(z) / 2 itself), t^8's first. dev/probes/gelu_erf_fit.py fits them over
+ * |a| in [0, 13.3] (past 13.22 exp(-z^2) < 2^-126 and ex2.approx.ftz gives 0, so R's value
+ * beyond never shows): 0.53 ulp relative as fitted; the kernel's float32 steps, emulated
+ * there, are 7.9 ulps of a Phi(a) at most for |a| <= 4 (the degree-10 polynomial it replaced, in
+ * 2 / (2 + z): 6.9), 59 in the tail (60), both from ex2's argument's rounding, not from R.
+ * Against that form, 4 fewer instructions an element (2 Horner steps, z's product: t's
+ * denominator is one FMA of |a|, and s's halving), 3 more in a 16-bit build (no
+ * correction for sq's rounding, below): fp16 34 -> 27, float32 38 -> 34 (a group's code
+ * over its outputs, dev/probes/gated_code_size.py). Rounded to fp16 / bf16, 2M products
+ * y = gelu(a) b (a ~ 3 N(0, 1)) hold 181 / 90 outputs off the correctly rounded one (the
+ * degree-10 form 158 / 68; a Phi(a) alone: 5 of every 16-bit a, as before) */
+#define GATED_ERF_K 0.295f
 
 TILEOPS_DEV float tileops_act(float a) {
 #if TILEOPS_ACT == 0
     return tileops_sigmul(a, a);
 #elif TILEOPS_ACT == 1
     const float m = tileops_minf(tileops_absf(a), 20.0f); /* erfc(20 / sqrt 2) is 0 in fp32 */
-    const float z = tileops_mul(m, 0.707106781f);
-    const float sq = tileops_mul(m, m), lo = tileops_mul(tileops_fma(m, m, -sq), 0.5f);
+    const float sq = tileops_mul(m, m);
+    const float e = tileops_ex2(tileops_mul(sq, -0.5f * 1.44269504f)); /* exp(-z^2) but sq's error */
+    const float d = tileops_fma(m, GATED_ERF_K, 1.0f);   /* in [1, 6.9] */
 #if TILEOPS_GATED_PLAIN
-    float e = tileops_ex2(tileops_mul(tileops_mul(sq, -0.5f), 1.44269504f));
-    const float t = tileops_div(2.0f, tileops_add(2.0f, z));
+    const float t = tileops_div(1.0f, d);
 #else
-    float e = tileops_ex2(tileops_mul(sq, -0.5f * 1.44269504f));
-    float t;   /* r = 1 / (2 + z) */
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(t) : "f"(tileops_add(2.0f, z)));
+    float t;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(t) : "f"(d));
 #endif
-    e = tileops_fma(-lo, e, e); /* exp(-z^2) */
-    float p = GATED_RC(10, 2.777090482e-02f);
-    p = tileops_fma(p, t, GATED_RC(9, -2.099794745e-01f));
-    p = tileops_fma(p, t, GATED_RC(8, 6.407496929e-01f));
-    p = tileops_fma(p, t, GATED_RC(7, -9.664225578e-01f));
-    p = tileops_fma(p, t, GATED_RC(6, 6.837153435e-01f));
-    p = tileops_fma(p, t, GATED_RC(5, -2.515510917e-01f));
-    p = tileops_fma(p, t, GATED_RC(4, 2.851417363e-01f));
-    p = tileops_fma(p, t, GATED_RC(3, 2.234304249e-01f));
-    p = tileops_fma(p, t, GATED_RC(2, 2.852924764e-01f));
-    p = tileops_fma(p, t, GATED_RC(1, 2.818439603e-01f));
-    p = tileops_fma(p, t, GATED_RC(0, 8.578265806e-06f));
-    const float s = tileops_mul(tileops_mul(e, p), 0.5f); /* erfc(|z|) / 2 */
+    float p = 3.972066194e-02f;
+    p = tileops_fma(p, t, -1.847593337e-01f);
+    p = tileops_fma(p, t, 2.736063302e-01f);
+    p = tileops_fma(p, t, -1.198069826e-01f);
+    p = tileops_fma(p, t, 1.680299938e-01f);
+    p = tileops_fma(p, t, 8.406279981e-02f);
+    p = tileops_fma(p, t, 1.218597293e-01f);
+    p = tileops_fma(p, t, 1.172686815e-01f);
+    p = tileops_fma(p, t, 1.812405935e-05f);
+#if TILEOPS_DTYPE == 0
+    /* erfc(|z|) / 2: exp(-z^2) = exp(-sq / 2) (1 - lo), lo = (m^2 - sq) / 2 (exact) */
+    const float lo = tileops_mul(tileops_fma(m, m, -sq), 0.5f), s0 = tileops_mul(e, p);
+    const float s = tileops_fma(-lo, s0, s0);
+#else
+    /* a 16-bit result: sq's rounding (m^2 2^-25 relative in e, as large as the rounding of
+     * ex2's argument) changes no rounded output (dev/probes/gelu_erf_fit.py --bits16) */
+    const float s = tileops_mul(e, p);
+#endif
     /* the sign bit decides, as on the CPU (-0 and NaN included: the product keeps a NaN) */
     return tileops_mul(a, (tileops_as_uint(a) >> 31) ? s : tileops_add(1.0f, -s));
 #else

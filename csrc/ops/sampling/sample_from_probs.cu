@@ -3,6 +3,7 @@
  * builtin headers (sampling_common.cuh and ../common/rows_common.cuh spliced in):
  *   token[r] = the lowest index of the largest probs[r, i] / q[r, i] (an IEEE float32
  *   division) among the ratios > 0; -1 where there is none (all zero, negative or NaN).
+ *   A zero probability's ratio is taken as -1 / |q| (sfp_ratio: never > 0 either).
  * As argmax.cu: each thread's largest ratio, starting from +0 (a ratio not > 0, NaN
  * included, is never larger), the earliest on a tie; its rank (smp_rank; 0 for none)
  * compared as one integer over the CTA and the cluster: the same token as the CPU kernel
@@ -35,6 +36,15 @@ TILEOPS_DEV void sfp_ld8_q(const float *qrow, long long o, float *f) {
 #pragma unroll
     for (int k = 0; k < 8; k++)
         f[k] = e + k < TILEOPS_N ? qrow[e + k] : 1.0f;
+}
+
+/* p / q (IEEE), or -1 / |q| where p is a zero of either sign: either ratio is never > 0
+ * (a zero's is +-0, or NaN over a q of 0; -1 / |q| is negative, -0 or NaN), so neither is
+ * ever the draw. div.rn takes its slow path (FCHK) for a zero dividend, and after a top-k /
+ * top-p mask most of a row's probabilities are 0: -1 / |q| takes q's fast path. */
+TILEOPS_DEV float sfp_ratio(float p, float q) {
+    const int z = p == 0.0f;
+    return smp_div(z ? -1.0f : p, z ? tileops_as_float(tileops_as_uint(q) & 0x7fffffffu) : q);
 }
 
 extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_sample_from_probs(const void *probs, const float *q,
@@ -79,7 +89,7 @@ extern "C" __global__ void TILEOPS_BOUNDS SMP_CLUSTER_DIMS tileops_sample_from_p
                 }
 #pragma unroll
                 for (int k = 0; k < 8; k++)
-                    ratio[k] = smp_div(p[k], d[k]);
+                    ratio[k] = sfp_ratio(p[k], d[k]);
                 smp_best_octet(ratio, 8 * b * TILEOPS_THREADS, 0, &best, &at);
             }
         }

@@ -132,8 +132,17 @@ TILEOPS_DEV void smx_st8(char *row, long long o, const float *f) {
  * same FFMAs, so the same bits) for an octet whose elements are all where no step rounds
  * outside the normal range (S in [1, 2^24] and e in [2^-96, 1], a residual exact when
  * subnormal: tests/runtime/test_softmax_division_steps.py; an unsigned compare of e's
- * bits), and div.rn, out of line, for each element of another octet (one below 2^-96 or
- * 0, a NaN row): one MUFU an element fewer of three (two exp2).
+ * bits). An octet with an element below that (e underflows wherever z - M < -66.5: a low
+ * temperature, a masked logit's e = 0) takes the second tier: e in [+0, 2^-96) is scaled
+ * by 2^64 (exact: e is 0 or at least 2^-149), taken through the same steps (in range, or 0,
+ * whose steps give +0) and scaled back by 2^-64, exact, and so div.rn's bits, where the
+ * scaled quotient q' is 0 or at least 2^-62 (the quotient normal; rounding commutes with
+ * a power of 2 there). Only an octet with a quotient among the subnormals (z - M within
+ * ln S of -87.3), a NaN row or S out of range takes div.rn, out of line, for each element.
+ * Before the second tier every octet with an element below 2^-96 took div.rn: with a
+ * temperature of 0.25-2 on N(0, 9) logits most octets did (Nsight, H100, session 36: its
+ * FCHK path run 36256 times a call at B = 128 x 128256 bf16 -> bf16, and the call 1.45x
+ * the time without a temperature). One MUFU an element fewer of three (two exp2).
  * SMX_FASTDIV 0 (a lab build) divides every element by div.rn inline, as before. */
 #ifndef SMX_FASTDIV
 #define SMX_FASTDIV 1
@@ -146,6 +155,7 @@ TILEOPS_DEV void smx_st8(char *row, long long o, const float *f) {
 struct smx_recip {
     float s, ns, r; /* S, -S, S's refined reciprocal */
     unsigned span;  /* SMX_E_SPAN + 1 where S is in [1, 2^24] (and SMX_FASTDIV), else 0 */
+    unsigned lim;   /* S 2^-126's bits (exact): e at or above it has a normal quotient */
 };
 /* div.rn's reciprocal of d: MUFU.RCP and one Newton step */
 TILEOPS_DEV float smx_refined_rcp(float d) {
@@ -169,6 +179,7 @@ TILEOPS_DEV struct smx_recip smx_recip_of(float S) {
     d.ns = -S;
     d.r = smx_refined_rcp(S);
     d.span = SMX_FASTDIV && S >= 1.0f && S <= 16777216.0f ? SMX_E_SPAN + 1u : 0u;
+    d.lim = tileops_as_uint(S * tileops_as_float(0x00800000u)); /* x 2^-126 */
     return d;
 }
 #if SMX_FASTDIV
@@ -192,6 +203,25 @@ TILEOPS_DEV void smx_divn(float *p, int n, struct smx_recip d) {
 #pragma unroll
         for (int k = 0; k < n; k++)
             p[k] = smx_quot(p[k], d.ns, d.r);
+        return;
+    }
+    /* the second tier: each element 0 or in [lim, 1] (checked first), one in [+0, 2^-96)
+     * scaled by 2^64 and back (above) */
+    int ok = d.span != 0u;
+#pragma unroll
+    for (int k = 0; k < n; k++) {
+        const unsigned u = tileops_as_uint(p[k]);
+        ok &= u == 0u || u - d.lim <= 0x3f800000u - d.lim;
+    }
+    if (ok) {
+#pragma unroll
+        for (int k = 0; k < n; k++) {
+            const int sc = tileops_as_uint(p[k]) < SMX_E_LO;
+            float v, q;
+            asm("mul.rn.f32 %0, %1, %2;" : "=f"(v) : "f"(p[k]), "f"(tileops_as_float(sc ? 0x5f800000u : 0x3f800000u)));
+            q = smx_quot(v, d.ns, d.r); /* v: e x 2^64 (or 1) above, q x 2^-64 (or 1) below */
+            asm("mul.rn.f32 %0, %1, %2;" : "=f"(p[k]) : "f"(q), "f"(tileops_as_float(sc ? 0x1f800000u : 0x3f800000u)));
+        }
     } else {
 #pragma unroll
         for (int k = 0; k < n; k++)
@@ -361,14 +391,17 @@ TILEOPS_DEV void smx_issue(const char *xt, long long o0, int no, int j0, unsigne
  * magnitude, where t is in [2^-32, 2^32]: quotients in (2^-96, 2^96], residuals far above
  * the subnormals (tests/runtime/test_softmax_division_steps.py). The octet's least and
  * greatest magnitudes take a min and a max an element (a NaN is passed over and comes out
- * NaN from the steps). An octet of infinities (a masked row's -inf) is its own quotient for such a t;
- * any other octet (a zero, a subnormal or a logit past 2^64 in it) or t (negative, tiny,
- * huge, NaN) takes div.rn for each element: div.rn's value everywhere (a NaN's payload
- * aside: every such row comes out NaN). div.rn's own path costs an element MUFU.RCP, its
+ * NaN from the steps). Another octet, for such a t, takes the second tier: a zero or an
+ * infinity of either sign (a masked logit's -inf) is its own quotient, each other element
+ * must be in that range; any other octet (a subnormal, a NaN or a logit past 2^64 in it) or
+ * t (negative, tiny, huge, NaN) takes div.rn for each element: div.rn's value everywhere
+ * (a NaN's payload aside: every such row comes out NaN). div.rn's own path costs an element MUFU.RCP, its
  * Newton step, FCHK and a branch besides the three steps: with a temperature the op took
  * 1.03-1.24x this build's time L2-cold (H100, session 34, bf16 -> float32 and bf16 -> bf16,
  * B = 32-256, dev/patches/smx_tdiv_rn.patch). SMX_TFASTDIV 0 (that lab build) divides every
  * element by div.rn inline. */
+#define SMX_X_LO 0x1f800000u                /* 2^-64's bits */
+#define SMX_X_SPAN (0x5f800000u - SMX_X_LO) /* to 2^64's (excluded) */
 struct smx_tdiv {
     float t, r; /* t, its refined reciprocal */
     int fast;   /* t in [2^-32, 2^32] (and SMX_TFASTDIV) */
@@ -400,6 +433,23 @@ TILEOPS_DEV void smx_tdiv8(float *z, struct smx_tdiv d) {
     }
     if (d.fast && lo == tileops_as_float(0x7f800000u)) /* +-inf only: inf / t = inf, its sign kept */
         return;
+    if (d.fast) { /* the second tier: +-0 and +-inf are their own quotients, the rest in range */
+        int ok = 1;
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const unsigned a = tileops_as_uint(z[k]) & 0x7fffffffu;
+            ok &= a == 0u || a == 0x7f800000u || a - SMX_X_LO < SMX_X_SPAN;
+        }
+        if (ok) {
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const unsigned a = tileops_as_uint(z[k]) & 0x7fffffffu;
+                if (a != 0u && a != 0x7f800000u)
+                    z[k] = smx_quot(z[k], -d.t, d.r);
+            }
+            return;
+        }
+    }
 #endif
 #pragma unroll
     for (int k = 0; k < 8; k++)
