@@ -84,23 +84,6 @@ def fit(degree, k, points):
     return err.max(), coef
 
 
-def make_act(k, halved):
-    K, C = F(k), [F(c) for c in halved]
-
-    def act(a):
-        m = min(abs(a), F(20))
-        sq = mul(m, m)
-        lo = mul(fma(m, m, -sq), F(0.5))
-        e = ex2(mul(sq, F(-0.5) * LOG2E))
-        t = F(LD(1) / LD(fma(m, K, F(1))))
-        p = C[0]
-        for c in C[1:]:
-            p = fma(p, t, c)
-        s = mul(e, p)
-        return select(a, fma(-lo, s, s))
-    return act
-
-
 def worst_ulps(act, avals):
     worst, at = 0.0, None
     for a in avals:
@@ -116,8 +99,10 @@ def worst_ulps(act, avals):
 
 
 def act_vec(a, k, halved, correct):
-    """the fitted arithmetic over a float32 array (FMA: the float64 sum of an exact product,
-    rounded to float32, which can round twice; rare, and the same for both forms)"""
+    """the kernel's arithmetic (t = 1 / (1 + k |a|), the halved coefficients; correct: the
+    float32 build's correction for m^2's rounding) over a float32 array (FMA: the float64
+    sum of an exact product, rounded to float32, which can round twice; rare). Also what
+    tests/runtime/test_gelu_erf_arithmetic.py runs with the kernel's own constants."""
     def vfma(x, y, z):
         return (x.astype(np.float64) * y + z).astype(F)
     m = np.minimum(np.abs(a), F(20))
@@ -167,7 +152,8 @@ def main():
     rng = np.random.default_rng(1)
     parts = {"body |a| <= 4": np.concatenate([np.linspace(-4, 6, 3000), rng.normal(0, 1.5, 3000)]),
              "tail a in [-13.2, -4]": np.linspace(-13.2, -4, 3000)}
-    fitted = make_act(a.k, halved)
+    def fitted(x):   # one element through act_vec
+        return act_vec(np.array([x], dtype=F), a.k, halved, True)[0]
     if a.bits16:
         bits16(a.k, halved)
         return

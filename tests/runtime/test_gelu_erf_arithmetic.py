@@ -1,12 +1,13 @@
 """The erf GELU's GPU arithmetic (csrc/ops/activation/gated_act.cuh, TILEOPS_ACT 1) checked on
-the CPU, where CI runs: the kernel's steps emulated in float32 (each product and FMA rounded
-once; MUFU.EX2 and MUFU.RCP taken as correctly rounded, which the hardware is within ~2
-ulps of) with the polynomial's coefficients and k read from the source, against float64's
-a Phi(a). A mistyped coefficient or a wrong k shows here, not only on a GPU. The bounds
-are what dev/probes/gelu_erf_fit.py measured when the coefficients were fitted (7.9 ulps
-for |a| <= 4, 59 in the tail, from the rounding of ex2's argument) with a margin."""
+the CPU, where CI runs: the kernel's steps emulated in float32 by dev/probes/gelu_erf_fit.py
+(each product and FMA rounded once; MUFU.EX2 and MUFU.RCP taken as correctly rounded, which
+the hardware is within ~2 ulps of) with the polynomial's coefficients and k read from the
+source, against float64's a Phi(a). A mistyped coefficient or a wrong k shows here, not only
+on a GPU. The bounds are what the probe measured when the coefficients were fitted (7.9
+ulps for |a| <= 4, 59 in the tail, from the rounding of ex2's argument) with a margin."""
 import os
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -14,6 +15,9 @@ import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 F = np.float32
+sys.path.insert(0, os.path.join(ROOT, "dev", "probes"))
+import gelu_erf_fit  # noqa: E402
+sys.path.pop(0)
 
 
 def _constants():
@@ -27,26 +31,11 @@ def _constants():
     return F(k), [F(float(c)) for c in [first, *rest]]
 
 
-def _fma(a, b, c):
-    return (a.astype(np.float64) * b + c).astype(F)   # an exact product, one (rarely two) roundings
-
-
 def act(a, correct):
-    """the kernel's steps; correct: the float32 build's correction for m^2's rounding"""
+    """the kernel's steps with its constants (dev/probes/gelu_erf_fit.py's emulation, the
+    one the coefficients were fitted with); correct: the float32 build's correction"""
     k, coef = _constants()
-    m = np.minimum(np.abs(a), F(20))
-    sq = m * m
-    e = np.exp2((sq * (F(-0.5) * F(1.44269504))).astype(np.float64)).astype(F)
-    e[e < 2.0 ** -126] = 0                                      # ex2.approx.ftz
-    t = (1.0 / _fma(m, k, F(1)).astype(np.float64)).astype(F)
-    p = np.full_like(m, coef[0])
-    for c in coef[1:]:
-        p = _fma(p, t, c)
-    s = e * p
-    if correct:
-        lo = _fma(m, m, -sq) * F(0.5)
-        s = _fma(-lo, s, s)
-    return a * np.where(np.signbit(a), s, F(1) - s)
+    return gelu_erf_fit.act_vec(a, k, coef, correct)
 
 
 def _want(a):

@@ -84,8 +84,7 @@
  *   is a times the approximate reciprocal of b (MUFU.RCP), one rounding, without its range
  *   checks (6 % faster at 4096 x 14336 on the H200, session 27);
  * - the sigmoid's exp(-|v|) without a correction term: it was always 0, and e + (+-0) e is
- *   e for every e that ex2 gives (in [0, 1], or NaN);
- * - the erf GELU's (z^2 / -2) log2 e is z^2 (-log2 e / 2), the halving exact. */
+ *   e for every e that ex2 gives (in [0, 1], or NaN). */
 #ifndef TILEOPS_GATED_PLAIN
 #define TILEOPS_GATED_PLAIN 0
 #endif
