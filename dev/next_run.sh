@@ -28,6 +28,10 @@
 #            norm_rt8_rows16.patch, after the H100's sweep and GPU tests) against the others,
 #            on the H200; then test_gpu_rms_norm.py.
 #   tsoftmax issue 14: the op beside smx_tdiv_rn.patch (div.rn an element for x / t).
+#   placement issue 11 (session 38): the bench had Liger's RMSNorm 7-9 % ahead at 4096 tokens
+#            on an H100, dev/sweep_norm.py by the same timers 2 % behind; tileops, Liger and
+#            the copy on the bench's and the sweep's inputs, and tileops / the copy writing
+#            y at several offsets of one buffer (dev/probes/norm_inputs_ab.py; carry .whl).
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -115,6 +119,8 @@ measure_time() {   # by priority: what the issues' targets need first, the READM
     run readme_rows 150 env README_OPS='^(Rope|Softmax)' README_SECONDS_PER_OP=70 bash dev/readme_bench.sh
 }
 measure_test() { :; }   # nothing applied
+placement_time() { run norm_placement 150 python3 dev/probes/norm_inputs_ab.py --rounds 3; }
+placement_test() { :; }   # nothing applied
 norm_time() {   # RMSNorm's launch shapes at QK-norm's rows of 128 (the rule's 4 threads a row against 8, 16)
     run sweep_qknorm 130 python3 dev/sweep_norm.py --mode shapes --only 131072x128,32768x128 \
         --out "$OUT/sweep_qknorm.json"

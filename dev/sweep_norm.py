@@ -224,6 +224,15 @@ MODES = {"shapes": shape_configs, "policies": policy_configs, "cluster": cluster
 DEFAULT_ONLY = {"cluster": CLUSTER_DEFAULT_ONLY, "bulk": BULK_DEFAULT_ONLY, "regcap": REGCAP_DEFAULT_ONLY}
 
 
+def liger_rms_norm():
+    """Liger-Kernel's RMSNorm forward (x, w, eps) when it imports (carried as a wheel), else None."""
+    try:
+        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+    except ImportError:
+        return None
+    return LigerRMSNormFunction.apply
+
+
 def build_options(name, dtype_code, n, vec, threads):
     """cuda_options for any lab kernel, the bulk one included (which the op layer's
     kernel table does not name: its TILEOPS_KERNEL is set here)."""
@@ -277,6 +286,10 @@ def main(argv=None):
         ref = F.rms_norm(x.float(), (n,), w.float(), eps)
         copy_cold = common.cuda_cold_us(lambda: y.copy_(x))
         copy_hot = common.cuda_hot_us(lambda: y.copy_(x))
+        peer = liger_rms_norm()
+        if peer is not None:   # the peer to beat, by the same timers (the bench's manifest call)
+            print(f"{rows}x{n} liger cold={common.cuda_cold_us(lambda: peer(x, w, eps)):.2f} "
+                  f"hot={common.cuda_hot_us(lambda: peer(x, w, eps)):.2f} copy={copy_cold:.2f}/{copy_hot:.2f}")
         results = []
 
         def build(name, threads, rt, defines):

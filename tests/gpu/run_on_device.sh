@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the lent GPU machine (the `device` tool), from the repository root:
 #   bash tests/gpu/run_on_device.sh [full|bench|quick|kit|sweep|experiments]
-#     kit: GPU tests (bounded by TEST_SECONDS) and `python -m tileops bench` for every op
+#     kit: GPU tests (bounded by TEST_SECONDS; TEST_JOBS=N runs them in N shards side by side,
+#     TEST_PATHS / TEST_K narrow them) and `python -m tileops bench` for every op
 #     (filtered by BENCH_OPS / BENCH_WORKLOADS / BENCH_DTYPES; BENCH_ARGS adds options, e.g.
 #     "--fast --compile dynamic --budget-s 75"; each op's run is cut at BENCH_SECONDS_PER_OP,
 #     its JSON rewritten after every case; KIT_STEPS=tests or bench runs one of the two;
@@ -67,12 +68,23 @@ if [ "$MODE" = kit ]; then   # a short device budget: bounded steps; KIT_STEPS p
     if [[ "${KIT_STEPS:-tests,bench}" == *tests* ]]; then
         # -v: each test's name and outcome reach the log as it ends, so a run cut by the
         # time limit still names its failures (printed below from the log)
-        timeout "$(kit_cap "${TEST_SECONDS:-240}")" python3 -m pytest -v -p no:cacheprovider -rfs ${TEST_PATHS:-tests/gpu} ${TEST_K:+-k "$TEST_K"} \
-            >"$LOGS/tests_gpu.log" 2>&1
-        [ "$?" = 0 ] || status=1
+        # TEST_JOBS=N: N pytest processes side by side, shard i of N each (tests/gpu/conftest.py's
+        # TILEOPS_TEST_SHARD; the tests' time is mostly NVRTC and inductor on the CPU), their logs
+        # tests_gpu.<i>.log joined into tests_gpu.log; the disk cache is shared (its writes are
+        # renames: tests/gpu/test_gpu_rms_norm.py's racing-threads test)
+        jobs=${TEST_JOBS:-1} cap=$(kit_cap "${TEST_SECONDS:-240}") pids=()
+        for ((i = 0; i < jobs; i++)); do
+            shard=""; [ "$jobs" -gt 1 ] && shard="$i/$jobs"
+            TILEOPS_TEST_SHARD=$shard timeout "$cap" python3 -m pytest -v -p no:cacheprovider -rfs \
+                ${TEST_PATHS:-tests/gpu} ${TEST_K:+-k "$TEST_K"} >"$LOGS/tests_gpu.$i.log" 2>&1 &
+            pids+=($!)
+        done
+        for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+        for ((i = 0; i < jobs; i++)); do echo "=== shard $i of $jobs"; cat "$LOGS/tests_gpu.$i.log"; done >"$LOGS/tests_gpu.log"
+        rm -f "$LOGS"/tests_gpu.[0-9]*.log
         grep -E "^tests/.* (FAILED|ERROR)" "$LOGS/tests_gpu.log" | head -60
         echo "passed: $(grep -c ' PASSED' "$LOGS/tests_gpu.log")  failed: $(grep -c ' FAILED' "$LOGS/tests_gpu.log")  skipped: $(grep -c ' SKIPPED' "$LOGS/tests_gpu.log")"
-        tail -3 "$LOGS/tests_gpu.log"
+        grep -E "^=+ .*(passed|failed|skipped|error).* =+$" "$LOGS/tests_gpu.log"
     fi
 else
     python3 -m pytest -q -p no:cacheprovider tests/gpu -x -rs 2>&1 | tee "$LOGS/tests_gpu.log" | tail -25

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -37,6 +38,44 @@ def test_a_kit_step_never_runs_past_the_kit_budget():
 def test_the_kit_steps_take_their_timeouts_from_kit_cap():
     with open(SCRIPT) as f:
         text = f.read()
-    for step in ("TEST_SECONDS", "BENCH_SECONDS_PER_OP"):
-        assert re.search(r'timeout "\$\(kit_cap "\$\{' + step, text), step
+    assert re.search(r'timeout "\$\(kit_cap "\$\{BENCH_SECONDS_PER_OP', text)
+    # the tests' shards share one cap, taken once before the first starts
+    assert re.search(r'cap=\$\(kit_cap "\$\{TEST_SECONDS', text)
+    assert re.search(r'TILEOPS_TEST_SHARD=\S+ timeout "\$cap" python3 -m pytest', text)
     assert 'timeout "$(kit_cap 600)" bash -c "$KIT_DEV"' in text
+
+
+def collected(env_shard, *paths):
+    """The node ids pytest collects (and keeps) from paths under TILEOPS_TEST_SHARD."""
+    env = dict(os.environ)
+    env.pop("TILEOPS_TEST_SHARD", None)
+    if env_shard is not None:
+        env["TILEOPS_TEST_SHARD"] = env_shard
+    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                        *paths], cwd=ROOT, env=env, capture_output=True, text=True)
+    return r, [line for line in r.stdout.splitlines() if "::" in line]
+
+
+GPU_FILES = ("tests/gpu/test_gpu_rope.py", "tests/gpu/test_gpu_embedding.py")
+
+
+def test_the_gpu_tests_shards_split_the_suite_into_disjoint_even_parts():
+    r, whole = collected(None, *GPU_FILES)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert len(whole) > 20
+    parts = []
+    for i in range(3):
+        r, part = collected(f"{i}/3", *GPU_FILES)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"{len(whole) - len(part)} deselected" in r.stdout
+        parts.append(part)
+    assert sorted(sum(parts, [])) == sorted(whole)            # every test in one shard, once
+    assert max(map(len, parts)) - min(map(len, parts)) <= 1
+    assert parts[0] == whole[0::3] and parts[1] == whole[1::3]  # collection order kept
+
+
+@pytest.mark.parametrize("spec", ["3/3", "-1/2", "a/b", "1", "0/0"])
+def test_a_bad_shard_is_a_usage_error_naming_the_variable(spec):
+    r, kept = collected(spec, GPU_FILES[1])
+    assert r.returncode != 0 and not kept
+    assert "TILEOPS_TEST_SHARD" in r.stdout + r.stderr and repr(spec) in r.stdout + r.stderr
