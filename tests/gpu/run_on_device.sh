@@ -75,7 +75,7 @@ if [ "$MODE" = kit ]; then   # a short device budget: bounded steps; KIT_STEPS p
         jobs=${TEST_JOBS:-1} cap=$(kit_cap "${TEST_SECONDS:-240}") pids=()
         for ((i = 0; i < jobs; i++)); do
             shard=""; [ "$jobs" -gt 1 ] && shard="$i/$jobs"
-            TILEOPS_TEST_SHARD=$shard timeout "$cap" python3 -m pytest -v -p no:cacheprovider -rfs \
+            TILEOPS_TEST_SHARD=$shard timeout "$cap" python3 -m pytest -v -p no:cacheprovider -rfs --durations=15 \
                 ${TEST_PATHS:-tests/gpu} ${TEST_K:+-k "$TEST_K"} >"$LOGS/tests_gpu.$i.log" 2>&1 &
             pids+=($!)
         done

@@ -79,3 +79,26 @@ def test_a_bad_shard_is_a_usage_error_naming_the_variable(spec):
     r, kept = collected(spec, GPU_FILES[1])
     assert r.returncode != 0 and not kept
     assert "TILEOPS_TEST_SHARD" in r.stdout + r.stderr and repr(spec) in r.stdout + r.stderr
+
+
+def gpu_conftest():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("tileops_gpu_conftest", os.path.join(ROOT, "tests", "gpu", "conftest.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_slow_test_gets_a_lighter_shard_and_every_test_one_shard():
+    shard_items = gpu_conftest().shard_items
+    names = [f"test_fast[{k}]" for k in range(10)] + ["test_slow[a]"] + [f"test_fast[{k}]" for k in range(10, 20)]
+    slow = {"test_slow": 8}
+    shards = [shard_items(names, i, 3, slow) for i in range(3)]
+    assert sorted(sum(shards, [])) == list(range(len(names)))   # a partition
+    (heavy,) = [s for s in shards if 10 in s]
+    assert heavy == sorted(heavy)                               # collection order within a shard
+    loads = [sum(8 if names[k].startswith("test_slow") else 1 for k in s) for s in shards]
+    assert max(loads) - min(loads) <= 1, loads                  # 28 seconds over 3: 10 / 9 / 9
+    assert len(heavy) == 1 + loads[shards.index(heavy)] - 8 and len(heavy) < min(len(s) for s in shards if s is not heavy)
+    # without a slow test: round robin
+    assert [shard_items(names, i, 3, {}) for i in range(3)] == [list(range(i, len(names), 3)) for i in range(3)]
