@@ -32,6 +32,11 @@
 #            on an H100, dev/sweep_norm.py by the same timers 2 % behind; tileops, Liger and
 #            the copy on the bench's and the sweep's inputs, and tileops / the copy writing
 #            y at several offsets of one buffer (dev/probes/norm_inputs_ab.py; carry .whl).
+#   floor    issue 14 (session 38): the floor of an op's own read / write mix
+#            (dev/cuda/stream_floor_lab.cu through dev/time_floor.py: softmax's 1 : 2 at B =
+#            32 / 128 / 256 and the gated ops' 2 : 1) beside the copy of the same total bytes,
+#            then the op over it (time_softmax.py --floor, bf16 -> float32 and bf16 -> bf16);
+#            the floor's GPU test (dev/tests/test_stream_floor.py).
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -119,6 +124,12 @@ measure_time() {   # by priority: what the issues' targets need first, the READM
     run readme_rows 150 env README_OPS='^(Rope|Softmax)' README_SECONDS_PER_OP=70 bash dev/readme_bench.sh
 }
 measure_test() { :; }   # nothing applied
+floor_time() {
+    run time_floor 100 bash -c "cd dev && python3 time_floor.py --out $OUT/time_floor.json"
+    time_softmax softmax_floor 150 "$SOFTMAX_SPECS" --vocabs 128256,152064 --floor --rounds 2
+    time_softmax softmax_floor16 80 "$SOFTMAX_SPECS" --vocabs 128256 --floor --out-dtype same
+}
+floor_test() { run floor_tests 100 bash -c "$PYTEST dev/tests/test_stream_floor.py"; }
 placement_time() { run norm_placement 150 python3 dev/probes/norm_inputs_ab.py --rounds 3; }
 placement_test() { :; }   # nothing applied
 norm_time() {   # RMSNorm's launch shapes at QK-norm's rows of 128 (the rule's 4 threads a row against 8, 16)

@@ -17,7 +17,9 @@ tileops over the copy (the goal: <= 1.1 at B >= 32). Before timing, a case's res
 checked against float64 (rtol 1e-5, tests/gpu/test_gpu_sampling.py's tolerance) and
 torch's float32 result, so a wrong kernel cannot be timed as fast. "convert": x.to(the output's
 dtype) (torch's streaming conversion or copy: the op's bytes, less the temperature's).
-Prints a table, writes JSON.
+--floor (session 38): dev/time_floor.py's floor of the op's own mix of reads and writes beside
+it (the copy above moves the same total bytes read and written alike; bf16 -> float32 writes
+twice what it reads). Prints a table, writes JSON.
 
 --staged (session 14): beside the op's registers build (16-bit logits without a
 temperature: TILEOPS_STAGE 2, the chunk's raw words kept in registers, converted and
@@ -167,7 +169,7 @@ def time_rounds(fns, rounds):
 
 
 def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, divrn_lab=False, patches=(), rounds=1,
-                 out_dtype=torch.float32, masked=0.0):
+                 out_dtype=torch.float32, masked=0.0, floor=False):
     g = torch.Generator(device="cuda").manual_seed(B * 7 + V)
     x = (torch.randn(B, V, device="cuda", generator=g) * 3).to(dtype)
     t = (torch.rand(B, device="cuda", generator=g) * 1.75 + 0.25) if temperature else None
@@ -219,7 +221,13 @@ def softmax_case(B, V, dtype, temperature, rows_lab=False, staged_lab=False, div
         torch.cuda.synchronize()
         row[name + "_bitwise"] = bool(torch.equal(p, got))
         row[name + "_max_rel_err"] = float(((p.double() - exact).abs() / exact.clamp_min(1e-30)).max())
+    if floor:   # the floor of the op's own reads and writes (dev/time_floor.py), the temperature's aside
+        import time_floor
+        fns.update(time_floor.floor_launchers(x.numel() * x.element_size(), got.numel() * got.element_size()))
     row.update(time_rounds(fns, rounds))
+    if floor:
+        for m in ("hot", "cold"):
+            row[f"floor_{m}_us"] = min(row[f"floor u{u}_{m}_us"] for u in time_floor.UNROLLS)
     return row
 
 
@@ -258,6 +266,9 @@ def main():
     ap.add_argument("--masked", type=float, default=0.0,
                     help="this fraction of the logits -inf, at random (as a top-k / top-p mask leaves them; "
                          "case names end in m)")
+    ap.add_argument("--floor", action="store_true",
+                    help="time dev/cuda/stream_floor_lab.cu in the op's own mix of reads and writes (1 : 2 for "
+                         "bf16 -> float32) beside it: the op over that floor, a table of its own")
     ap.add_argument("--out", default="softmax_timing.json")
     args = ap.parse_args()
     names = ("float32", "float16", "bfloat16")
@@ -275,7 +286,7 @@ def main():
                 for B in batches:
                     rows.append(softmax_case(B, V, dtype, temperature, args.rows, args.staged, args.divrn, patches,
                                              args.rounds, None if args.out_dtype == "same" else torch.float32,
-                                             args.masked))
+                                             args.masked, args.floor))
                     print(rows[-1]["case"], flush=True)
     for r in rows:
         for m in ("hot", "cold"):
@@ -292,6 +303,13 @@ def main():
               f"{r['copy_hot_us']:9.2f} {r['copy_cold_us']:9.2f} {r['over_copy_hot']:8.2f} {r['over_copy_cold']:8.2f} "
               f"{r['torch_hot_us']:9.2f} {r['compile_hot_us']:11.2f} {r['compile_cold_us']:12.2f} "
               f"{r['convert_hot_us']:9.2f} {r['convert_cold_us']:9.2f}{goal}")
+    if args.floor:
+        print(f"\n{'case':36s} {'floor hot':>9s} {'floor cold':>10s} {'/floor h':>8s} {'/floor c':>8s} "
+              f"{'copy/floor c':>12s}")
+        for r in rows:
+            print(f"{r['case']:36s} {r['floor_hot_us']:9.2f} {r['floor_cold_us']:10.2f} "
+                  f"{r['tileops_hot_us'] / r['floor_hot_us']:8.2f} {r['tileops_cold_us'] / r['floor_cold_us']:8.2f} "
+                  f"{r['copy_cold_us'] / r['floor_cold_us']:12.2f}")
     names = ((("staged",) if args.staged else ()) + (("divrn",) if args.divrn else ()) +
              tuple(variant_name(p) for p in patches) + (("rows",) if args.rows else ()))
     for name in names:

@@ -15,7 +15,7 @@ from tileops.kernels.sampling import cuda_sampling
 
 NVCC = nvcc()
 LAB = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "dev", "cuda")
-pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
+NEEDS_NVCC = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
 
 
 def _compile(tmp_path, shipped, lab, kernel, opts):
@@ -32,12 +32,14 @@ def _compile(tmp_path, shipped, lab, kernel, opts):
     return report[1].split("Compiling entry function")[0]
 
 
+@NEEDS_NVCC
 def test_the_softmax_rows_lab_kernel_compiles(tmp_path):
     source, _, opts, _ = cuda_sampling.softmax_specialisation(CODE[torch.bfloat16], CODE[torch.float32], 128256, False,
                                                               True, 90, 232448)
     _compile(tmp_path, source, "softmax_rows_lab.cu", "tileops_softmax_rows", opts)
 
 
+@NEEDS_NVCC
 @pytest.mark.parametrize("n,pdl,nc", [(4096, 0, 1), (8192, 1, 0)])
 def test_the_smallest_rms_norm_lab_kernel_compiles(tmp_path, n, pdl, nc):
     """dev/time_norm_cold.py's builds of dev/cuda/rms_norm_min_lab.cu (256 threads a row,
@@ -53,9 +55,59 @@ def test_the_smallest_rms_norm_lab_kernel_compiles(tmp_path, n, pdl, nc):
 
 @pytest.mark.parametrize("dt,cluster,keep", [(CODE[torch.bfloat16], 8, ""), (CODE[torch.float32], 8, "0"),
                                              (CODE[torch.float32], 4, "")])
+@NEEDS_NVCC
 def test_the_top_k_phases_lab_kernel_compiles(tmp_path, dt, cluster, keep):
     """dev/time_top_k.py --phases: dev/cuda/top_k_phases_lab.cu over top_k.cu, with the words
     kept in registers as the shipped kernel keeps them (SMP_KEEP) or not (variant cCnl)."""
     source, _, opts, _ = cuda_sampling.top_k_specialisation(dt, 128256, 50, True, True, cluster)
     _compile(tmp_path, source, "top_k_phases_lab.cu", "tileops_top_k_phases",
              list(opts) + ([f"-DSMP_KEEP={keep}"] if keep else []))
+
+
+@NEEDS_NVCC
+@pytest.mark.parametrize("reads,writes", [(1, 1), (1, 2), (2, 1)])
+@pytest.mark.parametrize("unroll", [1, 2, 4])
+def test_the_stream_floor_lab_kernel_compiles_without_spills(tmp_path, reads, writes, unroll):
+    """dev/time_floor.py's builds of dev/cuda/stream_floor_lab.cu (self-contained: no shipped
+    source before it), every mix and unroll it times."""
+    src = tmp_path / "floor.cu"
+    src.write_text(runtime.source(os.path.join(LAB, "stream_floor_lab.cu")))
+    r = subprocess.run([NVCC, "-cubin", "-arch=sm_90a", "-Xptxas", "-v", f"-DTILEOPS_READS={reads}",
+                        f"-DTILEOPS_WRITES={writes}", "-DTILEOPS_THREADS=256", f"-DTILEOPS_UNROLL={unroll}",
+                        "-o", str(tmp_path / "floor.cubin"), str(src)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "0 bytes spill stores" in r.stderr, r.stderr[-2000:]
+
+
+@NEEDS_NVCC
+def test_the_stream_floor_lab_kernel_refuses_a_mix_it_has_no_code_for(tmp_path):
+    src = tmp_path / "floor.cu"
+    src.write_text(runtime.source(os.path.join(LAB, "stream_floor_lab.cu")))
+    r = subprocess.run([NVCC, "-cubin", "-arch=sm_90a", "-DTILEOPS_READS=2", "-DTILEOPS_WRITES=2",
+                        "-DTILEOPS_THREADS=256", "-DTILEOPS_UNROLL=1", "-o", str(tmp_path / "f.cubin"), str(src)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "must be 1 / 1, 1 / 2 or 2 / 1" in r.stderr
+
+
+def test_the_stream_floor_kernels_arithmetic_is_torchs_result_of_its_mix():
+    """The words stream_floor_lab.cu writes, emulated here from its source's formulas (the bf16
+    words shifted / masked, the two streams XORed), equal time_floor.torch_result, the result
+    its GPU builds are checked against before timing: a wrong lane mapping shows before a
+    device call. Needs no nvcc."""
+    import sys
+    dev = os.path.dirname(LAB)
+    if dev not in sys.path:
+        sys.path.insert(0, dev)
+    import time_floor
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(-2**31, 2**31 - 1, (4 * 37 * 2,), generator=g, dtype=torch.int32)
+    u = src.view(-1, 4).to(torch.int64) & 0xffffffff          # group g's 4 words, unsigned
+    widened = torch.stack([u << 16 & 0xffffffff, u & 0xffff0000], -1).reshape(-1, 8)   # float 2k + h of the group
+    as_i32 = lambda t: (t - (t >> 31 << 32)).to(torch.int32).reshape(-1)
+    assert torch.equal(as_i32(widened), time_floor.torch_result(src, 1, 2))
+    half = u.shape[0] // 2
+    assert torch.equal(as_i32(u[:half] ^ u[half:]), time_floor.torch_result(src, 2, 1))
+    assert torch.equal(time_floor.torch_result(src, 1, 1), src)
+    assert time_floor.mix_of(32 * 16, 64 * 16) == (1, 2, 32)
+    with pytest.raises(ValueError, match="1 : 1, 1 : 2 or 2 : 1"):
+        time_floor.mix_of(48, 16)

@@ -352,7 +352,7 @@ def test_the_next_runs_plan_names_parked_patches_in_its_order(lab, tmp_path):
         assert set(names) <= set(PATCHES), names
         for i, p in enumerate(names):
             assert set(_bases(p)) <= set(names[:i]), names
-    r = subprocess.run(["bash", os.path.join(ROOT, "dev", "next_run.sh"), "softmax", "tsoftmax", "gated", "norm", "measure", "placement"],
+    r = subprocess.run(["bash", os.path.join(ROOT, "dev", "next_run.sh"), "softmax", "tsoftmax", "gated", "norm", "measure", "placement", "floor"],
                        capture_output=True, text=True,
                        env=dict(os.environ, NEXT_DRY="1", OUT=str(tmp_path)), timeout=60)
     assert r.returncode == 0 and "next_run: done" in r.stdout, r.stdout + r.stderr

@@ -1,0 +1,149 @@
+"""The floor of a streaming op in its own mix of reads and writes (session 38), beside the
+copy floor the bench uses (dst.copy_(src) of half the op's bytes) and torch's kernel of
+the same mix:
+
+    python3 dev/time_floor.py [--cases 8208384:16416768,...] [--rounds 2] [--out PATH.json]
+
+Each case is READ:WRITE bytes (a multiple of 16 each; READ = WRITE, READ = 2 WRITE or WRITE
+= 2 READ), by default softmax's at 128256 bf16 logits -> float32 for B = 32 / 128 / 256
+and the gated activations' at Llama-3-8B 256 tokens (read 2 x 14336, write 14336, fp16).
+dev/cuda/stream_floor_lab.cu is built for the mix with 256 threads a block and 1, 2 and 4
+groups a thread ("floor u1" ...), its output checked against torch's (a copy, the bf16 ->
+float32 conversion, the XOR of the two halves) before timing; "torch" is that torch
+kernel (`dst.copy_(src)`, `src.view(bf16).to(float32)`, `torch.bitwise_xor(a, b,
+out=c)`), "copy" the bench's floor. Hot and L2-cold times (lab.time_interleaved), the
+minimum over rounds. The floor is the least of the floor builds; dev/time_softmax.py
+--floor times the same builds beside the op."""
+from __future__ import annotations
+
+import argparse
+import sys
+import types
+
+import torch
+
+import lab
+
+common = lab.common
+tileops = common.import_tileops()
+from tileops import _C, runtime  # noqa: E402
+
+FLOOR_SOURCE = str(lab.DEV_DIR / "cuda" / "stream_floor_lab.cu")
+THREADS = 256
+UNROLLS = (1, 2, 4)
+SOFTMAX_CASES = [(b * 128256 * 2, b * 128256 * 4) for b in (32, 128, 256)]
+GATED_CASES = [(256 * 2 * 14336 * 2, 256 * 14336 * 2)]
+
+
+def mix_of(read_bytes: int, write_bytes: int) -> tuple:
+    """(reads, writes) 16-byte words a group of the floor kernel, and the group count."""
+    if read_bytes % 16 or write_bytes % 16 or read_bytes <= 0 or write_bytes <= 0:
+        raise ValueError(f"time_floor: bytes must be positive multiples of 16, got {read_bytes}:{write_bytes}")
+    for r, w in ((1, 1), (1, 2), (2, 1)):
+        if read_bytes * w == write_bytes * r:
+            return r, w, read_bytes // (16 * r)
+    raise ValueError(f"time_floor: reads : writes must be 1 : 1, 1 : 2 or 2 : 1, got {read_bytes}:{write_bytes}")
+
+
+def floor_launchers(read_bytes: int, write_bytes: int, device: int = 0) -> dict:
+    """{"floor u1": launch, ...}: the lab floor for the mix, each launch writing its own
+    buffer, each checked against torch's result of the mix first (an AssertionError if not
+    equal)."""
+    r, w, groups = mix_of(read_bytes, write_bytes)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    src = torch.randint(-2**31, 2**31 - 1, (read_bytes // 4,), generator=gen, device="cuda", dtype=torch.int32)
+    want = torch_result(src, r, w)
+    stream = torch._C._cuda_getCurrentRawStream
+    out = {}
+    for u in UNROLLS:
+        opts = (f"-DTILEOPS_READS={r}", f"-DTILEOPS_WRITES={w}", f"-DTILEOPS_THREADS={THREADS}",
+                f"-DTILEOPS_UNROLL={u}")
+        handle = runtime.build(device, FLOOR_SOURCE, "tileops_stream_floor", opts, "ppq")
+        dst = torch.full((write_bytes // 4,), -1, device="cuda", dtype=torch.int32)
+        grid = -(-groups // (THREADS * u))
+        keep = types.SimpleNamespace(src=src, dst=dst)
+
+        def launch(handle=handle, grid=grid, keep=keep):
+            _C.cuda_launch(handle, grid, 1, 1, THREADS, 1, 1, 0, stream(device), keep.src.data_ptr(),
+                           keep.dst.data_ptr(), groups)
+        launch()
+        torch.cuda.synchronize()
+        assert torch.equal(dst, want), f"floor u{u} ({r}:{w}) differs from torch's result"
+        out[f"floor u{u}"] = launch
+    return out
+
+
+def torch_result(src: torch.Tensor, r: int, w: int) -> torch.Tensor:
+    """What the floor kernel writes for src (int32 words), as int32 words."""
+    if (r, w) == (1, 1):
+        return src.clone()
+    if (r, w) == (1, 2):
+        return src.view(torch.bfloat16).float().view(torch.int32)
+    a, b = src.view(2, -1)
+    return torch.bitwise_xor(a, b)
+
+
+def torch_launcher(read_bytes: int, write_bytes: int):
+    """torch's kernel of the mix on fresh buffers: a copy, a bf16 -> float32 conversion, an XOR."""
+    r, w, _ = mix_of(read_bytes, write_bytes)
+    src = torch.ones(read_bytes // 4, device="cuda", dtype=torch.int32)
+    if (r, w) == (1, 1):
+        dst = torch.empty_like(src)
+        return lambda: dst.copy_(src)
+    if (r, w) == (1, 2):
+        x = src.view(torch.bfloat16)
+        dst = torch.empty(x.numel(), device="cuda", dtype=torch.float32)
+        return lambda: dst.copy_(x)
+    a, b = src.view(2, -1)
+    dst = torch.empty_like(a)
+    return lambda: torch.bitwise_xor(a, b, out=dst)
+
+
+def copy_launcher(read_bytes: int, write_bytes: int):
+    """The bench's floor: dst.copy_(src) of half the bytes moved."""
+    half = (read_bytes + write_bytes) // 2
+    src = torch.ones(half, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
+def time_case(read_bytes: int, write_bytes: int, rounds: int) -> dict:
+    fns = dict(floor_launchers(read_bytes, write_bytes))
+    fns["torch"] = torch_launcher(read_bytes, write_bytes)
+    fns["copy"] = copy_launcher(read_bytes, write_bytes)
+    times = lab.time_interleaved(fns, rounds, cold_warmup=25, cold_rep=100)
+    row = {"read_bytes": read_bytes, "write_bytes": write_bytes, "mix": "%d:%d" % mix_of(read_bytes, write_bytes)[:2]}
+    for k, v in times.items():
+        for m in ("hot", "cold"):
+            row[f"{k.replace(' ', '_')}_{m}_us"] = min(v[m])
+    for m in ("hot", "cold"):
+        row[f"floor_{m}_us"] = min(row[f"floor_u{u}_{m}_us"] for u in UNROLLS)
+    return row
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cases", default=None, help="READ:WRITE bytes, comma-separated (default: softmax's and the gated ops')")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--out", default=None)
+    a = p.parse_args(argv)
+    cases = SOFTMAX_CASES + GATED_CASES if a.cases is None else \
+        [tuple(int(v) for v in c.split(":")) for c in a.cases.split(",")]
+    for c in cases:
+        mix_of(*c)   # refuse a bad case before any build
+    rows = []
+    print(f"{'read:write MB':>16s} {'mix':>4s} {'floor hot':>10s} {'floor cold':>10s} {'torch hot':>10s} "
+          f"{'torch cold':>10s} {'copy hot':>9s} {'copy cold':>9s} {'copy/floor c':>12s}")
+    for rb, wb in cases:
+        row = time_case(rb, wb, a.rounds)
+        rows.append(row)
+        print(f"{rb / 1e6:7.2f}:{wb / 1e6:<8.2f} {row['mix']:>4s} {row['floor_hot_us']:10.2f} {row['floor_cold_us']:10.2f} "
+              f"{row['torch_hot_us']:10.2f} {row['torch_cold_us']:10.2f} {row['copy_hot_us']:9.2f} "
+              f"{row['copy_cold_us']:9.2f} {row['copy_cold_us'] / row['floor_cold_us']:12.3f}")
+    out = a.out or str(lab.default_out("time_floor.json"))
+    common.write_results(out, rows, common.metadata("cuda", sweep="stream floor"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
