@@ -50,6 +50,7 @@ def pytest_configure(config):
     config._tileops_shard = shard_of(spec) if spec else None   # a bad spec stops the run here
 
 
+@pytest.hookimpl(trylast=True)   # after -k / -m deselect: the shards split what will run
 def pytest_collection_modifyitems(config, items):
     if config._tileops_shard:
         i, n = config._tileops_shard

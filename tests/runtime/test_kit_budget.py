@@ -74,6 +74,17 @@ def test_the_gpu_tests_shards_split_the_suite_into_disjoint_even_parts():
     assert parts[0] == whole[0::3] and parts[1] == whole[1::3]  # collection order kept
 
 
+def test_the_shards_split_what_k_keeps():
+    """-k deselects first, then the shards split the rest evenly (the hook runs last). The
+    -k here keeps one dtype of three, every third test of the file: sharded before -k, one
+    shard would get them all."""
+    k = ("-k", "in_place_views and dtype0")
+    r, whole = collected(None, GPU_FILES[0], *k)
+    assert r.returncode == 0 and len(whole) >= 6, r.stdout + r.stderr
+    sizes = [len(collected(f"{i}/3", GPU_FILES[0], *k)[1]) for i in range(3)]
+    assert sum(sizes) == len(whole) and max(sizes) - min(sizes) <= 1, (sizes, len(whole))
+
+
 @pytest.mark.parametrize("spec", ["3/3", "-1/2", "a/b", "1", "0/0"])
 def test_a_bad_shard_is_a_usage_error_naming_the_variable(spec):
     r, kept = collected(spec, GPU_FILES[1])
