@@ -5,8 +5,9 @@ the same mix:
     python3 dev/time_floor.py [--cases 8208384:16416768,...] [--rounds 2] [--out PATH.json]
 
 Each case is READ:WRITE bytes (a multiple of 16 each; READ = WRITE, READ = 2 WRITE or WRITE
-= 2 READ), by default softmax's at 128256 bf16 logits -> float32 for B = 32 / 128 / 256
-and the gated activations' at Llama-3-8B 256 tokens (read 2 x 14336, write 14336, fp16).
+= 2 READ), by default softmax's at 128256 bf16 logits -> float32 for B = 32 / 128 / 256,
+the gated activations' at Llama-3-8B 256 tokens (read 2 x 14336, write 14336, fp16) and
+two copies of 32 MiB and a little (COPY_CASES: the bench's copy floor differed by 20 %).
 dev/cuda/stream_floor_lab.cu is built for the mix with 256 threads a block and 1, 2 and 4
 groups a thread ("floor u1" ...), its output checked against torch's (a copy, the bf16 ->
 float32 conversion, the XOR of the two halves) before timing; "torch" is that torch
@@ -33,6 +34,11 @@ THREADS = 256
 UNROLLS = (1, 2, 4)
 SOFTMAX_CASES = [(b * 128256 * 2, b * 128256 * 4) for b in (32, 128, 256)]
 GATED_CASES = [(256 * 2 * 14336 * 2, 256 * 14336 * 2)]
+# the bench's copies in session 38's two 67 MB norm cases (half of RMSNorm 4096 x 4096's and of
+# QK-norm 4096 x 32 x 128's bytes): torch's copy_ took 24.20 against 29.18 us hot; a
+# same-dtype copy_ is a cudaMemcpyAsync, whose speed may depend on the size; the floor's 1 : 1
+# build is one plain kernel at both sizes
+COPY_CASES = [(33558528, 33558528), (33554560, 33554560)]
 
 
 def mix_of(read_bytes: int, write_bytes: int) -> tuple:
@@ -127,7 +133,7 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--out", default=None)
     a = p.parse_args(argv)
-    cases = SOFTMAX_CASES + GATED_CASES if a.cases is None else \
+    cases = SOFTMAX_CASES + GATED_CASES + COPY_CASES if a.cases is None else \
         [tuple(int(v) for v in c.split(":")) for c in a.cases.split(",")]
     for c in cases:
         mix_of(*c)   # refuse a bad case before any build
