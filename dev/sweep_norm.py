@@ -36,6 +36,7 @@ tileops = common.import_tileops()
 from tileops import runtime  # noqa: E402
 from tileops.manifest import workloads  # noqa: E402
 from tileops._dtypes import CODE  # noqa: E402
+from tileops.bench import peer_specs, resolve_dotted  # noqa: E402
 from tileops.kernels.norm.rms_norm import (CUDA_ARG_FORMAT, CUDA_REGISTER_MAX_N,  # noqa: E402
                                            GRID_MAX, _cuda_launch_shape, _groups, _pow2ceil, cuda_options)
 
@@ -224,13 +225,13 @@ MODES = {"shapes": shape_configs, "policies": policy_configs, "cluster": cluster
 DEFAULT_ONLY = {"cluster": CLUSTER_DEFAULT_ONLY, "bulk": BULK_DEFAULT_ONLY, "regcap": REGCAP_DEFAULT_ONLY}
 
 
-def liger_rms_norm():
-    """Liger-Kernel's RMSNorm forward (x, w, eps) when it imports (carried as a wheel), else None."""
+def liger_rms_norm(entry):
+    """The entry's Liger peer (the call its manifest `peers` names: (x, w, eps)) when it
+    imports (carried as a wheel), else None."""
     try:
-        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+        return resolve_dotted(peer_specs(entry)["liger"]["call"])
     except ImportError:
         return None
-    return LigerRMSNormFunction.apply
 
 
 def build_options(name, dtype_code, n, vec, threads):
@@ -286,7 +287,7 @@ def main(argv=None):
         ref = F.rms_norm(x.float(), (n,), w.float(), eps)
         copy_cold = common.cuda_cold_us(lambda: y.copy_(x))
         copy_hot = common.cuda_hot_us(lambda: y.copy_(x))
-        peer = liger_rms_norm()
+        peer = liger_rms_norm(entry)
         if peer is not None:   # the peer to beat, by the same timers (the bench's manifest call)
             print(f"{rows}x{n} liger cold={common.cuda_cold_us(lambda: peer(x, w, eps)):.2f} "
                   f"hot={common.cuda_hot_us(lambda: peer(x, w, eps)):.2f} copy={copy_cold:.2f}/{copy_hot:.2f}")

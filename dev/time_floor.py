@@ -28,6 +28,7 @@ import lab
 common = lab.common
 tileops = common.import_tileops()
 from tileops import _C, runtime  # noqa: E402
+from tileops.bench import add_copy  # noqa: E402
 
 FLOOR_SOURCE = str(lab.DEV_DIR / "cuda" / "stream_floor_lab.cu")
 THREADS = 256
@@ -105,18 +106,10 @@ def torch_launcher(read_bytes: int, write_bytes: int):
     return lambda: torch.bitwise_xor(a, b, out=dst)
 
 
-def copy_launcher(read_bytes: int, write_bytes: int):
-    """The bench's floor: dst.copy_(src) of half the bytes moved."""
-    half = (read_bytes + write_bytes) // 2
-    src = torch.ones(half, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    return lambda: dst.copy_(src)
-
-
 def time_case(read_bytes: int, write_bytes: int, rounds: int) -> dict:
     fns = dict(floor_launchers(read_bytes, write_bytes))
     fns["torch"] = torch_launcher(read_bytes, write_bytes)
-    fns["copy"] = copy_launcher(read_bytes, write_bytes)
+    add_copy(fns, read_bytes + write_bytes, torch.float16, "cuda")   # the bench's floor, as it makes it (fp16 cases)
     times = lab.time_interleaved(fns, rounds, cold_warmup=25, cold_rep=100)
     row = {"read_bytes": read_bytes, "write_bytes": write_bytes, "mix": "%d:%d" % mix_of(read_bytes, write_bytes)[:2]}
     for k, v in times.items():

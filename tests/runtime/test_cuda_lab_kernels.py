@@ -18,14 +18,19 @@ LAB = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 NEEDS_NVCC = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
 
 
-def _compile(tmp_path, shipped, lab, kernel, opts):
-    """nvcc's ptxas report of `kernel`: the shipped source's spliced text, then the lab file."""
-    with open(os.path.join(LAB, lab)) as f:
-        text = runtime.source(shipped) + "\n" + f.read()
+def _nvcc(tmp_path, shipped, lab, opts):
+    """nvcc -cubin (ptxas -v) of the shipped source's spliced text, then the lab file (a
+    self-contained lab file alone when shipped is None); the completed process."""
+    text = "" if shipped is None else runtime.source(shipped) + "\n"
     src = tmp_path / "lab.cu"
-    src.write_text(text)
-    r = subprocess.run([NVCC, "-cubin", "-arch=sm_90a", "-Xptxas", "-v", *opts, "-o", str(tmp_path / "lab.cubin"),
-                        str(src)], capture_output=True, text=True, timeout=300)
+    src.write_text(text + runtime.source(os.path.join(LAB, lab)))
+    return subprocess.run([NVCC, "-cubin", "-arch=sm_90a", "-Xptxas", "-v", *opts, "-o", str(tmp_path / "lab.cubin"),
+                           str(src)], capture_output=True, text=True, timeout=300)
+
+
+def _compile(tmp_path, shipped, lab, kernel, opts):
+    """nvcc's ptxas report of `kernel` (_nvcc's build, which must succeed)."""
+    r = _nvcc(tmp_path, shipped, lab, opts)
     assert r.returncode == 0, r.stderr[-3000:]
     report = r.stderr.split(f"Compiling entry function '{kernel}'")
     assert len(report) == 2, r.stderr[-2000:]
@@ -70,22 +75,16 @@ def test_the_top_k_phases_lab_kernel_compiles(tmp_path, dt, cluster, keep):
 def test_the_stream_floor_lab_kernel_compiles_without_spills(tmp_path, reads, writes, unroll):
     """dev/time_floor.py's builds of dev/cuda/stream_floor_lab.cu (self-contained: no shipped
     source before it), every mix and unroll it times."""
-    src = tmp_path / "floor.cu"
-    src.write_text(runtime.source(os.path.join(LAB, "stream_floor_lab.cu")))
-    r = subprocess.run([NVCC, "-cubin", "-arch=sm_90a", "-Xptxas", "-v", f"-DTILEOPS_READS={reads}",
-                        f"-DTILEOPS_WRITES={writes}", "-DTILEOPS_THREADS=256", f"-DTILEOPS_UNROLL={unroll}",
-                        "-o", str(tmp_path / "floor.cubin"), str(src)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "0 bytes spill stores" in r.stderr, r.stderr[-2000:]
+    report = _compile(tmp_path, None, "stream_floor_lab.cu", "tileops_stream_floor",
+                      [f"-DTILEOPS_READS={reads}", f"-DTILEOPS_WRITES={writes}", "-DTILEOPS_THREADS=256",
+                       f"-DTILEOPS_UNROLL={unroll}"])
+    assert "0 bytes spill stores" in report, report
 
 
 @NEEDS_NVCC
 def test_the_stream_floor_lab_kernel_refuses_a_mix_it_has_no_code_for(tmp_path):
-    src = tmp_path / "floor.cu"
-    src.write_text(runtime.source(os.path.join(LAB, "stream_floor_lab.cu")))
-    r = subprocess.run([NVCC, "-cubin", "-arch=sm_90a", "-DTILEOPS_READS=2", "-DTILEOPS_WRITES=2",
-                        "-DTILEOPS_THREADS=256", "-DTILEOPS_UNROLL=1", "-o", str(tmp_path / "f.cubin"), str(src)],
-                       capture_output=True, text=True, timeout=300)
+    r = _nvcc(tmp_path, None, "stream_floor_lab.cu",
+              ["-DTILEOPS_READS=2", "-DTILEOPS_WRITES=2", "-DTILEOPS_THREADS=256", "-DTILEOPS_UNROLL=1"])
     assert r.returncode != 0 and "must be 1 / 1, 1 / 2 or 2 / 1" in r.stderr
 
 
