@@ -171,10 +171,14 @@ class Timer:
 
     def cold_us(self, fns, calls=20, replays=5):
         """Each callable's device time after an L2-evicting write (CUDA graphs of `calls`
-        (write, call) pairs, minus a graph of `calls` writes); CPU: plain loops."""
+        (write, call) pairs, minus a graph of `calls` writes); CPU: plain loops. Before each
+        replay L2's persisting lines are demoted (the write does not evict them; see
+        tileops.bench.cuda_cold_us): what one callable pinned is not the next one's; what a
+        callable pins within its own graph stays its own."""
         if not self.cuda:
             return common.loop_times_us(fns, rounds=self.rounds, round_s=self.round_s)
         torch = self.torch
+        from tileops.runtime import reset_persisting_l2
         flush = torch.empty(256 * 2 ** 20, dtype=torch.uint8, device="cuda")
 
         def graph_us(body):
@@ -184,6 +188,8 @@ class Timer:
             g, _ = capture(calls_of_body)
             out = []
             for _ in range(replays):
+                torch.cuda.synchronize()
+                reset_persisting_l2(torch.cuda.current_device())
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 s.record()
                 g.replay()

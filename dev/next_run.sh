@@ -26,7 +26,9 @@
 #   norm     issue 11: RMSNorm's launch shapes at QK-norm's rows of 128 (4096 tokens x 32 / 8
 #            heads; the widest miss against Liger): 8 threads a row (shipped in session 34,
 #            norm_rt8_rows16.patch, after the H100's sweep and GPU tests) against the others,
-#            on the H200; then test_gpu_rms_norm.py.
+#            on the H200; and at one token (32 / 8 rows: session 39's H200 had QK-norm of 32
+#            heads at one token 3.97 us L2-cold against Liger's 3.87, the shipped shape 16
+#            rows a block, so 2 blocks); then test_gpu_rms_norm.py.
 #   tsoftmax issue 14: the op beside smx_tdiv_rn.patch (div.rn an element for x / t).
 #   placement issue 11 (session 38): the bench had Liger's RMSNorm 7-9 % ahead at 4096 tokens
 #            on an H100, dev/sweep_norm.py by the same timers 2 % behind; tileops, Liger and
@@ -37,6 +39,19 @@
 #            32 / 128 / 256 and the gated ops' 2 : 1) beside the copy of the same total bytes,
 #            then the op over it (time_softmax.py --floor, bf16 -> float32 and bf16 -> bf16);
 #            the floor's GPU test (dev/tests/test_stream_floor.py).
+#   harness  issue 11 (session 39): the placement probe had tileops ahead of Liger at 4096
+#            tokens on both input sets (23.63 against 24.72 us hot), the README's bench had
+#            Liger 7 % ahead: the bench itself on RMSNorm's two 67 MB cases as the README ran
+#            it (--fast --compile dynamic), without torch / torch.compile, and with full
+#            timers; then torch's copy_ (a cudaMemcpyAsync) of 32 MiB + k bytes beside the
+#            floor kernel's copy (the bench's copy took 24.20 or 29.18 us hot by the size).
+#   lnsum    issue 11 (session 39): LayerNorm at 4096 x 3584 took 1.07x / 1.11x the copy hot /
+#            L2-cold on the H200 where RMSNorm took 0.95x / 1.00x; LayerNorm sums its row
+#            twice (the mean, then the squared deviations). The shipped layer_norm rule
+#            build beside the ablation without the first sum (nr_ablate_mean_sum.patch,
+#            wrong values by design) at 3584 / 4096 / 8192 x 1 / 32 / 256 / 4096 rows
+#            (dev/time_norm_rows.py --no-sweep --patches): what a one-sum LayerNorm could
+#            gain at most.
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -130,10 +145,27 @@ floor_time() {
     time_softmax softmax_floor16 80 "$SOFTMAX_SPECS" --vocabs 128256 --floor --out-dtype same
 }
 floor_test() { run floor_tests 100 bash -c "$PYTEST dev/tests/test_stream_floor.py"; }
+LNSUM_SPECS="nr_ablate_mean_sum.patch"
+lnsum_time() {
+    run norm_rows_ln 200 bash -c "cd dev && python3 time_norm_rows.py --ns 3584,4096,8192 --rows 1,32,256,4096 \
+        --rt-op layer_norm --no-sweep --patches $LNSUM_SPECS --out $OUT/norm_rows_ln.json"
+}
+lnsum_test() { :; }   # an ablation: nothing applied
 placement_time() { run norm_placement 150 python3 dev/probes/norm_inputs_ab.py --rounds 3; }
 placement_test() { :; }   # nothing applied
+HARNESS_CASES="4096x4096,4096x32x128"   # RMSNorm's 67 MB cases: Llama-3-8B 4096 tokens, QK-norm 32 heads
+COPY_SIZES="33554432,33554448,33554560,33554944,33555456,33556480,33558528,33562624,33619968"   # 32 MiB + 0 / 16 / 128 / 512 / 1 Ki / 2 Ki / 4 Ki / 8 Ki / 64 Ki
+harness_time() {
+    local args="--device cuda --op RMSNormFwdOp --workloads $HARNESS_CASES --dtypes float16 --no-plot"
+    run bench_readme 100 python3 -m tileops bench $args --fast --compile dynamic --out "$OUT/bench_readme.json"
+    run bench_nocompile 60 python3 -m tileops bench $args --fast --impls tileops,liger,copy --out "$OUT/bench_nocompile.json"
+    run bench_full 120 python3 -m tileops bench $args --impls tileops,liger,copy --out "$OUT/bench_full.json"
+    run copy_sizes 100 bash -c "cd dev && python3 time_floor.py --rounds 2 --out $OUT/copy_sizes.json --cases \
+        $(echo $COPY_SIZES | sed 's/\([0-9]*\)/\1:\1/g')"
+}
+harness_test() { :; }   # nothing applied
 norm_time() {   # RMSNorm's launch shapes at QK-norm's rows of 128 (the rule's 4 threads a row against 8, 16)
-    run sweep_qknorm 130 python3 dev/sweep_norm.py --mode shapes --only 131072x128,32768x128 \
+    run sweep_qknorm 130 python3 dev/sweep_norm.py --mode shapes --only 131072x128,32768x128,32x128,8x128 \
         --out "$OUT/sweep_qknorm.json"
 }
 norm_test() { apply_and_test norm "$NORM_APPLY" "$NORM_TESTS" && run norm_tests 150 bash -c "$NORM_TESTS"; }

@@ -2,7 +2,8 @@
 RMSNorm register kernel (csrc/ops/norm/rms_norm.cu) and a copy of the same bytes, fp16.
 
     python dev/time_norm_rows.py [--out PATH.json] [--rows 1,8,32,256,4096] [--ns 4096,8192]
-                                 [--rt-op rms_norm_rows|layer_norm|...]
+                                 [--rt-op rms_norm_rows|layer_norm|...] [--no-sweep]
+                                 [--patches A.patch[+B.patch][@-DX=v],...]
 
 Per shape: `copy` (y.copy_(x)), `shipped` (tileops_rms_norm, the launch rule's build),
 `rms_norm_rows` (the generic kernel, launch rule of cuda_rows.py: the same threads per
@@ -19,6 +20,10 @@ the row count). Session 22's lead (dev/NOTES.md): the 3584 builds carry the most
 (layer_norm's decode build 12 KB against 8 KB at 4096) and the largest one-token L2-cold
 gap to Liger (0.45 us); `--ns 3584 --rows 1,32,4096 --rt-op layer_norm` asks whether
 another threads-per-row closes it without a loss at 4096 rows.
+--patches adds `--rt-op`'s rule build from the source with parked dev/patches applied
+("<op> +NAME", and its "smem" form), --no-sweep drops the other threads per row and the
+other ops (session 39's LayerNorm ablation: `--ns 3584 --rt-op layer_norm --no-sweep
+--patches nr_ablate_mean_sum.patch`).
 Each is timed hot (CUDA graph of 50 calls, L2-hot) and cold (a 256 MB buffer written before every call), in 2 interleaved rounds
 (order reversed in the second); the rows give both rounds and their minimum. Kernels are
 launched directly (runtime.build + _C.cuda_launch): no op layer, no allocation."""
@@ -30,6 +35,7 @@ import sys
 
 import torch
 
+import lab
 from lab import common, default_out, time_interleaved
 
 tileops = common.import_tileops()
@@ -61,8 +67,35 @@ def _add_decode(out, name, src, kname, opts, hw, hb, vec, rpb, rows, threads, ar
                                          args), nbytes)
 
 
-def impls(rows, n, rt_op="rms_norm_rows"):
-    """name -> (callable, bytes moved)."""
+def _op_args(op, keep, rows):
+    """(launch arguments, bytes moved, has weight, has bias) of `op`'s row kernel on the
+    tensors `keep` (impls' second result)."""
+    x, r, w, b, y, ro = keep
+    hw, hb = next(((w_, b_) for o_, w_, b_ in OPS if o_ == op), (True, False))
+    res = op.startswith("fused")
+    args = (x.data_ptr(), r.data_ptr() if res else 0, w.data_ptr(), b.data_ptr() if hb else 0, y.data_ptr(),
+            ro.data_ptr() if res else 0, rows, 1e-5)
+    return args, ((4 if res else 2) * rows + (1 + hb)) * x.shape[1] * x.element_size(), hw, hb
+
+
+def add_patched(out, keep, rows, n, op, specs):
+    """out["<op> +<variant>"] (and its decode form, "... smem"): `op`'s build by the launch
+    rule from the source with each spec's dev/patches applied (PATCH[+PATCH...][@-DX=v...])."""
+    args, nbytes, hw, hb = _op_args(op, keep, rows)
+    vec = R.vec_for(DT, n, True)
+    src, kname, opts, threads, rpb, _, cap = R.specialisation(op, DT, n, hw, hb, vec, SMS)
+    for spec in specs:
+        patches, defines, _ = lab.parse_spec(spec)
+        psrc, o = lab.patched_source(src, patches), lab.with_defines(opts, defines)
+        name = f"{op} +{lab.variant_name(spec)}"
+        out[name] = (_launcher(runtime.build(0, psrc, kname, o, R.ARG_FORMAT), min(-(-rows // rpb), cap or 2**31 - 1),
+                               threads, args), nbytes)
+        _add_decode(out, name, psrc, kname, o, hw, hb, vec, rpb, rows, threads, args, nbytes)
+
+
+def impls(rows, n, rt_op="rms_norm_rows", sweep=True):
+    """name -> (callable, bytes moved); sweep=False: the copy, the shipped RMSNorm and
+    `rt_op`'s rule build alone (no other threads per row, no other op)."""
     gen = torch.Generator(device="cpu").manual_seed(0)
     x = torch.randn(rows, n, generator=gen).to("cuda", torch.float16)
     r = torch.randn(rows, n, generator=gen).to("cuda", torch.float16)
@@ -80,16 +113,12 @@ def impls(rows, n, rt_op="rms_norm_rows"):
     rows_args = (x.data_ptr(), 0, w.data_ptr(), 0, y.data_ptr(), 0, rows, 1e-6)
     h = runtime.build(0, src, kname, opts, R.ARG_FORMAT)
     out["rms_norm_rows"] = (_launcher(h, -(-rows // rpb), threads, rows_args), (2 * rows + 1) * n * e)
-    hw, hb = next(((w_, b_) for o_, w_, b_ in OPS if o_ == rt_op), (True, False))
-    res = rt_op.startswith("fused")
+    op_args, op_bytes, hw, hb = _op_args(rt_op, (x, r, w, b, y, ro), rows)
     src, kname, opts, threads, rpb, _, cap = R.specialisation(rt_op, DT, n, hw, hb, vec, SMS)
-    op_args = (x.data_ptr(), r.data_ptr() if res else 0, w.data_ptr(), b.data_ptr() if hb else 0, y.data_ptr(),
-               ro.data_ptr() if res else 0, rows, 1e-5)
-    op_bytes = ((4 if res else 2) * rows + (1 + hb)) * n * e
     rule_rt = int(dict(o[2:].split("=") for o in opts)["TILEOPS_ROW_THREADS"])
     ng = n // 8
     divisors = {d for d in range(32, min(ng, 1024) + 1, 32) if ng % d == 0}
-    for rt in sorted({32, 64, 128, 256, 512, 1024} | divisors):
+    for rt in sorted({32, 64, 128, 256, 512, 1024} | divisors) if sweep else ():
         if rt == rule_rt or -(-ng // rt) > 16 or rt > ng:
             continue
         t = max(rt, 128) if rt & (rt - 1) == 0 else rt   # a block a multiple of rt
@@ -103,15 +132,12 @@ def impls(rows, n, rt_op="rms_norm_rows"):
             continue
         out[f"{rt_op} rt={rt}"] = (_launcher(hh, -(-rows // (t // rt)), t, op_args), op_bytes)
         _add_decode(out, f"{rt_op} rt={rt}", src, kname, o, hw, hb, vec, t // rt, rows, t, op_args, op_bytes)
-    for op, hw, hb in OPS:
+    for op, _, _ in (OPS if sweep else [o for o in OPS if o[0] == rt_op]):
+        args, nbytes, hw, hb = _op_args(op, (x, r, w, b, y, ro), rows)
         src, kname, opts, threads, rpb, _, cap = R.specialisation(op, DT, n, hw, hb, vec, SMS)
         hh = runtime.build(0, src, kname, opts, R.ARG_FORMAT)
-        res = op.startswith("fused")
-        args = (x.data_ptr(), r.data_ptr() if res else 0, w.data_ptr(), b.data_ptr() if hb else 0, y.data_ptr(),
-                ro.data_ptr() if res else 0, rows, 1e-5)
-        grid = min(-(-rows // rpb), cap or 2**31 - 1)
-        out[op] = (_launcher(hh, grid, threads, args), ((4 if res else 2) * rows + (1 + hb)) * n * e)
-        _add_decode(out, op, src, kname, opts, hw, hb, vec, rpb, rows, threads, args, out[op][1])
+        out[op] = (_launcher(hh, min(-(-rows // rpb), cap or 2**31 - 1), threads, args), nbytes)
+        _add_decode(out, op, src, kname, opts, hw, hb, vec, rpb, rows, threads, args, nbytes)
     return out, (x, r, w, b, y, ro)
 
 
@@ -122,11 +148,20 @@ def main(argv=None):
     p.add_argument("--ns", default="4096,8192")
     p.add_argument("--rt-op", default="rms_norm_rows", choices=R.ops(),
                    help="the op whose builds at other threads per row are timed")
+    p.add_argument("--patches", default="",
+                   help="also --rt-op's rule build from the source with these dev/patches applied "
+                        "(comma-separated specs A.patch[+B.patch][@-DX=v], labelled '+NAME')")
+    p.add_argument("--no-sweep", action="store_true",
+                   help="only the copy, the shipped RMSNorm, --rt-op's rule build and the --patches variants")
     a = p.parse_args(argv)
+    specs = [v for v in a.patches.split(",") if v]
+    for spec in specs:
+        lab.parse_spec(spec)   # a bad spec stops the run before any build
     results = []
     for n in (int(v) for v in a.ns.split(",")):
         for rows in (int(v) for v in a.rows.split(",")):
-            fns, keep = impls(rows, n, a.rt_op)
+            fns, keep = impls(rows, n, a.rt_op, sweep=not a.no_sweep)
+            add_patched(fns, keep, rows, n, a.rt_op, specs)
             times = time_interleaved({k: f[0] for k, f in fns.items()})
             for k in fns:
                 row = {"workload": f"{rows}x{n}", "dtype": "float16", "impl": k, "bytes": fns[k][1],

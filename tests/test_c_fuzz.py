@@ -245,6 +245,7 @@ def signatures(C, tmp):
         "cuda_device_count": ([], []),
         "cuda_device_arch": (["int"], [0]),
         "cuda_device_attributes": (["int"], [0]),
+        "cuda_reset_persisting_l2": (["int"], [0]),
         "nvrtc_version": ([], []),
         "cuda_set_cache_dir": (["str_or_none"], [os.path.join(tmp, "cache")]),
         "cuda_set_version": (["str"], ["0.0-fuzz"]),
@@ -807,7 +808,7 @@ def group_cuda(C):
         fz.expect("cuda_load", ["/nonexistent/nvrtc"], None, status=lib)
     if no_driver:
         for name, args in [("cuda_device_count", []), ("cuda_device_arch", [0]),
-                           ("cuda_device_attributes", [0]), ("nvrtc_version", []),
+                           ("cuda_device_attributes", [0]), ("cuda_reset_persisting_l2", [0]), ("nvrtc_version", []),
                            ("cuda_stream_is_capturing", [0]),
                            ("cuda_build", [0, "x", "k", (), "p", 0])]:
             e = fz.expect(name, args, None, status=lib)

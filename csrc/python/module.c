@@ -953,6 +953,16 @@ static PyObject *py_cuda_device_attributes(PyObject *self, PyObject *const *args
     return Py_BuildValue("{s:i,s:i,s:i}", "sm_count", sms, "max_shared_per_block", smem, "l2_bytes", l2);
 }
 
+static PyObject *py_cuda_reset_persisting_l2(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (check_nargs("cuda_reset_persisting_l2", nargs, 1)) return NULL;
+    int dev = 0;
+    if (as_int("cuda_reset_persisting_l2", "the device", args[0], &dev)) return NULL;
+    tileops_status_t st = tileops_cuda_reset_persisting_l2(dev);
+    if (st != TILEOPS_OK) return raise_status(st);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_nvrtc_version(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     int major = 0, minor = 0;
@@ -1237,6 +1247,8 @@ static PyMethodDef methods[] = {
     {"cuda_device_count", py_cuda_device_count, METH_NOARGS, "Number of CUDA devices."},
     {"cuda_device_arch", (PyCFunction)(void (*)(void))py_cuda_device_arch, METH_FASTCALL, "(major, minor)"},
     {"cuda_device_attributes", (PyCFunction)(void (*)(void))py_cuda_device_attributes, METH_FASTCALL, "SMs, smem, L2"},
+    {"cuda_reset_persisting_l2", (PyCFunction)(void (*)(void))py_cuda_reset_persisting_l2, METH_FASTCALL,
+     "Demote the device's persisting L2 lines (the L2-cold timer)."},
     {"nvrtc_version", py_nvrtc_version, METH_NOARGS, "(major, minor)"},
     {"cuda_set_cache_dir", (PyCFunction)(void (*)(void))py_cuda_set_cache_dir, METH_FASTCALL, "Disk cache folder."},
     {"cuda_set_version", (PyCFunction)(void (*)(void))py_cuda_set_version, METH_FASTCALL, "Version in the cache key."},

@@ -180,6 +180,24 @@ tileops_status_t tileops_cuda_device_arch(int device, int *major, int *minor) {
     return TILEOPS_OK;
 }
 
+tileops_status_t tileops_cuda_reset_persisting_l2(int device) {
+    CUcontext ctx = NULL, previous = NULL;
+    int changed = 0;
+    tileops_status_t st = tileops_cuda_device_context(device, &ctx); /* loads, validates device */
+    if (st != TILEOPS_OK)
+        return st;
+    const tileops_cuda_api_t *api = tileops_cuda_api();
+    if (!api->cuCtxResetPersistingL2Cache)
+        return tileops_fail(TILEOPS_ERR_LIBRARY,
+                            "libcuda.so.1 has no symbol cuCtxResetPersistingL2Cache (driver older than CUDA 11.0?)");
+    st = tileops_cuda_push_context(ctx, &previous, &changed);
+    if (st != TILEOPS_OK)
+        return st;
+    CUresult rc = api->cuCtxResetPersistingL2Cache();
+    tileops_cuda_restore_context(previous, changed);
+    return rc == CUDA_SUCCESS ? TILEOPS_OK : tileops_cuda_fail_call("cuCtxResetPersistingL2Cache", rc);
+}
+
 tileops_status_t tileops_cuda_device_attributes(int device, int *sm_count,
                                                 int *max_shared_per_block_optin,
                                                 int *l2_bytes) {

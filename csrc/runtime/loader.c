@@ -119,6 +119,7 @@ static tileops_status_t resolve_driver(void *lib, tileops_cuda_api_t *api) {
     REQUIRE_SYM(lib, l, cuLaunchKernel, "cuLaunchKernel");
     REQUIRE_SYM(lib, l, cuStreamIsCapturing, "cuStreamIsCapturing");
     OPTIONAL_SYM(lib, cuLaunchKernelEx, "cuLaunchKernelEx");
+    OPTIONAL_SYM(lib, cuCtxResetPersistingL2Cache, "cuCtxResetPersistingL2Cache");
     OPTIONAL_SYM(lib, cuMemAlloc, "cuMemAlloc_v2");
     OPTIONAL_SYM(lib, cuMemFree, "cuMemFree_v2");
     OPTIONAL_SYM(lib, cuMemcpyHtoD, "cuMemcpyHtoD_v2");

@@ -76,6 +76,7 @@ typedef CUresult (*PFN_cuLaunchKernel)(CUfunction fn, unsigned grid_x, unsigned 
                                         unsigned block_z, unsigned shared_bytes, CUstream stream,
                                         void **params, void **extra);
 typedef CUresult (*PFN_cuStreamIsCapturing)(CUstream stream, int *status);
+typedef CUresult (*PFN_cuCtxResetPersistingL2Cache)(void);
 
 /* cuLaunchKernelEx's configuration (CUDA 12.0+), for launch attributes: only the one
  * tileops sets is named. The value union is 64 bytes, 8-aligned (it holds pointers in
@@ -167,6 +168,8 @@ typedef struct tileops_cuda_api {
     PFN_cuStreamIsCapturing cuStreamIsCapturing;
     /* driver, optional: launch attributes (NULL before CUDA 12: kernels then launch plainly) */
     PFN_cuLaunchKernelEx cuLaunchKernelEx;
+    /* driver, optional: the bench's L2-cold timer (CUDA 11.0 and newer) */
+    PFN_cuCtxResetPersistingL2Cache cuCtxResetPersistingL2Cache;
     /* driver, optional (tests) */
     PFN_cuMemAlloc_v2 cuMemAlloc;
     PFN_cuMemFree_v2 cuMemFree;

@@ -215,6 +215,14 @@ def cuda_cold_us(fn, warmup=25, rep=100, estimates=5, spin_us=None):
     in the estimate; at most :data:`SPIN_MAX_US`) runs before the start event. The rep
     budget counts it.
 
+    The flush alone does not empty L2: lines loaded with L2::evict_last (torch.compile's
+    reductions load their input so) take the persisting set-aside (9.4 MB on an H100) and
+    outlive any amount of ordinary writes, so a tensor an earlier call pinned stays part
+    L2-resident (on an H100 a 67 MB copy from a tensor torch.compile's RMSNorm had read
+    took 24.8 µs against 27.9 from another buffer; session 39). So after each flush the
+    host waits for the GPU and demotes those lines (:func:`tileops.runtime.reset_persisting_l2`)
+    before the spin.
+
     Parameters
     ----------
     fn : callable
@@ -228,6 +236,8 @@ def cuda_cold_us(fn, warmup=25, rep=100, estimates=5, spin_us=None):
         time (dev/time_norm_cold.py --harness: whether the spin's length moves a cold time).
     """
     import torch
+
+    from . import runtime
     dev = torch.cuda.current_device()
     flush = _FLUSH.get(dev)
     if flush is None:
@@ -257,6 +267,8 @@ def cuda_cold_us(fn, warmup=25, rep=100, estimates=5, spin_us=None):
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
     for i in range(n_rep):
         flush.zero_()
+        torch.cuda.synchronize()   # the reset acts when it returns, not in stream order
+        runtime.reset_persisting_l2(dev)
         torch.cuda._sleep(spin)   # the GPU stays busy while the host queues the call
         starts[i].record()
         fn()
@@ -282,7 +294,9 @@ def cuda_hot_us(fn, calls=50, replays=20, warmup=3, est_us=None, budget_ms=None)
     """L2-hot per-call device time of ``fn``, launch overhead removed by a CUDA graph.
 
     Warm-up calls on a side stream, then ``calls`` back-to-back calls captured into one
-    ``torch.cuda.CUDAGraph``, replayed ``replays`` times (each timed with CUDA events).
+    ``torch.cuda.CUDAGraph``, replayed ``replays`` times (each timed with CUDA events). Before the
+    timed replays, L2's persisting lines are demoted (:func:`tileops.runtime.reset_persisting_l2`):
+    what an earlier impl pinned there is not ``fn``'s to read; what ``fn`` pins itself is.
     Given an estimate of one call (``est_us``, e.g. its cold time) and ``budget_ms``, the
     calls and replays shrink (:func:`hot_plan`) so that a call of milliseconds (a
     reference over gigabytes) does not take a thousand calls' time.
@@ -299,6 +313,8 @@ def cuda_hot_us(fn, calls=50, replays=20, warmup=3, est_us=None, budget_ms=None)
         Median replay time / ``calls``, in µs.
     """
     import torch
+
+    from . import runtime
     calls, replays = hot_plan(calls, replays, est_us, budget_ms)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -314,6 +330,7 @@ def cuda_hot_us(fn, calls=50, replays=20, warmup=3, est_us=None, budget_ms=None)
                 fn()
         graph.replay()  # the first replay uploads the graph
         torch.cuda.synchronize()
+        runtime.reset_persisting_l2(torch.cuda.current_device())   # what an earlier impl pinned is not fn's
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
         for i in range(replays):
@@ -867,12 +884,31 @@ def build_impls(cls, case, cfg, notes):
     return {"inputs": inputs, "op": op, "params": params, "ref": ref, "fns": fns}
 
 
+COPY_ROUND = 4096   # CUDA: the copy's size is rounded up to a multiple of this, from COPY_ROUND_FROM bytes
+COPY_ROUND_FROM = 1 << 16
+
+
+def copy_half_bytes(nbytes, cuda):
+    """The bytes :func:`add_copy` reads (and writes) for an op moving ``nbytes``: half of
+    them, rounded up to a multiple of :data:`COPY_ROUND` on CUDA from :data:`COPY_ROUND_FROM`."""
+    half = nbytes // 2
+    if cuda and half >= COPY_ROUND_FROM:
+        half = -(-half // COPY_ROUND) * COPY_ROUND
+    return half
+
+
 def add_copy(fns, nbytes, dtype, device):
     """The copy floor: ``dst.copy_(src)`` of half ``nbytes`` (read + write = ``nbytes``), in
-    the case's dtype; returns the bytes it moves."""
+    the case's dtype; returns the bytes it moves.
+
+    On CUDA, a same-dtype ``copy_`` is the driver's cudaMemcpyAsync, and its speed depends
+    on the size: on an H100, 32 MiB + 0 / 4 / 8 / 64 KiB took 24.2 µs hot and 32 MiB + 16 B
+    to 2 KiB 29.3 (session 39, dev/time_floor.py --cases; a plain copy kernel 24.0 at every
+    size). So from 64 KiB up the copied half is rounded up to a multiple of 4 KiB: the floor
+    moves at most 8 KiB more than the op, never a slow path's time."""
     import torch
     es = torch.empty((), dtype=dtype).element_size()
-    numel = max(1, nbytes // 2 // es)
+    numel = max(1, copy_half_bytes(nbytes, str(device).startswith("cuda")) // es)
     src = torch.ones(numel, dtype=dtype, device=device)
     dst = torch.empty_like(src)
     fns[COPY] = lambda: dst.copy_(src)

@@ -249,6 +249,25 @@ def test_a_parked_activation_patch_compiles_every_gated_build(tmp_path, lab, nam
         nvcc_bare(tmp_path, lab.patched_source(source, _chain(name)), kernel, opts)
 
 
+NORM_PATCHES = [name for name in PATCHES if _touches(name, "csrc/ops/norm/")]
+
+
+@NEEDS_NVCC
+@pytest.mark.parametrize("name", NORM_PATCHES)
+def test_a_parked_norm_patch_compiles_the_row_builds_it_is_timed_at(tmp_path, lab, name):
+    """The norm family's row kernels by the launch rule with the patch applied (an
+    ablation too) compile without spills, at the widths dev/time_norm_rows.py --patches
+    times them: Qwen2.5's 3584, 4096, 8192, and QK-norm's 128; fp16 and bf16, with and
+    without a residual. With no norm patch parked this has no case."""
+    from tileops.kernels.norm import cuda_rows as R
+    for op in ("layer_norm", "fused_add_layer_norm", "rms_norm_rows", "fused_add_rms_norm"):
+        hw, hb = True, op.endswith("layer_norm")
+        for dt in (1, 2):
+            for n in (128, 3584, 4096, 8192):
+                source, kernel, opts = R.specialisation(op, dt, n, hw, hb, 8, 132)[:3]
+                nvcc_bare(tmp_path, lab.patched_source(source, _chain(name)), kernel, opts)
+
+
 def test_apply_patch_writes_a_patchs_launch_side_too(tmp_path, lab, monkeypatch):
     """apply_patch.py writes a parked patch's src/tileops hunks as well as its kernel's (a
     kernel change and its launch side go in together on the device); the lab's timing copy

@@ -36,6 +36,8 @@ def test_missing_driver_is_a_clear_error():
         _C.cuda_load(None)
     with pytest.raises(LibraryError, match="libcuda"):
         _C.cuda_load(None)   # the outcome is remembered, still clean
+    with pytest.raises(LibraryError, match="libcuda"):
+        _C.cuda_reset_persisting_l2(0)   # the bench's L2-cold timer says why, not crashes
 
 
 def test_launch_with_a_bad_handle_is_an_error_not_a_crash():
