@@ -51,7 +51,9 @@
 #            build beside the ablation without the first sum (nr_ablate_mean_sum.patch,
 #            wrong values by design) at 3584 / 4096 / 8192 x 1 / 32 / 256 / 4096 rows
 #            (dev/time_norm_rows.py --no-sweep --patches): what a one-sum LayerNorm could
-#            gain at most.
+#            gain at most; and the candidate, nr_one_sum.patch (each thread's own mean and
+#            squared deviations, one butterfly of Chan's merge), then the LayerNorm GPU
+#            tests with it applied.
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -145,12 +147,14 @@ floor_time() {
     time_softmax softmax_floor16 80 "$SOFTMAX_SPECS" --vocabs 128256 --floor --out-dtype same
 }
 floor_test() { run floor_tests 100 bash -c "$PYTEST dev/tests/test_stream_floor.py"; }
-LNSUM_SPECS="nr_ablate_mean_sum.patch"
+LNSUM_SPECS="nr_ablate_mean_sum.patch,nr_one_sum.patch"
+LNSUM_APPLY="nr_one_sum.patch"   # the candidate (the ablation is wrong by design: never applied)
+LNSUM_TESTS="$PYTEST tests/gpu/test_gpu_norm_rows.py && $PYTEST tests/gpu/test_gpu_ops.py -k LayerNorm"
 lnsum_time() {
     run norm_rows_ln 200 bash -c "cd dev && python3 time_norm_rows.py --ns 3584,4096,8192 --rows 1,32,256,4096 \
         --rt-op layer_norm --no-sweep --patches $LNSUM_SPECS --out $OUT/norm_rows_ln.json"
 }
-lnsum_test() { :; }   # an ablation: nothing applied
+lnsum_test() { apply_and_test lnsum "$LNSUM_APPLY" "$LNSUM_TESTS"; }
 placement_time() { run norm_placement 150 python3 dev/probes/norm_inputs_ab.py --rounds 3; }
 placement_test() { :; }   # nothing applied
 HARNESS_CASES="4096x4096,4096x32x128"   # RMSNorm's 67 MB cases: Llama-3-8B 4096 tokens, QK-norm 32 heads

@@ -102,45 +102,51 @@ def test_the_cold_timer_does_not_count_a_slow_host_path():
     assert slow < plain + 20 and slow < 100, (plain, slow)
 
 
-def _flush_only_cold_us(fn, flush, reps=30):
-    """A cold time as the timer took it before session 39: a 256 MB write, then the call
-    (median of ``reps``), no reset of L2's persisting lines."""
-    times = []
+PINNED_PROBE = r"""
+import json, torch, torch.nn.functional as F
+from tileops import bench
+x0 = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)   # the process's first large tensor
+x1 = x0.clone()
+y = torch.empty_like(x0)
+w = torch.ones(4096, device="cuda", dtype=torch.float16)
+torch.compile(lambda x, w: F.rms_norm(x, (4096,), w, 1e-6), fullgraph=True, dynamic=False)(x0, w)
+torch.cuda.synchronize()
+flush = torch.empty(bench.FLUSH_BYTES, dtype=torch.int8, device="cuda")
+
+def flush_only(x, reps=30):   # a cold time as the timer took it before session 39: no reset
+    ts = []
     for _ in range(reps):
         flush.zero_()
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) * 1e3)
-    return sorted(times)[reps // 2]
+        s.record(); y.copy_(x); e.record(); torch.cuda.synchronize()
+        ts.append(s.elapsed_time(e) * 1e3)
+    return sorted(ts)[reps // 2]
+
+raw = [flush_only(x0), flush_only(x1)]
+del flush
+cold = [bench.cuda_cold_us(lambda x=x: y.copy_(x), warmup=5, rep=20) for x in (x0, x1)]
+hot = [bench.cuda_hot_us(lambda x=x: y.copy_(x)) for x in (x0, x1)]
+print(json.dumps({"raw": raw, "cold": cold, "hot": hot}))
+"""
 
 
 def test_no_impl_reads_what_an_earlier_one_pinned_in_l2():
-    """torch.compile's RMSNorm loads its input marked L2::evict_last: part of it stays in
-    L2's persisting set-aside through the cold timer's 256 MB write (on an H100 a copy from
-    that tensor took 24.8 µs L2-cold against 27.9 from a clone, and 20.8 against 24.0 hot),
-    which favoured whichever impl came after torch.compile in a round. The timers demote
-    those lines: both copies then take the same time, hot and cold. The first half checks
-    that the pinning happens on this card, timed the old way (else the rest proves nothing)."""
-    import torch.nn.functional as F
-    x0 = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
-    x1 = x0.clone()
-    y = torch.empty_like(x0)
-    w = torch.ones(4096, device="cuda", dtype=torch.float16)
-    torch.compile(lambda x, w: F.rms_norm(x, (4096,), w, 1e-6), fullgraph=True, dynamic=False)(x0, w)
-    torch.cuda.synchronize()
-    flush = torch.empty(bench.FLUSH_BYTES, dtype=torch.int8, device="cuda")
-    raw0 = _flush_only_cold_us(lambda: y.copy_(x0), flush)
-    raw1 = _flush_only_cold_us(lambda: y.copy_(x1), flush)
-    if raw0 > 0.95 * raw1:
-        pytest.skip(f"torch.compile's loads pinned nothing measurable on this card ({raw0:.2f} against "
-                    f"{raw1:.2f} µs flush-only cold): the reset has nothing to undo here")
-    del flush
-    cold = [bench.cuda_cold_us(lambda x=x: y.copy_(x), warmup=5, rep=20) for x in (x0, x1)]
-    hot = [bench.cuda_hot_us(lambda x=x: y.copy_(x)) for x in (x0, x1)]
-    assert cold[0] > 0.97 * cold[1] and hot[0] > 0.95 * hot[1], (raw0, raw1, cold, hot)
+    """torch.compile's RMSNorm leaves part of its input in L2's persisting set-aside,
+    through the cold timer's 256 MB write (on an H100 a copy from that tensor took 24.8 µs
+    L2-cold against 27.9 from a clone, and 20.8 against 24.0 hot), which favoured whichever
+    impl came after torch.compile in a round. The timers demote those lines: both copies
+    then take the same time, hot and cold. In a new process, as dev/probes/
+    compile_side_effect.py saw it (the pinned tensor was the process's first large one);
+    the first half checks that the pinning happens on this card, timed the old way (else
+    the rest proves nothing)."""
+    r = subprocess.run([sys.executable, "-c", PINNED_PROBE], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    t = json.loads(r.stdout.strip().splitlines()[-1])
+    raw, cold, hot = t["raw"], t["cold"], t["hot"]
+    if raw[0] > 0.95 * raw[1]:
+        pytest.skip(f"torch.compile's loads pinned nothing measurable on this card ({raw[0]:.2f} against "
+                    f"{raw[1]:.2f} µs flush-only L2-cold): the reset has nothing to undo here")
+    assert cold[0] > 0.97 * cold[1] and hot[0] > 0.95 * hot[1], t
 
 
 def test_the_copy_floor_does_not_take_the_drivers_slow_copy_sizes():
