@@ -215,9 +215,9 @@ def cuda_cold_us(fn, warmup=25, rep=100, estimates=5, spin_us=None):
     in the estimate; at most :data:`SPIN_MAX_US`) runs before the start event. The rep
     budget counts it.
 
-    The flush alone does not empty L2: lines loaded with L2::evict_last (torch.compile's
-    reductions load their input so) take the persisting set-aside (9.4 MB on an H100) and
-    outlive any amount of ordinary writes, so a tensor an earlier call pinned stays part
+    The flush alone does not empty L2: lines held with persisting priority (the set-aside:
+    9.4 MiB on an H100) outlive any amount of ordinary writes, and a kernel torch.compile
+    made leaves part of its input so, so a tensor an earlier call pinned stays part
     L2-resident (on an H100 a 67 MB copy from a tensor torch.compile's RMSNorm had read
     took 24.8 µs against 27.9 from another buffer; session 39). So after each flush the
     host waits for the GPU and demotes those lines (:func:`tileops.runtime.reset_persisting_l2`)

@@ -161,9 +161,9 @@ def device_attributes(index: int) -> dict:
 
 
 def reset_persisting_l2(index: int) -> None:
-    """Demotes the L2 lines device `index` holds with persisting priority (loads marked
-    L2::evict_last make them: torch.compile's reductions do; they outlive any amount of
-    ordinary writes). Takes effect when it returns, not in stream order: synchronize first.
+    """Demotes the L2 lines device `index` holds with persisting priority (a kernel
+    torch.compile made leaves part of its input so, session 39; they outlive any amount
+    of ordinary writes). Takes effect when it returns, not in stream order: synchronize first.
     The bench's timers call it so that no impl reads what an earlier one pinned."""
     ensure_loaded()
     _C.cuda_reset_persisting_l2(index)

@@ -117,9 +117,8 @@ unsigned tileops_cuda_set_launch_mask(unsigned mask);
 tileops_status_t tileops_cuda_stream_is_capturing(uintptr_t stream, int *capturing);
 
 /* Demotes every L2 line the device's primary context holds with persisting priority
- * (cuCtxResetPersistingL2Cache). Loads marked L2::evict_last (torch.compile's reductions
- * make them) can keep part of a tensor in L2's persisting set-aside through any amount of
- * ordinary writes, so an L2-cold timer flushes and then calls this; it takes effect when
+ * (cuCtxResetPersistingL2Cache). A kernel torch.compile made leaves part of its input
+ * in L2's persisting set-aside, through any amount of ordinary writes, so an L2-cold timer flushes and then calls this; it takes effect when
  * it returns, so synchronize first. A driver without the call is TILEOPS_ERR_LIBRARY. */
 tileops_status_t tileops_cuda_reset_persisting_l2(int device);
 
