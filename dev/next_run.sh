@@ -54,6 +54,10 @@
 #            gain at most; and the candidate, nr_one_sum.patch (each thread's own mean and
 #            squared deviations, one butterfly of Chan's merge), then the LayerNorm GPU
 #            tests with it applied.
+#   normfull issue 11 (session 39): the norm family's L2-cold times at 1 / 32 / 256 tokens with
+#            full timers (three interleaved rounds; session 39 had one --fast round: another
+#            impl ahead in 35 of 77 cases, mostly by under 0.4 us), fp16 and bf16, every
+#            manifest workload of the five ops, with Liger carried (.whl).
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -155,6 +159,15 @@ lnsum_time() {
         --rt-op layer_norm --no-sweep --patches $LNSUM_SPECS --out $OUT/norm_rows_ln.json"
 }
 lnsum_test() { apply_and_test lnsum "$LNSUM_APPLY" "$LNSUM_TESTS"; }
+NORM_OPS="RMSNormFwdOp LayerNormFwdOp GemmaRMSNormFwdOp FusedAddRMSNormFwdOp FusedAddLayerNormFwdOp"
+normfull_time() {
+    local op
+    for op in $NORM_OPS; do
+        run "normfull_$op" "$([ "$op" = RMSNormFwdOp ] && echo 150 || echo 80)" python3 -m tileops bench --device cuda --op "$op" --workloads 't=1],t=32],t=256]' \
+            --dtypes float16,bfloat16 --compile dynamic --no-plot --out "$OUT/normfull_$op.json"
+    done
+}
+normfull_test() { :; }   # nothing applied
 placement_time() { run norm_placement 150 python3 dev/probes/norm_inputs_ab.py --rounds 3; }
 placement_test() { :; }   # nothing applied
 HARNESS_CASES="4096x4096,4096x32x128"   # RMSNorm's 67 MB cases: Llama-3-8B 4096 tokens, QK-norm 32 heads
