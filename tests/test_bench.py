@@ -536,3 +536,10 @@ def test_the_copy_floor_takes_a_size_the_drivers_copy_runs_fast_at():
     fns = {}
     moved = bench.add_copy(fns, 2 * half, torch.float16, "cpu")
     assert moved == 2 * half and set(fns) == {bench.COPY}
+
+
+def test_a_cuda_runs_metadata_says_its_timers_demote_persisting_l2_lines():
+    """Results from before session 39 (L2-cold with the flush alone) and after can be told
+    apart from their JSON: the timer description names the reset, cold and hot."""
+    timers = bench.timer_description(bench.Config("cuda", fast=True))
+    assert "persisting lines demoted" in timers["cold"] and "persisting lines demoted" in timers["hot"], timers

@@ -27,8 +27,8 @@ with its error and the run goes on.
 
 Timing. CPU: wall time of a ``perf_counter`` loop (:func:`loop_times_us`). CUDA: L2-cold
 (:func:`cuda_cold_us`: CUDA events around each call, a 256 MB buffer written between
-calls) and L2-hot (:func:`cuda_hot_us`: back-to-back calls captured in a CUDA graph,
-replayed). Before timing, every impl's output is compared with the reference's (scaled max
+calls and L2's persisting lines demoted, since session 39) and L2-hot (:func:`cuda_hot_us`:
+back-to-back calls captured in a CUDA graph, replayed). Before timing, every impl's output is compared with the reference's (scaled max
 abs error within :data:`TOLERANCE`, indices exactly); one that differs is compared again
 with the reference computed on the inputs upcast to float64 and accepted when it agrees
 with that (the row's ``check``: ``float64``); a tileops mismatch is flagged in the JSON and
@@ -1486,10 +1486,10 @@ def timer_description(cfg):
     """How this run timed, for the metadata."""
     if cfg.cuda:
         return {"cold": f"CUDA events around each call, {FLUSH_BYTES >> 20} MB buffer written between "
-                        f"calls, median over {cfg.cold['rep']} ms of calls",
+                        f"calls and L2's persisting lines demoted, median over {cfg.cold['rep']} ms of calls",
                 "hot": f"CUDA graph of {cfg.hot['calls']} calls, median of {cfg.hot['replays']} replays / calls "
                        f"(fewer calls, then replays, when they would take over {cfg.hot['budget_ms']} ms at the "
-                       f"cold time)",
+                       f"cold time), L2's persisting lines demoted before the timed replays",
                 "rounds": cfg.rounds}
     return {"loop": f"perf_counter loop of ~{cfg.loop['round_s']} s per impl, impls interleaved, "
                     f"median of {cfg.loop['rounds']} rounds",
