@@ -186,3 +186,12 @@ def min_rows(times: dict, workload: str, label: str, width: int, digits: int = 8
         rows.append(row)
         print(f"{label} {k:{width}s} hot {row['hot_us']:{digits}.2f}  cold {row['cold_us']:{digits}.2f}", flush=True)
     return rows
+
+
+def persisting_l2_limit() -> int:
+    """The current context's persisting L2 set-aside in bytes (cuCtxGetLimit of
+    CU_LIMIT_PERSISTING_L2_CACHE_SIZE; session 39's probes print it), -status on failure."""
+    import ctypes
+    v = ctypes.c_size_t(0)
+    rc = ctypes.CDLL("libcuda.so.1").cuCtxGetLimit(ctypes.byref(v), 0x06)
+    return v.value if rc == 0 else -rc

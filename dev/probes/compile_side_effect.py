@@ -12,7 +12,6 @@ after is printed. One variant a process:
 from __future__ import annotations
 
 import argparse
-import ctypes
 import sys
 from pathlib import Path
 
@@ -23,13 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import lab  # noqa: E402
 
 common = lab.common
+common.import_tileops()
+from tileops import runtime  # noqa: E402
 VARIANTS = ("inductor", "static", "aot_eager", "eager_backend", "eager", "inductor_x1")
-
-
-def limit(cu) -> int:
-    v = ctypes.c_size_t(0)
-    cu.cuCtxGetLimit(ctypes.byref(v), 0x06)   # CU_LIMIT_PERSISTING_L2_CACHE_SIZE
-    return v.value
 
 
 def main(argv=None):
@@ -41,8 +36,7 @@ def main(argv=None):
     x0, w = common.norm_inputs((rows, n), torch.float16, "cuda")
     x1 = x0.clone()
     y = torch.empty_like(x0)
-    cu = ctypes.CDLL("libcuda.so.1")
-    before = limit(cu)
+    before = lab.persisting_l2_limit()
     eps = torch.finfo(torch.float32).eps
     f = lambda x, w: F.rms_norm(x, (n,), w, eps)   # noqa: E731
     if v == "eager":
@@ -52,12 +46,12 @@ def main(argv=None):
               "aot_eager": dict(backend="aot_eager", dynamic=True), "eager_backend": dict(backend="eager", dynamic=True)}[v]
         torch.compile(f, fullgraph=True, **kw)(x1 if v == "inductor_x1" else x0, w)
     torch.cuda.synchronize()
-    print(f"[{v}] persisting L2 limit {before} -> {limit(cu)} bytes")
+    print(f"[{v}] persisting L2 limit {before} -> {lab.persisting_l2_limit()} bytes")
     fns = {"copy x0": lambda: y.copy_(x0), "copy x1": lambda: y.copy_(x1)}
     for tag in ("", " after reset"):
         if tag:
             torch.cuda.synchronize()
-            cu.cuCtxResetPersistingL2Cache()
+            runtime.reset_persisting_l2(0)
         t = lab.time_interleaved(fns, 2, cold_warmup=25, cold_rep=100)
         print(f"[{v}{tag}] " + "; ".join(f"{k} hot {min(s['hot']):.2f} cold {min(s['cold']):.2f}" for k, s in t.items()),
               flush=True)

@@ -14,7 +14,6 @@ the context's persisting lines (cuCtxResetPersistingL2Cache) and times again:
 from __future__ import annotations
 
 import argparse
-import ctypes
 import sys
 from pathlib import Path
 
@@ -26,6 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import lab  # noqa: E402
 
 common = lab.common
+common.import_tileops()
+from tileops import runtime  # noqa: E402
+
 BLOCK = 4096
 
 
@@ -42,16 +44,6 @@ def touch(x, policy):
     torch.cuda.synchronize()
 
 
-def libcuda():
-    return ctypes.CDLL("libcuda.so.1")
-
-
-def persisting_limit(cu) -> int:
-    v = ctypes.c_size_t(0)
-    rc = cu.cuCtxGetLimit(ctypes.byref(v), 0x06)   # CU_LIMIT_PERSISTING_L2_CACHE_SIZE
-    return v.value if rc == 0 else -rc
-
-
 def times(tag, fns):
     t = lab.time_interleaved(fns, 2, cold_warmup=25, cold_rep=100)
     for k, v in t.items():
@@ -65,8 +57,7 @@ def main(argv=None):
     rows, n = (int(v) for v in a.shape.split("x"))
     xs = [common.norm_inputs((rows, n), torch.float16, "cuda")[0] for _ in range(3)]
     y = torch.empty_like(xs[0])
-    cu = libcuda()
-    print(f"persisting L2 limit: {persisting_limit(cu)} bytes; L2 "
+    print(f"persisting L2 limit: {lab.persisting_l2_limit()} bytes; L2 "
           f"{torch.cuda.get_device_properties(0).L2_cache_size >> 20} MiB")
     fns = {f"copy x{i}": (lambda x=x: y.copy_(x)) for i, x in enumerate(xs)}
     times("before", fns)
@@ -74,7 +65,7 @@ def main(argv=None):
     touch(xs[2], "evict_first")
     times("x1 evict_last, x2 evict_first", fns)
     torch.cuda.synchronize()
-    print(f"cuCtxResetPersistingL2Cache: rc {cu.cuCtxResetPersistingL2Cache()}")
+    runtime.reset_persisting_l2(0)   # cuCtxResetPersistingL2Cache (raises on failure)
     times("after reset", fns)
     for _ in range(3):
         touch(xs[1], "evict_last")
