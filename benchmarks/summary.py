@@ -28,7 +28,7 @@ import json
 import sys
 from pathlib import Path
 
-from tileops.bench import COPY, impl_order
+from tileops.bench import COPY, flag_suspect_hot, impl_order
 
 
 def load_rows(folder: Path, dtype: str | None):
@@ -41,13 +41,14 @@ def load_rows(folder: Path, dtype: str | None):
             continue
         for r in data["rows"]:
             if "impls" in r and (dtype is None or r.get("dtype") == dtype):
+                flag_suspect_hot(r["impls"])   # files written before the bench flagged them too
                 rows.append(r)
     return rows
 
 
 def cell(impl_row, metric, short=False):
     """An impl's time (`` (differs)`` after it when its output disagreed with the
-    reference), or why it has none: ``failed`` (with the error's type unless ``short``),
+    reference, `` (suspect)`` after a hot time above its own L2-cold time), or why it has none: ``failed`` (with the error's type unless ``short``),
     ``—`` where it did not run."""
     if impl_row is None:
         return "—"
@@ -57,6 +58,8 @@ def cell(impl_row, metric, short=False):
     if v is None:
         return "—"
     flag = "" if impl_row.get("correct", True) else " (differs)"
+    if metric == "hot_us" and impl_row.get("suspect"):   # above its own L2-cold time (bench.flag_suspect_hot)
+        flag += " (suspect)"
     return f"{v:.2f}{flag}"
 
 

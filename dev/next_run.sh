@@ -45,15 +45,26 @@
 #            it (--fast --compile dynamic), without torch / torch.compile, and with full
 #            timers; then torch's copy_ (a cudaMemcpyAsync) of 32 MiB + k bytes beside the
 #            floor kernel's copy (the bench's copy took 24.20 or 29.18 us hot by the size).
-#   lnsum    issue 11 (session 39): LayerNorm at 4096 x 3584 took 1.07x / 1.11x the copy hot /
-#            L2-cold on the H200 where RMSNorm took 0.95x / 1.00x; LayerNorm sums its row
-#            twice (the mean, then the squared deviations). The shipped layer_norm rule
-#            build beside the ablation without the first sum (nr_ablate_mean_sum.patch,
-#            wrong values by design) at 3584 / 4096 / 8192 x 1 / 32 / 256 / 4096 rows
-#            (dev/time_norm_rows.py --no-sweep --patches): what a one-sum LayerNorm could
-#            gain at most; and the candidate, nr_one_sum.patch (each thread's own mean and
-#            squared deviations, one butterfly of Chan's merge), then the LayerNorm GPU
-#            tests with it applied.
+#   pdafull  issue 13 (session 40): paged decode against SDPA on K/V gathered with full timers
+#            (three interleaved rounds), every manifest workload of one dtype per call
+#            (PDA_DTYPE, default float16; ~8 min): session 40's one --fast round on an H100
+#            had tileops 1.13-1.27x SDPA at B = 1 32K and 1.2x at B = 32 32K, but full timers
+#            on 24 of those cases 0.98-1.05x (the --fast hot of B = 32 32K, 1617 us, was
+#            above its own L2-cold 1374: the row's `suspect`); torch eager and torch.compile
+#            of the reference left out (their ratios are in the --fast runs).
+#   pdaprof  issue 13 (session 40): at B = 1 and 32K tokens tileops trails SDPA (H100, full timers:
+#            Llama-3-70B TP4 pages of 64 15.72 / 29.57 us hot / L2-cold against 12.39 / 26.43;
+#            no forced split of dev/time_paged_decode.py --sweep did better). Those calls split
+#            each sequence over 128-256 CTAs of one chunk or two and fold 64-128 partials a head
+#            in the merge kernel (B x H CTAs: 16 for 70B TP4): the kernels one by one
+#            (torch.profiler, PDL off) say which of the two the time is.
+#   copyhot  the bench (session 40): torch's copy of 1 GiB and more ran 1.22-1.23x slower in the hot
+#            timer's CUDA graph than L2-cold (H100: 4.3 GB 1758 against 1424 us; 1.07 GB 440
+#            against 359), where the copy at 67 MB did not (24.19 hot, 26.94 cold): a same-dtype
+#            copy_ is a memcpy node in a graph, which may run on a copy engine. The floor
+#            kernel's 1 : 1 copy beside torch's at 64 MiB to 2 GiB, hot and L2-cold
+#            (dev/time_floor.py); if the floor kernel holds hot = cold, the bench's copy
+#            floor needs a kernel copy at those sizes.
 #   normfull issue 11 (session 39): the norm family's L2-cold times at 1 / 32 / 256 tokens with
 #            full timers (three interleaved rounds; session 39 had one --fast round: another
 #            impl ahead in 35 of 77 cases, mostly by under 0.4 us), fp16 and bf16, every
@@ -151,14 +162,6 @@ floor_time() {
     time_softmax softmax_floor16 80 "$SOFTMAX_SPECS" --vocabs 128256 --floor --out-dtype same
 }
 floor_test() { run floor_tests 100 bash -c "$PYTEST dev/tests/test_stream_floor.py"; }
-LNSUM_SPECS="nr_ablate_mean_sum.patch,nr_one_sum.patch"
-LNSUM_APPLY="nr_one_sum.patch"   # the candidate (the ablation is wrong by design: never applied)
-LNSUM_TESTS="$PYTEST tests/gpu/test_gpu_norm_rows.py && $PYTEST tests/gpu/test_gpu_ops.py -k LayerNorm"
-lnsum_time() {
-    run norm_rows_ln 200 bash -c "cd dev && python3 time_norm_rows.py --ns 3584,4096,8192 --rows 1,32,256,4096 \
-        --rt-op layer_norm --no-sweep --patches $LNSUM_SPECS --out $OUT/norm_rows_ln.json"
-}
-lnsum_test() { apply_and_test lnsum "$LNSUM_APPLY" "$LNSUM_TESTS"; }
 NORM_OPS="RMSNormFwdOp LayerNormFwdOp GemmaRMSNormFwdOp FusedAddRMSNormFwdOp FusedAddLayerNormFwdOp"
 normfull_time() {
     local op
@@ -168,6 +171,21 @@ normfull_time() {
     done
 }
 normfull_test() { :; }   # nothing applied
+pdafull_time() {
+    run "pdafull_${PDA_DTYPE:-float16}" 470 python3 -m tileops bench --device cuda --op PagedDecodeAttentionFwdOp \
+        --dtypes "${PDA_DTYPE:-float16}" --impls tileops,sdpa_gathered,copy --no-plot --out "$OUT/pdafull_${PDA_DTYPE:-float16}.json"
+}
+pdafull_test() { :; }   # nothing applied
+pdaprof_time() {   # the B = 1 32K cases' kernels one by one: the main kernel against the merge of 32-128 partials
+    run pdaprof 150 python3 dev/time_paged_decode.py --cases 70B:1:32768:64,8B:1:32768:16,Qwen:1:32768:16 \
+        --profile --out "$OUT/pdaprof.json"
+}
+pdaprof_test() { :; }   # nothing applied
+copyhot_time() {
+    run copyhot 200 bash -c "cd dev && python3 time_floor.py --rounds 2 --out $OUT/copyhot.json --cases \
+        67108864:67108864,268435456:268435456,536870912:536870912,1073741824:1073741824,2147483648:2147483648"
+}
+copyhot_test() { :; }   # nothing applied
 placement_time() { run norm_placement 150 python3 dev/probes/norm_inputs_ab.py --rounds 3; }
 placement_test() { :; }   # nothing applied
 HARNESS_CASES="4096x4096,4096x32x128"   # RMSNorm's 67 MB cases: Llama-3-8B 4096 tokens, QK-norm 32 heads

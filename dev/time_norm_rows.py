@@ -23,7 +23,7 @@ another threads-per-row closes it without a loss at 4096 rows.
 --patches adds `--rt-op`'s rule build from the source with parked dev/patches applied
 ("<op> +NAME", and its "smem" form), --no-sweep drops the other threads per row and the
 other ops (session 39's LayerNorm ablation: `--ns 3584 --rt-op layer_norm --no-sweep
---patches nr_ablate_mean_sum.patch`).
+--patches nr_ablate_mean_sum.patch`; timed in session 40 and deleted, git history).
 Each is timed hot (CUDA graph of 50 calls, L2-hot) and cold (a 256 MB buffer written before every call), in 2 interleaved rounds
 (order reversed in the second); the rows give both rounds and their minimum. Kernels are
 launched directly (runtime.build + _C.cuda_launch): no op layer, no allocation."""

@@ -543,3 +543,26 @@ def test_a_cuda_runs_metadata_says_its_timers_demote_persisting_l2_lines():
     apart from their JSON: the timer description names the reset, cold and hot."""
     timers = bench.timer_description(bench.Config("cuda", fast=True))
     assert "persisting lines demoted" in timers["cold"] and "persisting lines demoted" in timers["hot"], timers
+
+
+def test_a_hot_time_above_its_own_l2_cold_time_is_flagged_suspect(capsys):
+    """Session 40's H100 run: paged decode at B = 32, 32K tokens, one --fast round, had
+    tileops hot 1617.3 µs against its own L2-cold 1373.7 (full timers: 1407.9 / 1414.5) and
+    torch's 4.3 GB copy 1758.0 / 1424.0. A hot time more than HOT_OVER_COLD above the
+    impl's own cold time is flagged in its row, in the case's row and under the table;
+    one within it (the noise of equal times at gigabytes) is not."""
+    impls = {"tileops": {"hot_us": 1617.3, "cold_us": 1373.7},
+             "sdpa_gathered": {"hot_us": 1340.7, "cold_us": 1349.7},
+             "copy": {"hot_us": 1758.0, "cold_us": 1424.0},
+             "torch": {"hot_us": 1.04 * 100.0, "cold_us": 100.0},
+             "torch.compile": {"cold_us": 50.0, "hot_error": "not capturable"}}
+    flagged = bench.flag_suspect_hot(impls)
+    assert set(flagged) == {"tileops", "copy"}
+    assert "1.18x its own L2-cold 1373.70" in flagged["tileops"]
+    assert impls["tileops"]["suspect"] == flagged["tileops"]
+    assert "suspect" not in impls["sdpa_gathered"] and "suspect" not in impls["torch"]
+    bench.print_suspect([{"case": "B=32 32K", "suspect": flagged}, {"case": "clean"}])
+    out = capsys.readouterr().out
+    assert "suspect hot times" in out and "B=32 32K  tileops: hot 1617.30" in out and "clean" not in out
+    bench.print_suspect([{"case": "clean"}])
+    assert capsys.readouterr().out == ""

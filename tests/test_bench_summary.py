@@ -160,3 +160,22 @@ def test_readme_bench_runs_the_bench_on_exactly_those_filters(tmp_path):
         assert c[c.index("--workloads") + 1] == want[op]
         assert c[c.index("--dtypes") + 1] == "float16" and c[c.index("--device") + 1] == "cuda"
         assert c[c.index("--out") + 1] == f"/tmp/tileops-readme/readme/{op}.json"
+
+
+def test_a_suspect_hot_time_says_so_in_its_cell(summary):
+    """bench.flag_suspect_hot marks a hot time above the impl's own L2-cold time; the
+    summary's cell shows it (hot only: the cold time is the one it was held against)."""
+    impl = {"hot_us": 1617.3, "cold_us": 1373.7, "suspect": "hot 1617.30 µs is 1.18x its own L2-cold"}
+    assert summary.cell(impl, "hot_us") == "1617.30 (suspect)"
+    assert summary.cell(impl, "cold_us") == "1373.70"
+    assert summary.cell({"hot_us": 2.0, "cold_us": 5.0}, "hot_us") == "2.00"
+
+
+def test_rows_of_files_written_before_the_flag_are_flagged_on_load(summary, tmp_path):
+    _write(tmp_path, "POp.json", [_row("PFwdOp", "big[B=32]", "float16", {
+        "tileops": {"hot_us": 1617.3, "cold_us": 1373.7, "correct": True},
+        "sdpa_gathered": {"hot_us": 1340.7, "cold_us": 1349.7, "correct": True}})])
+    (row,) = summary.load_rows(tmp_path, None)
+    assert "suspect" in row["impls"]["tileops"] and "suspect" not in row["impls"]["sdpa_gathered"]
+    text, _ = summary.table([row], ("hot_us",))
+    assert "1617.30 (suspect)" in text
