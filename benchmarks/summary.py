@@ -48,8 +48,8 @@ def load_rows(folder: Path, dtype: str | None):
 
 def cell(impl_row, metric, short=False):
     """An impl's time (`` (differs)`` after it when its output disagreed with the
-    reference, `` (suspect)`` after a hot time above its own L2-cold time), or why it has none: ``failed`` (with the error's type unless ``short``),
-    ``—`` where it did not run."""
+    reference, `` (suspect)`` after a hot time above its own L2-cold time), or why it has
+    none: ``failed`` (with the error's type unless ``short``), ``—`` where it did not run."""
     if impl_row is None:
         return "—"
     if impl_row.get("error") and not impl_row.get(metric):

@@ -998,8 +998,8 @@ def flag_suspect_hot(impl_rows):
     Replays of a CUDA graph with L2 warm and no launch gaps should never be slower than
     calls after a flush: where they are, the hot number measured something else (session
     40, H100: paged decode at B = 32, 32K tokens, one ``--fast`` round had tileops at
-    1617 µs hot against 1374 L2-cold, and full timers 1408 / 1415; torch's copy of 4.3 GB
-    is captured as a memcpy node, 1758 hot against 1424). Such a hot time is kept and
+    1617 µs hot against 1374 L2-cold, and full timers 1408 / 1415; torch's copy of 4.3 GB,
+    a memcpy node in the graph, 1758 hot against 1424 with full timers too). Such a hot time is kept and
     shown, flagged: the table and summary.py say so, and its ratios are not to be cited."""
     flagged = {}
     for impl, r in impl_rows.items():
@@ -1277,7 +1277,7 @@ def print_suspect(rows, width=300):
     lines = [f"  {r['case']}  {impl}: {clip(why, width)}"
              for r in rows for impl, why in r.get("suspect", {}).items()]
     if lines:
-        print("\nsuspect hot times (kept in the table and the JSON, flagged there; rerun with full timers):")
+        print("\nsuspect hot times (kept in the table and the JSON, flagged there; not to be cited):")
         print("\n".join(lines))
 
 
