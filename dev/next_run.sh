@@ -58,6 +58,10 @@
 #            each sequence over 128-256 CTAs of one chunk or two and fold 64-128 partials a head
 #            in the merge kernel (B x H CTAs: 16 for 70B TP4): the kernels one by one
 #            (torch.profiler, PDL off) say which of the two the time is.
+#   pdamerge issue 13 (session 40): pdaprof, then dev/patches/pda_merge_groups.patch applied (the merge
+#            kernel's superchunks folded by 4 thread groups, group 0 folding their states in
+#            order: the same bits, 32 dependent merges for 128 partials instead of 80), the
+#            same cases profiled again and the paged decode GPU tests.
 #   copyhot  the bench (session 40): torch's copy of 1 GiB and more ran 1.22-1.23x slower in the hot
 #            timer's CUDA graph than L2-cold (H100: 4.3 GB 1758 against 1424 us; 1.07 GB 440
 #            against 359), where the copy at 67 MB did not (24.19 hot, 26.94 cold): a same-dtype
@@ -176,11 +180,16 @@ pdafull_time() {
         --dtypes "${PDA_DTYPE:-float16}" --impls tileops,sdpa_gathered,copy --no-plot --out "$OUT/pdafull_${PDA_DTYPE:-float16}.json"
 }
 pdafull_test() { :; }   # nothing applied
+PDA_PROF_CASES="70B:1:32768:64,8B:1:32768:16,Qwen:1:32768:16"
 pdaprof_time() {   # the B = 1 32K cases' kernels one by one: the main kernel against the merge of 32-128 partials
-    run pdaprof 150 python3 dev/time_paged_decode.py --cases 70B:1:32768:64,8B:1:32768:16,Qwen:1:32768:16 \
-        --profile --out "$OUT/pdaprof.json"
+    run pdaprof 150 python3 dev/time_paged_decode.py --cases "$PDA_PROF_CASES,8B:1:4096:16" --profile --out "$OUT/pdaprof.json"
 }
 pdaprof_test() { :; }   # nothing applied
+PDAMERGE_APPLY="pda_merge_groups.patch"   # the merge kernel's superchunk groups (compile-checked in session 40)
+PDAMERGE_TESTS="python3 dev/time_paged_decode.py --cases $PDA_PROF_CASES,8B:1:4096:16 --profile --out $OUT/pdamerge_patched.json \
+    && $PYTEST tests/gpu/test_gpu_paged_decode_attention.py"
+pdamerge_time() { pdaprof_time; }   # the shipped kernels one by one first
+pdamerge_test() { apply_and_test pdamerge "$PDAMERGE_APPLY" "$PDAMERGE_TESTS"; }
 copyhot_time() {
     run copyhot 200 bash -c "cd dev && python3 time_floor.py --rounds 2 --out $OUT/copyhot.json --cases \
         67108864:67108864,268435456:268435456,536870912:536870912,1073741824:1073741824,2147483648:2147483648"
