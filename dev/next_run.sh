@@ -62,6 +62,13 @@
 #            kernel's superchunks folded by 4 thread groups, group 0 folding their states in
 #            order: the same bits, 32 dependent merges for 128 partials instead of 80), the
 #            same cases profiled again and the paged decode GPU tests.
+#   argmax   issue 14 (session 40): argmax at B = 128 x 128256 fp16 took 1.18x the copy L2-cold on an
+#            H100 (19.20 against 16.21 us; 1.10x hot), one CTA of 1024 threads a row, each
+#            thread's batches of 64 bytes loaded and scanned in turn; the kernel's knob for
+#            bytes in flight a thread (-DTILEOPS_BATCH through dev/time_argmax.py --batch-bytes:
+#            64, 128, 256), bf16 and float32 at B = 32 / 128. Compile-checked (nvcc 13, sm_90a,
+#            one CTA a row): bf16 30 / 64 / 64 registers, 256 bytes spilling 268 bytes; float32
+#            32 / 40 / 64, no spill.
 #   copyhot  the bench (session 40): torch's copy of 1 GiB and more ran 1.22-1.23x slower in the hot
 #            timer's CUDA graph than L2-cold (H100: 4.3 GB 1758 against 1424 us; 1.07 GB 440
 #            against 359), where the copy at 67 MB did not (24.19 hot, 26.94 cold): a same-dtype
@@ -190,6 +197,13 @@ PDAMERGE_TESTS="python3 dev/time_paged_decode.py --cases $PDA_PROF_CASES,8B:1:40
     && $PYTEST tests/gpu/test_gpu_paged_decode_attention.py"
 pdamerge_time() { pdaprof_time; }   # the shipped kernels one by one first
 pdamerge_test() { apply_and_test pdamerge "$PDAMERGE_APPLY" "$PDAMERGE_TESTS"; }
+argmax_time() {   # issue 14: loads in flight per thread of the argmax kernel, 64 (shipped) / 128 / 256 bytes
+    local bb
+    for bb in 64 128 256; do
+        run "argmax_b$bb" 60 python3 dev/time_argmax.py --quick --batch-bytes $bb --out "$OUT/argmax_b$bb.json"
+    done
+}
+argmax_test() { :; }   # nothing applied
 copyhot_time() {
     run copyhot 200 bash -c "cd dev && python3 time_floor.py --rounds 2 --out $OUT/copyhot.json --cases \
         67108864:67108864,268435456:268435456,536870912:536870912,1073741824:1073741824,2147483648:2147483648"
