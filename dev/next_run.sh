@@ -183,17 +183,18 @@ normfull_time() {
 }
 normfull_test() { :; }   # nothing applied
 pdafull_time() {
-    run "pdafull_${PDA_DTYPE:-float16}" 470 python3 -m tileops bench --device cuda --op PagedDecodeAttentionFwdOp \
-        --dtypes "${PDA_DTYPE:-float16}" --impls tileops,sdpa_gathered,copy --no-plot --out "$OUT/pdafull_${PDA_DTYPE:-float16}.json"
+    local dt=${PDA_DTYPE:-float16}
+    run "pdafull_$dt" 470 python3 -m tileops bench --device cuda --op PagedDecodeAttentionFwdOp \
+        --dtypes "$dt" --impls tileops,sdpa_gathered,copy --no-plot --out "$OUT/pdafull_$dt.json"
 }
 pdafull_test() { :; }   # nothing applied
-PDA_PROF_CASES="70B:1:32768:64,8B:1:32768:16,Qwen:1:32768:16"
+PDA_PROF_CASES="70B:1:32768:64,8B:1:32768:16,Qwen:1:32768:16,8B:1:4096:16"
 pdaprof_time() {   # the B = 1 32K cases' kernels one by one: the main kernel against the merge of 32-128 partials
-    run pdaprof 150 python3 dev/time_paged_decode.py --cases "$PDA_PROF_CASES,8B:1:4096:16" --profile --out "$OUT/pdaprof.json"
+    run pdaprof 150 python3 dev/time_paged_decode.py --cases "$PDA_PROF_CASES" --profile --out "$OUT/pdaprof.json"
 }
 pdaprof_test() { :; }   # nothing applied
 PDAMERGE_APPLY="pda_merge_groups.patch"   # the merge kernel's superchunk groups (compile-checked in session 40)
-PDAMERGE_TESTS="python3 dev/time_paged_decode.py --cases $PDA_PROF_CASES,8B:1:4096:16 --profile --out $OUT/pdamerge_patched.json \
+PDAMERGE_TESTS="python3 dev/time_paged_decode.py --cases $PDA_PROF_CASES --profile --out $OUT/pdamerge_patched.json \
     && $PYTEST tests/gpu/test_gpu_paged_decode_attention.py"
 pdamerge_time() { pdaprof_time; }   # the shipped kernels one by one first
 pdamerge_test() { apply_and_test pdamerge "$PDAMERGE_APPLY" "$PDAMERGE_TESTS"; }

@@ -28,8 +28,9 @@ with its error and the run goes on.
 Timing. CPU: wall time of a ``perf_counter`` loop (:func:`loop_times_us`). CUDA: L2-cold
 (:func:`cuda_cold_us`: CUDA events around each call, a 256 MB buffer written between
 calls and L2's persisting lines demoted, since session 39) and L2-hot (:func:`cuda_hot_us`:
-back-to-back calls captured in a CUDA graph, replayed). Before timing, every impl's output is compared with the reference's (scaled max
-abs error within :data:`TOLERANCE`, indices exactly); one that differs is compared again
+back-to-back calls captured in a CUDA graph, replayed; a hot time above the impl's own
+L2-cold time is flagged, :func:`flag_suspect_hot`). Before timing, every impl's output is
+compared with the reference's (scaled max abs error within :data:`TOLERANCE`, indices exactly); one that differs is compared again
 with the reference computed on the inputs upcast to float64 and accepted when it agrees
 with that (the row's ``check``: ``float64``); a tileops mismatch is flagged in the JSON and
 tileops is not timed on that case (a broken kernel cannot produce a number), the run exits 1.
@@ -1260,25 +1261,27 @@ def percent(t_over_copy):
     return 100.0 / t_over_copy if t_over_copy else None
 
 
+def print_impl_notes(rows, key, heading, width=300):
+    """One line per (case, impl) of each row's ``key`` dict (impl -> text), under
+    ``heading``; nothing when no row has one."""
+    lines = [f"  {r['case']}  {impl}: {clip(text, width)}" for r in rows for impl, text in r.get(key, {}).items()]
+    if lines:
+        print(f"\n{heading}:")
+        print("\n".join(lines))
+
+
 def print_failed_impls(rows, width=300):
     """One line per impl that failed in a case (a baseline's crash included: what it
     raised, its first line); nothing when none did."""
-    lines = [f"  {r['case']}  {impl}: {clip(err, width)}"
-             for r in rows for impl, err in r.get("impl_errors", {}).items()]
-    if lines:
-        print("\nimpls that failed (raised: not timed; a mismatch: flagged and timed; not capturable: "
-              "no hot time; the full text in the JSON's impl_errors):")
-        print("\n".join(lines))
+    print_impl_notes(rows, "impl_errors", "impls that failed (raised: not timed; a mismatch: flagged and timed; not "
+                     "capturable: no hot time; the full text in the JSON's impl_errors)", width)
 
 
 def print_suspect(rows, width=300):
     """One line per impl whose hot time is above its own L2-cold time (flag_suspect_hot);
     nothing when none is."""
-    lines = [f"  {r['case']}  {impl}: {clip(why, width)}"
-             for r in rows for impl, why in r.get("suspect", {}).items()]
-    if lines:
-        print("\nsuspect hot times (kept in the table and the JSON, flagged there; not to be cited):")
-        print("\n".join(lines))
+    print_impl_notes(rows, "suspect", "suspect hot times (kept in the table and the JSON, flagged there; not to "
+                     "be cited)", width)
 
 
 def plot_results(data, out_path):
