@@ -1,5 +1,5 @@
-"""Applies dev/patches files to this tree's csrc/ops and src/tileops (a kernel and its launch
-side) by dev/lab.py's applier (each hunk's old lines must occur exactly once), for a device
+"""Applies dev/patches files to this tree's csrc/ops, src/tileops and tests/gpu (a kernel, its
+launch side and its GPU tests) by dev/lab.py's applier (each hunk's old lines must occur exactly once), for a device
 call that times a parked change beside the op and then runs the GPU tests on it: the device
 has no git promised. CUDA C is compiled at run time (NVRTC, its cache keyed by the source)
 and the package is installed editable, so no rebuild is needed after it.
@@ -14,7 +14,7 @@ import lab
 
 ROOT = lab.DEV_DIR.parent
 RECORD = ".applied_patches"
-PREFIXES = ("csrc/ops/", "src/tileops/")
+PREFIXES = ("csrc/ops/", "src/tileops/", "tests/gpu/")   # a patch's GPU tests come with it
 
 
 def main(names):

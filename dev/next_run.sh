@@ -52,30 +52,16 @@
 #            on 24 of those cases 0.98-1.05x (the --fast hot of B = 32 32K, 1617 us, was
 #            above its own L2-cold 1374: the row's `suspect`); torch eager and torch.compile
 #            of the reference left out (their ratios are in the --fast runs).
-#   pdaprof  issue 13 (session 40): at B = 1 and 32K tokens tileops trails SDPA (H100, full timers:
-#            Llama-3-70B TP4 pages of 64 15.72 / 29.57 us hot / L2-cold against 12.39 / 26.43;
-#            no forced split of dev/time_paged_decode.py --sweep did better). Those calls split
-#            each sequence over 128-256 CTAs of one chunk or two and fold 64-128 partials a head
-#            in the merge kernel (B x H CTAs: 16 for 70B TP4): the kernels one by one
-#            (torch.profiler, PDL off) say which of the two the time is.
-#   pdamerge issue 13 (session 40): pdaprof, then dev/patches/pda_merge_groups.patch applied (the merge
-#            kernel's superchunks folded by 4 thread groups, group 0 folding their states in
-#            order: the same bits, 32 dependent merges for 128 partials instead of 80), the
-#            same cases profiled again and the paged decode GPU tests.
-#   argmax   issue 14 (session 40): argmax at B = 128 x 128256 fp16 took 1.18x the copy L2-cold on an
-#            H100 (19.20 against 16.21 us; 1.10x hot), one CTA of 1024 threads a row, each
-#            thread's batches of 64 bytes loaded and scanned in turn; the kernel's knob for
-#            bytes in flight a thread (-DTILEOPS_BATCH through dev/time_argmax.py --batch-bytes:
-#            64, 128, 256), bf16 and float32 at B = 32 / 128. Compile-checked (nvcc 13, sm_90a,
-#            one CTA a row): bf16 30 / 64 / 64 registers, 256 bytes spilling 268 bytes; float32
-#            32 / 40 / 64, no spill.
-#   copyhot  the bench (session 40): torch's copy of 1 GiB and more ran 1.22-1.23x slower in the hot
-#            timer's CUDA graph than L2-cold (H100: 4.3 GB 1758 against 1424 us; 1.07 GB 440
-#            against 359), where the copy at 67 MB did not (24.19 hot, 26.94 cold): a same-dtype
-#            copy_ is a memcpy node in a graph, which may run on a copy engine. The floor
-#            kernel's 1 : 1 copy beside torch's at 64 MiB to 2 GiB, hot and L2-cold
-#            (dev/time_floor.py); if the floor kernel holds hot = cold, the bench's copy
-#            floor needs a kernel copy at those sizes.
+#   pdaprof  issue 13 (sessions 40-41): the B = 1 32K cases' (and Llama-3-8B B = 1 4K's) kernels one by
+#            one (torch.profiler, PDL off): the main kernel against the merge of its partials
+#            (session 41, H100, with the merge's superchunk groups: Llama-3-70B TP4 pages of 64
+#            main 9.22 us, merge 4.19; Qwen2.5-7B 27.72 / 4.56).
+#   readfloor issue 14 (session 41): argmax stays 1.23-1.27x the copy L2-cold at B = 128 whatever its
+#            loads in flight or split (H100); the floor of its own mix, reads only (dev/time_floor.py's
+#            1 : 0 build, 4 / 8 / 16 groups a thread XORed into one word), beside the copy of the
+#            same bytes (the bench's floor) at B = 32 / 128 x 128256 bf16, then argmax itself:
+#            is a read-only stream slower L2-cold than a copy of the same bytes on this card?
+#            The floor's GPU test (dev/tests/test_stream_floor.py) first.
 #   normfull issue 11 (session 39): the norm family's L2-cold times at 1 / 32 / 256 tokens with
 #            full timers (three interleaved rounds; session 39 had one --fast round: another
 #            impl ahead in 35 of 77 cases, mostly by under 0.4 us), fp16 and bf16, every
@@ -193,23 +179,13 @@ pdaprof_time() {   # the B = 1 32K cases' kernels one by one: the main kernel ag
     run pdaprof 150 python3 dev/time_paged_decode.py --cases "$PDA_PROF_CASES" --profile --out "$OUT/pdaprof.json"
 }
 pdaprof_test() { :; }   # nothing applied
-PDAMERGE_APPLY="pda_merge_groups.patch"   # the merge kernel's superchunk groups (compile-checked in session 40)
-PDAMERGE_TESTS="python3 dev/time_paged_decode.py --cases $PDA_PROF_CASES --profile --out $OUT/pdamerge_patched.json \
-    && $PYTEST tests/gpu/test_gpu_paged_decode_attention.py"
-pdamerge_time() { pdaprof_time; }   # the shipped kernels one by one first
-pdamerge_test() { apply_and_test pdamerge "$PDAMERGE_APPLY" "$PDAMERGE_TESTS"; }
-argmax_time() {   # issue 14: loads in flight per thread of the argmax kernel, 64 (shipped) / 128 / 256 bytes
-    local bb
-    for bb in 64 128 256; do
-        run "argmax_b$bb" 60 python3 dev/time_argmax.py --quick --batch-bytes $bb --out "$OUT/argmax_b$bb.json"
-    done
+readfloor_time() {
+    run readfloor_test 60 bash -c "$PYTEST dev/tests/test_stream_floor.py"
+    run readfloor 120 bash -c "cd dev && python3 time_floor.py --rounds 3 --out $OUT/readfloor.json --cases \
+        8208384:0,32833536:0,16416768:16416768"
+    run readfloor_argmax 60 python3 dev/time_argmax.py --quick --out "$OUT/readfloor_argmax.json"
 }
-argmax_test() { :; }   # nothing applied
-copyhot_time() {
-    run copyhot 200 bash -c "cd dev && python3 time_floor.py --rounds 2 --out $OUT/copyhot.json --cases \
-        67108864:67108864,268435456:268435456,536870912:536870912,1073741824:1073741824,2147483648:2147483648"
-}
-copyhot_test() { :; }   # nothing applied
+readfloor_test() { :; }   # nothing applied
 placement_time() { run norm_placement 150 python3 dev/probes/norm_inputs_ab.py --rounds 3; }
 placement_test() { :; }   # nothing applied
 HARNESS_CASES="4096x4096,4096x32x128"   # RMSNorm's 67 MB cases: Llama-3-8B 4096 tokens, QK-norm 32 heads

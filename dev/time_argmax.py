@@ -1,7 +1,8 @@
 """Times ArgmaxFwdOp on a GPU against issue 14's goal (run on the H200): argmax within 1.1x
 of the copy floor at B >= 32.
 
-    PYTHONPATH=src python3 dev/time_argmax.py [--quick] [--batch-bytes N] [--sample] [--out argmax_timing.json]
+    PYTHONPATH=src python3 dev/time_argmax.py [--quick] [--batch-bytes N] [--whole-split C:T] [--sample]
+        [--out argmax_timing.json]
 
 For B in {1, 32, 128, 256} x V in {128256, 152064} x dtype {bfloat16, float32}: hot (tileops.bench.cuda_hot_us: 50 calls in a CUDA graph, the median of 20
 replays, microseconds per call) and cold (tileops.bench.cuda_cold_us: a 256 MiB write
@@ -41,6 +42,29 @@ def set_batch_bytes(nbytes):
         source, kernel, opts, plan = plain(dtype_code, V, aligned16, arch_, smem_optin, one_cta=one_cta)
         octets = max(1, nbytes // (8 * DTYPE[dtype_code].itemsize))
         return source, kernel, opts + (f"-DTILEOPS_BATCH={octets}",), plan
+    K.argmax_specialisation = spec
+
+
+def set_whole_split(cluster, threads):
+    """Every argmax build for a row a CTA (the launcher's rule from sm_count / 2 rows on) is
+    instead a row over `cluster` CTAs of `threads` threads (a lab knob, session 41: more
+    loads in flight an SM than one CTA of 1024 threads a row on 128 of 132 SMs)."""
+    from tileops.kernels.sampling import cuda_sampling as K
+    plain = K.argmax_specialisation
+
+    def spec(dtype_code, V, aligned16, arch_, smem_optin, one_cta=False):
+        source, kernel, opts, plan = plain(dtype_code, V, aligned16, arch_, smem_optin, one_cta=one_cta)
+        if not one_cta:
+            return source, kernel, opts, plan
+        chunk = -(-V // (8 * cluster)) * 8
+        plan = plan._replace(cluster=cluster, chunk=chunk, threads=threads, opt=-(-(chunk // 8) // threads),
+                             min_blocks=max(1, 2048 // threads))
+        keep = tuple(o for o in opts if not o.startswith(("-DTILEOPS_THREADS=", "-DTILEOPS_CLUSTER=",
+                                                          "-DTILEOPS_CHUNK=", "-DTILEOPS_OPT=",
+                                                          "-DTILEOPS_MIN_BLOCKS=")))
+        return source, kernel, keep + (f"-DTILEOPS_THREADS={threads}", f"-DTILEOPS_CLUSTER={cluster}",
+                                       f"-DTILEOPS_CHUNK={chunk}", f"-DTILEOPS_OPT={plan.opt}",
+                                       f"-DTILEOPS_MIN_BLOCKS={plan.min_blocks}"), plan
     K.argmax_specialisation = spec
 
 
@@ -97,6 +121,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="B = 32, 128 and V = 128256 only")
     ap.add_argument("--batch-bytes", type=int, default=None,
                     help="bytes of loads in flight per thread of the argmax kernel (default: the kernel's 64)")
+    ap.add_argument("--whole-split", default=None, metavar="CLUSTER:THREADS",
+                    help="rows a CTA each (B >= sm_count / 2) split over CLUSTER CTAs of THREADS threads instead")
     ap.add_argument("--sample", action="store_true", help="time SampleFromProbsFwdOp too")
     ap.add_argument("--masked", type=float, default=0.0,
                     help="--sample: this fraction of the logits -inf before the softmax (as a top-k / top-p mask "
@@ -105,6 +131,9 @@ def main():
     args = ap.parse_args()
     if args.batch_bytes is not None:
         set_batch_bytes(args.batch_bytes)
+    if args.whole_split:
+        c, t = (int(v) for v in args.whole_split.split(":"))
+        set_whole_split(c, t)
     rows = []
     for dtype in DTYPES:
         for V in VS:
@@ -130,7 +159,8 @@ def main():
               f"{r['copy_hot_us']:9.2f} {r['copy_cold_us']:9.2f} {r['over_copy_hot']:8.2f} {r['over_copy_cold']:8.2f} "
               f"{r['torch_hot_us']:9.2f} {r['torch_cold_us']:10.2f}{goal}")
     with open(args.out, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "batch_bytes": args.batch_bytes or 64, "rows": rows},
+        json.dump({"device": torch.cuda.get_device_name(), "batch_bytes": args.batch_bytes or 64,
+                   "whole_split": args.whole_split, "rows": rows},
                   f, indent=1)
 
 

@@ -4,9 +4,10 @@ the same mix:
 
     python3 dev/time_floor.py [--cases 8208384:16416768,...] [--rounds 2] [--out PATH.json]
 
-Each case is READ:WRITE bytes (a multiple of 16 each; READ = WRITE, READ = 2 WRITE or WRITE
-= 2 READ), by default softmax's at 128256 bf16 logits -> float32 for B = 32 / 128 / 256,
-the gated activations' at Llama-3-8B 256 tokens (read 2 x 14336, write 14336, fp16) and
+Each case is READ:WRITE bytes (a multiple of 16 each; READ = WRITE, READ = 2 WRITE, WRITE
+= 2 READ, or WRITE = 0: reads only, argmax's mix, with 4 / 8 / 16 groups a thread), by default softmax's at 128256 bf16 logits -> float32 for B = 32 / 128 / 256,
+the gated activations' at Llama-3-8B 256 tokens (read 2 x 14336, write 14336, fp16),
+argmax's at 128256 bf16 logits for B = 32 / 128 (read only; --cases 8208384:0) and
 two copies of 32 MiB and a little (COPY_CASES: the bench's copy floor differed by 20 %).
 dev/cuda/stream_floor_lab.cu is built for the mix with 256 threads a block and 1, 2 and 4
 groups a thread ("floor u1" ...), its output checked against torch's (a copy, the bf16 ->
@@ -34,6 +35,7 @@ FLOOR_SOURCE = str(lab.DEV_DIR / "cuda" / "stream_floor_lab.cu")
 THREADS = 256
 UNROLLS = (1, 2, 4)
 SOFTMAX_CASES = [(b * 128256 * 2, b * 128256 * 4) for b in (32, 128, 256)]
+ARGMAX_CASES = [(b * 128256 * 2, 0) for b in (32, 128)]   # bf16 logits read, nothing written (session 41)
 GATED_CASES = [(256 * 2 * 14336 * 2, 256 * 14336 * 2)]
 # the bench's copies in session 38's two 67 MB norm cases (half of RMSNorm 4096 x 4096's and of
 # QK-norm 4096 x 32 x 128's bytes): torch's copy_ took 24.20 against 29.18 us hot; a
@@ -43,13 +45,24 @@ COPY_CASES = [(33558528, 33558528), (33554560, 33554560)]
 
 
 def mix_of(read_bytes: int, write_bytes: int) -> tuple:
-    """(reads, writes) 16-byte words a group of the floor kernel, and the group count."""
-    if read_bytes % 16 or write_bytes % 16 or read_bytes <= 0 or write_bytes <= 0:
-        raise ValueError(f"time_floor: bytes must be positive multiples of 16, got {read_bytes}:{write_bytes}")
+    """(reads, writes) 16-byte words a group of the floor kernel, and the group count; READ:0
+    is the read-only mix (1, 0, groups): argmax's."""
+    if read_bytes % 16 or write_bytes % 16 or read_bytes <= 0 or write_bytes < 0:
+        raise ValueError(f"time_floor: bytes must be positive multiples of 16 (writes may be 0), "
+                         f"got {read_bytes}:{write_bytes}")
+    if write_bytes == 0:
+        return 1, 0, read_bytes // 16
     for r, w in ((1, 1), (1, 2), (2, 1)):
         if read_bytes * w == write_bytes * r:
             return r, w, read_bytes // (16 * r)
-    raise ValueError(f"time_floor: reads : writes must be 1 : 1, 1 : 2 or 2 : 1, got {read_bytes}:{write_bytes}")
+    raise ValueError(f"time_floor: reads : writes must be 1 : 1, 1 : 2, 2 : 1 or 1 : 0, got {read_bytes}:{write_bytes}")
+
+
+READ_ONLY_UNROLLS = (4, 8, 16)   # 1 : 0: a thread's groups XORed into one 4-byte store
+
+
+def unrolls_of(w: int) -> tuple:
+    return READ_ONLY_UNROLLS if w == 0 else UNROLLS
 
 
 def floor_launchers(read_bytes: int, write_bytes: int, device: int = 0) -> dict:
@@ -59,15 +72,15 @@ def floor_launchers(read_bytes: int, write_bytes: int, device: int = 0) -> dict:
     r, w, groups = mix_of(read_bytes, write_bytes)
     gen = torch.Generator(device="cuda").manual_seed(0)
     src = torch.randint(-2**31, 2**31 - 1, (read_bytes // 4,), generator=gen, device="cuda", dtype=torch.int32)
-    want = torch_result(src, r, w)
     stream = torch._C._cuda_getCurrentRawStream
     out = {}
-    for u in UNROLLS:
+    for u in unrolls_of(w):
+        want = torch_result(src, r, w, u)
         opts = (f"-DTILEOPS_READS={r}", f"-DTILEOPS_WRITES={w}", f"-DTILEOPS_THREADS={THREADS}",
                 f"-DTILEOPS_UNROLL={u}")
         handle = runtime.build(device, FLOOR_SOURCE, "tileops_stream_floor", opts, "ppq")
-        dst = torch.full((write_bytes // 4,), -1, device="cuda", dtype=torch.int32)
         grid = -(-groups // (THREADS * u))
+        dst = torch.full((write_bytes // 4 if w else grid * THREADS,), -1, device="cuda", dtype=torch.int32)
         keep = types.SimpleNamespace(src=src, dst=dst)
 
         def launch(handle=handle, grid=grid, keep=keep):
@@ -80,8 +93,21 @@ def floor_launchers(read_bytes: int, write_bytes: int, device: int = 0) -> dict:
     return out
 
 
-def torch_result(src: torch.Tensor, r: int, w: int) -> torch.Tensor:
-    """What the floor kernel writes for src (int32 words), as int32 words."""
+def torch_result(src: torch.Tensor, r: int, w: int, unroll: int = 1) -> torch.Tensor:
+    """What the floor kernel writes for src (int32 words), as int32 words; 1 : 0 (its
+    build's `unroll`): a thread's groups' words XORed, one word a thread of every block."""
+    if w == 0:
+        per_block = THREADS * unroll
+        groups = src.numel() // 4
+        words = torch.zeros(-(-groups // per_block) * per_block * 4, dtype=torch.int32, device=src.device)
+        words[: src.numel()] = src
+        x = words.view(-1, unroll, THREADS, 4)   # [block, u, t, word]: group (b u_count + u) T + t
+        out = x[:, 0, :, 0].clone()
+        for u in range(unroll):
+            for k in range(4):
+                if u or k:
+                    out ^= x[:, u, :, k]
+        return out.reshape(-1)
     if (r, w) == (1, 1):
         return src.clone()
     if (r, w) == (1, 2):
@@ -91,9 +117,12 @@ def torch_result(src: torch.Tensor, r: int, w: int) -> torch.Tensor:
 
 
 def torch_launcher(read_bytes: int, write_bytes: int):
-    """torch's kernel of the mix on fresh buffers: a copy, a bf16 -> float32 conversion, an XOR."""
+    """torch's kernel of the mix on fresh buffers: a copy, a bf16 -> float32 conversion, an XOR,
+    a maximum (1 : 0: torch.amax of the int32 words, a read-only reduction)."""
     r, w, _ = mix_of(read_bytes, write_bytes)
     src = torch.ones(read_bytes // 4, device="cuda", dtype=torch.int32)
+    if w == 0:
+        return lambda: torch.amax(src)
     if (r, w) == (1, 1):
         dst = torch.empty_like(src)
         return lambda: dst.copy_(src)
@@ -116,7 +145,7 @@ def time_case(read_bytes: int, write_bytes: int, rounds: int) -> dict:
         for m in ("hot", "cold"):
             row[f"{k.replace(' ', '_')}_{m}_us"] = min(v[m])
     for m in ("hot", "cold"):
-        row[f"floor_{m}_us"] = min(row[f"floor_u{u}_{m}_us"] for u in UNROLLS)
+        row[f"floor_{m}_us"] = min(row[f"floor_u{u}_{m}_us"] for u in unrolls_of(mix_of(read_bytes, write_bytes)[1]))
     return row
 
 

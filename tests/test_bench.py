@@ -538,6 +538,17 @@ def test_the_copy_floor_takes_a_size_the_drivers_copy_runs_fast_at():
     assert moved == 2 * half and set(fns) == {bench.COPY}
 
 
+def test_the_cuda_copy_floor_is_a_kernel_from_the_size_a_graphs_memcpy_slows_at():
+    """copy_ below COPY_KERNEL_FROM bytes a half (and always on the CPU), the copy kernel
+    from it on."""
+    assert not bench.copy_by_kernel(bench.COPY_KERNEL_FROM - 4096, cuda=True)
+    assert bench.copy_by_kernel(bench.COPY_KERNEL_FROM, cuda=True)
+    assert not bench.copy_by_kernel(bench.COPY_KERNEL_FROM, cuda=False)
+    fns = {}
+    assert bench.add_copy(fns, 2 * 4096, torch.float16, "cpu") == 2 * 4096
+    fns[bench.COPY]()
+
+
 def test_a_cuda_runs_metadata_says_its_timers_demote_persisting_l2_lines():
     """Results from before session 39 (L2-cold with the flush alone) and after can be told
     apart from their JSON: the timer description names the reset, cold and hot."""

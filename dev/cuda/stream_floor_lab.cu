@@ -11,18 +11,22 @@
  * writes TILEOPS_WRITES, every word it writes made from what it read:
  *   1 / 1  a copy;
  *   1 / 2  bf16 -> float32 (8 bfloat16 in, 8 floats out, exact: the bits shifted up 16);
- *   2 / 1  the XOR of two streams' words (src's first `groups` words and its next `groups`).
+ *   2 / 1  the XOR of two streams' words (src's first `groups` words and its next `groups`);
+ *   1 / 0  reads only (argmax's mix, session 41): a thread XORs the 4 words of each of its
+ *          groups (0 for a group past the end) into one 4-byte word, stored at dst + 4 (b x
+ *          TILEOPS_THREADS + t): 4 bytes written for TILEOPS_UNROLL x 16 read.
  * Thread t of block b takes the groups g = (b x TILEOPS_UNROLL + u) x TILEOPS_THREADS + t for
  * u < TILEOPS_UNROLL, all its loads issued before the first store; grid = ceil(groups /
  * (TILEOPS_THREADS x TILEOPS_UNROLL)).
  *
  * Parameters (arg_format "ppq"): (const char *src, char *dst, long long groups); src holds
- * TILEOPS_READS x groups words, dst TILEOPS_WRITES x groups, group g's at dst + 16 W g. */
+ * TILEOPS_READS x groups words, dst TILEOPS_WRITES x groups, group g's at dst + 16 W g (1 / 0:
+ * dst holds grid x TILEOPS_THREADS 4-byte words). */
 #if !defined(TILEOPS_READS) || !defined(TILEOPS_WRITES) || !defined(TILEOPS_THREADS) || !defined(TILEOPS_UNROLL)
 #error "stream_floor_lab.cu needs -DTILEOPS_READS, -DTILEOPS_WRITES, -DTILEOPS_THREADS, -DTILEOPS_UNROLL"
 #endif
-#if !((TILEOPS_READS == 1 && (TILEOPS_WRITES == 1 || TILEOPS_WRITES == 2)) || (TILEOPS_READS == 2 && TILEOPS_WRITES == 1))
-#error "stream_floor_lab.cu: TILEOPS_READS / TILEOPS_WRITES must be 1 / 1, 1 / 2 or 2 / 1"
+#if !((TILEOPS_READS == 1 && TILEOPS_WRITES <= 2 && TILEOPS_WRITES >= 0) || (TILEOPS_READS == 2 && TILEOPS_WRITES == 1))
+#error "stream_floor_lab.cu: TILEOPS_READS / TILEOPS_WRITES must be 1 / 1, 1 / 2, 2 / 1 or 1 / 0"
 #endif
 
 struct floor_v4 {
@@ -56,7 +60,24 @@ extern "C" __global__ void __launch_bounds__(TILEOPS_THREADS) tileops_stream_flo
             for (int r = 0; r < TILEOPS_READS; r++)
                 in[u][r] = floor_ld16(src + 16 * ((long long)r * groups + g));
         }
+#if TILEOPS_WRITES == 0
+        else {
+            in[u][0].a[0] = in[u][0].a[1] = in[u][0].a[2] = in[u][0].a[3] = 0u;
+        }
+#endif
     }
+#if TILEOPS_WRITES == 0
+    unsigned x = 0u;
+#pragma unroll
+    for (int u = 0; u < TILEOPS_UNROLL; u++)
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            x ^= in[u][0].a[k];
+    asm volatile("st.global.u32 [%0], %1;" ::"l"(dst + 4 * ((long long)blockIdx.x * TILEOPS_THREADS + threadIdx.x)),
+                 "r"(x)
+                 : "memory");
+    return;
+#endif
 #pragma unroll
     for (int u = 0; u < TILEOPS_UNROLL; u++) {
         const long long g = g0 + (long long)u * TILEOPS_THREADS;

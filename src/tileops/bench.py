@@ -887,6 +887,8 @@ def build_impls(cls, case, cfg, notes):
 
 COPY_ROUND = 4096   # CUDA: the copy's size is rounded up to a multiple of this, from COPY_ROUND_FROM bytes
 COPY_ROUND_FROM = 1 << 16
+COPY_KERNEL_FROM = 1 << 28   # CUDA: from this copied half on, the floor is a copy kernel, not copy_
+COPY_KERNEL_THREADS = 256    # csrc/ops/common/stream_copy.cu: one 16-byte word a thread
 
 
 def copy_half_bytes(nbytes, cuda):
@@ -898,6 +900,11 @@ def copy_half_bytes(nbytes, cuda):
     return half
 
 
+def copy_by_kernel(half, cuda):
+    """Whether the CUDA copy floor of ``half`` bytes is the copy kernel (else ``copy_``)."""
+    return cuda and half >= COPY_KERNEL_FROM
+
+
 def add_copy(fns, nbytes, dtype, device):
     """The copy floor: ``dst.copy_(src)`` of half ``nbytes`` (read + write = ``nbytes``), in
     the case's dtype; returns the bytes it moves.
@@ -906,14 +913,43 @@ def add_copy(fns, nbytes, dtype, device):
     on the size: on an H100, 32 MiB + 0 / 4 / 8 / 64 KiB took 24.2 µs hot and 32 MiB + 16 B
     to 2 KiB 29.3 (session 39, dev/time_floor.py --cases; a plain copy kernel 24.0 at every
     size). So from 64 KiB up the copied half is rounded up to a multiple of 4 KiB: the floor
-    moves at most 8 KiB more than the op, never a slow path's time."""
+    moves at most 8 KiB more than the op, never a slow path's time. And captured in the hot
+    timer's CUDA graph, a memcpy of 512 MiB or more ran 1.22-1.24x its own L2-cold time
+    (session 41: 536.9 MB 440.7 against 361.4 µs): from :data:`COPY_KERNEL_FROM` bytes a
+    half, the floor is csrc/ops/common/stream_copy.cu's plain copy kernel instead (355.2
+    hot, 358.5 L2-cold at that size; within 0.5 % of copy_ below it)."""
     import torch
     es = torch.empty((), dtype=dtype).element_size()
-    numel = max(1, copy_half_bytes(nbytes, str(device).startswith("cuda")) // es)
+    cuda = str(device).startswith("cuda")
+    half = copy_half_bytes(nbytes, cuda)
+    numel = max(1, half // es)
     src = torch.ones(numel, dtype=dtype, device=device)
     dst = torch.empty_like(src)
-    fns[COPY] = lambda: dst.copy_(src)
+    if copy_by_kernel(half, cuda):
+        fns[COPY] = kernel_copy(src, dst)
+    else:
+        fns[COPY] = lambda: dst.copy_(src)
     return 2 * numel * es
+
+
+def kernel_copy(src, dst):
+    """A launcher copying ``src`` into ``dst`` (CUDA tensors of the same bytes, a multiple of
+    16 and 16-byte aligned) with csrc/ops/common/stream_copy.cu, on torch's current stream
+    at call time (so that a graph capture records it)."""
+    from tileops import _C, runtime
+    nbytes = src.numel() * src.element_size()
+    if nbytes % 16 or src.data_ptr() % 16 or dst.data_ptr() % 16 or dst.numel() * dst.element_size() != nbytes:
+        raise ValueError(f"bench kernel_copy: expected two 16-byte aligned buffers of the same bytes, a multiple "
+                         f"of 16; got {nbytes} and {dst.numel() * dst.element_size()} bytes")
+    device = src.device.index if src.device.index is not None else 0
+    handle = runtime.build(device, "common/stream_copy.cu", "tileops_stream_copy", (), "ppq")
+    groups = nbytes // 16
+    grid = -(-groups // COPY_KERNEL_THREADS)
+
+    def launch():
+        _C.cuda_launch(handle, grid, 1, 1, COPY_KERNEL_THREADS, 1, 1, 0, runtime.current_stream(device),
+                       src.data_ptr(), dst.data_ptr(), groups)
+    return launch
 
 
 def impl_failed(r, impl, label, e, cfg):

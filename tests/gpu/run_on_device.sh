@@ -6,7 +6,8 @@
 #     (filtered by BENCH_OPS / BENCH_WORKLOADS / BENCH_DTYPES; BENCH_ARGS adds options, e.g.
 #     "--fast --compile dynamic --budget-s 75"; each op's run is cut at BENCH_SECONDS_PER_OP,
 #     its JSON rewritten after every case; KIT_STEPS=tests or bench runs one of the two;
-#     KIT_DEV: lab commands after them), logs and bench JSON in $OUT/logs.tar.gz; every
+#     KIT_DEV: lab commands after them; KIT_PATCHES: dev/patches files applied before the tests,
+#     a parked change's kernel, launch side and GPU tests), logs and bench JSON in $OUT/logs.tar.gz; every
 #     step's timeout capped so the whole run ends by KIT_SECONDS (default 570) with its logs
 #     full: everything but the sweeps (~7 min); bench: all but the C smoke test and the CPU
 #     suite; quick: GPU tests; sweep: GPU tests and the two sweeps of dev/sweep_norm.py;
@@ -57,6 +58,12 @@ if ! TILEOPS_WERROR=1 python3 setup.py -q build_ext --inplace >"$LOGS/build.log"
 fi
 python3 -m pip install -q --no-deps --no-build-isolation --no-compile --target /tmp/tileops-plugin \
     ./tests/plugins/tileops-testplugin >>"$LOGS/build.log" 2>&1 || echo "(test plugin not installed)"
+
+if [ -n "${KIT_PATCHES:-}" ]; then   # parked changes tested and timed as if shipped (dev/apply_patch.py)
+    step "patches: $KIT_PATCHES"
+    # shellcheck disable=SC2086
+    python3 dev/apply_patch.py $KIT_PATCHES || { echo "PATCHES FAILED TO APPLY"; exit 1; }
+fi
 
 step "C runtime smoke test"
 if [ "$MODE" = full ] && [ -f tests/gpu/run_c_smoke.sh ]; then

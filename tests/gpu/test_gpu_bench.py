@@ -164,6 +164,30 @@ def test_the_copy_floor_does_not_take_the_drivers_slow_copy_sizes():
     assert floor < 1.05 * whole, (floor, whole)
 
 
+def test_the_copy_floor_from_the_kernel_size_on_is_the_copy_kernel_and_copies_exactly():
+    """From COPY_KERNEL_FROM bytes a half the floor is stream_copy.cu (torch's memcpy node ran
+    1.22x its L2-cold time in a graph there): it writes exactly the source's bytes, the
+    last word included, in eager and in a captured graph."""
+    half = bench.COPY_KERNEL_FROM + 4096
+    fns = {}
+    assert bench.add_copy(fns, 2 * half, torch.float16, "cuda") == 2 * half
+    src = torch.randint(-2**31, 2**31 - 1, (half // 4,), dtype=torch.int32, device="cuda")
+    dst = torch.zeros_like(src)
+    copy = bench.kernel_copy(src, dst)
+    copy()
+    torch.cuda.synchronize()
+    assert torch.equal(src, dst)
+    dst.zero_()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        copy()
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(src, dst)
+    with pytest.raises(ValueError, match="kernel_copy: expected"):
+        bench.kernel_copy(src[:-1], dst[:-1])
+
+
 def test_the_spin_rate_is_a_gpu_clock():
     rate = bench._spin_cycles_per_us(torch.cuda.current_device())
     assert 500 < rate < 4000, rate   # cycles per µs: an SM clock of 0.5-4 GHz

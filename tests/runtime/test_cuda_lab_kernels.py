@@ -70,8 +70,8 @@ def test_the_top_k_phases_lab_kernel_compiles(tmp_path, dt, cluster, keep):
 
 
 @NEEDS_NVCC
-@pytest.mark.parametrize("reads,writes", [(1, 1), (1, 2), (2, 1)])
-@pytest.mark.parametrize("unroll", [1, 2, 4])
+@pytest.mark.parametrize("reads,writes", [(1, 1), (1, 2), (2, 1), (1, 0)])
+@pytest.mark.parametrize("unroll", [1, 2, 4, 16])
 def test_the_stream_floor_lab_kernel_compiles_without_spills(tmp_path, reads, writes, unroll):
     """dev/time_floor.py's builds of dev/cuda/stream_floor_lab.cu (self-contained: no shipped
     source before it), every mix and unroll it times."""
@@ -85,7 +85,7 @@ def test_the_stream_floor_lab_kernel_compiles_without_spills(tmp_path, reads, wr
 def test_the_stream_floor_lab_kernel_refuses_a_mix_it_has_no_code_for(tmp_path):
     r = _nvcc(tmp_path, None, "stream_floor_lab.cu",
               ["-DTILEOPS_READS=2", "-DTILEOPS_WRITES=2", "-DTILEOPS_THREADS=256", "-DTILEOPS_UNROLL=1"])
-    assert r.returncode != 0 and "must be 1 / 1, 1 / 2 or 2 / 1" in r.stderr
+    assert r.returncode != 0 and "must be 1 / 1, 1 / 2, 2 / 1 or 1 / 0" in r.stderr
 
 
 def test_the_stream_floor_kernels_arithmetic_is_torchs_result_of_its_mix():
@@ -108,5 +108,22 @@ def test_the_stream_floor_kernels_arithmetic_is_torchs_result_of_its_mix():
     assert torch.equal(as_i32(u[:half] ^ u[half:]), time_floor.torch_result(src, 2, 1))
     assert torch.equal(time_floor.torch_result(src, 1, 1), src)
     assert time_floor.mix_of(32 * 16, 64 * 16) == (1, 2, 32)
-    with pytest.raises(ValueError, match="1 : 1, 1 : 2 or 2 : 1"):
+    with pytest.raises(ValueError, match="1 : 1, 1 : 2, 2 : 1 or 1 : 0"):
         time_floor.mix_of(48, 16)
+    # 1 : 0: thread t of block b XORs the words of its groups (b U + u) T + t, u < U (0 past
+    # the end), one word a thread; 37 x 2 groups, so the last block is mostly past the end
+    assert time_floor.mix_of(64, 0) == (1, 0, 4)
+    T = time_floor.THREADS
+    for unroll in (1, 4):
+        got = time_floor.torch_result(src, 1, 0, unroll)
+        groups = src.numel() // 4
+        blocks = -(-groups // (T * unroll))
+        want = torch.zeros(blocks * T, dtype=torch.int64)
+        for b in range(blocks):
+            for t in range(T):
+                for uu in range(unroll):
+                    gg = (b * unroll + uu) * T + t
+                    if gg < groups:
+                        for k in range(4):
+                            want[b * T + t] ^= int(u[gg, k])
+        assert torch.equal(got, as_i32(want)), unroll

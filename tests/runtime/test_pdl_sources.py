@@ -2,7 +2,7 @@
 it (griddepcontrol.wait) before it touches memory: a kernel launched with PDL is scheduled
 while that one still runs. Every op kernel is built with runtime.build(pdl=True) and starts
 with TILEOPS_PDL_PROLOGUE() (the wait, then its own dependents let in); the positional
-tables' kernels are built plainly. This reads the sources and the builders (no GPU)."""
+tables' kernels and the bench's copy floor are built plainly. This reads the sources and the builders (no GPU)."""
 import glob
 import os
 import re
@@ -10,7 +10,8 @@ import re
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 OPS = os.path.join(ROOT, "csrc", "ops")
 KERNELS = os.path.join(ROOT, "src", "tileops", "kernels")
-PLAIN = {"tileops_alibi", "tileops_sinusoidal", "tileops_rope_cos_sin_cache"}   # tables.py builds them plainly
+# tables.py builds these plainly, and tileops.bench its copy floor (common/stream_copy.cu)
+PLAIN = {"tileops_alibi", "tileops_sinusoidal", "tileops_rope_cos_sin_cache", "tileops_stream_copy"}
 _KERNEL = re.compile(r'extern\s+"C"\s+__global__\s[^{;]*?\b(\w+)\s*\([^)]*\)\s*\{', re.S)
 
 

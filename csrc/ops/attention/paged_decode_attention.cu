@@ -425,16 +425,9 @@ TILEOPS_DEV void pda_merge_fold(long long c0, long long n, float *m, float *l, f
 #error "PDA_SC (chunks a superchunk) must be >= 1 and divide PDA_MB (16): a merge batch holds whole superchunks"
 #endif
 #if PDA_SC > 1
-/* chunks c0 .. c0 + PDA_MB - 1 (those < n; c0 a multiple of PDA_MB, so the batch holds whole
- * superchunks) folded superchunk by superchunk: each from empty in chunk order (the
- * superchunks' chains are independent: they overlap), then into (m, l, a) in order, where
- * the superchunk has a chunk < n (its chunks past n leave its state as it was). A chain of
- * PDA_SC + PDA_MB / PDA_SC merges a batch (H200, session 14: a fold that carried one
- * superchunk state through the batch, two merges a chunk, made the merge kernel 1.2 µs
- * slower than PDA_SC 1's; this one is within 0.2 µs). */
-TILEOPS_DEV void pda_merge_fold_sc(long long c0, long long n, float *m, float *l, float *a, const float *pm,
-                                   const float *pl, const float *pa) {
-    float qm[PDA_MB / PDA_SC], ql[PDA_MB / PDA_SC], qa[PDA_MB / PDA_SC];
+/* batch c0's superchunks, each folded from empty (those with a chunk < n), into qm, ql, qa */
+TILEOPS_DEV void pda_merge_sc_states(long long c0, long long n, const float *pm, const float *pl, const float *pa,
+                                     float *qm, float *ql, float *qa) {
 #pragma unroll
     for (int h = 0; h < PDA_MB / PDA_SC; h++) {
         qm[h] = pda_neg_inf();
@@ -450,6 +443,18 @@ TILEOPS_DEV void pda_merge_fold_sc(long long c0, long long n, float *m, float *l
             qa[h] = in ? a2 : qa[h];
         }
     }
+}
+/* chunks c0 .. c0 + PDA_MB - 1 (those < n; c0 a multiple of PDA_MB, so the batch holds whole
+ * superchunks) folded superchunk by superchunk: each from empty in chunk order (the
+ * superchunks' chains are independent: they overlap), then into (m, l, a) in order, where
+ * the superchunk has a chunk < n (its chunks past n leave its state as it was). A chain of
+ * PDA_SC + PDA_MB / PDA_SC merges a batch (H200, session 14: a fold that carried one
+ * superchunk state through the batch, two merges a chunk, made the merge kernel 1.2 µs
+ * slower than PDA_SC 1's; this one is within 0.2 µs). */
+TILEOPS_DEV void pda_merge_fold_sc(long long c0, long long n, float *m, float *l, float *a, const float *pm,
+                                   const float *pl, const float *pa) {
+    float qm[PDA_MB / PDA_SC], ql[PDA_MB / PDA_SC], qa[PDA_MB / PDA_SC];
+    pda_merge_sc_states(c0, n, pm, pl, pa, qm, ql, qa);
 #pragma unroll
     for (int h = 0; h < PDA_MB / PDA_SC; h++) {
         float m3 = *m, l3 = *l, a3 = *a;
@@ -939,39 +944,109 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
         lse[b * H + hbase + fg] = pda_lse(rm, rl);
 }
 
-extern "C" __global__ void tileops_paged_decode_attention_merge(const float *ws, const int *seq_lens, void *o,
-                                                                float *lse, long long H, long long max_blocks,
-                                                                long long max_chunks
 #if PDA_SC > 1
-                                                                , long long cpc
+/* The merge kernel's superchunk groups (builds of superchunks): PDA_MG groups of PDA_MT
+ * threads (a thread a channel), group g folding the superchunks of batch w0 + g PDA_MB of
+ * each window of PDA_MG batches from empty (pda_merge_sc_states, as pda_merge_fold_sc
+ * does) into shared memory, group 0 then folding a window's PDA_MW superchunk states into
+ * the sequence's state in order (pda_merge_fold_sc's second loop: the same operations in
+ * the same order), while the other groups fold the next window. A chain of PDA_SC + PDA_MW merges a
+ * window of PDA_MG PDA_MB partials instead of PDA_MG (PDA_SC + PDA_MB / PDA_SC): the same
+ * bits, fewer dependent steps (128 partials: 32 against 80). */
+#define PDA_MT ((PDA_D + 31) / 32 * 32)
+/* 4 groups, fewer where they would pass 512 threads (head_size 256: 2): the launcher's
+ * merge_groups (kernels/attention/paged_decode_attention.py), the same formula */
+#define PDA_MG (4 < 512 / PDA_MT ? 4 : 512 / PDA_MT)
+#define PDA_MW (PDA_MG * (PDA_MB / PDA_SC))   /* superchunk states a window */
+#define PDA_MERGE_BOUNDS __launch_bounds__(PDA_MT * PDA_MG)
+#else
+#define PDA_MERGE_BOUNDS
 #endif
-                                                                ) {
+
+extern "C" __global__ void PDA_MERGE_BOUNDS
+tileops_paged_decode_attention_merge(const float *ws, const int *seq_lens, void *o, float *lse, long long H,
+                                     long long max_blocks, long long max_chunks
+#if PDA_SC > 1
+                                     , long long cpc
+#endif
+                                     ) {
     /* launched with programmatic dependent launch: scheduled while the attention kernel
      * still writes the partials, it waits for that kernel here */
     TILEOPS_PDL_PROLOGUE();
 #if PDA_SC == 1
     const long long cpc = 1;   /* (an argument only in builds of superchunks) */
+    const int grp = 0, d = (int)tileops_tid();
+#else
+    const int grp = (int)tileops_tid() / PDA_MT, d = (int)tileops_tid() % PDA_MT;
+    __shared__ float qs[2][PDA_MW][PDA_D + 2];   /* two windows of superchunk states: m at D, l at D + 1 */
 #endif
-    const int d = (int)tileops_tid();
-    if (d >= PDA_D)
-        return;
     const long long bh = tileops_ctaid(), b = bh / H;
     /* the first batch of partials is read while seq_lens[b] is (inside the workspace: the
-     * chunks past the sequence's are read and never used) */
+     * chunks past the sequence's are read and never used); group g's: batch g */
     const float *P = ws + bh * max_chunks * (PDA_D + 2);
     float am[PDA_MB], al[PDA_MB], aa[PDA_MB], bm[PDA_MB], bl[PDA_MB], ba[PDA_MB];
-    pda_merge_load(P, 0, max_chunks, d, am, al, aa, PDA_MB);
+    const int dd = d < PDA_D ? d : 0;   /* a thread past the channels loads channel 0's and stores nothing */
+    pda_merge_load(P, (long long)grp * PDA_MB, max_chunks, dd, am, al, aa, PDA_MB);
     const long long len = seq_lens[b];
     char *orow = (char *)o + bh * PDA_D * TILEOPS_E;
     if (len < 0 || len > max_blocks * PDA_BS) {
-        tileops_st_elem(orow, d, pda_nan());
-        if (d == 0 && lse)
-            lse[bh] = pda_nan();
+        if (grp == 0 && d < PDA_D) {
+            tileops_st_elem(orow, d, pda_nan());
+            if (d == 0 && lse)
+                lse[bh] = pda_nan();
+        }
         return;
     }
     long long n_chunks = (len + PDA_CH - 1) / PDA_CH;
     float m = pda_neg_inf(), l = 0.0f, a = 0.0f;
     const int two = pda_two_level(cpc, n_chunks, &n_chunks);   /* n_chunks: the partials to fold */
+#if PDA_SC > 1
+    if (two) {
+        int k = 0;
+        for (long long w0 = 0; w0 < n_chunks; w0 += PDA_MG * PDA_MB, k ^= 1) {
+            const long long c0 = w0 + (long long)grp * PDA_MB;
+            if (w0)
+                pda_merge_load(P, c0, n_chunks, dd, am, al, aa, PDA_MB);
+            float qm[PDA_MB / PDA_SC], ql[PDA_MB / PDA_SC], qa[PDA_MB / PDA_SC];
+            pda_merge_sc_states(c0, n_chunks, am, al, aa, qm, ql, qa);
+#pragma unroll
+            for (int h = 0; h < PDA_MB / PDA_SC; h++) {
+                float *q = qs[k][grp * (PDA_MB / PDA_SC) + h];
+                if (d < PDA_D)
+                    q[d] = qa[h];
+                if (d == 0) {   /* every thread of the group computed the same m and l */
+                    q[PDA_D] = qm[h];
+                    q[PDA_D + 1] = ql[h];
+                }
+            }
+            /* the window's states are written; group 0 read the other buffer's before it came here */
+            tileops_barrier();
+            if (grp == 0 && d < PDA_D) {
+#pragma unroll
+                for (int s = 0; s < PDA_MW; s++) {
+                    const float *q = qs[k][s];
+                    float m3 = m, l3 = l, a3 = a;
+                    pda_merge(&m3, &l3, &a3, q[PDA_D], q[PDA_D + 1], q[d]);
+                    const int in = w0 + (long long)s * PDA_SC < n_chunks;
+                    m = in ? m3 : m;
+                    l = in ? l3 : l;
+                    a = in ? a3 : a;
+                }
+            }
+        }
+        if (grp == 0 && d < PDA_D) {
+            tileops_st_elem(orow, d, pda_out(l, a));
+            if (d == 0 && lse)
+                lse[bh] = pda_lse(m, l);
+        }
+        return;
+    }
+    if (grp != 0 || d >= PDA_D)   /* one level: group 0 alone, its first load batch 0 as below */
+        return;
+#else
+    if (d >= PDA_D)
+        return;
+#endif
     /* The partials are loaded PDA_MB chunks at a time into one of two register batches while
      * the other batch is folded, one chunk after the other in chunk order (a 32K-token
      * sequence has 128 chunks: a load latency each would be the kernel's time). */

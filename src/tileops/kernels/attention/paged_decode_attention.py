@@ -82,6 +82,22 @@ CLUSTER_MAX = 8
 # op's first call.
 SUPERCHUNK = 8
 MERGE_BATCH = 16            # partials the merge folds at once (PDA_MB): a superchunk must divide it
+MERGE_GROUPS = 4            # builds of superchunks: the merge kernel's groups of a thread a channel (PDA_MG),
+MERGE_THREADS_MAX = 512     # at most this many threads in all (merge_groups)
+
+
+def merge_threads(head_size: int) -> int:
+    """Threads of one group of the merge kernel: a thread a channel, a whole warp's worth."""
+    return max(32, -(-head_size // 32) * 32)
+
+
+def merge_groups(head_size: int, superchunk: int) -> int:
+    """The merge kernel's thread groups (PDA_MG in the .cu, the same formula): in builds of
+    superchunks MERGE_GROUPS, fewer where that many groups would pass MERGE_THREADS_MAX
+    threads (head_size 256: 2); else 1."""
+    if superchunk <= 1:
+        return 1
+    return max(1, min(MERGE_GROUPS, MERGE_THREADS_MAX // merge_threads(head_size)))
 
 
 def _superchunk(superchunk):
@@ -330,8 +346,8 @@ def _build_cuda(b):
     allowed = groups_allowed(D, b.heads_per_cta, b.dtype, b.mma, per_block)
     zs = -(-b.group // b.heads_per_cta)
     scale_log2 = b.scale * math.log2(math.e)
-    merge_threads = max(32, -(-D // 32) * 32)
     superchunk = SUPERCHUNK   # read once: the launchable's calls fold by it (fold_of) or by 1
+    merge_block = {1: merge_threads(D), superchunk: merge_threads(D) * merge_groups(D, superchunk)}
     launch_raw = _C.cuda_launch
     stream_of = torch._C._cuda_getCurrentRawStream
     empty = torch.empty
@@ -424,7 +440,8 @@ def _build_cuda(b):
                    o.data_ptr(), lse_p, 0 if ws is None else ws.data_ptr(), H, h_kv, key_cache.shape[0], mb,
                    max_chunks, cpc, zs, scale_log2)
         if ws is not None and fused is None:
-            launch_raw(merge, B * H, 1, 1, merge_threads, 1, 1, 0, stream, ws.data_ptr(), seq_lens.data_ptr(),
+            launch_raw(merge, B * H, 1, 1, merge_block[sc], 1, 1, 0, stream,
+                       ws.data_ptr(), seq_lens.data_ptr(),
                        o.data_ptr(), lse_p, H, mb, max_chunks, *((cpc,) if sc > 1 else ()))
     return checked(_guard(b, b.device), unchecked)
 
