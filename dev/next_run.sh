@@ -62,6 +62,13 @@
 #            same bytes (the bench's floor) at B = 32 / 128 x 128256 bf16, then argmax itself:
 #            is a read-only stream slower L2-cold than a copy of the same bytes on this card?
 #            The floor's GPU test (dev/tests/test_stream_floor.py) first.
+#   lnwave  issue 11 (session 41): LayerNorm L2-cold at 256 tokens is Liger's worst lead (H100,
+#            Qwen2.5 fp16 6.75 against 5.95 us): its weight and bias (8 groups a thread, not
+#            in registers) are staged in shared memory only where the grid fits one block an SM
+#            (the decode build); at 256 rows the grid is 2 blocks an SM but one wave (8 blocks
+#            an SM resident). The decode build at 256 / 512 / 1024 / 4096 rows beside the
+#            launch rule's build (dev/time_norm_rows.py --smem-any-grid): if it wins up to a
+#            wave, the rule becomes "one wave" instead of "one block an SM".
 #   normfull issue 11 (session 39): the norm family's L2-cold times at 1 / 32 / 256 tokens with
 #            full timers (three interleaved rounds; session 39 had one --fast round: another
 #            impl ahead in 35 of 77 cases, mostly by under 0.4 us), fp16 and bf16, every
@@ -186,6 +193,11 @@ readfloor_time() {
     run readfloor_argmax 60 python3 dev/time_argmax.py --quick --out "$OUT/readfloor_argmax.json"
 }
 readfloor_test() { :; }   # nothing applied
+lnwave_time() {
+    run lnwave 200 bash -c "cd dev && python3 time_norm_rows.py --ns 3584,4096,8192 --rows 256,512,1024,4096 \
+        --rt-op layer_norm --no-sweep --smem-any-grid --out $OUT/lnwave.json"
+}
+lnwave_test() { :; }   # nothing applied
 placement_time() { run norm_placement 150 python3 dev/probes/norm_inputs_ab.py --rounds 3; }
 placement_test() { :; }   # nothing applied
 HARNESS_CASES="4096x4096,4096x32x128"   # RMSNorm's 67 MB cases: Llama-3-8B 4096 tokens, QK-norm 32 heads

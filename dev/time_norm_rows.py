@@ -57,12 +57,15 @@ def _launcher(h, grid, threads, args):
     return fn
 
 
+SMEM_ANY_GRID = False   # --smem-any-grid: the decode form at every grid, not only where the launch takes it
+
+
 def _add_decode(out, name, src, kname, opts, hw, hb, vec, rpb, rows, threads, args, nbytes):
     """out[name + " smem"]: the build's decode form (weight and bias staged in shared memory,
     cuda_rows.decode_options: the same bits), where it has one and the grid fits one block
-    an SM (where the op's launch takes it)."""
+    an SM (where the op's launch takes it), or at any grid with --smem-any-grid."""
     d = R.decode_options(opts, hw, hb, vec, rpb)
-    if d is not None and -(-rows // rpb) <= SMS:
+    if d is not None and (SMEM_ANY_GRID or -(-rows // rpb) <= SMS):
         out[name + " smem"] = (_launcher(runtime.build(0, src, kname, d, R.ARG_FORMAT), -(-rows // rpb), threads,
                                          args), nbytes)
 
@@ -151,9 +154,15 @@ def main(argv=None):
     p.add_argument("--patches", default="",
                    help="also --rt-op's rule build from the source with these dev/patches applied "
                         "(comma-separated specs A.patch[+B.patch][@-DX=v], labelled '+NAME')")
+    p.add_argument("--smem-any-grid", action="store_true",
+                   help="time each build's decode form (weight and bias staged in shared memory) at every row "
+                        "count, not only where the grid fits one block an SM (session 41: LayerNorm's L2-cold "
+                        "loss to Liger at 256 tokens, a grid of one wave but more than one block an SM)")
     p.add_argument("--no-sweep", action="store_true",
                    help="only the copy, the shipped RMSNorm, --rt-op's rule build and the --patches variants")
     a = p.parse_args(argv)
+    global SMEM_ANY_GRID
+    SMEM_ANY_GRID = a.smem_any_grid
     specs = [v for v in a.patches.split(",") if v]
     for spec in specs:
         lab.parse_spec(spec)   # a bad spec stops the run before any build
