@@ -50,6 +50,7 @@ def set_whole_split(cluster, threads):
     instead a row over `cluster` CTAs of `threads` threads (a lab knob, session 41: more
     loads in flight an SM than one CTA of 1024 threads a row on 128 of 132 SMs)."""
     from tileops.kernels.sampling import cuda_sampling as K
+    from tileops._dtypes import DTYPE
     plain = K.argmax_specialisation
 
     def spec(dtype_code, V, aligned16, arch_, smem_optin, one_cta=False):
@@ -59,12 +60,7 @@ def set_whole_split(cluster, threads):
         chunk = -(-V // (8 * cluster)) * 8
         plan = plan._replace(cluster=cluster, chunk=chunk, threads=threads, opt=-(-(chunk // 8) // threads),
                              min_blocks=max(1, 2048 // threads))
-        keep = tuple(o for o in opts if not o.startswith(("-DTILEOPS_THREADS=", "-DTILEOPS_CLUSTER=",
-                                                          "-DTILEOPS_CHUNK=", "-DTILEOPS_OPT=",
-                                                          "-DTILEOPS_MIN_BLOCKS=")))
-        return source, kernel, keep + (f"-DTILEOPS_THREADS={threads}", f"-DTILEOPS_CLUSTER={cluster}",
-                                       f"-DTILEOPS_CHUNK={chunk}", f"-DTILEOPS_OPT={plan.opt}",
-                                       f"-DTILEOPS_MIN_BLOCKS={plan.min_blocks}"), plan
+        return source, kernel, tuple(K._row_opts(dtype_code, V, K.vec(DTYPE[dtype_code], V, aligned16), plan)), plan
     K.argmax_specialisation = spec
 
 

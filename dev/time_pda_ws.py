@@ -55,7 +55,7 @@ EDITS = {
                ("if (split && fu == 0 && PDA_HEAD_OK(fg)) {", "if (split && fu == 0 && PDA_HEAD_OK(fg) && (c & 7) == 7) {")),
 }
 EDITS["sc8"] = ()            # the shipped source built with superchunks of 8 chunks: one store a superchunk
-EXTRA_OPTS = {"sc8": ("-DPDA_SC=8",)}
+SUPERCHUNKS = {"sc8": 8}     # chunks a superchunk of a kind's build (else 1: chunk by chunk)
 WS_FLOATS = {"sectors": 8}   # a row's floats past D (else 2, the shipped rows)
 
 
@@ -97,14 +97,16 @@ def case(model, B, ctx, S, D=128, BS=16, dtype=torch.float16):
     heads = K.heads_per_cta(D, G)
     assert heads == G, "one head slice a KV head (zs = 1) in this lab"
     stages, _ = K.choose_stages(CODE[dtype], D, heads, True)
-    _, kernel, _, opts = K.cuda_specialisation(CODE[dtype], D, G, heads, BS, True, stages, 1)
+    _, kernel, _, _ = K.cuda_specialisation(CODE[dtype], D, G, heads, BS, True, stages, 1)
     smem = K.smem_bytes(CODE[dtype], D, heads, stages, True, 1)
     cpc = -(-t["max_chunks"] // S)
     ctas = B * Hkv
     fns = {}
     for kind in EDITS:
         ws = torch.empty(B * H * t["max_chunks"] * (D + WS_FLOATS.get(kind, 2)), dtype=torch.float32, device="cuda")
-        h = runtime.build(0, lab_source(kind), kernel, opts + EXTRA_OPTS.get(kind, ()), K.ARG_FORMAT_CUDA, pdl=False)
+        opts = K.cuda_specialisation(CODE[dtype], D, G, heads, BS, True, stages, 1,
+                                     superchunk=SUPERCHUNKS.get(kind, 1))[3]
+        h = runtime.build(0, lab_source(kind), kernel, opts, K.ARG_FORMAT_CUDA, pdl=False)
         fns[f"split{S}_{kind}"] = launcher(h, smem, ctas, S, cpc, t, ws)
         if kind in ("plain", "sc8"):
             fns["nosplit" + ("_sc8" if kind == "sc8" else "")] = launcher(h, smem, ctas, 1, t["max_chunks"], t, None)

@@ -173,15 +173,16 @@ def test_every_ring_depth_compiles(tmp_path, stages):
 @pytest.mark.parametrize("superchunk", [2, 8])
 def test_every_superchunk_build_compiles_without_spills(tmp_path, dt, D, G, groups, cluster, superchunk):
     """Builds of superchunks (-DPDA_SC, the SUPERCHUNK knob): the main kernel keeps a second
-    fold state, the merge takes cpc; the define only where the knob is above 1, and the
+    fold state, the merge takes cpc and folds in -DPDA_MG thread groups (merge_groups); the
+    defines only where the knob is above 1, and the
     merge's argument format grows by the cpc it reads."""
     heads = K.heads_per_cta(D, G)
     mma = dt != 0
     stages, _ = K.choose_stages(dt, D, heads, mma, groups=groups)
     source, kernel, merge, opts = K.cuda_specialisation(dt, D, G, heads, 16, mma, stages, groups, cluster,
                                                         superchunk=superchunk)
-    assert opts[-1] == f"-DPDA_SC={superchunk}"
-    assert K.cuda_specialisation(dt, D, G, heads, 16, mma, stages, groups, cluster, superchunk=1)[3] == opts[:-1]
+    assert opts[-2:] == (f"-DPDA_MG={K.merge_groups(D, superchunk)}", f"-DPDA_SC={superchunk}")
+    assert K.cuda_specialisation(dt, D, G, heads, 16, mma, stages, groups, cluster, superchunk=1)[3] == opts[:-2]
     assert K.merge_arg_format(superchunk) == K.ARG_FORMAT_MERGE + "q" and K.merge_arg_format(1) == K.ARG_FORMAT_MERGE
     log = nvcc_build(tmp_path, source, kernel, opts)
     assert f"Compiling entry function '{merge}'" in log

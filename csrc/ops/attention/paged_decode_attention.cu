@@ -219,6 +219,15 @@ TILEOPS_DEV void pda_merge(float *m, float *l, float *a, float mb, float lb, flo
     pda_weigh(m, l, mb, lb, &sa, &sb);
     *a = pda_apply(*a, ab, sa, sb);
 }
+/* pda_merge where `in`, else (m, l, a) as they were, by selection (no branch: the folds'
+ * merges of successive partials overlap) */
+TILEOPS_DEV void pda_merge_if(int in, float *m, float *l, float *a, float mb, float lb, float ab) {
+    float m2 = *m, l2 = *l, a2 = *a;
+    pda_merge(&m2, &l2, &a2, mb, lb, ab);
+    *m = in ? m2 : *m;
+    *l = in ? l2 : *l;
+    *a = in ? a2 : *a;
+}
 
 /* o and lse of a folded state (l == 0: no token: o = 0, lse = -inf) */
 TILEOPS_DEV float pda_out(float l, float a) { return l == 0.0f ? 0.0f : tileops_div_rn(a, l); }
@@ -409,12 +418,7 @@ TILEOPS_DEV void pda_merge_fold(long long c0, long long n, float *m, float *l, f
                                 const float *pl, const float *pa, int nb) {
 #pragma unroll
     for (int j = 0; j < nb; j++) {
-        float m2 = *m, l2 = *l, a2 = *a;
-        pda_merge(&m2, &l2, &a2, pm[j], pl[j], pa[j]);
-        const int in = c0 + j < n;
-        *m = in ? m2 : *m;
-        *l = in ? l2 : *l;
-        *a = in ? a2 : *a;
+        pda_merge_if(c0 + j < n, m, l, a, pm[j], pl[j], pa[j]);
     }
 }
 
@@ -435,12 +439,7 @@ TILEOPS_DEV void pda_merge_sc_states(long long c0, long long n, const float *pm,
         qa[h] = 0.0f;
 #pragma unroll
         for (int j = h * PDA_SC; j < (h + 1) * PDA_SC; j++) {
-            float m2 = qm[h], l2 = ql[h], a2 = qa[h];
-            pda_merge(&m2, &l2, &a2, pm[j], pl[j], pa[j]);
-            const int in = c0 + j < n;
-            qm[h] = in ? m2 : qm[h];
-            ql[h] = in ? l2 : ql[h];
-            qa[h] = in ? a2 : qa[h];
+            pda_merge_if(c0 + j < n, &qm[h], &ql[h], &qa[h], pm[j], pl[j], pa[j]);
         }
     }
 }
@@ -457,12 +456,7 @@ TILEOPS_DEV void pda_merge_fold_sc(long long c0, long long n, float *m, float *l
     pda_merge_sc_states(c0, n, pm, pl, pa, qm, ql, qa);
 #pragma unroll
     for (int h = 0; h < PDA_MB / PDA_SC; h++) {
-        float m3 = *m, l3 = *l, a3 = *a;
-        pda_merge(&m3, &l3, &a3, qm[h], ql[h], qa[h]);
-        const int in = c0 + h * PDA_SC < n;
-        *m = in ? m3 : *m;
-        *l = in ? l3 : *l;
-        *a = in ? a3 : *a;
+        pda_merge_if(c0 + h * PDA_SC < n, m, l, a, qm[h], ql[h], qa[h]);
     }
 }
 #endif
@@ -954,9 +948,11 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
  * window of PDA_MG PDA_MB partials instead of PDA_MG (PDA_SC + PDA_MB / PDA_SC): the same
  * bits, fewer dependent steps (128 partials: 32 against 80). */
 #define PDA_MT ((PDA_D + 31) / 32 * 32)
-/* 4 groups, fewer where they would pass 512 threads (head_size 256: 2): the launcher's
- * merge_groups (kernels/attention/paged_decode_attention.py), the same formula */
-#define PDA_MG (4 < 512 / PDA_MT ? 4 : 512 / PDA_MT)
+/* PDA_MG: the launcher's merge_groups (kernels/attention/paged_decode_attention.py: 4, 2 at
+ * head_size 256), which also sizes the merge's block */
+#if !defined(PDA_MG) || PDA_MG < 1 || PDA_MT * PDA_MG > 1024
+#error "builds of superchunks need -DPDA_MG (the merge kernel's thread groups, >= 1, at most 1024 threads)"
+#endif
 #define PDA_MW (PDA_MG * (PDA_MB / PDA_SC))   /* superchunk states a window */
 #define PDA_MERGE_BOUNDS __launch_bounds__(PDA_MT * PDA_MG)
 #else
@@ -1025,12 +1021,7 @@ tileops_paged_decode_attention_merge(const float *ws, const int *seq_lens, void 
 #pragma unroll
                 for (int s = 0; s < PDA_MW; s++) {
                     const float *q = qs[k][s];
-                    float m3 = m, l3 = l, a3 = a;
-                    pda_merge(&m3, &l3, &a3, q[PDA_D], q[PDA_D + 1], q[d]);
-                    const int in = w0 + (long long)s * PDA_SC < n_chunks;
-                    m = in ? m3 : m;
-                    l = in ? l3 : l;
-                    a = in ? a3 : a;
+                    pda_merge_if(w0 + (long long)s * PDA_SC < n_chunks, &m, &l, &a, q[PDA_D], q[PDA_D + 1], q[d]);
                 }
             }
         }

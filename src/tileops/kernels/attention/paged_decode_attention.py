@@ -92,7 +92,7 @@ def merge_threads(head_size: int) -> int:
 
 
 def merge_groups(head_size: int, superchunk: int) -> int:
-    """The merge kernel's thread groups (PDA_MG in the .cu, the same formula): in builds of
+    """The merge kernel's thread groups (-DPDA_MG, given to builds of superchunks): in builds of
     superchunks MERGE_GROUPS, fewer where that many groups would pass MERGE_THREADS_MAX
     threads (head_size 256: 2); else 1."""
     if superchunk <= 1:
@@ -188,7 +188,7 @@ def cuda_specialisation(dtype_code, head_size, group, heads, block_size, mma, st
             f"-DTILEOPS_THREADS={THREADS * groups}", f"-DPDA_D={head_size}", f"-DPDA_G={group}",
             f"-DPDA_GS={heads}", f"-DPDA_BS={block_size}", f"-DPDA_MMA={int(bool(mma))}",
             f"-DPDA_STAGES={stages}", f"-DPDA_CG={groups}") + ((f"-DPDA_CS={cluster}",) if cluster > 1 else ()) + (
-        (f"-DPDA_SC={sc}",) if sc > 1 else ())
+        (f"-DPDA_MG={merge_groups(head_size, sc)}", f"-DPDA_SC={sc}") if sc > 1 else ())
     return ("attention/paged_decode_attention.cu", "tileops_paged_decode_attention",
             "tileops_paged_decode_attention_merge", opts)
 
