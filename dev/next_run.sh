@@ -69,6 +69,13 @@
 #            an SM resident). The decode build at 256 / 512 / 1024 / 4096 rows beside the
 #            launch rule's build (dev/time_norm_rows.py --smem-any-grid): if it wins up to a
 #            wave, the rule becomes "one wave" instead of "one block an SM".
+#   cleanflush issue 14 (session 42): on an H100 a read-only stream of 32.8 MB took 19.17 us
+#            L2-cold, a copy moving the same bytes 15.78, argmax B = 128 bf16 19.10 (at the
+#            read-only floor). The cold timer's flush writes 256 MB, leaving L2 dirty: the same
+#            floor, copy and argmax with a flush that reads (--flush read). Then B = 32, where
+#            argmax is 1.31x the read-only floor L2-cold (10.43 against 7.94) and 2x hot (4.49
+#            against 2.28): its clusters of 8 x 256 threads against 4 x 512, 2 x 1024, 8 x 512,
+#            8 x 128, 4 x 256 (dev/time_argmax.py --cluster-split, new).
 #   normfull issue 11 (session 39): the norm family's L2-cold times at 1 / 32 / 256 tokens with
 #            full timers (three interleaved rounds; session 39 had one --fast round: another
 #            impl ahead in 35 of 77 cases, mostly by under 0.4 us), fp16 and bf16, every
@@ -193,6 +200,17 @@ readfloor_time() {
     run readfloor_argmax 60 python3 dev/time_argmax.py --quick --out "$OUT/readfloor_argmax.json"
 }
 readfloor_test() { :; }   # nothing applied
+cleanflush_time() {
+    run cleanflush 120 bash -c "cd dev && python3 time_floor.py --rounds 3 --flush read --out $OUT/cleanflush.json \
+        --cases 8208384:0,32833536:0,16416768:16416768"
+    run cleanflush_argmax 60 python3 dev/time_argmax.py --quick --flush read --out "$OUT/cleanflush_argmax.json"
+    local cs
+    for cs in 4:512 2:1024 8:512 8:128 4:256; do
+        run "argmax_cs${cs/:/x}" 50 python3 dev/time_argmax.py --quick --cluster-split $cs \
+            --out "$OUT/argmax_cs${cs/:/x}.json"
+    done
+}
+cleanflush_test() { :; }   # nothing applied
 lnwave_time() {
     run lnwave 200 bash -c "cd dev && python3 time_norm_rows.py --ns 3584,4096,8192 --rows 256,512,1024,4096 \
         --rt-op layer_norm --no-sweep --smem-any-grid --out $OUT/lnwave.json"

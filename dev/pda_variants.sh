@@ -2,7 +2,7 @@
 # side by side in one device call (each patch applies to HEAD alone; trees of patches that
 # conflict live apart).
 #   PDA_TREES  ';'-separated NAME:PATCH (PATCH: a dev/patches/ file's stem), e.g.
-#              "deep:pda_deep_ring;defer:pda_deferred_fold"; NAME "." is the shipped tree
+#              "a:pda_one;b:pda_two" (dev/patches/pda_one.patch ...); NAME "." is the shipped tree
 #   PDA_STEPS  ';'-separated steps, in order:
 #                NAME test K      pytest -k K over tests/gpu/test_gpu_paged_decode_attention.py in NAME
 #                NAME time LABEL [ARGS]  dev/time_paged_decode.py in NAME over PDA_CASES (ARGS may

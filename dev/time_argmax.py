@@ -1,8 +1,8 @@
 """Times ArgmaxFwdOp on a GPU against issue 14's goal (run on the H200): argmax within 1.1x
 of the copy floor at B >= 32.
 
-    PYTHONPATH=src python3 dev/time_argmax.py [--quick] [--batch-bytes N] [--whole-split C:T] [--sample]
-        [--out argmax_timing.json]
+    PYTHONPATH=src python3 dev/time_argmax.py [--quick] [--batch-bytes N] [--whole-split C:T]
+        [--cluster-split C:T] [--flush write|read] [--sample] [--out argmax_timing.json]
 
 For B in {1, 32, 128, 256} x V in {128256, 152064} x dtype {bfloat16, float32}: hot (tileops.bench.cuda_hot_us: 50 calls in a CUDA graph, the median of 20
 replays, microseconds per call) and cold (tileops.bench.cuda_cold_us: a 256 MiB write
@@ -45,17 +45,19 @@ def set_batch_bytes(nbytes):
     K.argmax_specialisation = spec
 
 
-def set_whole_split(cluster, threads):
-    """Every argmax build for a row a CTA (the launcher's rule from sm_count / 2 rows on) is
-    instead a row over `cluster` CTAs of `threads` threads (a lab knob, session 41: more
-    loads in flight an SM than one CTA of 1024 threads a row on 128 of 132 SMs)."""
+def set_whole_split(cluster, threads, one_cta=True):
+    """Every argmax build for a row a CTA (the launcher's rule from sm_count / 2 rows on;
+    one_cta=False: every build of a row over a cluster, the rule below that) is instead a row
+    over `cluster` CTAs of `threads` threads (a lab knob, session 41: more loads in flight an
+    SM than one CTA of 1024 threads a row on 128 of 132 SMs; session 42: B = 32's clusters
+    of 8 x 256 threads ran 1.3x the read-only floor L2-cold, 2x hot)."""
     from tileops.kernels.sampling import cuda_sampling as K
     from tileops._dtypes import DTYPE
     plain = K.argmax_specialisation
 
-    def spec(dtype_code, V, aligned16, arch_, smem_optin, one_cta=False):
+    def spec(dtype_code, V, aligned16, arch_, smem_optin, one_cta=False, _which=one_cta):
         source, kernel, opts, plan = plain(dtype_code, V, aligned16, arch_, smem_optin, one_cta=one_cta)
-        if not one_cta:
+        if one_cta != _which:
             return source, kernel, opts, plan
         chunk = -(-V // (8 * cluster)) * 8
         plan = plan._replace(cluster=cluster, chunk=chunk, threads=threads, opt=-(-(chunk // 8) // threads),
@@ -119,6 +121,11 @@ def main():
                     help="bytes of loads in flight per thread of the argmax kernel (default: the kernel's 64)")
     ap.add_argument("--whole-split", default=None, metavar="CLUSTER:THREADS",
                     help="rows a CTA each (B >= sm_count / 2) split over CLUSTER CTAs of THREADS threads instead")
+    ap.add_argument("--cluster-split", default=None, metavar="CLUSTER:THREADS",
+                    help="rows over a cluster (B < sm_count / 2) split over CLUSTER CTAs of THREADS threads instead "
+                         "of the rule's (8 x 256 at 128256)")
+    ap.add_argument("--flush", choices=("write", "read"), default="write",
+                    help="the cold timer's flush: write its 256 MB (the bench's) or read it (L2 left clean)")
     ap.add_argument("--sample", action="store_true", help="time SampleFromProbsFwdOp too")
     ap.add_argument("--masked", type=float, default=0.0,
                     help="--sample: this fraction of the logits -inf before the softmax (as a top-k / top-p mask "
@@ -130,6 +137,11 @@ def main():
     if args.whole_split:
         c, t = (int(v) for v in args.whole_split.split(":"))
         set_whole_split(c, t)
+    if args.cluster_split:
+        c, t = (int(v) for v in args.cluster_split.split(":"))
+        set_whole_split(c, t, one_cta=False)
+    from tileops import bench
+    bench.FLUSH_READS = args.flush == "read"
     rows = []
     for dtype in DTYPES:
         for V in VS:
@@ -156,7 +168,8 @@ def main():
               f"{r['torch_hot_us']:9.2f} {r['torch_cold_us']:10.2f}{goal}")
     with open(args.out, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "batch_bytes": args.batch_bytes or 64,
-                   "whole_split": args.whole_split, "rows": rows},
+                   "whole_split": args.whole_split, "cluster_split": args.cluster_split, "flush": args.flush,
+                   "rows": rows},
                   f, indent=1)
 
 

@@ -2,7 +2,7 @@
 copy floor the bench uses (dst.copy_(src) of half the op's bytes) and torch's kernel of
 the same mix:
 
-    python3 dev/time_floor.py [--cases 8208384:16416768,...] [--rounds 2] [--out PATH.json]
+    python3 dev/time_floor.py [--cases 8208384:16416768,...] [--rounds 2] [--flush write|read] [--out PATH.json]
 
 Each case is READ:WRITE bytes (a multiple of 16 each; READ = WRITE, READ = 2 WRITE, WRITE
 = 2 READ, or WRITE = 0: reads only, argmax's mix, with 4 / 8 / 16 groups a thread), by default softmax's at 128256 bf16 logits -> float32 for B = 32 / 128 / 256,
@@ -15,7 +15,10 @@ float32 conversion, the XOR of the two halves) before timing; "torch" is that to
 kernel (`dst.copy_(src)`, `src.view(bf16).to(float32)`, `torch.bitwise_xor(a, b,
 out=c)`), "copy" the bench's floor. Hot and L2-cold times (lab.time_interleaved), the
 minimum over rounds. The floor is the least of the floor builds; dev/time_softmax.py
---floor times the same builds beside the op."""
+--floor times the same builds beside the op. --flush read: the cold timer's flush reads its
+256 MB instead of writing it (bench.FLUSH_READS), so L2 holds no dirty lines when the call
+starts (session 42: on an H100 a read-only stream of 32.8 MB took 19.17 us L2-cold, a copy
+moving the same bytes 15.78)."""
 from __future__ import annotations
 
 import argparse
@@ -154,7 +157,12 @@ def main(argv=None):
     p.add_argument("--cases", default=None, help="READ:WRITE bytes, comma-separated (default: softmax's and the gated ops')")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--out", default=None)
+    p.add_argument("--flush", choices=("write", "read"), default="write",
+                   help="the cold timer's flush: write its 256 MB (the bench's; L2 left dirty) or read it "
+                        "(L2 left clean: what the write-backs of the flush's lines cost a read-only stream)")
     a = p.parse_args(argv)
+    from tileops import bench
+    bench.FLUSH_READS = a.flush == "read"
     cases = SOFTMAX_CASES + GATED_CASES + COPY_CASES if a.cases is None else \
         [tuple(int(v) for v in c.split(":")) for c in a.cases.split(",")]
     for c in cases:
@@ -169,7 +177,7 @@ def main(argv=None):
               f"{row['torch_hot_us']:10.2f} {row['torch_cold_us']:10.2f} {row['copy_hot_us']:9.2f} "
               f"{row['copy_cold_us']:9.2f} {row['copy_cold_us'] / row['floor_cold_us']:12.3f}")
     out = a.out or str(lab.default_out("time_floor.json"))
-    common.write_results(out, rows, common.metadata("cuda", sweep="stream floor"))
+    common.write_results(out, rows, common.metadata("cuda", sweep="stream floor", flush=a.flush))
     return 0
 
 

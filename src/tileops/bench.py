@@ -92,6 +92,9 @@ CUDA_HOT = {"full": {"calls": 50, "replays": 20, "budget_ms": 300},
             "quick": {"calls": 10, "replays": 3, "budget_ms": 10}}
 COMPILE_MODES = ("static", "dynamic")
 FLUSH_BYTES = 256 * 1024 * 1024
+# A lab knob (dev/time_floor.py --flush read): the cold timer's flush reads its buffer instead
+# of writing it, leaving L2 full of clean lines, so a call's misses evict without writing back
+FLUSH_READS = False
 
 
 # ---------------------------------------------------------------------------------------
@@ -247,9 +250,10 @@ def cuda_cold_us(fn, warmup=25, rep=100, estimates=5, spin_us=None):
     torch.cuda.synchronize()
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     done, total, hosts = 0, 0.0, []
+    flush_now = (lambda: flush.max()) if FLUSH_READS else flush.zero_
     while done < max(1, estimates):
         s.record()
-        flush.zero_()
+        flush_now()
         t0 = time.perf_counter()
         fn()
         hosts.append(time.perf_counter() - t0)
@@ -267,7 +271,7 @@ def cuda_cold_us(fn, warmup=25, rep=100, estimates=5, spin_us=None):
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_rep)]
     for i in range(n_rep):
-        flush.zero_()
+        flush_now()
         torch.cuda.synchronize()   # the reset acts when it returns, not in stream order
         runtime.reset_persisting_l2(dev)
         torch.cuda._sleep(spin)   # the GPU stays busy while the host queues the call

@@ -421,3 +421,33 @@ def test_a_short_sequence_gets_one_result_from_both_folds(monkeypatch, dtype):
         monkeypatch.setattr(K, "SPLIT_CPC", cpc)
         for got in (run(op, q, kc, vc, bt, sl), run(op, q[:5], kc, vc, bt[:5], sl[:5])):
             assert torch.equal(got[0][:5], want[0]) and torch.equal(got[1][:5], want[1]), cpc
+
+
+@pytest.mark.parametrize("dtype,D", [(torch.float16, 128), (torch.bfloat16, 128), (torch.float16, 256)])
+def test_the_merge_kernels_thread_groups_give_one_result(monkeypatch, dtype, D):
+    """Builds of superchunks fold two-level partials with the merge kernel's groups (4, 2 at
+    head_size 256) where the merge's B x H CTAs leave SMs idle, and with the one-group build
+    (-DPDA_MG=1, made on first use) where they fill them (merge_launch_groups); a one-level
+    fold takes the groups' build with one group's block. Each gives the same bits and the
+    float64 reference's values at up to 128 partials a head, a length ending mid-window, a
+    short one and an empty one."""
+    monkeypatch.setattr(K, "SUPERCHUNK", 8)
+    monkeypatch.setattr(K, "CLUSTER_MAX", 0)
+    H, Hkv, BS = 16, 2, 16
+    lens = [32768, 20000, 5000, 300, 0]
+    op = PagedDecodeAttentionFwdOp(D, BS, scale=0.07)
+    args = make(len(lens), H, Hkv, D, BS, lens, dtype, seed=23, device=DEV)
+    most = min(K.MERGE_GROUPS, K.MERGE_THREADS_MAX // K.merge_threads(D))
+    assert K.merge_groups(D, 8) == most > 1 and K.merge_groups(D, 1) == 1
+    assert K.merge_launch_groups(D, 8, True, len(lens) * H, 132) == most
+    assert K.merge_launch_groups(D, 8, True, 132, 132) == K.merge_launch_groups(D, 8, False, 1, 132) == 1
+    got = {}
+    for cpc in (1, 8):   # two levels (each chunk's partial stored), one (superchunks stored)
+        monkeypatch.setattr(K, "SPLIT_CPC", cpc)
+        for g in (1, most):
+            monkeypatch.setattr(K, "merge_launch_groups", lambda *a, g=g: g)
+            got[cpc, g] = run(op, *args)
+    o, lse = got[1, 1]
+    for key, (og, lg) in got.items():
+        assert torch.equal(og, o) and torch.equal(lg, lse), key
+    check_close(op, args, o, lse, dtype)

@@ -186,6 +186,12 @@ def test_every_superchunk_build_compiles_without_spills(tmp_path, dt, D, G, grou
     assert K.merge_arg_format(superchunk) == K.ARG_FORMAT_MERGE + "q" and K.merge_arg_format(1) == K.ARG_FORMAT_MERGE
     log = nvcc_build(tmp_path, source, kernel, opts)
     assert f"Compiling entry function '{merge}'" in log
+    # the one-group merge (merge_launch_groups' G = 1 for two-level folds), no spills either
+    one = K.cuda_specialisation(dt, D, G, heads, 16, mma, stages, groups, cluster, superchunk=superchunk,
+                                merge_groups_=1)[3]
+    assert one == opts[:-2] + ("-DPDA_MG=1", f"-DPDA_SC={superchunk}")
+    (tmp_path / "one").mkdir()
+    assert f"Compiling entry function '{merge}'" in nvcc_build(tmp_path / "one", source, kernel, one)
 
 
 def test_the_launcher_takes_the_fold_of_the_table_s_width(monkeypatch):
@@ -209,7 +215,7 @@ def test_the_launcher_takes_the_fold_of_the_table_s_width(monkeypatch):
     monkeypatch.setattr(runtime, "build", build)
     monkeypatch.setattr(runtime, "device_attributes", lambda device: attrs)
     monkeypatch.setattr(K._C, "cuda_launch", lambda h, gx, gy, gz, bx, by, bz, smem, stream, *args:
-                        launches.append((h, gx, gy, args)))
+                        launches.append((h, gx, gy, args, bx)))
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 0, raising=False)
     D, BS, G = 128, 16, 4
     heads = K.heads_per_cta(D, G)
@@ -247,6 +253,25 @@ def test_the_launcher_takes_the_fold_of_the_table_s_width(monkeypatch):
     capturing[0] = True            # B = 1, 32K: the plan takes two chunk groups, not built: the one
     call(1, 32768 // BS)           # group build of the same fold serves (the same bits)
     assert launches[-2][0] == main8 and len(builds) == n
+    # B x H = 256 merge CTAs fill the 132 SMs: a two-level fold (cpc = 1) takes the one-group
+    # merge (-DPDA_MG=1), made on first use; while capturing before then, the groups' build
+    # with all its groups' threads (the same bits); a one-level fold (cpc = 8), the groups'
+    # build with one group's threads
+    monkeypatch.setattr(K, "SPLIT_CPC", 1)
+    capturing[0] = True
+    call(8, 4096 // BS)
+    assert launches[-1][0] == merge and launches[-1][4] == 128 * K.merge_groups(D, 8) and len(builds) == n
+    capturing[0] = False
+    call(8, 4096 // BS)
+    one = [k for k in builds if "-DPDA_MG=1" in k[1]]
+    assert len(builds) == n + 1 and [k[0] for k in one] == ["tileops_paged_decode_attention_merge"]
+    assert launches[-1][0] == builds[one[0]] and launches[-1][4] == 128
+    call(1, 4096 // BS)            # B x H = 32: the groups
+    assert launches[-1][0] == merge and launches[-1][4] == 128 * K.merge_groups(D, 8)
+    monkeypatch.setattr(K, "SPLIT_CPC", 8)
+    call(8, 4096 // BS)
+    built = {h: k for k, h in builds.items()}[launches[-1][0]]
+    assert built[0].endswith("_merge") and f"-DPDA_MG={K.merge_groups(D, 8)}" in built[1] and launches[-1][4] == 128
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")

@@ -946,10 +946,14 @@ extern "C" __global__ void TILEOPS_BOUNDS PDA_CLUSTER_DIMS tileops_paged_decode_
  * the sequence's state in order (pda_merge_fold_sc's second loop: the same operations in
  * the same order), while the other groups fold the next window. A chain of PDA_SC + PDA_MW merges a
  * window of PDA_MG PDA_MB partials instead of PDA_MG (PDA_SC + PDA_MB / PDA_SC): the same
- * bits, fewer dependent steps (128 partials: 32 against 80). */
+ * bits, fewer dependent steps (128 partials: 32 against 80). A build of PDA_MG = 1 is the
+ * one-group merge: a thread a channel folds both levels itself, its loads of one batch
+ * overlapping the fold of the other (the launcher's merge_launch_groups takes it where the
+ * merge's B x H CTAs fill the SMs: H100, Llama-3-70B TP4 B = 32 32K, 5.19 us against 12.48
+ * with 4 groups). */
 #define PDA_MT ((PDA_D + 31) / 32 * 32)
 /* PDA_MG: the launcher's merge_groups (kernels/attention/paged_decode_attention.py: 4, 2 at
- * head_size 256), which also sizes the merge's block */
+ * head_size 256) or 1, which also sizes the merge's block */
 #if !defined(PDA_MG) || PDA_MG < 1 || PDA_MT * PDA_MG > 1024
 #error "builds of superchunks need -DPDA_MG (the merge kernel's thread groups, >= 1, at most 1024 threads)"
 #endif
@@ -974,7 +978,9 @@ tileops_paged_decode_attention_merge(const float *ws, const int *seq_lens, void 
     const int grp = 0, d = (int)tileops_tid();
 #else
     const int grp = (int)tileops_tid() / PDA_MT, d = (int)tileops_tid() % PDA_MT;
+#if PDA_MG > 1
     __shared__ float qs[2][PDA_MW][PDA_D + 2];   /* two windows of superchunk states: m at D, l at D + 1 */
+#endif
 #endif
     const long long bh = tileops_ctaid(), b = bh / H;
     /* the first batch of partials is read while seq_lens[b] is (inside the workspace: the
@@ -996,7 +1002,7 @@ tileops_paged_decode_attention_merge(const float *ws, const int *seq_lens, void 
     long long n_chunks = (len + PDA_CH - 1) / PDA_CH;
     float m = pda_neg_inf(), l = 0.0f, a = 0.0f;
     const int two = pda_two_level(cpc, n_chunks, &n_chunks);   /* n_chunks: the partials to fold */
-#if PDA_SC > 1
+#if PDA_SC > 1 && PDA_MG > 1
     if (two) {
         int k = 0;
         for (long long w0 = 0; w0 < n_chunks; w0 += PDA_MG * PDA_MB, k ^= 1) {
