@@ -18,7 +18,10 @@ several chunks it may be split along the sequence into S CTAs of `cpc` chunks (l
 the groups and S that minimise an estimate of waves x a CTA's time), which write each
 chunk's partial state to a float32 workspace of B x H x max_chunks x (head_size + 2) taken
 per call from torch's caching allocator (stream-ordered, so capture-safe: a graph keeps its
-allocation), and a second kernel folds them; where the split is small (S <= CLUSTER_MAX
+allocation), and a second kernel folds them (in builds of superchunks with up to
+MERGE_GROUPS groups of threads where its B x H CTAs leave SMs idle, else one group:
+merge_launch_groups; a two-level fold of one group is a build of its own, made on first
+use, the groups' build serving during capture before then: the same bits); where the split is small (S <= CLUSTER_MAX
 CTAs a sequence on at most half the SMs, sm_90+) its S CTAs run as one thread block
 cluster that folds them itself after the cluster's barrier (one launch; a build per S,
 made on first use; during capture without it, the merge kernel's path: the same bits).
