@@ -156,6 +156,19 @@ def variant_name(spec: str, keys=()) -> str:
             "".join(f"@{k}={v}" for k, v in opts.items()))
 
 
+def add_flush_option(parser) -> None:
+    """--flush write|read: how the cold timer clears L2 (use_flush)."""
+    parser.add_argument("--flush", choices=("write", "read"), default="write",
+                        help="the cold timer's flush: write its 256 MB (the bench's; L2 left dirty) or read it "
+                             "(L2 left clean: what the write-backs of the flush's lines cost a read-only stream)")
+
+
+def use_flush(mode: str) -> None:
+    """The cold timer's flush from now on: "write" (the bench's) or "read" (bench.FLUSH_READS)."""
+    from tileops import bench
+    bench.FLUSH_READS = mode == "read"
+
+
 def default_out(filename: str) -> Path:
     """dev/results/<device dir>/<filename> (the device dir as benchmarks/common.py names it)."""
     return RESULTS_DIR / common.results_subdir("cuda") / filename

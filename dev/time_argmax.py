@@ -24,6 +24,7 @@ import json
 
 import torch
 
+import lab  # dev/lab.py: the cold timer's flush (--flush)
 from tileops.bench import cuda_cold_us as cold_us, cuda_hot_us as hot_us
 from tileops.sampling import ArgmaxFwdOp, SampleFromProbsFwdOp
 
@@ -45,7 +46,7 @@ def set_batch_bytes(nbytes):
     K.argmax_specialisation = spec
 
 
-def set_whole_split(cluster, threads, one_cta=True):
+def set_row_split(cluster, threads, one_cta=True):
     """Every argmax build for a row a CTA (the launcher's rule from sm_count / 2 rows on;
     one_cta=False: every build of a row over a cluster, the rule below that) is instead a row
     over `cluster` CTAs of `threads` threads (a lab knob, session 41: more loads in flight an
@@ -124,8 +125,7 @@ def main():
     ap.add_argument("--cluster-split", default=None, metavar="CLUSTER:THREADS",
                     help="rows over a cluster (B < sm_count / 2) split over CLUSTER CTAs of THREADS threads instead "
                          "of the rule's (8 x 256 at 128256)")
-    ap.add_argument("--flush", choices=("write", "read"), default="write",
-                    help="the cold timer's flush: write its 256 MB (the bench's) or read it (L2 left clean)")
+    lab.add_flush_option(ap)
     ap.add_argument("--sample", action="store_true", help="time SampleFromProbsFwdOp too")
     ap.add_argument("--masked", type=float, default=0.0,
                     help="--sample: this fraction of the logits -inf before the softmax (as a top-k / top-p mask "
@@ -136,12 +136,11 @@ def main():
         set_batch_bytes(args.batch_bytes)
     if args.whole_split:
         c, t = (int(v) for v in args.whole_split.split(":"))
-        set_whole_split(c, t)
+        set_row_split(c, t)
     if args.cluster_split:
         c, t = (int(v) for v in args.cluster_split.split(":"))
-        set_whole_split(c, t, one_cta=False)
-    from tileops import bench
-    bench.FLUSH_READS = args.flush == "read"
+        set_row_split(c, t, one_cta=False)
+    lab.use_flush(args.flush)
     rows = []
     for dtype in DTYPES:
         for V in VS:

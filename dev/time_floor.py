@@ -157,12 +157,9 @@ def main(argv=None):
     p.add_argument("--cases", default=None, help="READ:WRITE bytes, comma-separated (default: softmax's and the gated ops')")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--out", default=None)
-    p.add_argument("--flush", choices=("write", "read"), default="write",
-                   help="the cold timer's flush: write its 256 MB (the bench's; L2 left dirty) or read it "
-                        "(L2 left clean: what the write-backs of the flush's lines cost a read-only stream)")
+    lab.add_flush_option(p)
     a = p.parse_args(argv)
-    from tileops import bench
-    bench.FLUSH_READS = a.flush == "read"
+    lab.use_flush(a.flush)
     cases = SOFTMAX_CASES + GATED_CASES + COPY_CASES if a.cases is None else \
         [tuple(int(v) for v in c.split(":")) for c in a.cases.split(",")]
     for c in cases:

@@ -374,7 +374,7 @@ def _build_cuda(b):
     if allowed:
         rings[2] = choose_stages(b.dtype, D, b.heads_per_cta, b.mma, per_block=per_block, groups=2)
     variants = {}   # (groups, fold) -> (handle, merge, smem, slots)
-    one_group = {}  # (groups, fold) -> the one-group merge of a build of superchunks, made on first use
+    one_group = {}  # fold -> the one-group merge of a build of superchunks (merge_for), made on first use
     clustered = {}  # (groups, S, fold) -> the cluster build's handle, made on first use
     clusters_ok = tuple(runtime.device_attributes(device)["arch"]) >= (9, 0)
     plans = {}      # (ctas, max_chunks, the dev knobs) -> (fold_of, launch_plan's groups, S, cpc): shapes only
@@ -417,29 +417,27 @@ def _build_cuda(b):
             clustered[key] = h
         return h
 
-    def merge_for(g, sc, merge, two_level, merge_ctas):
+    def merge_for(sc, merge, two_level, merge_ctas):
         """(merge kernel, block) for a launch: the build of merge_launch_groups' G. A one-level
-        fold is group 0's alone in either build: the groups' build with one group's block
-        (more groups would load batches they never fold). A two-level fold of one group takes
-        the one-group merge, made on first use; while capturing before it was made, the
-        groups' build serves (the same bits)."""
+        fold is group 0's alone in either build: the variant's (groups') build with one
+        group's block (more groups would load batches they never fold). A two-level fold of
+        one group where the groups' build has more takes the one-group merge (its code
+        depends on neither the chunk groups nor the ring: one build a fold, made on first
+        use; while capturing before it was made, the groups' build serves: the same bits)."""
+        g = merge_launch_groups(D, sc, two_level, merge_ctas, b.sm_count)
         mg = merge_groups(D, sc)
-        if not two_level:
-            return merge, merge_threads(D)
-        if mg == 1 or merge_launch_groups(D, sc, two_level, merge_ctas, b.sm_count) > 1:
-            return merge, merge_threads(D) * mg
-        key = (g, sc)
-        h = one_group.get(key)
+        if g == mg or not two_level:
+            return merge, merge_threads(D) * g
+        h = one_group.get(sc)
         if h is None:
-            stages = rings[g][0]
-            opts = cuda_specialisation(b.dtype, D, b.group, b.heads_per_cta, BS, b.mma, stages, g, superchunk=sc,
-                                       merge_groups_=1)[3]
+            opts = cuda_specialisation(b.dtype, D, b.group, b.heads_per_cta, BS, b.mma, rings[1][0], 1,
+                                       superchunk=sc, merge_groups_=1)[3]
             h = runtime.build_unless_capturing(device, "attention/paged_decode_attention.cu",
                                                "tileops_paged_decode_attention_merge", opts, merge_arg_format(sc),
                                                pdl=True)
             if h is None:
                 return merge, merge_threads(D) * mg
-            one_group[key] = h
+            one_group[sc] = h
         return h, merge_threads(D)
 
     variant(1, 1)   # the one-group plain build: made with the op's first call, as before
@@ -483,7 +481,7 @@ def _build_cuda(b):
                    o.data_ptr(), lse_p, 0 if ws is None else ws.data_ptr(), H, h_kv, key_cache.shape[0], mb,
                    max_chunks, cpc, zs, scale_log2)
         if ws is not None and fused is None:
-            merge, block = merge_for(g, sc, merge, sc > 1 and cpc % sc != 0, B * H)
+            merge, block = merge_for(sc, merge, sc > 1 and cpc % sc != 0, B * H)
             launch_raw(merge, B * H, 1, 1, block, 1, 1, 0, stream,
                        ws.data_ptr(), seq_lens.data_ptr(),
                        o.data_ptr(), lse_p, H, mb, max_chunks, *((cpc,) if sc > 1 else ()))
