@@ -3,11 +3,12 @@
   * B = 1, 32 / 8 heads, head_size 128, 1K context, float16: <= 8 us;
   * context >= 4K: >= 85 % of copy bandwidth (the bytes: the K and V rows read, q, o).
 
-    PYTHONPATH=src python3 dev/time_paged_decode.py [--quick] [--stages N] [--pdl-ab] [--cluster-ab] [--out paged_decode_timing.json]
+    PYTHONPATH=src python3 dev/time_paged_decode.py [--quick] [--stages N] [--pdl-ab] [--cluster-ab] [--flush read] [--out paged_decode_timing.json]
 
 For each case: hot (tileops.bench.cuda_hot_us: 50 calls captured in a CUDA graph, the
 median of 20 replays; microseconds per call) and cold (tileops.bench.cuda_cold_us: L2
-flushed by a 256 MiB write before each call, CUDA events around it, the GPU kept busy by a
+flushed by a 256 MiB write before each call (a read with --flush read: L2 left clean, as
+Nsight's cache control leaves it), CUDA events around it, the GPU kept busy by a
 spin while the host queues the call; before session 9 this script had a timer of its own
 that synchronised before each call, so a slow host path landed in its cold times) of
 tileops, of the copy floor (dst.copy_(src) of the same bytes, timed the same way) and, where
@@ -24,6 +25,7 @@ import json
 import torch
 import torch.nn.functional as F
 
+import lab  # dev/lab.py: the cold timer's flush (--flush)
 from tileops.attention import PagedDecodeAttentionFwdOp
 from tileops.bench import cuda_cold_us as cold_us, cuda_hot_us as hot_us   # noqa: F401 (time_argmax's too)
 from tileops.bench import without_pdl
@@ -131,7 +133,9 @@ def main():
     ap.add_argument("--sweep", default="", help="CPC:GROUPS,..: also time each case with the split plan forced "
                                                  "(chunks per CTA, chunk groups a CTA), e.g. 4:1,8:1,8:2")
     ap.add_argument("--profile", action="store_true", help="also each case's kernels one by one (torch.profiler)")
+    lab.add_flush_option(ap)
     args = ap.parse_args()
+    lab.use_flush(args.flush)
     global PDL_AB, CLUSTER_AB, SWEEP, PROFILE
     PDL_AB, CLUSTER_AB = args.pdl_ab, args.cluster_ab
     PROFILE = args.profile
