@@ -2,7 +2,8 @@
 of the copy floor at B >= 32.
 
     PYTHONPATH=src python3 dev/time_argmax.py [--quick] [--batch-bytes N] [--whole-split C:T]
-        [--cluster-split C:T] [--flush write|read] [--sample] [--out argmax_timing.json]
+        [--cluster-split C:T] [--flush write|read] [--sample] [--patches A.patch,B.patch]
+        [--rounds N] [--out argmax_timing.json]
 
 For B in {1, 32, 128, 256} x V in {128256, 152064} x dtype {bfloat16, float32}: hot (tileops.bench.cuda_hot_us: 50 calls in a CUDA graph, the median of 20
 replays, microseconds per call) and cold (tileops.bench.cuda_cold_us: a 256 MiB write
@@ -15,8 +16,13 @@ B = 1, 32 run a row over a cluster of CTAs, B = 128, 256 a CTA per row
 (kernels/sampling/cuda_sampling.py). --batch-bytes: the bytes of loads in flight per thread
 of the argmax kernel (-DTILEOPS_BATCH, csrc/ops/sampling/argmax.cu; default 64);
 --sample: SampleFromProbsFwdOp too, next to (probs / q).argmax(-1) (--masked F: a fraction F
-of the logits -inf before the softmax, zero probabilities as a mask leaves them). Prints a
-table, writes JSON."""
+of the logits -inf before the softmax, zero probabilities as a mask leaves them);
+--patches (session 43): each dev/patches file named (A.patch+B.patch: B over A; its csrc/ops
+hunks applied to a copy of the source, lab.patched_source) built with the op's options and
+launched by the op's own launcher (the cluster below sm_count / 2 rows, a CTA a row from
+there), checked equal to torch's, timed beside the op as "+<stem>"; --rounds N: every
+function of a case in N interleaved rounds (lab.time_interleaved; the minimum kept), else
+one. Prints a table, writes JSON."""
 from __future__ import annotations
 
 import argparse
@@ -67,12 +73,59 @@ def set_row_split(cluster, threads, one_cta=True):
     K.argmax_specialisation = spec
 
 
+PATCHES = ()   # --patches: the specs timed beside the op
+ROUNDS = 1     # --rounds
+
+
 def time_fns(fns):
     row = {}
+    if ROUNDS > 1:
+        for name, t in lab.time_interleaved(fns, rounds=ROUNDS).items():
+            row[name + "_hot_us"], row[name + "_cold_us"] = min(t["hot"]), min(t["cold"])
+        return row
     for name, fn in fns.items():
         row[name + "_hot_us"] = hot_us(fn)
         row[name + "_cold_us"] = cold_us(fn)
     return row
+
+
+def patched_launch(builder, specialisation, logits, spec):
+    """launch(*tensors) of cuda_sampling's `builder` ("build_argmax" or "build_sample") for
+    logits' dtype, V and alignment, with every build's source the dev/patches files of
+    `spec` applied (lab.patched_source): the op's launcher and options, the kernel patched."""
+    from types import SimpleNamespace
+
+    from tileops._dtypes import CODE
+    from tileops.kernels.sampling import cuda_sampling as K
+    patches, _, _ = lab.parse_spec(spec)
+    dev = logits.device.index or 0
+    b = SimpleNamespace(device=dev, dtype=CODE[logits.dtype], V=logits.shape[1], arch=K.arch(dev),
+                        vec=logits.data_ptr() % 16 == 0 and logits.shape[1] * logits.element_size() % 16 == 0)
+    plain = getattr(K, specialisation)
+
+    def patched(*args, **kw):
+        source, kernel, opts, plan = plain(*args, **kw)
+        return lab.patched_source(source, patches), kernel, opts, plan
+    saved = getattr(K, specialisation)
+    setattr(K, specialisation, patched)   # the builder looks it up when called
+    try:
+        return getattr(K, builder)(b)
+    finally:
+        setattr(K, specialisation, saved)
+
+
+def variant_fns(builder, specialisation, logits, outputs, args, want):
+    """{"+<stem>": fn} for each --patches spec: fn launches the patched kernel on args
+    (outputs last) into outputs; each checked equal to `want` first."""
+    fns = {}
+    for spec in PATCHES:
+        launch = patched_launch(builder, specialisation, logits, spec)
+        # the launcher builds on first use: once here, for the check
+        launch(*args, *outputs)
+        torch.cuda.synchronize()
+        assert torch.equal(outputs[-1], want), f"{spec}: {int((outputs[-1] != want).sum())} rows differ from torch"
+        fns["+" + lab.variant_name(spec)] = (lambda launch=launch: launch(*args, *outputs))
+    return fns
 
 
 def _copy_pair(nbytes):
@@ -91,7 +144,10 @@ def argmax_case(B, V, dtype):
     nbytes = x.numel() * x.element_size()
     src, dst = _copy_pair(nbytes)
     row = {"case": f"argmax B={B} V={V} {str(dtype)[6:]}", "B": B, "V": V, "dtype": str(dtype)[6:], "bytes": nbytes}
-    row.update(time_fns({"tileops": lambda: op(x), "torch": lambda: torch.argmax(x, -1), "copy": lambda: dst.copy_(src)}))
+    token = torch.empty(B, dtype=torch.int64, device="cuda")
+    row.update(time_fns({"tileops": lambda: op(x), **variant_fns("build_argmax", "argmax_specialisation", x, (token,),
+                                                                  (x,), want),
+                         "torch": lambda: torch.argmax(x, -1), "copy": lambda: dst.copy_(src)}))
     return row
 
 
@@ -110,8 +166,10 @@ def sample_case(B, V, dtype, masked=0.0):
     src, dst = _copy_pair(nbytes)
     row = {"case": f"sample B={B} V={V} {str(dtype)[6:]}{' m' if masked else ''}", "B": B, "V": V,
            "dtype": str(dtype)[6:], "masked": masked, "bytes": nbytes}
-    row.update(time_fns({"tileops": lambda: op(probs, q), "torch": lambda: (probs.float() / q).argmax(-1),
-                         "copy": lambda: dst.copy_(src)}))
+    token = torch.empty(B, dtype=torch.int64, device="cuda")
+    row.update(time_fns({"tileops": lambda: op(probs, q),
+                         **variant_fns("build_sample", "sample_specialisation", probs, (token,), (probs, q), want),
+                         "torch": lambda: (probs.float() / q).argmax(-1), "copy": lambda: dst.copy_(src)}))
     return row
 
 
@@ -130,8 +188,13 @@ def main():
     ap.add_argument("--masked", type=float, default=0.0,
                     help="--sample: this fraction of the logits -inf before the softmax (as a top-k / top-p mask "
                          "leaves them: zero probabilities; case names end in m)")
+    ap.add_argument("--patches", default="", help="comma-separated dev/patches files (A.patch+B.patch: B over A), "
+                                                   "each timed beside the op")
+    ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds of every function of a case")
     ap.add_argument("--out", default="argmax_timing.json")
     args = ap.parse_args()
+    global PATCHES, ROUNDS
+    PATCHES, ROUNDS = tuple(p for p in args.patches.split(",") if p), max(1, args.rounds)
     if args.batch_bytes is not None:
         set_batch_bytes(args.batch_bytes)
     if args.whole_split:
@@ -164,11 +227,13 @@ def main():
             "  ok" if r["over_copy_cold"] <= 1.1 else "  > 1.1x copy")
         print(f"{r['case']:34s} {r['tileops_hot_us']:8.2f} {r['tileops_cold_us']:8.2f} {r['tileops_cold_gbps']:6.0f} "
               f"{r['copy_hot_us']:9.2f} {r['copy_cold_us']:9.2f} {r['over_copy_hot']:8.2f} {r['over_copy_cold']:8.2f} "
-              f"{r['torch_hot_us']:9.2f} {r['torch_cold_us']:10.2f}{goal}")
+              f"{r['torch_hot_us']:9.2f} {r['torch_cold_us']:10.2f}{goal}"
+              + "".join(f"  {k[:-7]} {r[k]:.2f} / {r[k[:-7] + '_cold_us']:.2f}" for k in r
+                        if k.startswith("+") and k.endswith("_hot_us")))
     with open(args.out, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "batch_bytes": args.batch_bytes or 64,
                    "whole_split": args.whole_split, "cluster_split": args.cluster_split, "flush": args.flush,
-                   "rows": rows},
+                   "patches": PATCHES, "rounds": ROUNDS, "rows": rows},
                   f, indent=1)
 
 

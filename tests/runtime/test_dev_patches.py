@@ -193,8 +193,9 @@ def test_time_softmax_names_patched_variants(lab):
 @pytest.mark.parametrize("name", SAMPLING_PATCHES)
 def test_a_parked_sampling_patch_compiles_without_spills(tmp_path, lab, name):
     """The selection kernels of the real vocabularies with the patch applied (one CTA and
-    clusters of 8; dev/time_top_k.py's variants c1+NAME, c8+NAME). With no sampling patch
-    parked this has no case."""
+    clusters of 8; dev/time_top_k.py's variants c1+NAME, c8+NAME), and argmax's and the
+    sampler's builds (a CTA a row and the V rule's cluster; dev/time_argmax.py --patches).
+    With no sampling patch parked this has no case."""
     import torch
 
     from tileops._dtypes import CODE
@@ -202,7 +203,9 @@ def test_a_parked_sampling_patch_compiles_without_spills(tmp_path, lab, name):
     for dt in (torch.float32, torch.bfloat16, torch.float16):
         for c in (1, 8):
             for spec in (K.top_k_top_p_mask_specialisation(CODE[dt], 128256, True, 3, True, True, c),
-                         K.top_k_specialisation(CODE[dt], 152064, 50, True, True, c)):
+                         K.top_k_specialisation(CODE[dt], 152064, 50, True, True, c),
+                         K.argmax_specialisation(CODE[dt], 128256, True, 90, 232448, one_cta=c == 1),
+                         K.sample_specialisation(CODE[dt], 152064, True, 90, 232448, one_cta=c == 1)):
                 source, kernel, opts, _ = spec
                 nvcc_bare(tmp_path, lab.patched_source(source, _chain(name)), kernel, opts)
 
