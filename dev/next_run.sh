@@ -89,12 +89,6 @@
 #   pdaclean issue 13 (session 43): B = 1 1K L2-cold with L2 left clean (--flush read, as
 #            Nsight's cache control leaves it; issue 13's 8 us is quoted at locked clocks)
 #            beside the bench's dirty flush.
-#   amgather issue 14 (session 43): argmax's and the sampler's cluster reduction by st.async into
-#            rank 0's mbarrier (dev/patches/smp_async_gather.patch: no release cluster
-#            barrier, whose MEMBAR.ALL.GPU every thread paid) beside argmax, B = 32 / 128 x
-#            128256, bf16 and fp32, two interleaved rounds (argmax B = 32: 4.49 us hot against
-#            the read-only floor's 2.28 on the H100, session 42); then the patch applied and
-#            the argmax / draw / same-bits / graph GPU tests.
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -119,12 +113,10 @@ GATED_SPECS="gact_ablate_noact.patch"   # the no-activation ablation (dev/time_g
 # what a plan applies before its tests, in order, a call to dev/apply_patch.py each (its
 # tests after each call)
 NORM_APPLY=""   # norm_rt8_rows16.patch shipped in session 34
-AMGATHER_APPLY="smp_async_gather.patch"
 PYTEST="python3 -m pytest -q -p no:cacheprovider"
 SOFTMAX_TESTS="$PYTEST tests/gpu/test_gpu_sampling.py -k 'softmax or same_bits_whatever or captures_in_a_cuda_graph or manifest_batches'"
 GATED_TESTS="$PYTEST tests/gpu/test_gpu_activation.py"
 NORM_TESTS="$PYTEST tests/gpu/test_gpu_rms_norm.py"
-EXACT_TESTS="$PYTEST tests/gpu/test_gpu_sampling.py -k 'argmax or draw or same_bits_whatever or captures_in_a_cuda_graph or manifest_batches'"
 
 run() {   # run NAME CAP COMMAND...: the command under the lesser of CAP and what is left
     local name=$1 cap=$2; shift 2
@@ -190,7 +182,7 @@ floor_time() {
     time_softmax softmax_floor16 80 "$SOFTMAX_SPECS" --vocabs 128256 --floor --out-dtype same
 }
 floor_test() { run floor_tests 100 bash -c "$PYTEST dev/tests/test_stream_floor.py"; }
-NORM_OPS="RMSNormFwdOp LayerNormFwdOp GemmaRMSNormFwdOp FusedAddRMSNormFwdOp FusedAddLayerNormFwdOp"
+NORM_OPS=${NORM_OPS:-"RMSNormFwdOp LayerNormFwdOp GemmaRMSNormFwdOp FusedAddRMSNormFwdOp FusedAddLayerNormFwdOp"}   # normfull: some of them by the environment
 normfull_time() {
     local op
     for op in $NORM_OPS; do
@@ -226,11 +218,6 @@ pdaclean_time() {
     run pdaclean_write 50 python3 dev/time_paged_decode.py --cases 8B:1:1024,Qwen:1:1024 --out "$OUT/pdaclean_write.json"
 }
 pdaclean_test() { :; }   # nothing applied
-amgather_time() {
-    run amgather 130 python3 dev/time_argmax.py --quick --rounds 2 --patches smp_async_gather.patch \
-        --out "$OUT/amgather.json"
-}
-amgather_test() { apply_and_test amgather "$AMGATHER_APPLY" "$EXACT_TESTS"; }
 readfloor_time() {
     run readfloor_test 60 bash -c "$PYTEST dev/tests/test_stream_floor.py"
     run readfloor 120 bash -c "cd dev && python3 time_floor.py --rounds 3 --out $OUT/readfloor.json --cases \
