@@ -9,7 +9,9 @@ argmax (bf16 logits [B, V]), rmsnorm (fp16 x [--T, --N], weight [--N]), rope (fp
 --H, 128], k [--T, --Hkv, 128], in place, int64 positions below 8192), mask
 (TopKTopPMaskFwdOp, --dtype logits [B, V] N(0, 3), k in [1, V), p in [0.5, 0.95)), gated
 (--act gelu | silu | gelu_tanh and mul, fp16 x [--T, 2 x --I]; --compiled: torch.compile of
-the same math, Triton's kernel, for the one-token L2-cold gap of session 21). Each case makes 3
+the same math, Triton's kernel, for the one-token L2-cold gap of session 21); argmax
+--batch-bytes N: its builds with N bytes of loads in flight a thread (session 43: a thread's
+second batch issues after its first is folded at B = 32). Each case makes 3
 warm-up calls, then 2 more. ncu flushes the caches before each profiled launch by default
 (--cache-control all): L2-cold profiles, as the bench's cold timer. rmsnorm --liger runs
 Liger-Kernel's LigerRMSNormFunction on the same tensors instead (its wheel carried to the
@@ -43,6 +45,8 @@ def main():
     ap.add_argument("--act", default="gelu", choices=("gelu", "silu", "gelu_tanh"), help="gated: the activation")
     ap.add_argument("--I", type=int, default=14336, help="gated: the intermediate size (x is [T, 2 I])")
     ap.add_argument("--compiled", action="store_true", help="gated: torch.compile of the math instead of tileops")
+    ap.add_argument("--batch-bytes", type=int, default=None,
+                    help="argmax: bytes of loads in flight a thread (dev/time_argmax.py's knob; the kernel's 64)")
     a = ap.parse_args()
     dev = "cuda"
     if a.case == "pda":
@@ -109,6 +113,12 @@ def main():
             op = SoftmaxFwdOp(out_dtype=getattr(torch, a.out_dtype))
             fn = lambda: op(x, t)   # noqa: E731
         else:
+            if a.batch_bytes is not None:
+                import os
+                import sys
+                sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+                import time_argmax
+                time_argmax.set_batch_bytes(a.batch_bytes)
             op = ArgmaxFwdOp()
             fn = lambda: op(x)   # noqa: E731
     for _ in range(5):
