@@ -106,12 +106,11 @@ def patched_launch(builder, specialisation, logits, spec):
     def patched(*args, **kw):
         source, kernel, opts, plan = plain(*args, **kw)
         return lab.patched_source(source, patches), kernel, opts, plan
-    saved = getattr(K, specialisation)
     setattr(K, specialisation, patched)   # the builder looks it up when called
     try:
         return getattr(K, builder)(b)
     finally:
-        setattr(K, specialisation, saved)
+        setattr(K, specialisation, plain)
 
 
 def variant_fns(builder, specialisation, logits, outputs, args, want):
