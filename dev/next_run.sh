@@ -89,6 +89,11 @@
 #   pdaclean issue 13 (session 43): B = 1 1K L2-cold with L2 left clean (--flush read, as
 #            Nsight's cache control leaves it; issue 13's 8 us is quoted at locked clocks)
 #            beside the bench's dirty flush.
+#   clusterfloor issue 14 (session 43): the read-only floor (dev/time_floor.py) launched in
+#            clusters of 8 with a release cluster barrier before its stores (argmax's B = 32
+#            shape: 8.2 MB over ~256 CTAs of 256 threads) beside the plain floor and the copy:
+#            whether a cluster launch and its barrier are argmax's 1.8x-the-copy hot cost at
+#            B = 32 (the barrier's membar alone was not: smp_async_gather, session 43).
 #   measure  no patch: the H100's measurements again on the H200, by priority. Nsight
 #            Compute on paged decode at B = 1 1K (issue 13's 8 us; $OUT/ncu.tar.gz; 8.83
 #            on the H100, 8.35 on the H200 in session 26); GeLU(erf)-and-mul at 4096 tokens
@@ -218,6 +223,12 @@ pdaclean_time() {
     run pdaclean_write 50 python3 dev/time_paged_decode.py --cases 8B:1:1024,Qwen:1:1024 --out "$OUT/pdaclean_write.json"
 }
 pdaclean_test() { :; }   # nothing applied
+clusterfloor_time() {
+    run clusterfloor_test 60 bash -c "$PYTEST dev/tests/test_stream_floor.py"
+    run clusterfloor 150 bash -c "cd dev && python3 time_floor.py --rounds 3 --cluster 8 --out $OUT/clusterfloor.json \
+        --cases 8208384:0,32833536:0"
+}
+clusterfloor_test() { :; }   # nothing applied
 readfloor_time() {
     run readfloor_test 60 bash -c "$PYTEST dev/tests/test_stream_floor.py"
     run readfloor 120 bash -c "cd dev && python3 time_floor.py --rounds 3 --out $OUT/readfloor.json --cases \

@@ -2,7 +2,8 @@
 copy floor the bench uses (dst.copy_(src) of half the op's bytes) and torch's kernel of
 the same mix:
 
-    python3 dev/time_floor.py [--cases 8208384:16416768,...] [--rounds 2] [--flush write|read] [--out PATH.json]
+    python3 dev/time_floor.py [--cases 8208384:16416768,...] [--rounds 2] [--flush write|read] [--cluster C]
+        [--out PATH.json]
 
 Each case is READ:WRITE bytes (a multiple of 16 each; READ = WRITE, READ = 2 WRITE, WRITE
 = 2 READ, or WRITE = 0: reads only, argmax's mix, with 4 / 8 / 16 groups a thread), by default softmax's at 128256 bf16 logits -> float32 for B = 32 / 128 / 256,
@@ -18,7 +19,10 @@ minimum over rounds. The floor is the least of the floor builds; dev/time_softma
 --floor times the same builds beside the op. --flush read: the cold timer's flush reads its
 256 MB instead of writing it (bench.FLUSH_READS), so L2 holds no dirty lines when the call
 starts (session 42: on an H100 a read-only stream of 32.8 MB took 19.17 us L2-cold, a copy
-moving the same bytes 15.78)."""
+moving the same bytes 15.78). --cluster C (session 43): read-only cases also time the floor
+launched in clusters of C CTAs, each thread through a release cluster barrier before its
+store ("floor u4 c8" ...; the row's floor_cluster_*): argmax's shape below sm_count / 2
+rows, so what a cluster launch and its barrier cost a read-only stream."""
 from __future__ import annotations
 
 import argparse
@@ -68,21 +72,26 @@ def unrolls_of(w: int) -> tuple:
     return READ_ONLY_UNROLLS if w == 0 else UNROLLS
 
 
-def floor_launchers(read_bytes: int, write_bytes: int, device: int = 0) -> dict:
+def floor_launchers(read_bytes: int, write_bytes: int, device: int = 0, cluster: int = 1) -> dict:
     """{"floor u1": launch, ...}: the lab floor for the mix, each launch writing its own
     buffer, each checked against torch's result of the mix first (an AssertionError if not
-    equal)."""
+    equal). cluster C > 1 (the read-only mix only): {"floor u4 c8": ...}, the grid rounded up
+    to a multiple of C and launched in clusters of C with a cluster barrier before the
+    stores (-DTILEOPS_CLUSTER)."""
+    if cluster > 1 and write_bytes:
+        raise ValueError(f"time_floor: clusters with the read-only mix (READ:0) only, got {read_bytes}:{write_bytes}")
     r, w, groups = mix_of(read_bytes, write_bytes)
     gen = torch.Generator(device="cuda").manual_seed(0)
     src = torch.randint(-2**31, 2**31 - 1, (read_bytes // 4,), generator=gen, device="cuda", dtype=torch.int32)
     stream = torch._C._cuda_getCurrentRawStream
     out = {}
     for u in unrolls_of(w):
-        want = torch_result(src, r, w, u)
-        opts = (f"-DTILEOPS_READS={r}", f"-DTILEOPS_WRITES={w}", f"-DTILEOPS_THREADS={THREADS}",
-                f"-DTILEOPS_UNROLL={u}")
-        handle = runtime.build(device, FLOOR_SOURCE, "tileops_stream_floor", opts, "ppq")
         grid = -(-groups // (THREADS * u))
+        grid = -(-grid // cluster) * cluster
+        want = torch_result(src, r, w, u, blocks=grid)
+        opts = (f"-DTILEOPS_READS={r}", f"-DTILEOPS_WRITES={w}", f"-DTILEOPS_THREADS={THREADS}",
+                f"-DTILEOPS_UNROLL={u}") + ((f"-DTILEOPS_CLUSTER={cluster}",) if cluster > 1 else ())
+        handle = runtime.build(device, FLOOR_SOURCE, "tileops_stream_floor", opts, "ppq")
         dst = torch.full((write_bytes // 4 if w else grid * THREADS,), -1, device="cuda", dtype=torch.int32)
         keep = types.SimpleNamespace(src=src, dst=dst)
 
@@ -91,18 +100,21 @@ def floor_launchers(read_bytes: int, write_bytes: int, device: int = 0) -> dict:
                            keep.dst.data_ptr(), groups)
         launch()
         torch.cuda.synchronize()
-        assert torch.equal(dst, want), f"floor u{u} ({r}:{w}) differs from torch's result"
-        out[f"floor u{u}"] = launch
+        name = f"floor u{u}" + (f" c{cluster}" if cluster > 1 else "")
+        assert torch.equal(dst, want), f"{name} ({r}:{w}) differs from torch's result"
+        out[name] = launch
     return out
 
 
-def torch_result(src: torch.Tensor, r: int, w: int, unroll: int = 1) -> torch.Tensor:
+def torch_result(src: torch.Tensor, r: int, w: int, unroll: int = 1, blocks: int = 0) -> torch.Tensor:
     """What the floor kernel writes for src (int32 words), as int32 words; 1 : 0 (its
-    build's `unroll`): a thread's groups' words XORed, one word a thread of every block."""
+    build's `unroll`): a thread's groups' words XORed, one word a thread of every block
+    (`blocks` of them where more than the groups need: a cluster's rounded grid)."""
     if w == 0:
         per_block = THREADS * unroll
         groups = src.numel() // 4
-        words = torch.zeros(-(-groups // per_block) * per_block * 4, dtype=torch.int32, device=src.device)
+        words = torch.zeros(max(blocks, -(-groups // per_block)) * per_block * 4, dtype=torch.int32,
+                            device=src.device)
         words[: src.numel()] = src
         x = words.view(-1, unroll, THREADS, 4)   # [block, u, t, word]: group (b u_count + u) T + t
         out = x[:, 0, :, 0].clone()
@@ -138,8 +150,10 @@ def torch_launcher(read_bytes: int, write_bytes: int):
     return lambda: torch.bitwise_xor(a, b, out=dst)
 
 
-def time_case(read_bytes: int, write_bytes: int, rounds: int) -> dict:
+def time_case(read_bytes: int, write_bytes: int, rounds: int, cluster: int = 1) -> dict:
     fns = dict(floor_launchers(read_bytes, write_bytes))
+    if cluster > 1 and write_bytes == 0:
+        fns.update(floor_launchers(read_bytes, write_bytes, cluster=cluster))
     fns["torch"] = torch_launcher(read_bytes, write_bytes)
     add_copy(fns, read_bytes + write_bytes, torch.float16, "cuda")   # the bench's floor, as it makes it (fp16 cases)
     times = lab.time_interleaved(fns, rounds, cold_warmup=25, cold_rep=100)
@@ -149,6 +163,8 @@ def time_case(read_bytes: int, write_bytes: int, rounds: int) -> dict:
             row[f"{k.replace(' ', '_')}_{m}_us"] = min(v[m])
     for m in ("hot", "cold"):
         row[f"floor_{m}_us"] = min(row[f"floor_u{u}_{m}_us"] for u in unrolls_of(mix_of(read_bytes, write_bytes)[1]))
+        if cluster > 1 and write_bytes == 0:
+            row[f"floor_cluster_{m}_us"] = min(row[f"floor_u{u}_c{cluster}_{m}_us"] for u in unrolls_of(0))
     return row
 
 
@@ -156,6 +172,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cases", default=None, help="READ:WRITE bytes, comma-separated (default: softmax's and the gated ops')")
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--cluster", type=int, default=1,
+                   help="read-only cases (READ:0): also the floor launched in clusters of this many CTAs, a cluster "
+                        "barrier before the stores (argmax's shape below sm_count / 2 rows: 8)")
     p.add_argument("--out", default=None)
     lab.add_flush_option(p)
     a = p.parse_args(argv)
@@ -168,13 +187,15 @@ def main(argv=None):
     print(f"{'read:write MB':>16s} {'mix':>4s} {'floor hot':>10s} {'floor cold':>10s} {'torch hot':>10s} "
           f"{'torch cold':>10s} {'copy hot':>9s} {'copy cold':>9s} {'copy/floor c':>12s}")
     for rb, wb in cases:
-        row = time_case(rb, wb, a.rounds)
+        row = time_case(rb, wb, a.rounds, a.cluster)
         rows.append(row)
         print(f"{rb / 1e6:7.2f}:{wb / 1e6:<8.2f} {row['mix']:>4s} {row['floor_hot_us']:10.2f} {row['floor_cold_us']:10.2f} "
               f"{row['torch_hot_us']:10.2f} {row['torch_cold_us']:10.2f} {row['copy_hot_us']:9.2f} "
-              f"{row['copy_cold_us']:9.2f} {row['copy_cold_us'] / row['floor_cold_us']:12.3f}")
+              f"{row['copy_cold_us']:9.2f} {row['copy_cold_us'] / row['floor_cold_us']:12.3f}"
+              + (f"  clusters of {a.cluster}: {row['floor_cluster_hot_us']:.2f} / {row['floor_cluster_cold_us']:.2f}"
+                 if "floor_cluster_hot_us" in row else ""))
     out = a.out or str(lab.default_out("time_floor.json"))
-    common.write_results(out, rows, common.metadata("cuda", sweep="stream floor", flush=a.flush))
+    common.write_results(out, rows, common.metadata("cuda", sweep="stream floor", flush=a.flush, cluster=a.cluster))
     return 0
 
 

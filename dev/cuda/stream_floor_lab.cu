@@ -21,12 +21,28 @@
  *
  * Parameters (arg_format "ppq"): (const char *src, char *dst, long long groups); src holds
  * TILEOPS_READS x groups words, dst TILEOPS_WRITES x groups, group g's at dst + 16 W g (1 / 0:
- * dst holds grid x TILEOPS_THREADS 4-byte words). */
+ * dst holds grid x TILEOPS_THREADS 4-byte words).
+ * TILEOPS_CLUSTER C > 1 (1 / 0 only; session 43): the grid (a multiple of C) launched in
+ * clusters of C, every thread passing one release / acquire cluster barrier between its
+ * XOR and its store, as argmax's exchange does: what a cluster launch and its barrier add
+ * to the read-only floor (argmax at B = 32, clusters of 8, ran 1.8x the copy hot). */
 #if !defined(TILEOPS_READS) || !defined(TILEOPS_WRITES) || !defined(TILEOPS_THREADS) || !defined(TILEOPS_UNROLL)
 #error "stream_floor_lab.cu needs -DTILEOPS_READS, -DTILEOPS_WRITES, -DTILEOPS_THREADS, -DTILEOPS_UNROLL"
 #endif
 #if !((TILEOPS_READS == 1 && TILEOPS_WRITES <= 2 && TILEOPS_WRITES >= 0) || (TILEOPS_READS == 2 && TILEOPS_WRITES == 1))
 #error "stream_floor_lab.cu: TILEOPS_READS / TILEOPS_WRITES must be 1 / 1, 1 / 2, 2 / 1 or 1 / 0"
+#endif
+
+#ifndef TILEOPS_CLUSTER
+#define TILEOPS_CLUSTER 1
+#endif
+#if TILEOPS_CLUSTER > 1 && TILEOPS_WRITES != 0
+#error "stream_floor_lab.cu: TILEOPS_CLUSTER > 1 with the read-only mix (1 / 0) only"
+#endif
+#if TILEOPS_CLUSTER > 1
+#define FLOOR_CLUSTER_DIMS __attribute__((cluster_dims(TILEOPS_CLUSTER, 1, 1)))
+#else
+#define FLOOR_CLUSTER_DIMS
 #endif
 
 struct floor_v4 {
@@ -48,7 +64,7 @@ __device__ __forceinline__ void floor_st16(char *p, struct floor_v4 v) {
                  : "memory");
 }
 
-extern "C" __global__ void __launch_bounds__(TILEOPS_THREADS) tileops_stream_floor(const char *src, char *dst,
+extern "C" __global__ void __launch_bounds__(TILEOPS_THREADS) FLOOR_CLUSTER_DIMS tileops_stream_floor(const char *src, char *dst,
                                                                                    long long groups) {
     const long long g0 = (long long)blockIdx.x * (TILEOPS_THREADS * TILEOPS_UNROLL) + threadIdx.x;
     struct floor_v4 in[TILEOPS_UNROLL][TILEOPS_READS];
@@ -73,6 +89,9 @@ extern "C" __global__ void __launch_bounds__(TILEOPS_THREADS) tileops_stream_flo
 #pragma unroll
         for (int k = 0; k < 4; k++)
             x ^= in[u][0].a[k];
+#if TILEOPS_CLUSTER > 1
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+#endif
     asm volatile("st.global.u32 [%0], %1;" ::"l"(dst + 4 * ((long long)blockIdx.x * TILEOPS_THREADS + threadIdx.x)),
                  "r"(x)
                  : "memory");

@@ -82,6 +82,19 @@ def test_the_stream_floor_lab_kernel_compiles_without_spills(tmp_path, reads, wr
 
 
 @NEEDS_NVCC
+@pytest.mark.parametrize("unroll", [4, 8, 16])
+def test_the_read_only_floor_in_clusters_compiles_with_its_barrier(tmp_path, unroll):
+    """dev/time_floor.py --cluster 8: the read-only build launched in clusters of 8, each
+    thread through a release / acquire cluster barrier (argmax's exchange) before its store;
+    a mix with writes is refused."""
+    opts = ["-DTILEOPS_READS=1", "-DTILEOPS_THREADS=256", f"-DTILEOPS_UNROLL={unroll}", "-DTILEOPS_CLUSTER=8"]
+    report = _compile(tmp_path, None, "stream_floor_lab.cu", "tileops_stream_floor", opts + ["-DTILEOPS_WRITES=0"])
+    assert "0 bytes spill stores" in report, report
+    r = _nvcc(tmp_path, None, "stream_floor_lab.cu", opts + ["-DTILEOPS_WRITES=1"])
+    assert r.returncode != 0 and "with the read-only mix (1 / 0) only" in r.stderr
+
+
+@NEEDS_NVCC
 def test_the_stream_floor_lab_kernel_refuses_a_mix_it_has_no_code_for(tmp_path):
     r = _nvcc(tmp_path, None, "stream_floor_lab.cu",
               ["-DTILEOPS_READS=2", "-DTILEOPS_WRITES=2", "-DTILEOPS_THREADS=256", "-DTILEOPS_UNROLL=1"])
@@ -107,6 +120,10 @@ def test_the_stream_floor_kernels_arithmetic_is_torchs_result_of_its_mix():
     half = u.shape[0] // 2
     assert torch.equal(as_i32(u[:half] ^ u[half:]), time_floor.torch_result(src, 2, 1))
     assert torch.equal(time_floor.torch_result(src, 1, 1), src)
+    # 1 : 0 over a grid rounded up to whole clusters: the extra blocks' threads write 0
+    ro = time_floor.torch_result(src, 1, 0, 4)
+    padded = time_floor.torch_result(src, 1, 0, 4, blocks=8)
+    assert padded.numel() == 8 * 256 and torch.equal(padded[:ro.numel()], ro) and not padded[ro.numel():].any()
     assert time_floor.mix_of(32 * 16, 64 * 16) == (1, 2, 32)
     with pytest.raises(ValueError, match="1 : 1, 1 : 2, 2 : 1 or 1 : 0"):
         time_floor.mix_of(48, 16)
