@@ -89,18 +89,21 @@ def time_fns(fns):
     return row
 
 
-def patched_launch(builder, specialisation, logits, spec):
+def patched_launch(builder, specialisation, tensors, spec):
     """launch(*tensors) of cuda_sampling's `builder` ("build_argmax" or "build_sample") for
-    logits' dtype, V and alignment, with every build's source the dev/patches files of
-    `spec` applied (lab.patched_source): the op's launcher and options, the kernel patched."""
+    the logits' (tensors[0]) dtype and V, its alignment the op's (every pointer 16-byte
+    aligned: cuda_sampling.vec adds the rows' check), with every build's source the
+    dev/patches files of `spec` applied (lab.patched_source): the op's launcher and
+    options, the kernel patched."""
     from types import SimpleNamespace
 
     from tileops._dtypes import CODE
     from tileops.kernels.sampling import cuda_sampling as K
     patches, _, _ = lab.parse_spec(spec)
+    logits = tensors[0]
     dev = logits.device.index or 0
     b = SimpleNamespace(device=dev, dtype=CODE[logits.dtype], V=logits.shape[1], arch=K.arch(dev),
-                        vec=logits.data_ptr() % 16 == 0 and logits.shape[1] * logits.element_size() % 16 == 0)
+                        vec=all(t.data_ptr() % 16 == 0 for t in tensors))
     plain = getattr(K, specialisation)
 
     def patched(*args, **kw):
@@ -113,17 +116,16 @@ def patched_launch(builder, specialisation, logits, spec):
         setattr(K, specialisation, plain)
 
 
-def variant_fns(builder, specialisation, logits, outputs, args, want):
-    """{"+<stem>": fn} for each --patches spec: fn launches the patched kernel on args
-    (outputs last) into outputs; each checked equal to `want` first."""
+def variant_fns(builder, specialisation, tensors, want):
+    """{"+<stem>": fn} for each --patches spec: fn launches the patched kernel on `tensors`
+    (its inputs, then its output: the token), each checked equal to `want` first."""
     fns = {}
     for spec in PATCHES:
-        launch = patched_launch(builder, specialisation, logits, spec)
-        # the launcher builds on first use: once here, for the check
-        launch(*args, *outputs)
+        launch = patched_launch(builder, specialisation, tensors, spec)
+        launch(*tensors)   # the launcher builds on first use: once here, for the check
         torch.cuda.synchronize()
-        assert torch.equal(outputs[-1], want), f"{spec}: {int((outputs[-1] != want).sum())} rows differ from torch"
-        fns["+" + lab.variant_name(spec)] = (lambda launch=launch: launch(*args, *outputs))
+        assert torch.equal(tensors[-1], want), f"{spec}: {int((tensors[-1] != want).sum())} rows differ from torch"
+        fns["+" + lab.variant_name(spec)] = (lambda launch=launch: launch(*tensors))
     return fns
 
 
@@ -144,8 +146,8 @@ def argmax_case(B, V, dtype):
     src, dst = _copy_pair(nbytes)
     row = {"case": f"argmax B={B} V={V} {str(dtype)[6:]}", "B": B, "V": V, "dtype": str(dtype)[6:], "bytes": nbytes}
     token = torch.empty(B, dtype=torch.int64, device="cuda")
-    row.update(time_fns({"tileops": lambda: op(x), **variant_fns("build_argmax", "argmax_specialisation", x, (token,),
-                                                                  (x,), want),
+    row.update(time_fns({"tileops": lambda: op(x),
+                         **variant_fns("build_argmax", "argmax_specialisation", (x, token), want),
                          "torch": lambda: torch.argmax(x, -1), "copy": lambda: dst.copy_(src)}))
     return row
 
@@ -167,7 +169,7 @@ def sample_case(B, V, dtype, masked=0.0):
            "dtype": str(dtype)[6:], "masked": masked, "bytes": nbytes}
     token = torch.empty(B, dtype=torch.int64, device="cuda")
     row.update(time_fns({"tileops": lambda: op(probs, q),
-                         **variant_fns("build_sample", "sample_specialisation", probs, (token,), (probs, q), want),
+                         **variant_fns("build_sample", "sample_specialisation", (probs, q, token), want),
                          "torch": lambda: (probs.float() / q).argmax(-1), "copy": lambda: dst.copy_(src)}))
     return row
 

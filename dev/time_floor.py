@@ -151,8 +151,9 @@ def torch_launcher(read_bytes: int, write_bytes: int):
 
 
 def time_case(read_bytes: int, write_bytes: int, rounds: int, cluster: int = 1) -> dict:
+    clustered = cluster > 1 and write_bytes == 0   # --cluster: the read-only cases only
     fns = dict(floor_launchers(read_bytes, write_bytes))
-    if cluster > 1 and write_bytes == 0:
+    if clustered:
         fns.update(floor_launchers(read_bytes, write_bytes, cluster=cluster))
     fns["torch"] = torch_launcher(read_bytes, write_bytes)
     add_copy(fns, read_bytes + write_bytes, torch.float16, "cuda")   # the bench's floor, as it makes it (fp16 cases)
@@ -163,7 +164,7 @@ def time_case(read_bytes: int, write_bytes: int, rounds: int, cluster: int = 1) 
             row[f"{k.replace(' ', '_')}_{m}_us"] = min(v[m])
     for m in ("hot", "cold"):
         row[f"floor_{m}_us"] = min(row[f"floor_u{u}_{m}_us"] for u in unrolls_of(mix_of(read_bytes, write_bytes)[1]))
-        if cluster > 1 and write_bytes == 0:
+        if clustered:
             row[f"floor_cluster_{m}_us"] = min(row[f"floor_u{u}_c{cluster}_{m}_us"] for u in unrolls_of(0))
     return row
 

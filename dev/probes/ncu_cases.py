@@ -19,8 +19,12 @@ device; ncu_run.sh's kind "ligerrms" selects its Triton kernel)."""
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # dev/: time_argmax's knobs
 
 
 def main():
@@ -114,10 +118,7 @@ def main():
             fn = lambda: op(x, t)   # noqa: E731
         else:
             if a.batch_bytes is not None:
-                import os
-                import sys
-                sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-                import time_argmax
+                import time_argmax   # dev/ (on the path above)
                 time_argmax.set_batch_bytes(a.batch_bytes)
             op = ArgmaxFwdOp()
             fn = lambda: op(x)   # noqa: E731
