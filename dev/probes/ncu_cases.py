@@ -5,7 +5,7 @@ calls ncu profiles (it is told to skip the warm-up launches by --launch-skip).
         --launch-count 1 python3 dev/probes/ncu_cases.py pda --B 128 --ctx 4096
 
 Cases: pda (PagedDecodeAttentionFwdOp, Llama-3-8B heads unless --H/--Hkv), softmax,
-argmax (bf16 logits [B, V]), rmsnorm (fp16 x [--T, --N], weight [--N]), rope (fp16 q [--T,
+argmax (bf16 logits [B, V]), rmsnorm (--dtype x [--T, --N], weight [--N]), rope (fp16 q [--T,
 --H, 128], k [--T, --Hkv, 128], in place, int64 positions below 8192), mask
 (TopKTopPMaskFwdOp, --dtype logits [B, V] N(0, 3), k in [1, V), p in [0.5, 0.95)), gated
 (--act gelu | silu | gelu_tanh and mul, fp16 x [--T, 2 x --I]; --compiled: torch.compile of
@@ -43,7 +43,7 @@ def main():
     ap.add_argument("--T", type=int, default=32)
     ap.add_argument("--N", type=int, default=4096)
     ap.add_argument("--liger", action="store_true", help="rmsnorm: Liger-Kernel's instead of tileops'")
-    ap.add_argument("--dtype", default="bfloat16", help="mask, softmax, argmax: the logits' dtype")
+    ap.add_argument("--dtype", default="bfloat16", help="mask, softmax, argmax: the logits' dtype; rmsnorm: x's")
     ap.add_argument("--temperature", action="store_true", help="softmax: a per-row temperature in [0.25, 2)")
     ap.add_argument("--out-dtype", default="float32", help="softmax: the probabilities' dtype")
     ap.add_argument("--act", default="gelu", choices=("gelu", "silu", "gelu_tanh"), help="gated: the activation")
@@ -75,8 +75,8 @@ def main():
             fn = lambda: sdpa_decode(q.unsqueeze(2), k, v, scale=D ** -0.5)   # noqa: E731
     elif a.case == "rmsnorm":
         from tileops.norm import RMSNormFwdOp
-        x = torch.randn(a.T, a.N, device=dev, dtype=torch.float16)
-        w = torch.randn(a.N, device=dev, dtype=torch.float16)
+        x = torch.randn(a.T, a.N, device=dev, dtype=getattr(torch, a.dtype))
+        w = torch.randn(a.N, device=dev, dtype=x.dtype)
         op = RMSNormFwdOp((a.N,))
         fn = lambda: op(x, w)   # noqa: E731
         if a.liger:
