@@ -21,9 +21,13 @@ the row count). Session 22's lead (dev/NOTES.md): the 3584 builds carry the most
 gap to Liger (0.45 us); `--ns 3584 --rows 1,32,4096 --rt-op layer_norm` asks whether
 another threads-per-row closes it without a loss at 4096 rows.
 --patches adds `--rt-op`'s rule build from the source with parked dev/patches applied
-("<op> +NAME", and its "smem" form), --no-sweep drops the other threads per row and the
+("<op> +NAME", and its "smem" form), a patch that touches rms_norm.cu also gives "shipped +NAME"
+(the shipped RMSNorm's build from the patched source); --no-sweep drops the other threads per row and the
 other ops (session 39's LayerNorm ablation: `--ns 3584 --rt-op layer_norm --no-sweep
 --patches nr_ablate_mean_sum.patch`; timed in session 40 and deleted, git history).
+--liger (session 44; its wheel installed) adds Liger-Kernel's RMSNorm on the same x and
+weight ("liger rms_norm"), and its LayerNorm with the bias ("liger layer_norm") when
+--rt-op is layer_norm: the peer the bench compares with, in the same rounds.
 Each is timed hot (CUDA graph of 50 calls, L2-hot) and cold (a 256 MB buffer written before every call), in 2 interleaved rounds
 (order reversed in the second); the rows give both rounds and their minimum. Kernels are
 launched directly (runtime.build + _C.cuda_launch): no op layer, no allocation."""
@@ -42,7 +46,7 @@ tileops = common.import_tileops()
 from tileops import _C, runtime  # noqa: E402
 from tileops.kernels.norm import cuda_rows as R  # noqa: E402
 
-DT = 1   # float16
+DT = 1   # float16; --dtype bfloat16: 2
 SMS = 132   # the H200's SMs: the launch rule's grid cap, and the largest grid its decode build serves
 OPS = (("layer_norm", True, True), ("fused_add_rms_norm", True, False), ("fused_add_layer_norm", True, True),
        ("gemma_rms_norm", True, False))
@@ -94,25 +98,53 @@ def add_patched(out, keep, rows, n, op, specs):
         out[name] = (_launcher(runtime.build(0, psrc, kname, o, R.ARG_FORMAT), min(-(-rows // rpb), cap or 2**31 - 1),
                                threads, args), nbytes)
         _add_decode(out, name, psrc, kname, o, hw, hb, vec, rpb, rows, threads, args, nbytes)
+        if any("csrc/ops/norm/rms_norm.cu" in lab.files_of((lab.DEV_DIR / "patches" / f).read_text()) for f in patches):
+            h, grid, threads_s, s_args, s_bytes = _shipped(keep, rows, n, lab.patched_source("norm/rms_norm.cu", patches),
+                                                            o_defines=defines)
+            out[f"shipped +{lab.variant_name(spec)}"] = (_launcher(h, grid, threads_s, s_args), s_bytes)
+
+
+def _shipped(keep, rows, n, source="norm/rms_norm.cu", o_defines=()):
+    """(handle, grid, threads, args, bytes) of the shipped RMSNorm register kernel's build
+    by the launch rule (rms_norm_rows' threads per row) from `source`."""
+    x, _, w, _, y, _ = keep
+    vec = R.vec_for(DT, n, True)
+    _, _, opts, threads, rpb, _, _ = R.specialisation("rms_norm_rows", DT, n, True, False, vec, SMS)
+    shipped = lab.with_defines([o for o in opts if not o.startswith("-DTILEOPS_HAS_BIAS")], o_defines)
+    h = runtime.build(0, source, "tileops_rms_norm", shipped, "pppqqqf")
+    return h, -(-rows // rpb), threads, (x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n, 1e-6), \
+        (2 * rows + 1) * n * x.element_size()
+
+
+def add_liger(out, keep, rt_op):
+    """out["liger rms_norm"] (and "liger layer_norm" when rt_op is layer_norm): Liger-Kernel's
+    functions on the same tensors (its wheel must be installed)."""
+    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+    x, _, w, b, y, _ = keep
+    e = x.element_size()
+    out["liger rms_norm"] = (lambda: LigerRMSNormFunction.apply(x, w, 1e-6), (2 * x.numel() + x.shape[1]) * e)
+    if rt_op == "layer_norm":
+        from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+        out["liger layer_norm"] = (lambda: LigerLayerNormFunction.apply(x, w, b, 1e-5),
+                                   (2 * x.numel() + 2 * x.shape[1]) * e)
 
 
 def impls(rows, n, rt_op="rms_norm_rows", sweep=True):
     """name -> (callable, bytes moved); sweep=False: the copy, the shipped RMSNorm and
     `rt_op`'s rule build alone (no other threads per row, no other op)."""
     gen = torch.Generator(device="cpu").manual_seed(0)
-    x = torch.randn(rows, n, generator=gen).to("cuda", torch.float16)
-    r = torch.randn(rows, n, generator=gen).to("cuda", torch.float16)
-    w = (1 + 0.1 * torch.randn(n, generator=gen)).to("cuda", torch.float16)
-    b = (0.1 * torch.randn(n, generator=gen)).to("cuda", torch.float16)
+    dt = torch.bfloat16 if DT == 2 else torch.float16
+    x = torch.randn(rows, n, generator=gen).to("cuda", dt)
+    r = torch.randn(rows, n, generator=gen).to("cuda", dt)
+    w = (1 + 0.1 * torch.randn(n, generator=gen)).to("cuda", dt)
+    b = (0.1 * torch.randn(n, generator=gen)).to("cuda", dt)
     y, ro = torch.empty_like(x), torch.empty_like(x)
     e = 2
     out = {"copy": (lambda: y.copy_(x), 2 * rows * n * e)}
     vec = R.vec_for(DT, n, True)
     src, kname, opts, threads, rpb, _, cap = R.specialisation("rms_norm_rows", DT, n, True, False, vec, SMS)
-    shipped = [o for o in opts if not o.startswith("-DTILEOPS_HAS_BIAS")]
-    h = runtime.build(0, "norm/rms_norm.cu", "tileops_rms_norm", shipped, "pppqqqf")
-    out["shipped"] = (_launcher(h, -(-rows // rpb), threads, (x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n,
-                                                              1e-6)), (2 * rows + 1) * n * e)
+    h, grid, threads_s, s_args, s_bytes = _shipped((x, r, w, b, y, ro), rows, n)
+    out["shipped"] = (_launcher(h, grid, threads_s, s_args), s_bytes)
     rows_args = (x.data_ptr(), 0, w.data_ptr(), 0, y.data_ptr(), 0, rows, 1e-6)
     h = runtime.build(0, src, kname, opts, R.ARG_FORMAT)
     out["rms_norm_rows"] = (_launcher(h, -(-rows // rpb), threads, rows_args), (2 * rows + 1) * n * e)
@@ -158,11 +190,15 @@ def main(argv=None):
                    help="time each build's decode form (weight and bias staged in shared memory) at every row "
                         "count, not only where the grid fits one block an SM (session 41: LayerNorm's L2-cold "
                         "loss to Liger at 256 tokens, a grid of one wave but more than one block an SM)")
+    p.add_argument("--dtype", default="float16", choices=("float16", "bfloat16"), help="every tensor's dtype")
+    p.add_argument("--liger", action="store_true",
+                   help="also Liger-Kernel's RMSNorm (and LayerNorm with --rt-op layer_norm) on the same tensors")
     p.add_argument("--no-sweep", action="store_true",
                    help="only the copy, the shipped RMSNorm, --rt-op's rule build and the --patches variants")
     a = p.parse_args(argv)
-    global SMEM_ANY_GRID
+    global SMEM_ANY_GRID, DT
     SMEM_ANY_GRID = a.smem_any_grid
+    DT = 2 if a.dtype == "bfloat16" else 1
     specs = [v for v in a.patches.split(",") if v]
     for spec in specs:
         lab.parse_spec(spec)   # a bad spec stops the run before any build
@@ -171,9 +207,11 @@ def main(argv=None):
         for rows in (int(v) for v in a.rows.split(",")):
             fns, keep = impls(rows, n, a.rt_op, sweep=not a.no_sweep)
             add_patched(fns, keep, rows, n, a.rt_op, specs)
+            if a.liger:
+                add_liger(fns, keep, a.rt_op)
             times = time_interleaved({k: f[0] for k, f in fns.items()})
             for k in fns:
-                row = {"workload": f"{rows}x{n}", "dtype": "float16", "impl": k, "bytes": fns[k][1],
+                row = {"workload": f"{rows}x{n}", "dtype": a.dtype, "impl": k, "bytes": fns[k][1],
                        "hot_us": min(times[k]["hot"]), "cold_us": min(times[k]["cold"]),
                        "hot_us_rounds": times[k]["hot"], "cold_us_rounds": times[k]["cold"]}
                 results.append(row)
