@@ -80,12 +80,6 @@
 #            full timers (three interleaved rounds; session 39 had one --fast round: another
 #            impl ahead in 35 of 77 cases, mostly by under 0.4 us), fp16 and bf16, every
 #            manifest workload of the five ops, with Liger carried (.whl).
-#   pdaalone issue 13 (session 43): dev/patches/pda_fresh_tile.patch and pda_padded_states.patch
-#            each alone against the shipped tree (session 26 timed them only together: B = 1
-#            1K 2 % faster, B = 16 / 32 4K 0.5-0.8 %, B = 4 4K 4 % slower), two interleaved
-#            rounds through dev/pda_variants.sh (prepare here first: PDA_TREES=
-#            "fresh:pda_fresh_tile;pad:pda_padded_states" bash dev/pda_variants.sh --prepare,
-#            then carry ".variants"); each tree's GPU tests of the bits after.
 #   pdaclean issue 13 (session 43): B = 1 1K L2-cold with L2 left clean (--flush read, as
 #            Nsight's cache control leaves it; issue 13's 8 us is quoted at locked clocks)
 #            beside the bench's dirty flush.
@@ -207,16 +201,6 @@ pdaprof_time() {   # the B = 1 32K cases' kernels one by one: the main kernel ag
     run pdaprof 150 python3 dev/time_paged_decode.py --cases "$PDA_PROF_CASES" --profile --out "$OUT/pdaprof.json"
 }
 pdaprof_test() { :; }   # nothing applied
-PDA_ALONE_TREES="fresh:pda_fresh_tile;pad:pda_padded_states"
-pdaalone_time() {
-    run pdaalone 330 env PDA_TREES="$PDA_ALONE_TREES" PDA_CASES="8B:1:1024,8B:4:4096,8B:8:4096,8B:32:4096,70B:32:4096" \
-        PDA_STEPS=". time shipped;fresh time fresh;pad time pad;. time shipped2;fresh time fresh2;pad time pad2" \
-        bash dev/pda_variants.sh
-}
-pdaalone_test() {
-    run pdaalone_tests 150 env PDA_TREES="$PDA_ALONE_TREES" \
-        PDA_STEPS="fresh test same_bits or float64 or merge;pad test same_bits or float64 or merge" bash dev/pda_variants.sh
-}
 pdaclean_time() {
     run pdaclean 90 python3 dev/time_paged_decode.py --cases 8B:1:1024,8B:1:1024:64,Qwen:1:1024,70B:1:1024 \
         --flush read --out "$OUT/pdaclean_read.json"
