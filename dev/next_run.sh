@@ -80,6 +80,13 @@
 #            full timers (three interleaved rounds; session 39 had one --fast round: another
 #            impl ahead in 35 of 77 cases, mostly by under 0.4 us), fp16 and bf16, every
 #            manifest workload of the five ops, with Liger carried (.whl).
+#   normfirst issue 11 (session 44): dev/patches/norm_row_first.patch (the norms' first row
+#            loaded before their weight; RMSNorm's one-row blocks with a uniform row index:
+#            Nsight had the cold RMSNorm wait on a late constant load of x's pointer, then on
+#            the row; Liger 3.23 against our 4.22 us at Qwen2.5 bf16 32 tokens, H100) beside
+#            the shipped builds and Liger in the same rounds (dev/time_norm_rows.py --liger:
+#            RMSNorm bf16 and fp16 at 3584 / 4096 / 8192 x 1 / 32 / 256 rows, then LayerNorm
+#            and Gemma at 3584); then the norm GPU tests with it applied (the same bits).
 #   pdaclean issue 13 (session 43): B = 1 1K L2-cold with L2 left clean (--flush read, as
 #            Nsight's cache control leaves it; issue 13's 8 us is quoted at locked clocks)
 #            beside the bench's dirty flush.
@@ -249,6 +256,20 @@ harness_time() {
         $(echo $COPY_SIZES | sed 's/\([0-9]*\)/\1:\1/g')"
 }
 harness_test() { :; }   # nothing applied
+NORMFIRST_ARGS="--ns 3584,4096,8192 --rows 1,32,256 --no-sweep --liger --patches norm_row_first.patch"
+normfirst_time() {
+    run normfirst_bf16 110 bash -c "cd dev && python3 time_norm_rows.py --dtype bfloat16 $NORMFIRST_ARGS \
+        --out $OUT/normfirst_bf16.json"
+    run normfirst_fp16 110 bash -c "cd dev && python3 time_norm_rows.py --dtype float16 $NORMFIRST_ARGS \
+        --out $OUT/normfirst_fp16.json"
+    run normfirst_ln 60 bash -c "cd dev && python3 time_norm_rows.py --dtype bfloat16 --ns 3584 --rows 1,32,256 \
+        --no-sweep --liger --rt-op layer_norm --patches norm_row_first.patch --out $OUT/normfirst_ln.json"
+    run normfirst_gemma 50 bash -c "cd dev && python3 time_norm_rows.py --dtype bfloat16 --ns 3584 --rows 1,32,256 \
+        --no-sweep --rt-op gemma_rms_norm --patches norm_row_first.patch --out $OUT/normfirst_gemma.json"
+}
+normfirst_test() {
+    apply_and_test normfirst "norm_row_first.patch" "$PYTEST tests/gpu/test_gpu_rms_norm.py tests/gpu/test_gpu_norm_rows.py"
+}
 norm_time() {   # RMSNorm's launch shapes at QK-norm's rows of 128 (the rule's 4 threads a row against 8, 16)
     run sweep_qknorm 130 python3 dev/sweep_norm.py --mode shapes --only 131072x128,32768x128,32x128,8x128 \
         --out "$OUT/sweep_qknorm.json"
