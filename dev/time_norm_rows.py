@@ -99,21 +99,20 @@ def add_patched(out, keep, rows, n, op, specs):
                                threads, args), nbytes)
         _add_decode(out, name, psrc, kname, o, hw, hb, vec, rpb, rows, threads, args, nbytes)
         if any("csrc/ops/norm/rms_norm.cu" in lab.files_of((lab.DEV_DIR / "patches" / f).read_text()) for f in patches):
-            h, grid, threads_s, s_args, s_bytes = _shipped(keep, rows, n, lab.patched_source("norm/rms_norm.cu", patches),
-                                                            o_defines=defines)
-            out[f"shipped +{lab.variant_name(spec)}"] = (_launcher(h, grid, threads_s, s_args), s_bytes)
+            out[f"shipped +{lab.variant_name(spec)}"] = _shipped(
+                keep, rows, n, lab.patched_source("norm/rms_norm.cu", patches), defines)
 
 
-def _shipped(keep, rows, n, source="norm/rms_norm.cu", o_defines=()):
-    """(handle, grid, threads, args, bytes) of the shipped RMSNorm register kernel's build
-    by the launch rule (rms_norm_rows' threads per row) from `source`."""
+def _shipped(keep, rows, n, source="norm/rms_norm.cu", defines=()):
+    """(launch, bytes moved) of the shipped RMSNorm register kernel's build by the launch
+    rule (rms_norm_rows' threads per row) from `source`, with `defines` replacing options."""
     x, _, w, _, y, _ = keep
     vec = R.vec_for(DT, n, True)
     _, _, opts, threads, rpb, _, _ = R.specialisation("rms_norm_rows", DT, n, True, False, vec, SMS)
-    shipped = lab.with_defines([o for o in opts if not o.startswith("-DTILEOPS_HAS_BIAS")], o_defines)
+    shipped = lab.with_defines([o for o in opts if not o.startswith("-DTILEOPS_HAS_BIAS")], defines)
     h = runtime.build(0, source, "tileops_rms_norm", shipped, "pppqqqf")
-    return h, -(-rows // rpb), threads, (x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n, 1e-6), \
-        (2 * rows + 1) * n * x.element_size()
+    return (_launcher(h, -(-rows // rpb), threads, (x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n, 1e-6)),
+            (2 * rows + 1) * n * x.element_size())
 
 
 def add_liger(out, keep, rt_op):
@@ -143,8 +142,7 @@ def impls(rows, n, rt_op="rms_norm_rows", sweep=True):
     out = {"copy": (lambda: y.copy_(x), 2 * rows * n * e)}
     vec = R.vec_for(DT, n, True)
     src, kname, opts, threads, rpb, _, cap = R.specialisation("rms_norm_rows", DT, n, True, False, vec, SMS)
-    h, grid, threads_s, s_args, s_bytes = _shipped((x, r, w, b, y, ro), rows, n)
-    out["shipped"] = (_launcher(h, grid, threads_s, s_args), s_bytes)
+    out["shipped"] = _shipped((x, r, w, b, y, ro), rows, n)
     rows_args = (x.data_ptr(), 0, w.data_ptr(), 0, y.data_ptr(), 0, rows, 1e-6)
     h = runtime.build(0, src, kname, opts, R.ARG_FORMAT)
     out["rms_norm_rows"] = (_launcher(h, -(-rows // rpb), threads, rows_args), (2 * rows + 1) * n * e)
