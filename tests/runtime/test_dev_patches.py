@@ -261,14 +261,25 @@ def test_a_parked_norm_patch_compiles_the_row_builds_it_is_timed_at(tmp_path, la
     """The norm family's row kernels by the launch rule with the patch applied (an
     ablation too) compile without spills, at the widths dev/time_norm_rows.py --patches
     times them: Qwen2.5's 3584, 4096, 8192, and QK-norm's 128; fp16 and bf16, with and
-    without a residual. With no norm patch parked this has no case."""
+    without a residual, Gemma's too, each's decode form (weight and bias in shared memory)
+    where it has one, and rms_norm.cu's register kernel (tileops_rms_norm, RMSNormFwdOp's)
+    at the same widths where the patch touches that file. With no norm patch parked this
+    has no case."""
     from tileops.kernels.norm import cuda_rows as R
-    for op in ("layer_norm", "fused_add_layer_norm", "rms_norm_rows", "fused_add_rms_norm"):
-        hw, hb = True, op.endswith("layer_norm")
-        for dt in (1, 2):
-            for n in (128, 3584, 4096, 8192):
-                source, kernel, opts = R.specialisation(op, dt, n, hw, hb, 8, 132)[:3]
-                nvcc_bare(tmp_path, lab.patched_source(source, _chain(name)), kernel, opts)
+    shipped_too = "csrc/ops/norm/rms_norm.cu" in {f for n in _chain(name) for f in lab.files_of(_text(n))}
+    for dt in (1, 2):
+        for n in (128, 3584, 4096, 8192):
+            for op in ("layer_norm", "fused_add_layer_norm", "rms_norm_rows", "fused_add_rms_norm", "gemma_rms_norm"):
+                hw, hb = True, op.endswith("layer_norm")
+                source, kernel, opts, _threads, rpb = R.specialisation(op, dt, n, hw, hb, 8, 132)[:5]
+                patched = lab.patched_source(source, _chain(name))
+                for o in (opts, R.decode_options(opts, hw, hb, 8, rpb)):
+                    if o is not None:
+                        nvcc_bare(tmp_path, patched, kernel, o)
+            if shipped_too:   # dev/time_norm_rows.py's "shipped +NAME": the rule's row threads
+                opts = R.specialisation("rms_norm_rows", dt, n, True, False, 8, 132)[2]
+                nvcc_bare(tmp_path, lab.patched_source("norm/rms_norm.cu", _chain(name)), "tileops_rms_norm",
+                          [o for o in opts if not o.startswith("-DTILEOPS_HAS_BIAS")])
 
 
 def test_apply_patch_writes_a_patchs_launch_side_too(tmp_path, lab, monkeypatch):
