@@ -80,6 +80,13 @@
 #            full timers (three interleaved rounds; session 39 had one --fast round: another
 #            impl ahead in 35 of 77 cases, mostly by under 0.4 us), fp16 and bf16, every
 #            manifest workload of the five ops, with Liger carried (.whl).
+#   argbatch issue 14 (session 45): argmax with a partial batch's whole octets loaded together
+#            (dev/patches/argmax_partial_batch.patch: at B = 32 a CTA's last 44 threads loaded
+#            their second batch an octet at a time, four latencies in turn, and the CTA's
+#            reduction waited for them), then over it a thread's 8 octets in one batch
+#            (argmax_one_batch.patch: one round trip at bf16 B = 32), beside the op, B = 32 /
+#            128 x 128256, bf16 and fp32, two interleaved rounds; then both applied and the
+#            argmax / draw / same-bits / graph GPU tests.
 #   normfirst issue 11 (session 44): dev/patches/norm_row_first.patch (the norms' first row
 #            loaded before their weight; RMSNorm's one-row blocks with a uniform row index:
 #            Nsight had the cold RMSNorm wait on a late constant load of x's pointer, then on
@@ -257,6 +264,15 @@ harness_time() {
 }
 harness_test() { :; }   # nothing applied
 NORMFIRST_ARGS="--ns 3584,4096,8192 --rows 1,32,256 --no-sweep --liger --patches norm_row_first.patch"
+EXACT_TESTS="$PYTEST tests/gpu/test_gpu_sampling.py -k 'argmax or draw or same_bits_whatever or captures_in_a_cuda_graph or manifest_batches'"
+argbatch_time() {
+    run argbatch 150 python3 dev/time_argmax.py --quick --rounds 2 --out "$OUT/argbatch.json" \
+        --patches argmax_partial_batch.patch,argmax_partial_batch.patch+argmax_one_batch.patch
+}
+argbatch_test() {
+    run argbatch_apply 30 python3 dev/apply_patch.py argmax_partial_batch.patch argmax_one_batch.patch &&
+        run argbatch_tests 150 bash -c "$EXACT_TESTS"
+}
 normfirst_time() {
     run normfirst_bf16 110 bash -c "cd dev && python3 time_norm_rows.py --dtype bfloat16 $NORMFIRST_ARGS \
         --out $OUT/normfirst_bf16.json"

@@ -18,7 +18,8 @@ of the argmax kernel (-DTILEOPS_BATCH, csrc/ops/sampling/argmax.cu; default 64);
 --sample: SampleFromProbsFwdOp too, next to (probs / q).argmax(-1) (--masked F: a fraction F
 of the logits -inf before the softmax, zero probabilities as a mask leaves them);
 --patches (session 43): each dev/patches file named (A.patch+B.patch: B over A; its csrc/ops
-hunks applied to a copy of the source, lab.patched_source) built with the op's options and
+hunks applied to a copy of the source, lab.patched_source) built with the op's options (a
+spec's @-DX=v replacing or adding one: A.patch@-DTILEOPS_BATCH=8) and
 launched by the op's own launcher (the cluster below sm_count / 2 rows, a CTA a row from
 there), checked equal to torch's, timed beside the op as "+<stem>"; --rounds N: every
 function of a case in N interleaved rounds (lab.time_interleaved; the minimum kept), else
@@ -93,13 +94,13 @@ def patched_launch(builder, specialisation, tensors, spec):
     """launch(*tensors) of cuda_sampling's `builder` ("build_argmax" or "build_sample") for
     the logits' (tensors[0]) dtype and V, its alignment the op's (every pointer 16-byte
     aligned: cuda_sampling.vec adds the rows' check), with every build's source the
-    dev/patches files of `spec` applied (lab.patched_source): the op's launcher and
-    options, the kernel patched."""
+    dev/patches files of `spec` applied (lab.patched_source) and its defines (@-DX=v)
+    replacing the options of their names: the op's launcher and options, the kernel patched."""
     from types import SimpleNamespace
 
     from tileops._dtypes import CODE
     from tileops.kernels.sampling import cuda_sampling as K
-    patches, _, _ = lab.parse_spec(spec)
+    patches, defines, _ = lab.parse_spec(spec)
     logits = tensors[0]
     dev = logits.device.index or 0
     b = SimpleNamespace(device=dev, dtype=CODE[logits.dtype], V=logits.shape[1], arch=K.arch(dev),
@@ -108,7 +109,7 @@ def patched_launch(builder, specialisation, tensors, spec):
 
     def patched(*args, **kw):
         source, kernel, opts, plan = plain(*args, **kw)
-        return lab.patched_source(source, patches), kernel, opts, plan
+        return lab.patched_source(source, patches), kernel, lab.with_defines(opts, defines), plan
     setattr(K, specialisation, patched)   # the builder looks it up when called
     try:
         return getattr(K, builder)(b)
