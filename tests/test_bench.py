@@ -221,6 +221,17 @@ def test_hot_timer_shrinks_for_slow_calls():
     assert bench.hot_plan(50, 20) == (50, 20)
 
 
+def test_the_cold_spin_is_twice_the_host_time_within_its_floor_and_cap():
+    """cuda_cold_us's spin after each flush: a raw launch's few µs of host time get the
+    floor (the host's jitter between the spin and the call must not reach the GPU idle), a
+    slow host path twice its median, a given spin as given; none past the cap."""
+    assert bench.cold_spin_us([3e-6, 2e-6, 40e-6]) == bench.SPIN_MIN_US == 50.0
+    assert bench.cold_spin_us([30e-6, 31e-6, 29e-6]) == pytest.approx(60.0)
+    assert bench.cold_spin_us([1.0]) == bench.SPIN_MAX_US
+    assert bench.cold_spin_us([3e-6], spin_us=100.0) == 100.0 and bench.cold_spin_us([3e-6], spin_us=1.0) == 1.0
+    assert bench.cold_spin_us([3e-6], spin_us=1e9) == bench.SPIN_MAX_US
+
+
 def test_a_budget_stops_an_op_between_cases_and_says_so(tmp_path):
     out = tmp_path / "r.json"
     rc = bench.main(["--op", "ArgmaxFwdOp", "--device", "cpu", "--fast", "--budget-s", "1e-6", "--impls",
@@ -554,6 +565,7 @@ def test_a_cuda_runs_metadata_says_its_timers_demote_persisting_l2_lines():
     apart from their JSON: the timer description names the reset, cold and hot."""
     timers = bench.timer_description(bench.Config("cuda", fast=True))
     assert "persisting lines demoted" in timers["cold"] and "persisting lines demoted" in timers["hot"], timers
+    assert "(at least 50 us)" in timers["cold"], timers   # and those from after session 45's spin floor
 
 
 def test_a_hot_time_above_its_own_l2_cold_time_is_flagged_suspect(capsys):

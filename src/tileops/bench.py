@@ -183,6 +183,16 @@ def loop_times_us(fns, *, sync=None, warmup=3, rounds=7, round_s=0.1, max_calls=
 _FLUSH = {}  # device index -> the 256 MB buffer written between cold calls
 _SPIN_RATE = {}  # device index -> torch.cuda._sleep's cycles per µs, measured once
 SPIN_MAX_US = 5000.0   # the longest spin cuda_cold_us runs before a call
+SPIN_MIN_US = 50.0   # the shortest: the host's jitter between queuing the spin and the call
+
+
+def cold_spin_us(host_seconds, spin_us=None) -> float:
+    """The spin (µs) cuda_cold_us runs after each flush: ``spin_us`` when given, else twice
+    the median of the call's host times ``host_seconds`` (seconds), at least
+    :data:`SPIN_MIN_US`; at most :data:`SPIN_MAX_US` either way."""
+    if spin_us is None:
+        spin_us = max(2e6 * statistics.median(host_seconds), SPIN_MIN_US)
+    return min(spin_us, SPIN_MAX_US)
 
 
 def _spin_cycles_per_us(dev):
@@ -216,8 +226,13 @@ def cuda_cold_us(fn, warmup=25, rep=100, estimates=5, spin_us=None):
     queue drains and the time includes it (an H200 saw torch.compile's 1.7 µs-hot RMSNorm
     at 50-77 µs cold). So the GPU is kept busy until the call is queued: after each flush
     a spin kernel (``torch.cuda._sleep``) of twice the call's median host time (measured
-    in the estimate; at most :data:`SPIN_MAX_US`) runs before the start event. The rep
-    budget counts it.
+    in the estimate; at least :data:`SPIN_MIN_US`, at most :data:`SPIN_MAX_US`:
+    :func:`cold_spin_us`) runs before the start event. The rep budget counts it. The floor:
+    a call whose host path takes 2-5 µs (a raw launch, a tensor's ``copy_``) got a spin of
+    4-10 µs, which the host's own jitter between queuing the spin, the start event and the
+    call outlasted; on an H100 host (session 45) such calls' cold times scattered from 4
+    to 18 µs across rounds (median of each round) while Liger's RMSNorm, ~20 µs of host
+    time and so a longer spin, held 4.45-4.61.
 
     The flush alone does not empty L2: lines held with persisting priority (the set-aside:
     9.4 MiB on an H100) outlive any amount of ordinary writes, and a kernel torch.compile
@@ -263,7 +278,7 @@ def cuda_cold_us(fn, warmup=25, rep=100, estimates=5, spin_us=None):
         if total / done > rep / 10:   # a slow call: one estimate is enough
             break
     est = max(total / done, 1e-3)
-    spin_us = min(2e6 * statistics.median(hosts) if spin_us is None else spin_us, SPIN_MAX_US)
+    spin_us = cold_spin_us(hosts, spin_us)
     spin = int(spin_us * _spin_cycles_per_us(dev))
     for _ in range(max(1, int(warmup / est))):
         fn()
@@ -1565,7 +1580,8 @@ def timer_description(cfg):
     """How this run timed, for the metadata."""
     if cfg.cuda:
         return {"cold": f"CUDA events around each call, {FLUSH_BYTES >> 20} MB buffer written between "
-                        f"calls and L2's persisting lines demoted, median over {cfg.cold['rep']} ms of calls",
+                        f"calls and L2's persisting lines demoted, then a spin of twice the call's host time "
+                        f"(at least {SPIN_MIN_US:g} us), median over {cfg.cold['rep']} ms of calls",
                 "hot": f"CUDA graph of {cfg.hot['calls']} calls, median of {cfg.hot['replays']} replays / calls "
                        f"(fewer calls, then replays, when they would take over {cfg.hot['budget_ms']} ms at the "
                        f"cold time), L2's persisting lines demoted before the timed replays",

@@ -346,9 +346,11 @@ def _first_best(x):
 def _seam_rows(V, plan, dtype):
     """Rows whose maximum (or first NaN) is tied across the seams of the split: two
     threads, two batches of one thread, two octets of a batch, two CTAs, the row's last
-    partial octet; -0.0 and 0.0; NaN after +inf; rows of -inf."""
+    partial octet, the octets of a CTA's last thread (its last batch partial where the
+    CTA's octets do not fill every thread's: argmax.cu loads its whole octets together);
+    -0.0 and 0.0; NaN after +inf; rows of -inf."""
     pos, T, C = _seams(V, plan), plan.threads, plan.chunk
-    x = sc.logits_like(14, V, dtype, "cpu", seed=31)
+    x = sc.logits_like(15, V, dtype, "cpu", seed=31)
     top = 64.0
     _put(x[0], [pos(0, 5, -1, 0), pos(0, 6, 0, 2)], top)                    # two threads
     _put(x[1], [pos(0, 3, 0, 7), pos(0, 3, -1, 0), pos(0, 3, 1, 0)], top)   # one thread's batches
@@ -372,15 +374,16 @@ def _seam_rows(V, plan, dtype):
     x[11, V - 1] = -5.0                                                      # the partial octet
     x[12] = 1.0
     _put(x[13], [8 * T * j + 8 for j in range(plan.opt) if 8 * T * j + 8 < V] + [V - 1], top)   # thread 1
+    _put(x[14], [pos(0, T - 1, -1, 6), pos(0, T - 1, -1, 2), pos(1, T - 1, 0, 0)], top)   # a CTA's last thread
     return x
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("V", VS)
 def test_argmax_ties_and_nans_across_threads_batches_and_ctas_in_both_launch_shapes(dtype, V):
-    for B, plan in _launch_shapes(V, 14):
+    for B, plan in _launch_shapes(V, 15):
         rows = _seam_rows(V, plan, dtype)
-        x = torch.cat([rows, sc.logits_like(B - 14, V, dtype, "cpu", seed=32)]) if B > 14 else rows
+        x = torch.cat([rows, sc.logits_like(B - 15, V, dtype, "cpu", seed=32)]) if B > 15 else rows
         want = _first_best(x)
         got = _sync(ArgmaxFwdOp()(x.to(DEV)))
         assert torch.equal(got.cpu(), want), (plan, (got.cpu() != want).nonzero().flatten().tolist())

@@ -173,6 +173,25 @@ TILEOPS_DEV void smp_ld_raw(const char *row, long long o, int e, struct tileops_
     for (int h = 0; h < 8 * e / 16; h++)
         w[h] = tileops_ld16_nc(row + 8 * o * e + 16 * h);
 }
+/* whether the CTA's octet o (of o0 + o in the row) is one of its octets and whole, on the
+ * vector path: what a partial batch loads with the batch's other whole octets */
+TILEOPS_DEV int smp_octet_whole(long long o0, long long no, long long o) {
+#if TILEOPS_VEC != 1
+    return o < no && 8 * (o0 + o) + 8 <= TILEOPS_N;
+#else
+    (void)o0, (void)no, (void)o;
+    return 0;
+#endif
+}
+/* A partial batch's whole octets, their loads issued together as a full batch's are (the
+ * thread at the CTA's end then waits one latency for them, not one an octet) */
+TILEOPS_DEV void smp_ld_partial(const char *t, long long o0, long long no, int j0, int nb, unsigned tid,
+                                struct tileops_v4 (*w)[SMP_WORDS]) {
+#pragma unroll
+    for (int b = 0; b < nb; b++)
+        if (smp_octet_whole(o0, no, (long long)(j0 + b) * TILEOPS_THREADS + tid))
+            smp_ld_raw(t, (long long)(j0 + b) * TILEOPS_THREADS, TILEOPS_E, w[b]);
+}
 /* octet j0 + b of the batch as floats: from its words when the batch is full, else loaded
  * (past the CTA's octets: `fill` throughout) */
 TILEOPS_DEV void smp_batch_octet(const char *row, long long o0, long long no, int j0, int b, unsigned tid, int full,
