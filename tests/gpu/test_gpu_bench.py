@@ -102,6 +102,26 @@ def test_the_cold_timer_does_not_count_a_slow_host_path():
     assert slow < plain + 20 and slow < 100, (plain, slow)
 
 
+def test_the_cold_timer_does_not_count_host_jitter_after_a_fast_calls_estimate():
+    """A call of a few µs of host time in cuda_cold_us's estimate, then 20 µs late in its
+    timed loop (the host's jitter between the spin, the start event and the call, as an
+    H100 host showed in session 45): the spin's floor (bench.SPIN_MIN_US) outlasts it, so
+    the cold time stays the kernel's, not the delay's."""
+    x = torch.zeros(1024, device="cuda")
+    calls = [0]
+
+    def late():
+        calls[0] += 1
+        if calls[0] > 6:   # the first call and the estimate's five run at once
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < 20e-6:
+                pass
+        x.add_(1)
+    plain = bench.cuda_cold_us(lambda: x.add_(1), warmup=5, rep=20)
+    jittered = bench.cuda_cold_us(late, warmup=5, rep=20)
+    assert bench.SPIN_MIN_US > 20 and jittered < plain + 10, (plain, jittered)
+
+
 PINNED_PROBE = r"""
 import json, torch, torch.nn.functional as F
 from tileops import bench
