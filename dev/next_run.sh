@@ -81,13 +81,14 @@
 #            impl ahead in 35 of 77 cases, mostly by under 0.4 us), fp16 and bf16, every
 #            manifest workload of the five ops, with Liger carried (.whl).
 #   rmsfirst issue 11 (session 45): session 44's norm_row_first.patch split, its rows half
-#            (lost hot everywhere) deleted: dev/patches/rms_weight_late.patch (RMSNorm's weight
-#            after the first row) alone, then with rms_uniform_row.patch over it (its one-row
-#            blocks with a uniform row index; alone it spills), beside the shipped build and Liger (together on
-#            an H100: bf16 1 / 32 x 3584 -8 % hot, 256 x 3584 fp16 and 256 x 8192 +3-4 %), bf16
-#            and fp16 at 3584 / 4096 / 8192 x 1 / 32 / 256 rows, L2-cold by the cold timer's
-#            spin floor (new in session 45: the H100's cold times of fast-host calls scattered
-#            4-18 us without it); then test_gpu_rms_norm.py with both applied.
+#            (lost hot everywhere) deleted: dev/patches/rms_weight_late.patch (RMSNorm's
+#            weight after the first row) alone, then with rms_uniform_row.patch over it (its
+#            one-row blocks with a uniform row index; alone it spills), beside the shipped
+#            build and Liger (together on an H100: bf16 1 / 32 x 3584 -8 % hot, 256 x 3584
+#            fp16 and 256 x 8192 +3-4 %), bf16 and fp16 at 3584 / 4096 / 8192 x 1 / 32 / 256
+#            rows, L2-cold by the cold timer's spin floor (new in session 45: the H100's cold
+#            times of fast-host calls scattered 4-18 us without it); then
+#            test_gpu_rms_norm.py with both applied.
 #   pdaclean issue 13 (session 43): B = 1 1K L2-cold with L2 left clean (--flush read, as
 #            Nsight's cache control leaves it; issue 13's 8 us is quoted at locked clocks)
 #            beside the bench's dirty flush.
