@@ -27,8 +27,10 @@
  * together, as a full batch does, where they were loaded and folded one at a time, a memory
  * latency each. 16-bit dtypes: bf16 B = 32 4.52 -> 4.29 us hot, 10.56 -> 9.95 L2-cold (H100,
  * session 45); a float32 batch is 2 octets, its partial one a single load either way (4.83 ->
- * 4.89 with the extra checks), so float32 keeps the octet-at-a-time path. */
-#define AM_PARTIAL_LOADS (SMP_WORDS == 1)
+ * 4.89 with the extra checks), so float32 keeps the octet-at-a-time path, and so does a
+ * lab batch above the default (TILEOPS_BATCH: 128 bytes spill in a 1024-thread CTA's 64
+ * registers with it). */
+#define AM_PARTIAL_LOADS (SMP_WORDS == 1 && AM_BATCH <= SMP_BATCH)
 #if TILEOPS_OPT <= 4 * AM_BATCH
 #define AM_UNROLL _Pragma("unroll")
 #else
