@@ -85,6 +85,13 @@ def test_the_sampler_chain_runs_in_cuda_graphs(tmp_path):
         assert x["cold_us"] > 0 and x["hot_us"] > 0 and x["eager_us"] > 0, x
 
 
+def _host_stall(seconds):
+    """Busy-wait on the host (a slow host path: guards, an op layer, the host's jitter)."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        pass
+
+
 def test_the_cold_timer_does_not_count_a_slow_host_path():
     """A call whose host path takes 300 µs before it queues a tiny kernel (a compiled
     function's guards, a Python op layer, much slower): cuda_cold_us gives about the
@@ -93,9 +100,7 @@ def test_the_cold_timer_does_not_count_a_slow_host_path():
     x = torch.zeros(1024, device="cuda")
 
     def stalled():
-        t0 = time.perf_counter()
-        while time.perf_counter() - t0 < 300e-6:
-            pass
+        _host_stall(300e-6)
         x.add_(1)
     plain = bench.cuda_cold_us(lambda: x.add_(1), warmup=5, rep=20)
     slow = bench.cuda_cold_us(stalled, warmup=5, rep=20)
@@ -113,9 +118,7 @@ def test_the_cold_timer_does_not_count_host_jitter_after_a_fast_calls_estimate()
     def late():
         calls[0] += 1
         if calls[0] > 6:   # the first call and the estimate's five run at once
-            t0 = time.perf_counter()
-            while time.perf_counter() - t0 < 20e-6:
-                pass
+            _host_stall(20e-6)
         x.add_(1)
     plain = bench.cuda_cold_us(lambda: x.add_(1), warmup=5, rep=20)
     jittered = bench.cuda_cold_us(late, warmup=5, rep=20)

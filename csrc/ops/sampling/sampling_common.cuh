@@ -158,23 +158,9 @@ TILEOPS_DEV void smp_ld8(const char *row, long long o, float fill, float *f) {
  * smp_ld8 does. SMP_BATCH octets make 64 bytes per thread (16 registers). */
 #define SMP_WORDS (TILEOPS_E == 4 ? 2 : 1) /* 16-byte words per octet */
 #define SMP_BATCH (4 / SMP_WORDS)
-TILEOPS_DEV int smp_batch_full(long long o0, long long no, int j0, int nb, unsigned tid) {
-#if TILEOPS_VEC != 1
-    const long long last = (long long)(j0 + nb - 1) * TILEOPS_THREADS + tid;
-    return last < no && 8 * (o0 + last) + 8 <= TILEOPS_N;
-#else
-    (void)o0, (void)no, (void)j0, (void)nb, (void)tid;
-    return 0;
-#endif
-}
-/* the words of octet o of a row of `e`-byte elements (a full octet, 16-byte aligned) */
-TILEOPS_DEV void smp_ld_raw(const char *row, long long o, int e, struct tileops_v4 *w) {
-#pragma unroll
-    for (int h = 0; h < 8 * e / 16; h++)
-        w[h] = tileops_ld16_nc(row + 8 * o * e + 16 * h);
-}
 /* whether the CTA's octet o (of o0 + o in the row) is one of its octets and whole, on the
- * vector path: what a partial batch loads with the batch's other whole octets */
+ * vector path: a batch is full when its last octet is (smp_batch_full); a partial batch loads its
+ * whole octets together (smp_ld_partial) */
 TILEOPS_DEV int smp_octet_whole(long long o0, long long no, long long o) {
 #if TILEOPS_VEC != 1
     return o < no && 8 * (o0 + o) + 8 <= TILEOPS_N;
@@ -182,6 +168,15 @@ TILEOPS_DEV int smp_octet_whole(long long o0, long long no, long long o) {
     (void)o0, (void)no, (void)o;
     return 0;
 #endif
+}
+TILEOPS_DEV int smp_batch_full(long long o0, long long no, int j0, int nb, unsigned tid) {
+    return smp_octet_whole(o0, no, (long long)(j0 + nb - 1) * TILEOPS_THREADS + tid);
+}
+/* the words of octet o of a row of `e`-byte elements (a full octet, 16-byte aligned) */
+TILEOPS_DEV void smp_ld_raw(const char *row, long long o, int e, struct tileops_v4 *w) {
+#pragma unroll
+    for (int h = 0; h < 8 * e / 16; h++)
+        w[h] = tileops_ld16_nc(row + 8 * o * e + 16 * h);
 }
 /* A partial batch's whole octets, their loads issued together as a full batch's are (the
  * thread at the CTA's end then waits one latency for them, not one an octet) */
