@@ -88,7 +88,9 @@
 #            fp16 and 256 x 8192 +3-4 %), bf16 and fp16 at 3584 / 4096 / 8192 x 1 / 32 / 256
 #            rows, L2-cold by the cold timer's spin floor (new in session 45: the H100's cold
 #            times of fast-host calls scattered 4-18 us without it); then
-#            test_gpu_rms_norm.py with both applied.
+#            test_gpu_rms_norm.py with both applied. Session 46 adds rms_const_stride.patch
+#            (the row strides as the compile-time N: is the bf16-only gap to the rows
+#            kernel at 3584 the runtime strides?).
 #   pdaclean issue 13 (session 43): B = 1 1K L2-cold with L2 left clean (--flush read, as
 #            Nsight's cache control leaves it; issue 13's 8 us is quoted at locked clocks)
 #            beside the bench's dirty flush.
@@ -259,11 +261,11 @@ harness_time() {
 }
 harness_test() { :; }   # nothing applied
 RMSFIRST_ARGS="--ns 3584,4096,8192 --rows 1,32,256 --no-sweep --liger \
-    --patches rms_weight_late.patch,rms_weight_late.patch+rms_uniform_row.patch"
+    --patches rms_weight_late.patch,rms_weight_late.patch+rms_uniform_row.patch,rms_const_stride.patch"
 rmsfirst_time() {
-    run rmsfirst_bf16 150 bash -c "cd dev && python3 time_norm_rows.py --dtype bfloat16 $RMSFIRST_ARGS \
+    run rmsfirst_bf16 200 bash -c "cd dev && python3 time_norm_rows.py --dtype bfloat16 $RMSFIRST_ARGS \
         --out $OUT/rmsfirst_bf16.json"
-    run rmsfirst_fp16 150 bash -c "cd dev && python3 time_norm_rows.py --dtype float16 $RMSFIRST_ARGS \
+    run rmsfirst_fp16 200 bash -c "cd dev && python3 time_norm_rows.py --dtype float16 $RMSFIRST_ARGS \
         --out $OUT/rmsfirst_fp16.json"
 }
 rmsfirst_test() {
