@@ -80,17 +80,13 @@
 #            full timers (three interleaved rounds; session 39 had one --fast round: another
 #            impl ahead in 35 of 77 cases, mostly by under 0.4 us), fp16 and bf16, every
 #            manifest workload of the five ops, with Liger carried (.whl).
-#   rmsfirst issue 11 (session 45): session 44's norm_row_first.patch split, its rows half
-#            (lost hot everywhere) deleted: dev/patches/rms_weight_late.patch (RMSNorm's
-#            weight after the first row) alone, then with rms_uniform_row.patch over it (its
-#            one-row blocks with a uniform row index; alone it spills), beside the shipped
-#            build and Liger (together on an H100: bf16 1 / 32 x 3584 -8 % hot, 256 x 3584
-#            fp16 and 256 x 8192 +3-4 %), bf16 and fp16 at 3584 / 4096 / 8192 x 1 / 32 / 256
-#            rows, L2-cold by the cold timer's spin floor (new in session 45: the H100's cold
-#            times of fast-host calls scattered 4-18 us without it); then
-#            test_gpu_rms_norm.py with both applied. Session 46 adds rms_const_stride.patch
-#            (the row strides as the compile-time N: is the bf16-only gap to the rows
-#            kernel at 3584 the runtime strides?).
+#   rmsrt    issue 11 (session 46): RMSNorm's remaining hot gap to Liger at 1 / 32 rows of
+#            3584 / 4096 (fp16 1 x 3584 1.69 against 1.64 us on the H100, after the
+#            compile-time strides closed bf16's): the generic rows kernel at every threads per
+#            row (time_norm_rows.py's sweep: is the rule's RT = pow2ceil(NG / 4) the best at
+#            decode rows, where Liger runs 256 threads of 2 groups?), fp16 and bf16, beside
+#            the shipped build and Liger; then the RMSNorm, rows-kernel and bench GPU tests
+#            (the shipped TILEOPS_CONTIGUOUS builds, the cold timer's spin floor).
 #   pdaclean issue 13 (session 43): B = 1 1K L2-cold with L2 left clean (--flush read, as
 #            Nsight's cache control leaves it; issue 13's 8 us is quoted at locked clocks)
 #            beside the bench's dirty flush.
@@ -260,17 +256,13 @@ harness_time() {
         $(echo $COPY_SIZES | sed 's/\([0-9]*\)/\1:\1/g')"
 }
 harness_test() { :; }   # nothing applied
-RMSFIRST_ARGS="--ns 3584,4096,8192 --rows 1,32,256 --no-sweep --liger \
-    --patches rms_weight_late.patch,rms_weight_late.patch+rms_uniform_row.patch,rms_const_stride.patch"
-rmsfirst_time() {
-    run rmsfirst_bf16 200 bash -c "cd dev && python3 time_norm_rows.py --dtype bfloat16 $RMSFIRST_ARGS \
-        --out $OUT/rmsfirst_bf16.json"
-    run rmsfirst_fp16 200 bash -c "cd dev && python3 time_norm_rows.py --dtype float16 $RMSFIRST_ARGS \
-        --out $OUT/rmsfirst_fp16.json"
+RMSRT_ARGS="--ns 3584,4096 --rows 1,32,256 --liger"
+rmsrt_time() {
+    run rmsrt_fp16 150 bash -c "cd dev && python3 time_norm_rows.py --dtype float16 $RMSRT_ARGS --out $OUT/rmsrt_fp16.json"
+    run rmsrt_bf16 150 bash -c "cd dev && python3 time_norm_rows.py --dtype bfloat16 $RMSRT_ARGS --out $OUT/rmsrt_bf16.json"
 }
-rmsfirst_test() {
-    run rmsfirst_apply 30 python3 dev/apply_patch.py rms_weight_late.patch rms_uniform_row.patch &&
-        run rmsfirst_tests 150 bash -c "$PYTEST tests/gpu/test_gpu_rms_norm.py"
+rmsrt_test() {   # nothing applied: the shipped change's tests
+    run rmsrt_tests 150 bash -c "$PYTEST tests/gpu/test_gpu_rms_norm.py tests/gpu/test_gpu_norm_rows.py tests/gpu/test_gpu_bench.py"
 }
 norm_time() {   # RMSNorm's launch shapes at QK-norm's rows of 128 (the rule's 4 threads a row against 8, 16)
     run sweep_qknorm 130 python3 dev/sweep_norm.py --mode shapes --only 131072x128,32768x128,32x128,8x128 \

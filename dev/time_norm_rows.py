@@ -45,6 +45,7 @@ from lab import common, default_out, time_interleaved
 tileops = common.import_tileops()
 from tileops import _C, runtime  # noqa: E402
 from tileops.kernels.norm import cuda_rows as R  # noqa: E402
+from tileops.kernels.norm import rms_norm as rms_norm_kernels  # noqa: E402
 
 DT = 1   # float16; --dtype bfloat16: 2
 SMS = 132   # the H200's SMs: the launch rule's grid cap, and the largest grid its decode build serves
@@ -104,12 +105,12 @@ def add_patched(out, keep, rows, n, op, specs):
 
 
 def _shipped(keep, rows, n, source="norm/rms_norm.cu", defines=()):
-    """(launch, bytes moved) of the shipped RMSNorm register kernel's build by the launch
-    rule (rms_norm_rows' threads per row) from `source`, with `defines` replacing options."""
+    """(launch, bytes moved) of the shipped RMSNorm register kernel's build by RMSNormFwdOp's
+    launch rule (tileops.kernels.norm.rms_norm) from `source`, with `defines` replacing options."""
     x, _, w, _, y, _ = keep
     vec = R.vec_for(DT, n, True)
-    _, _, opts, threads, rpb, _, _ = R.specialisation("rms_norm_rows", DT, n, True, False, vec, SMS)
-    shipped = lab.with_defines([o for o in opts if not o.startswith("-DTILEOPS_HAS_BIAS")], defines)
+    opts, threads, rpb, _, _ = rms_norm_kernels.cuda_specialisation("tileops_rms_norm", DT, n, True, vec, SMS)
+    shipped = lab.with_defines(list(opts), defines)
     h = runtime.build(0, source, "tileops_rms_norm", shipped, "pppqqqf")
     return (_launcher(h, -(-rows // rpb), threads, (x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n, 1e-6)),
             (2 * rows + 1) * n * x.element_size())

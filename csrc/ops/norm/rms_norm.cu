@@ -11,12 +11,13 @@
  * The experiments measured against these kernels (cache-policy and prefetch defines, a
  * 2-block cluster per row, a TMA bulk-staged kernel) live in dev/cuda/rms_norm_lab.cu,
  * with what each measured in dev/NOTES.md; the kernels below are the lab's default builds
- * (the same cubins).
+ * (the same cubins) with TILEOPS_CONTIGUOUS=0.
  *
  * ==== Parameters (identical for the three kernels; arg_format "pppqqqf") ===============
  *   (const void *x, const void *w /+ 0 when TILEOPS_HAS_WEIGHT=0 +/, void *y,
  *    long long rows, long long x_row_stride, long long y_row_stride, float eps)
- *   strides in elements; unit stride inside a row; w is (N,) contiguous.
+ *   strides in elements; unit stride inside a row; w is (N,) contiguous. With
+ *   TILEOPS_CONTIGUOUS=1 both strides must be N (the arguments are then not read).
  *   y may be x (in place): every row is read before it is written by the same threads.
  *
  * ==== Defines ===========================================================================
@@ -33,6 +34,13 @@
  *                        (The other two kernels always use RT = TILEOPS_THREADS.)
  *   TILEOPS_MIN_BLOCKS   resident blocks per SM the compiler must allow (the second
  *                        __launch_bounds__ argument; caps registers); 0 (default): none.
+ *   TILEOPS_CONTIGUOUS   1: rows are contiguous, both row strides N, known at compile time
+ *                        (RMSNormFwdOp's builds: its x and y are contiguous); 0 (default):
+ *                        the stride arguments. A runtime stride costs the register kernel a
+ *                        per-thread constant load and 64-bit multiplies before its first row
+ *                        load: with it compile-time, bf16 1 / 32 / 256 x 3584 hot went
+ *                        1.81 / 1.91 / 2.47 -> 1.66 / 1.78 / 2.37 us on an H100, level to
+ *                        slightly faster elsewhere (dev/NOTES.md session 46).
  *   TILEOPS_KERNEL       which kernel to compile: 0 tileops_rms_norm, 1 ..._on_chip,
  *                        2 ..._streaming; -1 or undefined: all of them that fit the defines
  *                        (recommended: name the one you launch; NVRTC is then faster and
@@ -117,6 +125,21 @@
 #endif
 #ifndef TILEOPS_KERNEL
 #define TILEOPS_KERNEL (-1)
+#endif
+#ifndef TILEOPS_CONTIGUOUS
+#define TILEOPS_CONTIGUOUS 0
+#endif
+/* The first statements of every kernel: the PDL prologue, then the row strides as the
+ * compile-time N where the rows are contiguous. */
+#if TILEOPS_CONTIGUOUS
+#define RMS_PROLOGUE()                    \
+    do {                                  \
+        TILEOPS_PDL_PROLOGUE();           \
+        x_row_stride = TILEOPS_N;         \
+        y_row_stride = TILEOPS_N;         \
+    } while (0)
+#else
+#define RMS_PROLOGUE() TILEOPS_PDL_PROLOGUE()
 #endif
 
 /* the register kernel's shape */
@@ -256,7 +279,7 @@ TILEOPS_DEV void tileops_rk_load(struct tileops_v4 *xr, const void *x, long long
 extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rms_norm(const void *x, const void *w, void *y, long long rows, long long x_row_stride,
                  long long y_row_stride, float eps) {
-    TILEOPS_PDL_PROLOGUE();
+    RMS_PROLOGUE();
 #if RK_RT > 32
     __shared__ float red[2][TILEOPS_WARPS]; /* alternated per row: one barrier per row */
 #else
@@ -345,7 +368,7 @@ TILEOPS_DEV void tileops_stage_row(struct tileops_v4 *smem, const char *xrow, un
 extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rms_norm_on_chip(const void *x, const void *w, void *y, long long rows,
                          long long x_row_stride, long long y_row_stride, float eps) {
-    TILEOPS_PDL_PROLOGUE();
+    RMS_PROLOGUE();
     extern __shared__ struct tileops_v4 tileops_row_smem[]; /* NG groups */
     __shared__ float red[2][TILEOPS_WARPS];
     const unsigned tid = tileops_tid();
@@ -396,7 +419,7 @@ tileops_rms_norm_on_chip(const void *x, const void *w, void *y, long long rows,
 extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rms_norm_streaming(const void *x, const void *w, void *y, long long rows,
                            long long x_row_stride, long long y_row_stride, float eps) {
-    TILEOPS_PDL_PROLOGUE();
+    RMS_PROLOGUE();
     __shared__ float red[2][TILEOPS_WARPS];
     const unsigned tid = tileops_tid();
     int parity = 0;

@@ -125,7 +125,7 @@ def cuda_options(kernel_name: str, dtype: int, n: int, has_weight: bool, vec: in
     register cap; dev/sweep_norm.py and the GPU tests add tuning defines)."""
     return (f"-DTILEOPS_KERNEL={CUDA_KERNEL_CODE[kernel_name]}", f"-DTILEOPS_DTYPE={dtype}",
             f"-DTILEOPS_N={n}", f"-DTILEOPS_HAS_WEIGHT={int(has_weight)}", f"-DTILEOPS_VEC={vec}",
-            f"-DTILEOPS_THREADS={threads}")
+            f"-DTILEOPS_THREADS={threads}", "-DTILEOPS_CONTIGUOUS=1")
 
 
 def cuda_specialisation(kernel_name: str, dtype: int, n: int, has_weight: bool, vec: int, sm_count: int):
