@@ -129,17 +129,16 @@
 #ifndef TILEOPS_CONTIGUOUS
 #define TILEOPS_CONTIGUOUS 0
 #endif
-/* The first statements of every kernel: the PDL prologue, then the row strides as the
+/* Every kernel's second statement (after the PDL prologue): the row strides as the
  * compile-time N where the rows are contiguous. */
 #if TILEOPS_CONTIGUOUS
-#define RMS_PROLOGUE()                    \
-    do {                                  \
-        TILEOPS_PDL_PROLOGUE();           \
-        x_row_stride = TILEOPS_N;         \
-        y_row_stride = TILEOPS_N;         \
+#define RMS_ROW_STRIDES()         \
+    do {                          \
+        x_row_stride = TILEOPS_N; \
+        y_row_stride = TILEOPS_N; \
     } while (0)
 #else
-#define RMS_PROLOGUE() TILEOPS_PDL_PROLOGUE()
+#define RMS_ROW_STRIDES() ((void)0)
 #endif
 
 /* the register kernel's shape */
@@ -279,7 +278,8 @@ TILEOPS_DEV void tileops_rk_load(struct tileops_v4 *xr, const void *x, long long
 extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rms_norm(const void *x, const void *w, void *y, long long rows, long long x_row_stride,
                  long long y_row_stride, float eps) {
-    RMS_PROLOGUE();
+    TILEOPS_PDL_PROLOGUE();
+    RMS_ROW_STRIDES();
 #if RK_RT > 32
     __shared__ float red[2][TILEOPS_WARPS]; /* alternated per row: one barrier per row */
 #else
@@ -368,7 +368,8 @@ TILEOPS_DEV void tileops_stage_row(struct tileops_v4 *smem, const char *xrow, un
 extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rms_norm_on_chip(const void *x, const void *w, void *y, long long rows,
                          long long x_row_stride, long long y_row_stride, float eps) {
-    RMS_PROLOGUE();
+    TILEOPS_PDL_PROLOGUE();
+    RMS_ROW_STRIDES();
     extern __shared__ struct tileops_v4 tileops_row_smem[]; /* NG groups */
     __shared__ float red[2][TILEOPS_WARPS];
     const unsigned tid = tileops_tid();
@@ -419,7 +420,8 @@ tileops_rms_norm_on_chip(const void *x, const void *w, void *y, long long rows,
 extern "C" __global__ void TILEOPS_BOUNDS
 tileops_rms_norm_streaming(const void *x, const void *w, void *y, long long rows,
                            long long x_row_stride, long long y_row_stride, float eps) {
-    RMS_PROLOGUE();
+    TILEOPS_PDL_PROLOGUE();
+    RMS_ROW_STRIDES();
     __shared__ float red[2][TILEOPS_WARPS];
     const unsigned tid = tileops_tid();
     int parity = 0;
