@@ -87,6 +87,14 @@
 #            decode rows, where Liger runs 256 threads of 2 groups?), fp16 and bf16, beside
 #            the shipped build and Liger; then the RMSNorm, rows-kernel and bench GPU tests
 #            (the shipped TILEOPS_CONTIGUOUS builds, the cold timer's spin floor).
+#   split    issue 11 (session 46): branch s46-exact-split's launch rule (3584 half rows: 224
+#            threads of 2 groups, not 128 of 3.5; LayerNorm's weight and bias in registers),
+#            merged into the tree without a commit (`git merge --no-commit s46-exact-split`)
+#            before the call, NEXT_TESTS_FIRST=1: its GPU tests first (the rows kernels,
+#            RMSNorm, the norm ops' cases of test_gpu_ops.py), then the op-level bench of the
+#            four norms at Qwen2.5-7B's 3584 (1 / 32 / 256 tokens, fp16 and bf16, with PDL as
+#            the op launches; tileops, Liger and the copy): whether LayerNorm's 0.13 us
+#            behind Liger in direct launches (no PDL) shows at the op level.
 #   pdaclean issue 13 (session 43): B = 1 1K L2-cold with L2 left clean (--flush read, as
 #            Nsight's cache control leaves it; issue 13's 8 us is quoted at locked clocks)
 #            beside the bench's dirty flush.
@@ -197,6 +205,18 @@ normfull_time() {
     done
 }
 normfull_test() { :; }   # nothing applied
+SPLIT_OPS="RMSNormFwdOp LayerNormFwdOp GemmaRMSNormFwdOp FusedAddRMSNormFwdOp"
+split_time() {
+    local op
+    for op in $SPLIT_OPS; do
+        run "split_$op" 60 python3 -m tileops bench --device cuda --op "$op" --workloads 3584 \
+            --dtypes float16,bfloat16 --impls tileops,liger,copy --no-plot --out "$OUT/split_$op.json"
+    done
+}
+split_test() {   # the merged tree's tests (nothing applied)
+    run split_tests 200 bash -c "$PYTEST tests/gpu/test_gpu_norm_rows.py tests/gpu/test_gpu_rms_norm.py \
+        tests/gpu/test_gpu_ops.py -k 'Norm or norm'"
+}
 pdafull_time() {
     local dt=${PDA_DTYPE:-float16}
     run "pdafull_$dt" 470 python3 -m tileops bench --device cuda --op PagedDecodeAttentionFwdOp \
