@@ -110,7 +110,7 @@ def _shipped(keep, rows, n, source="norm/rms_norm.cu", defines=()):
     x, _, w, _, y, _ = keep
     vec = R.vec_for(DT, n, True)
     opts, threads, rpb, _, _ = rms_norm_kernels.cuda_specialisation("tileops_rms_norm", DT, n, True, vec, SMS)
-    shipped = lab.with_defines(list(opts), defines)
+    shipped = lab.with_defines(opts, defines)
     h = runtime.build(0, source, "tileops_rms_norm", shipped, "pppqqqf")
     return (_launcher(h, -(-rows // rpb), threads, (x.data_ptr(), w.data_ptr(), y.data_ptr(), rows, n, n, 1e-6)),
             (2 * rows + 1) * n * x.element_size())
