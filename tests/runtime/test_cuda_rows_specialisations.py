@@ -65,10 +65,27 @@ def _check_shape(op, dt, n, w, b, vec):
 
 def test_the_rule_never_depends_on_the_row_count_and_is_the_shipped_one_for_rms_norm():
     """specialisation takes no row count, so a row alone and in a batch run one build; the
-    plain RMSNorm's register shape is rms_norm.cu's launch rule (RT = pow2ceil(NG / 4))."""
-    for dt, n, rt in ((1, 4096, 128), (1, 8192, 256), (0, 4096, 256), (2, 1, 1), (1, 32768, 1024)):
+    plain RMSNorm's register shape is rms_norm.cu's launch rule (RT = pow2ceil(NG / 4), or
+    the exact split where that leaves a partial share: 3584)."""
+    from tileops.kernels.norm import rms_norm as K
+    for dt, n, rt in ((1, 4096, 128), (1, 8192, 256), (0, 4096, 256), (2, 1, 1), (1, 32768, 1024),
+                      (1, 3584, 224), (0, 3584, 224), (2, 2304, 96)):
         _, _, opts, threads, rpb, _, _ = R.specialisation("rms_norm_rows", dt, n, True, False, 1, SM_COUNT)
-        assert f"-DTILEOPS_ROW_THREADS={rt}" in opts and threads == max(rt, 128) and rpb == threads // rt
+        assert f"-DTILEOPS_ROW_THREADS={rt}" in opts and threads == R.block_threads(rt) and rpb == threads // rt
+        shipped, s_threads, s_rpb, _, _ = K.cuda_specialisation("tileops_rms_norm", dt, n, True, 1, SM_COUNT)
+        same = ("-DTILEOPS_ROW_THREADS", "-DTILEOPS_THREADS", "-DTILEOPS_MIN_BLOCKS")
+        assert {o for o in shipped if o.startswith(same)} == {o for o in opts if o.startswith(same)}, n
+        assert (s_threads, s_rpb) == (threads, rpb)
+
+
+@pytest.mark.parametrize("groups,vpt,rt", [(448, 4, 224), (896, 4, 224), (448, 2, 224), (288, 4, 96),
+                                           (1792, 4, 448), (512, 4, 128), (500, 4, 128), (4, 4, 1), (17, 4, 8)])
+def test_row_threads_splits_a_row_exactly_where_a_power_of_two_leaves_a_partial_share(groups, vpt, rt):
+    """Powers of two where they divide the row's groups (or no multiple of 32 does); else
+    the exact split with the most groups per thread over a multiple of 32 threads."""
+    assert R.row_threads(groups, vpt) == rt
+    assert R.row_threads(groups, vpt, exact=False) == min(1024, 1 << (-(-groups // vpt) - 1).bit_length())
+    assert R.block_threads(rt) % rt == 0 and R.block_threads(rt) >= min(rt, 128)
 
 
 def test_the_ops_with_a_residual_take_two_groups_per_thread_and_the_others_four():
@@ -82,6 +99,9 @@ def test_the_ops_with_a_residual_take_two_groups_per_thread_and_the_others_four(
         for dt, n, rt2, rt4 in ((1, 4096, 256, 128), (1, 8192, 512, 256), (1, 32768, 1024, 1024), (0, 16384, 1024, 1024)):
             _, kernel, opts, threads, rpb, _, _ = R.specialisation(op, dt, n, w, b, 1, SM_COUNT)
             assert kernel == f"tileops_{op}" and f"-DTILEOPS_ROW_THREADS={rt2 if two else rt4}" in opts, (op, n)
+        # 3584 half: 448 groups; the fused adds keep 256 threads, the others split exactly
+        _, _, opts, *_ = R.specialisation(op, 1, 3584, w, b, 8, SM_COUNT)
+        assert f"-DTILEOPS_ROW_THREADS={256 if two else 224}" in opts, op
 
 
 @pytest.mark.parametrize("args,match", [
@@ -112,7 +132,7 @@ def _heaviest(op):
 # each kind of build: scalar and vector paths, sub-warp / one-warp / multi-warp rows, the
 # partial tail group, the largest register rows and the long-row kernel, with the most
 # parameters the op takes (the most registers)
-COMPILE_CASES = [c for c in _cases((1, 7, 4096, 12345, 16384, 32768, 40000)) if (c[3], c[4]) == _heaviest(c[0])]
+COMPILE_CASES = [c for c in _cases((1, 7, 2304, 3584, 4096, 12345, 16384, 32768, 40000)) if (c[3], c[4]) == _heaviest(c[0])]
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
@@ -134,7 +154,8 @@ def test_a_decode_build_exists_only_where_weight_and_bias_miss_the_registers():
         _, _, opts, threads, rpb, _, _ = R.specialisation(op, dt, n, w, b, vec, SM_COUNT)
         return R.decode_options(opts, w, b, vec, rpb)
     assert decode("layer_norm", 1, 4096, True, True, 8)[-1] == "-DTILEOPS_WB_SMEM=1"
-    assert decode("layer_norm", 1, 3584, True, True, 8) is not None
+    assert decode("layer_norm", 1, 3584, True, True, 8) is None   # 224 threads of 2 groups: registers
+    assert decode("layer_norm", 1, 6144, True, True, 8) is not None   # 768 groups: 256 threads of 3
     assert decode("layer_norm", 1, 4096, True, False, 8) is None       # 4 groups: registers
     assert decode("layer_norm", 1, 4096, True, True, 1) is None        # scalar path
     assert decode("layer_norm", 0, 8192, True, True, 4) is None        # 64 KB to stage
@@ -144,7 +165,7 @@ def test_a_decode_build_exists_only_where_weight_and_bias_miss_the_registers():
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
-@pytest.mark.parametrize("dt,n", [(1, 4096), (1, 3584), (2, 8192), (0, 4096), (1, 2048), (1, 256)])
+@pytest.mark.parametrize("dt,n", [(1, 4096), (1, 6144), (2, 8192), (0, 4096), (1, 2048), (1, 256)])
 def test_the_decode_build_compiles_without_spills_and_stages_in_shared_memory(tmp_path, dt, n):
     vec = R.vec_for(dt, n, True)
     source, kernel, opts, threads, rpb, *_ = R.specialisation("layer_norm", dt, n, True, True, vec, SM_COUNT)

@@ -20,7 +20,7 @@ SOURCE = os.path.join(ROOT, "csrc", "ops", "norm", "rms_norm.cu")
 LAB_SOURCE = os.path.join(ROOT, "dev", "cuda", "rms_norm_lab.cu")
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
 CASES = [(dt, n, w, aligned) for dt in (torch.float32, torch.float16, torch.bfloat16)
-         for n in (1, 7, 4095, 4096, 8192, 16384, 32768, 40000, 131072)
+         for n in (1, 7, 2304, 3584, 4095, 4096, 8192, 14336, 16384, 32768, 40000, 131072)
          for w in (True, False) for aligned in (True, False)]
 
 
@@ -50,8 +50,10 @@ def test_launch_shape_obeys_the_kernel_constraints(monkeypatch, dtype, n, with_w
         assert threads % rt == 0 and rpb == threads // rt
         assert (rt <= 32 and rt & (rt - 1) == 0) or rt % 32 == 0
         assert -(-ng // rt) <= (16 if threads <= 256 else (8 if g == 4 else 4))
-        # at least 1024 threads resident per SM: the register cap the H200 sweep chose
-        assert 1024 <= int(d["TILEOPS_MIN_BLOCKS"]) * threads <= 2048
+        # as many blocks as fit 1024 threads resident per SM: the register cap the H200 sweep
+        # chose (an exact split's block of 224 threads: 4 blocks)
+        assert int(d["TILEOPS_MIN_BLOCKS"]) == max(1, 1024 // threads)
+        assert rt & (rt - 1) == 0 or ng % rt == 0   # a power of two, or an exact split
     elif name == "tileops_rms_norm_on_chip":
         assert shared == ng * 16 and shared + threads // 4 <= H200["max_shared_per_block"]
     else:
@@ -60,7 +62,7 @@ def test_launch_shape_obeys_the_kernel_constraints(monkeypatch, dtype, n, with_w
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: the CUDA C compile check needs it")
 @pytest.mark.parametrize("dtype,n,with_weight,aligned",
-                         [c for c in CASES if c[1] in (7, 4096, 40000, 131072) and c[2]])
+                         [c for c in CASES if c[1] in (7, 2304, 3584, 4096, 14336, 40000, 131072) and c[2]])
 def test_specialisation_compiles_without_spills(monkeypatch, tmp_path, dtype, n, with_weight, aligned):
     name, (opts, *_rest) = _specialisation(monkeypatch, dtype, n, with_weight, aligned)
     r = subprocess.run([NVCC, "-cubin", "-arch=sm_90a", "-Xptxas", "-v", *opts, "-o",

@@ -8,7 +8,8 @@ norm_rows.cuh) a build compiles, with which defines and launch shape, and the la
 
 Launch rules (norm_rows.cuh's top comment says why): rows whose 16-byte groups fit 4 per
 thread of at most 1024 threads (N <= 16384 float32, 32768 float16/bfloat16) take the
-register kernel, RT = min(1024, pow2ceil(ceil(NG / V))) threads per row with V = 4 groups
+register kernel, RT = min(1024, pow2ceil(ceil(NG / V))) threads per row (or the exact split
+of row_threads where that leaves a partial share) with V = 4 groups
 per thread, or V = 2 for the ops with a residual (the fused adds: two rows in registers
 per thread; measured on the H200, dev/NOTES.md session 5: 1x4096 fp16 1.92 -> 1.74 us hot,
 4096x8192 68.4 -> 66.3), max(RT, 128) threads per block, a register cap of 1024 resident
@@ -17,7 +18,8 @@ threads per SM, grid = ceil(rows / rows per block); longer rows take the long-ro
 count, so a row's bits never do. Where weight and bias do not fit in registers (LayerNorm
 with both), a second build of the register kernel stages them in shared memory
 (`decode_options`: the same bits) and serves grids of at most one block per SM: 1x3584
-fp16 LayerNorm 2.31 -> 1.96 us hot on the H200."""
+fp16 LayerNorm 2.31 -> 1.96 us hot on the H200 at 128 threads of 3.5 groups (since the
+exact split, 224 threads of 2 hold both in registers at 3584; 4096 keeps the decode build)."""
 from __future__ import annotations
 
 import functools
@@ -81,6 +83,37 @@ def _pow2ceil(v: int) -> int:
     return 1 << max(0, (v - 1).bit_length())
 
 
+def row_threads(groups: int, vpt: int, exact: bool = True) -> int:
+    """The register kernels' threads per row (both rules: RMSNormFwdOp's and the row ops'):
+    pow2ceil(ceil(groups / vpt)), at most 1024; where that leaves some threads a partial
+    share of the row (groups not a multiple of it: Qwen2.5's 3584, 448 half groups, gave 128
+    threads of 3.5), the exact split with the most groups per thread (<= vpt) over a
+    multiple of 32 threads instead: 3584 half -> 224 threads of 2, float32 -> 224 of 4.
+    Measured on an H100 (dev/NOTES.md session 46), the rows kernel at 1 / 32 / 256 x 3584
+    hot: fp16 1.69 / 1.80 / 2.38 -> 1.63 / 1.75 / 2.29 us, bf16 1.66 / 1.77 / 2.35 ->
+    1.62 / 1.74 / 2.30; LayerNorm (224 threads with weight and bias in registers, against
+    128 with them staged in shared memory) fp16 2.01 / 2.18 / 3.13 -> 1.98 / 2.09 / 2.65.
+    exact=False: the power of two alone (the fused adds)."""
+    rt = min(MAX_THREADS, _pow2ceil(-(-groups // vpt)))
+    if exact and groups % rt:
+        for v in range(vpt, 1, -1):
+            if groups % v == 0 and (groups // v) % 32 == 0 and groups // v <= MAX_THREADS:
+                return groups // v
+    return rt
+
+
+def block_threads(rt: int) -> int:
+    """A register-kernel build's block: at least 128 threads, a multiple of RT (an exact
+    split's RT is a multiple of 32 that need not divide 128: its block is one row)."""
+    return max(rt, 128) if rt & (rt - 1) == 0 else rt
+
+
+def min_blocks(threads: int) -> int:
+    """TILEOPS_MIN_BLOCKS of a register-kernel build: as many blocks as fit 1024 threads
+    resident per SM (a register cap of 64 for power-of-two blocks; 4 x 224: 72)."""
+    return max(1, 1024 // threads)
+
+
 def vec_for(dtype_code: int, n: int, aligned16: bool) -> int:
     """TILEOPS_VEC: 16 / element size (16-byte loads) when every pointer is 16-byte aligned
     and each row starts on a 16-byte boundary (n * element size a multiple of 16); else 1."""
@@ -106,10 +139,13 @@ def specialisation(op: str, dtype_code: int, n: int, has_weight: bool, has_bias:
     cast_option = ("-DTILEOPS_CAST_BEFORE_WEIGHT=1",) if cast else ()
     if groups <= MAX_THREADS * REGISTER_MAX_VPT:
         vpt = RESIDUAL_VPT if has_residual(op) else REGISTER_MAX_VPT
-        rt = min(MAX_THREADS, _pow2ceil(-(-groups // vpt)))
-        threads = max(rt, 128)
+        # the exact split only for 4 groups a thread: the fused adds' 2 a thread at 3584 (256
+        # threads of 1.75 -> 224 of 2) lost at 1 / 32 rows (1.77 / 1.92 -> 1.81 / 1.98 us hot,
+        # fp16, H100, session 46) and won only at 256 (2.66 -> 2.61)
+        rt = row_threads(groups, vpt, exact=not has_residual(op))
+        threads = block_threads(rt)
         options += [f"-DTILEOPS_KERNEL={KERNEL_REGISTER}", f"-DTILEOPS_THREADS={threads}",
-                    f"-DTILEOPS_ROW_THREADS={rt}", f"-DTILEOPS_MIN_BLOCKS={max(1, 1024 // threads)}"]
+                    f"-DTILEOPS_ROW_THREADS={rt}", f"-DTILEOPS_MIN_BLOCKS={min_blocks(threads)}"]
         return f"norm/{op}.cu", f"tileops_{op}", tuple(options) + cast_option, threads, threads // rt, 0, None
     options += [f"-DTILEOPS_KERNEL={KERNEL_LONG}", f"-DTILEOPS_THREADS={LONG_THREADS}"]
     return f"norm/{op}.cu", f"tileops_{op}_long", tuple(options) + cast_option, LONG_THREADS, 1, 0, sm_count

@@ -20,6 +20,7 @@ import torch
 from ... import _C, runtime
 from ..._dtypes import CODE, DTYPE
 from ..base import Kernel, KernelCall, KernelInterface, identity_type
+from .cuda_rows import block_threads, min_blocks, row_threads
 from .rows import NormRowsKernel, pointer_guard, row_length
 
 # CPU: rows whose bytes fit comfortably in L2 take the two-pass ROW kernel; longer rows
@@ -95,25 +96,22 @@ def _cuda_identity(kernel_name: str, call: KernelCall):
                      has_weight=call.inputs["weight"] is not None, vec=vec, eps=float(call.params["eps"]))
 
 
-def _pow2ceil(v: int) -> int:
-    return 1 << max(0, (v - 1).bit_length())
-
-
 def _cuda_launch_shape(kernel_name: str, n: int, elem: int, sm_count: int):
     """(defines, threads, rows per block or None for a capped grid, dynamic shared bytes)."""
     groups = _groups(n, elem)
     if kernel_name == "tileops_rms_norm":
-        rt = min(1024, _pow2ceil(-(-groups // 4)))
+        rt = row_threads(groups, 4)
         if groups >= 16:
             # at least 8 threads a row, so a warp's load covers whole 128-byte lines: QK-norm's
             # rows of 128 fp16 (16 groups) take 8 threads of 2 groups, not 4 of 4; measured on
             # an H100 (dev/NOTES.md sessions 33 and 34), 4096 x 8 heads L2-cold 11.36 -> 10.88
             # us, hot 4.24 -> 3.99; 4096 x 32 heads 28.67 -> 28.03, 24.58 -> 24.32
             rt = max(rt, 8)
-        threads = max(rt, 128)
-        # at least 1024 threads resident per SM (<= 64 registers): measured on the H200,
-        # 2048x8192 cold 22.2 -> 21.0 us, hot 18.3 -> 16.1 (dev/NOTES.md)
-        return (f"-DTILEOPS_ROW_THREADS={rt}", f"-DTILEOPS_MIN_BLOCKS={max(1, 1024 // threads)}"), \
+        threads = block_threads(rt)
+        # as many blocks as fit 1024 threads resident per SM (<= 64 registers for power-of-two
+        # blocks; an exact split's 224: 4 blocks, 72): measured on the H200, 2048x8192 cold
+        # 22.2 -> 21.0 us, hot 18.3 -> 16.1 (dev/NOTES.md)
+        return (f"-DTILEOPS_ROW_THREADS={rt}", f"-DTILEOPS_MIN_BLOCKS={min_blocks(threads)}"), \
             threads, threads // rt, 0, None
     if kernel_name == "tileops_rms_norm_on_chip":
         return (), _on_chip_threads(groups), 1, groups * 16, None
