@@ -138,21 +138,22 @@ def with_defines(opts, defines) -> tuple:
 
 def parse_spec(spec: str, keys=()) -> tuple:
     """A patched variant's spec, PATCH[+PATCH...][@-DX=v...][@KEY=v...] (KEY one of `keys`,
-    each at most once) -> (patches, defines, {KEY: v})."""
+    each at most once) -> (patches, defines, {KEY: v}). PATCH `shipped` is no patch: the
+    shipped source with the defines changed (patches ())."""
     patch, *extra = spec.split("@")
     defines = tuple(d for d in extra if d.startswith("-D"))
     opts = [d.split("=", 1) for d in extra if not d.startswith("-D")]
     if any(len(o) != 2 or o[0] not in keys for o in opts) or len({o[0] for o in opts}) != len(opts) or not patch:
         grammar = "".join(f"[@{k}=v]" for k in keys)
         raise SystemExit(f"--patches {spec}: expected PATCH[+PATCH...][@-DX=v...]{grammar}")
-    return tuple(patch.split("+")), defines, dict(opts)
+    return (() if patch == "shipped" else tuple(patch.split("+"))), defines, dict(opts)
 
 
 def variant_name(spec: str, keys=()) -> str:
     """A.patch[+B.patch...][@-DX=v...][@KEY=v...] -> the patches' stems joined by +, then @X=v
     for each define, then @KEY=v for each option"""
     patches, defines, opts = parse_spec(spec, keys)
-    return ("+".join(p.rsplit(".", 1)[0] for p in patches) + "".join("@" + d[2:] for d in defines) +
+    return ("+".join(p.rsplit(".", 1)[0] for p in patches or ("shipped",)) + "".join("@" + d[2:] for d in defines) +
             "".join(f"@{k}={v}" for k, v in opts.items()))
 
 

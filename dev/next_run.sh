@@ -87,14 +87,13 @@
 #            decode rows, where Liger runs 256 threads of 2 groups?), fp16 and bf16, beside
 #            the shipped build and Liger; then the RMSNorm, rows-kernel and bench GPU tests
 #            (the shipped TILEOPS_CONTIGUOUS builds, the cold timer's spin floor).
-#   split    issue 11 (session 46): branch s46-exact-split's launch rule (3584 half rows: 224
-#            threads of 2 groups, not 128 of 3.5; LayerNorm's weight and bias in registers),
-#            merged into the tree without a commit (`git merge --no-commit s46-exact-split`)
-#            before the call, NEXT_TESTS_FIRST=1: its GPU tests first (the rows kernels,
-#            RMSNorm, the norm ops' cases of test_gpu_ops.py), then the op-level bench of the
-#            four norms at Qwen2.5-7B's 3584 (1 / 32 / 256 tokens, fp16 and bf16, with PDL as
-#            the op launches; tileops, Liger and the copy): whether LayerNorm's 0.13 us
-#            behind Liger in direct launches (no PDL) shows at the op level.
+#   lnocc    issue 11 (session 47): LayerNorm's residency at many rows (4096 x 3584: 1.05 / 1.07x
+#            the copy hot on the H100, where RMSNorm is at 0.99x): its 3584 build holds 56
+#            registers (5 blocks of 224 an SM); with the weight and bias loaded where they
+#            are used (TILEOPS_WB_REG_GROUPS=0) and TILEOPS_MIN_BLOCKS=6 it compiles to 40
+#            without spills (7 blocks). Both beside the rule's build and Liger at 1 / 256 /
+#            4096 rows, fp16 and bf16; the fused add + LayerNorm's likewise at 3584 / 4096
+#            (6 blocks of 256 instead of 5). No tests: define changes of the shipped source.
 #   pdaclean issue 13 (session 43): B = 1 1K L2-cold with L2 left clean (--flush read, as
 #            Nsight's cache control leaves it; issue 13's 8 us is quoted at locked clocks)
 #            beside the bench's dirty flush.
@@ -205,18 +204,17 @@ normfull_time() {
     done
 }
 normfull_test() { :; }   # nothing applied
-SPLIT_OPS="RMSNormFwdOp LayerNormFwdOp GemmaRMSNormFwdOp FusedAddRMSNormFwdOp"
-split_time() {
-    local op
-    for op in $SPLIT_OPS; do
-        run "split_$op" 60 python3 -m tileops bench --device cuda --op "$op" --workloads 3584 \
-            --dtypes float16,bfloat16 --impls tileops,liger,copy --no-plot --out "$OUT/split_$op.json"
+LNOCC_SPECS="shipped@-DTILEOPS_WB_REG_GROUPS=0,shipped@-DTILEOPS_WB_REG_GROUPS=0@-DTILEOPS_MIN_BLOCKS=6"
+lnocc_time() {
+    local dt
+    for dt in float16 bfloat16; do
+        run "lnocc_ln_$dt" 100 bash -c "cd dev && python3 time_norm_rows.py --dtype $dt --ns 3584 --rows 1,256,4096 \
+            --rt-op layer_norm --no-sweep --liger --patches $LNOCC_SPECS --out $OUT/lnocc_ln_$dt.json"
     done
+    run lnocc_faln 100 bash -c "cd dev && python3 time_norm_rows.py --dtype float16 --ns 3584,4096 --rows 256,4096 \
+        --rt-op fused_add_layer_norm --no-sweep --patches ${LNOCC_SPECS#*,} --out $OUT/lnocc_faln.json"
 }
-split_test() {   # the merged tree's tests (nothing applied)
-    run split_tests 200 bash -c "$PYTEST tests/gpu/test_gpu_norm_rows.py tests/gpu/test_gpu_rms_norm.py \
-        tests/gpu/test_gpu_ops.py -k 'Norm or norm'"
-}
+lnocc_test() { :; }   # nothing applied
 pdafull_time() {
     local dt=${PDA_DTYPE:-float16}
     run "pdafull_$dt" 470 python3 -m tileops bench --device cuda --op PagedDecodeAttentionFwdOp \
