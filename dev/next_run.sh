@@ -94,6 +94,12 @@
 #            without spills (7 blocks). Both beside the rule's build and Liger at 1 / 256 /
 #            4096 rows, fp16 and bf16; the fused add + LayerNorm's likewise at 3584 / 4096
 #            (6 blocks of 256 instead of 5). No tests: define changes of the shipped source.
+#   lnchan   issue 11 (session 47): LayerNorm's two row sums as one Chan merge where every
+#            thread holds the same count (nr_chan_equal.patch: no division, no count; the
+#            exact split's 3584 at 224 threads, 4096 at 128, 8192 at 256): the rule's build
+#            against the patched one and Liger at 1 / 32 / 256 / 4096 rows, fp16 and bf16;
+#            the fused add + LayerNorm's at 4096 (fp16); then the patch applied and the
+#            LayerNorm GPU tests (the rows kernels' and the ops').
 #   pdaclean issue 13 (session 43): B = 1 1K L2-cold with L2 left clean (--flush read, as
 #            Nsight's cache control leaves it; issue 13's 8 us is quoted at locked clocks)
 #            beside the bench's dirty flush.
@@ -215,6 +221,20 @@ lnocc_time() {
         --rt-op fused_add_layer_norm --no-sweep --patches ${LNOCC_SPECS#*,} --out $OUT/lnocc_faln.json"
 }
 lnocc_test() { :; }   # nothing applied
+LNCHAN_SPECS="nr_chan_equal.patch"
+LNCHAN_APPLY="nr_chan_equal.patch"
+lnchan_time() {
+    local dt
+    for dt in float16 bfloat16; do
+        run "lnchan_ln_$dt" 100 bash -c "cd dev && python3 time_norm_rows.py --dtype $dt --ns 3584,4096,8192 \
+            --rows 1,32,256,4096 --rt-op layer_norm --no-sweep --liger --patches $LNCHAN_SPECS --out $OUT/lnchan_ln_$dt.json"
+    done
+    run lnchan_faln 60 bash -c "cd dev && python3 time_norm_rows.py --dtype float16 --ns 4096 --rows 1,256,4096 \
+        --rt-op fused_add_layer_norm --no-sweep --patches $LNCHAN_SPECS --out $OUT/lnchan_faln.json"
+}
+lnchan_test() {
+    apply_and_test lnchan "$LNCHAN_APPLY" "$PYTEST tests/gpu/test_gpu_norm_rows.py tests/gpu/test_gpu_ops.py -k 'LayerNorm or layer_norm'"
+}
 pdafull_time() {
     local dt=${PDA_DTYPE:-float16}
     run "pdafull_$dt" 470 python3 -m tileops bench --device cuda --op PagedDecodeAttentionFwdOp \
