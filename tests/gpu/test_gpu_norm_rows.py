@@ -15,7 +15,7 @@ from tileops.kernels.norm import cuda_rows as R
 DEV = "cuda"
 DTYPES = {0: torch.float32, 1: torch.float16, 2: torch.bfloat16}
 TOL = {0: dict(atol=2e-5, rtol=2e-5), 1: dict(atol=2e-3, rtol=2e-3), 2: dict(atol=1.6e-2, rtol=1.6e-2)}
-NS = (1, 7, 100, 1000, 4097, 12345, 40000)
+NS = (1, 7, 100, 256, 1000, 3584, 4096, 4097, 12345, 40000)   # 256 / 3584 / 4096: every thread the same count
 ROWS = (0, 1, 5, 300)
 RESIDUAL = ("fused_add_rms_norm", "fused_add_layer_norm")
 MEAN = ("layer_norm", "fused_add_layer_norm")
@@ -94,6 +94,22 @@ def test_matches_float64_and_residual_out_is_the_rounded_add(op, dt, n):
                 assert same_bits(ro, h), f"residual_out != round(x + residual): rows={rows}"
 
 
+@pytest.mark.parametrize("op", MEAN)
+@pytest.mark.parametrize("dt", (0, 1, 2))
+@pytest.mark.parametrize("n", (256, 3584, 4096, 4097, 40000))
+def test_layer_norm_centres_rows_far_from_zero(op, dt, n):
+    """Rows of mean 1000 and spread 1: the variance is of the deviations from the mean, so
+    y still matches float64 (E[h^2] - E[h]^2 in fp32 would lose it to cancellation: ~1e6
+    against ~1)."""
+    w, b = R.weight_bias_choices(op)[0]
+    x, r, wt, bs = inputs(op, dt, 9, n, w, b, seed=n + dt)
+    x = (x.float() - 0.5 + 1000.0).to(x.dtype)
+    r = None if r is None else (r.float() * 0.25).to(r.dtype)
+    y, _ = run(op, dt, n, w, b, R.vec_for(dt, n, True), x, r, wt, bs)
+    ref, _ = reference(op, x, r, wt, bs)
+    torch.testing.assert_close(y.double(), ref, **TOL[dt])
+
+
 @pytest.mark.parametrize("op", R.ops())
 @pytest.mark.parametrize("dt", (0, 1, 2))
 @pytest.mark.parametrize("n", (7, 4096, 12345, 40000))
@@ -112,7 +128,7 @@ def test_in_place_equals_out_of_place_bit_for_bit(op, dt, n):
 
 @pytest.mark.parametrize("op", R.ops())
 @pytest.mark.parametrize("dt", (0, 1, 2))
-@pytest.mark.parametrize("n", (100, 4097, 12345, 40000))
+@pytest.mark.parametrize("n", (100, 3584, 4097, 12345, 40000))
 def test_a_row_alone_equals_the_same_row_in_a_batch_bit_for_bit(op, dt, n):
     w, b = R.weight_bias_choices(op)[0]
     vec = R.vec_for(dt, n, True)
@@ -171,7 +187,7 @@ def test_plain_rms_norm_rows_equals_the_shipped_register_kernel_bit_for_bit(dt, 
 
 
 @pytest.mark.parametrize("op", R.ops())
-@pytest.mark.parametrize("n,grid", [(100, 1), (4097, 3), (40000, 2)])
+@pytest.mark.parametrize("n,grid", [(100, 1), (3584, 5), (4097, 3), (40000, 2)])
 def test_any_grid_gives_the_same_bits(op, n, grid):
     """Both kernels stride over rows: a grid smaller than the rule's (several rows per block,
     the last block iteration partly past the end) gives the same bits."""
