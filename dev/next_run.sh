@@ -226,10 +226,10 @@ LNCHAN_APPLY="nr_chan_equal.patch"
 lnchan_time() {
     local dt
     for dt in float16 bfloat16; do
-        run "lnchan_ln_$dt" 100 bash -c "cd dev && python3 time_norm_rows.py --dtype $dt --ns 3584,4096,8192 \
+        run "lnchan_ln_$dt" 100 bash -c "cd dev && python3 time_norm_rows.py --dtype $dt --ns 3584,4096$([ $dt = float16 ] && echo ,8192) \
             --rows 1,32,256,4096 --rt-op layer_norm --no-sweep --liger --patches $LNCHAN_SPECS --out $OUT/lnchan_ln_$dt.json"
     done
-    run lnchan_faln 60 bash -c "cd dev && python3 time_norm_rows.py --dtype float16 --ns 4096 --rows 1,256,4096 \
+    run lnchan_faln 60 bash -c "cd dev && python3 time_norm_rows.py --dtype float16 --ns 4096 --rows 1,4096 \
         --rt-op fused_add_layer_norm --no-sweep --patches $LNCHAN_SPECS --out $OUT/lnchan_faln.json"
 }
 lnchan_test() {
