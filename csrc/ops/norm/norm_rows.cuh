@@ -86,9 +86,11 @@
  *              float32 and 4 for the half types (a compile error otherwise)
  *     grid.x = ceil(rows / RPB) (may be capped: rows are strided)
  *   Launch rule (cuda_rows.py): RT = min(1024, pow2ceil(ceil(NG / V))) with V = 4, or 2
- *   with a residual (two rows in registers; faster at every decode shape on the H200),
- *   THREADS = max(RT, 128), MIN_BLOCKS = max(1, 1024 / THREADS): VPT <= 4, so N <= 16384 (float32)
- *   or 32768 (half types); one row per block from N = 512 G on. The weight and bias
+ *   with a residual (two rows in registers; faster at every decode shape on the H200);
+ *   with V = 4, where RT leaves some threads a partial share, the exact split over a
+ *   multiple of 32 threads (row_threads: 3584 half, 224 threads of 2). THREADS = max(RT,
+ *   128) for a power of two, else RT; MIN_BLOCKS = max(1, 1024 / THREADS): VPT <= 4, so
+ *   N <= 16384 (float32) or 32768 (half types); one row per block from N = 512 G on. The weight and bias
  *   groups stay in registers across the block's rows when they cost at most 16 registers
  *   (vector path); otherwise they are loaded where they are used.
  *

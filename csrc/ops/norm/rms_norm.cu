@@ -80,10 +80,13 @@
  *     grid.x  = ceil(rows / RPB)  (may be capped, e.g. at 2^31 - 1: rows are strided)
  *     shared  = 0 dynamic
  *     max N   = RT 1024 x max VPT x G = 32768 for every dtype (vector or scalar path).
- *   Recommended: RT = min(1024, pow2ceil(ceil(NG / 4))) (>= 1; so VPT <= 4, and 5..8
- *   only for float32 N in 16385..32768), THREADS = max(RT, 128),
- *   grid.x = ceil(rows / (THREADS / RT)), TILEOPS_MIN_BLOCKS = max(1, 1024 / THREADS)
- *   (<= 64 registers: at least 1024 threads resident per SM; no spills at any N).
+ *   Recommended (src/tileops/kernels/norm/rms_norm.py): RT = min(1024, pow2ceil(ceil(NG /
+ *   4))) (>= 1; so VPT <= 4, and 5..8 only for float32 N in 16385..32768), or where that
+ *   leaves some threads a partial share the exact split over a multiple of 32 threads
+ *   (cuda_rows.row_threads: 3584 half, 448 groups, 224 threads of 2); THREADS = max(RT,
+ *   128) for a power of two, else RT (one row a block); grid.x = ceil(rows / (THREADS /
+ *   RT)), TILEOPS_MIN_BLOCKS = max(1, 1024 / THREADS) (as many blocks as fit 1024 threads
+ *   resident per SM: <= 64 registers, 72 for 4 x 224; no spills at any N).
  *   E.g. float16 N = 4096: NG 512, RT = THREADS = 128, VPT 4, one row per block,
  *   grid.x = rows, MIN_BLOCKS 8. The weight stays in registers across the rows of a
  *   block when VPT <= 4 and THREADS <= 256 (vector path).
