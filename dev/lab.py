@@ -115,7 +115,10 @@ def patched_source(shipped: str, patch_files) -> str:
     files `patch_files` (a name or a tuple of them; their hunks under csrc/ops) applied in
     turn (a parked kernel change timed beside the shipped one without applying it to the
     tree). runtime.build takes the path; made once per (shipped, patch_files) in a process
-    (every variant's launcher asks)."""
+    (every variant's launcher asks). No patch (a `shipped@-DX=v` spec): `shipped` itself,
+    the name runtime.build takes for the shipped source."""
+    if not patch_files:
+        return shipped
     import shutil
     import tempfile
 

@@ -90,9 +90,9 @@
  *   with V = 4, where RT leaves some threads a partial share, the exact split over a
  *   multiple of 32 threads (row_threads: 3584 half, 224 threads of 2). THREADS = max(RT,
  *   128) for a power of two, else RT; MIN_BLOCKS = max(1, 1024 / THREADS): VPT <= 4, so
- *   N <= 16384 (float32) or 32768 (half types); one row per block from N = 512 G on. The weight and bias
- *   groups stay in registers across the block's rows when they cost at most 16 registers
- *   (vector path); otherwise they are loaded where they are used.
+ *   N <= 16384 (float32) or 32768 (half types); one row per block from N = 512 G on. The
+ *   weight and bias groups stay in registers across the block's rows when they cost at
+ *   most 16 registers (vector path); otherwise they are loaded where they are used.
  *
  * TILEOPS_ROWS_KERNEL_LONG (passes over global memory): one row per block at a time,
  *   RT = THREADS, ST_UNROLL groups in flight per thread per step (4 vector, 2 scalar;

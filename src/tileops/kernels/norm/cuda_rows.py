@@ -12,9 +12,9 @@ register kernel, RT = min(1024, pow2ceil(ceil(NG / V))) threads per row with V =
 per thread, or V = 2 for the ops with a residual (the fused adds: two rows in registers
 per thread; measured on the H200, dev/NOTES.md session 5: 1x4096 fp16 1.92 -> 1.74 us hot,
 4096x8192 68.4 -> 66.3); with V = 4, where RT leaves some threads a partial share, the
-exact split of row_threads instead; block_threads(RT) threads per block, a register cap of
-1024 resident threads per SM, grid = ceil(rows / rows per block); longer rows take the long-row kernel,
-1024 threads, one row per block, grid = min(rows, sm_count). Neither depends on the row
+exact split of row_threads instead; block_threads(RT) threads per block, a register cap
+of 1024 resident threads per SM, grid = ceil(rows / rows per block); longer rows take the
+long-row kernel, 1024 threads, one row per block, grid = min(rows, sm_count). Neither depends on the row
 count, so a row's bits never do. Where weight and bias do not fit in registers (LayerNorm
 with both), a second build of the register kernel stages them in shared memory
 (`decode_options`: the same bits) and serves grids of at most one block per SM: 1x3584
