@@ -104,8 +104,8 @@
 #            folded by its maximum first (argmax_octet_max.patch: ~13 instructions an octet
 #            where the per-element fold takes ~32, so a thread's second batch of loads issues
 #            sooner): the op beside the patched build, B = 32 / 128 x 128256 (bf16 and the
-#            float32 control), two interleaved rounds, then fp16 B = 32 at 128256 / 152064;
-#            then the patch applied and the argmax / draw GPU tests (ties and NaNs at every
+#            float32 control), two interleaved rounds, and with all of a thread's octets in
+#            one batch (@-DTILEOPS_BATCH=8, the cheaper fold keeping no floats); then the patch applied and the argmax / draw GPU tests (ties and NaNs at every
 #            seam, same bits whatever the batch, graphs).
 #   pdaclean issue 13 (session 43): B = 1 1K L2-cold with L2 left clean (--flush read, as
 #            Nsight's cache control leaves it; issue 13's 8 us is quoted at locked clocks)
@@ -242,13 +242,13 @@ lnchan_time() {
 lnchan_test() {
     apply_and_test lnchan "$LNCHAN_APPLY" "$PYTEST tests/gpu/test_gpu_norm_rows.py tests/gpu/test_gpu_ops.py -k 'LayerNorm or layer_norm'"
 }
-AMOCTET_SPECS="argmax_octet_max.patch"
+AMOCTET_SPECS="argmax_octet_max.patch,argmax_octet_max.patch@-DTILEOPS_BATCH=8"
 amoctet_time() {
     run amoctet 150 bash -c "cd dev && python3 time_argmax.py --quick --rounds 2 --patches $AMOCTET_SPECS \
         --out $OUT/amoctet.json"
 }
 amoctet_test() {
-    apply_and_test amoctet "$AMOCTET_SPECS" "$PYTEST tests/gpu/test_gpu_sampling.py -k 'argmax or draw or same_bits or captures'"
+    apply_and_test amoctet "${AMOCTET_SPECS%%,*}" "$PYTEST tests/gpu/test_gpu_sampling.py -k 'argmax or draw or same_bits or captures'"
 }
 pdafull_time() {
     local dt=${PDA_DTYPE:-float16}
