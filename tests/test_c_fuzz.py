@@ -169,9 +169,11 @@ def want_for(kind, v):
 
 
 def _short(v):
-    """repr(v), except for an int too long for it."""
+    """repr(v), except for an int too long for it (also inside a tuple)."""
     if isinstance(v, int) and v.bit_length() > 256:
         return f"<int of {v.bit_length()} bits>"
+    if type(v) is tuple:
+        return "(" + "".join(_short(x) + ", " for x in v) + ")"
     return repr(v)
 
 
@@ -264,6 +266,7 @@ def signatures(C, tmp):
         "plan_make": None,
         "plan_call": None,
         "plan_call_out": None,
+        "apart": None,   # group surface, fuzz_plans
     }
 
 
@@ -349,20 +352,28 @@ def fuzz_plans(fz, C):
     miss, skip, out_tag = object(), object(), object()
     fz.expect("plan_call", [{}, None], RuntimeError)            # before plan_setup
     fz.expect("plan_call_out", [{}, None, None], RuntimeError)
-    setup = [(), None, (), (), len, len, None, miss, skip, out_tag, len]
-    for k in range(14):
-        if k != 11:
+    fz.expect("apart", [(), ()], RuntimeError)
+    setup = [(), None, (), (), len, len, None, miss, skip, out_tag, len, len]
+    for k in range(15):
+        if k != 12:
             fz.expect("plan_setup", (setup + [0] * k)[:k], TypeError)
-    for i in range(11):
+    for i in range(12):
         for v in HOSTILE:
             args = list(setup)
             args[i] = v
             want = (TypeError if (i in (0, 2, 3) and not isinstance(v, tuple))
-                    or (i in (4, 5, 10) and not callable(v)) else None)
+                    or (i in (4, 5, 10, 11) and not callable(v)) else None)
             fz.expect("plan_setup", args, want)
     # a harmless setup: the "state functions" return false / None, grad off; "empty_like"
     # is len, which fails on the arguments plan_call gives it (a SKIP, never an exception)
-    fz.expect("plan_setup", [(int,), None, (bool,), (lambda: None,), bool, len, None, miss, skip, out_tag, len], None)
+    fz.expect("plan_setup", [(int,), None, (bool,), (lambda: None,), bool, len, None, miss, skip, out_tag, len, bool],
+              None)
+    # apart never raises once set up: False only for nothing written, True (look again in
+    # Python) for anything it cannot read as a tensor of the types given
+    assert fz.expect("apart", [(), ()], None) is False
+    for v in HOSTILE:
+        for args in ([v, ()], [(), v], [(v,), ()], [(), (v,)], [(v, v), (None, v)], [v], [v, v, v]):
+            assert fz.expect("apart", args, None) in (True, False)
     handle, fmt = C.cpu_kernel("layer_norm")
     items = tuple((1, 0) if c == "p" else (0, 1) for c in fmt)
     base = [handle, items, 3, 1, 0]

@@ -497,11 +497,12 @@ enum { PLAN_CONST = 0, PLAN_PTR = 1, PLAN_NUMEL_DIV = 2, PLAN_ZERO = 3 };
 #define PLAN_MAX_TYPES 4
 
 /* What plan_replay reads of a tensor: properties, then methods (called without arguments). */
-enum { TA_LAYOUT, TA_IS_CPU, TA_REQUIRES_GRAD, TA_SHAPE, TA_DTYPE, TA_IS_NEG, TA_IS_CONTIGUOUS, TA_DATA_PTR,
-       TA_COUNT };
+enum { TA_LAYOUT, TA_IS_CPU, TA_REQUIRES_GRAD, TA_SHAPE, TA_DTYPE, TA_NBYTES, TA_IS_NEG, TA_IS_CONTIGUOUS,
+       TA_DATA_PTR, TA_IS_INFERENCE, TA_COUNT };
 #define TA_FIRST_METHOD TA_IS_NEG
 static const char *const k_tensor_attrs[TA_COUNT] = {"layout", "is_cpu", "requires_grad", "shape", "dtype",
-                                                     "is_neg", "is_contiguous", "data_ptr"};
+                                                     "nbytes", "is_neg", "is_contiguous", "data_ptr",
+                                                     "is_inference"};
 
 typedef struct {
     int handle;
@@ -532,9 +533,11 @@ static struct {
     PyObject *miss, *skip;   /* the sentinels */
     PyObject *out_tag;       /* the first item of an out= call's key */
     PyObject *bump;          /* torch.autograd.graph.increment_version: out='s version bump */
+    PyObject *inference;     /* torch.is_inference_mode_enabled: an inference out= is written only in it */
     PyObject *kwnames;       /* ("dtype", "memory_format") */
     PyObject *kwnames_mf;    /* ("memory_format",): an output of its input's dtype (a third faster) */
     PyObject *s_attr[TA_COUNT];  /* k_tensor_attrs, interned */
+    PyObject *s_stride;          /* "stride", interned (apart) */
     /* desc[j][a]: attribute a as tensor_types[j] defines it (a data descriptor for a
      * property, a callable for a method), read once here so a call skips the attribute
      * lookup (the type's MRO, the instance dict); NULL: looked up per call */
@@ -542,17 +545,19 @@ static struct {
 } P;
 
 /* (tensor_types, strided, falsy, nones, grad_enabled, empty_like, contiguous_format, miss, skip, out_tag,
- *  bump) */
+ *  bump, inference_mode_enabled) */
 static PyObject *py_plan_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (check_nargs("plan_setup", nargs, 11)) return NULL;
+    if (check_nargs("plan_setup", nargs, 12)) return NULL;
     const int tuples[] = {0, 2, 3};
     for (int i = 0; i < 3; i++)
         if (!PyTuple_Check(args[tuples[i]]))
             return arg_fail(PyExc_TypeError, "plan_setup", ARG("argument tensor_types, falsy or nones"), "a tuple",
                             args[tuples[i]]), NULL;
-    if (!PyCallable_Check(args[4]) || !PyCallable_Check(args[5]) || !PyCallable_Check(args[10])) {
-        PyErr_SetString(PyExc_TypeError, "tileops._C.plan_setup: grad_enabled, empty_like and bump must be callable");
+    if (!PyCallable_Check(args[4]) || !PyCallable_Check(args[5]) || !PyCallable_Check(args[10]) ||
+        !PyCallable_Check(args[11])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "tileops._C.plan_setup: grad_enabled, empty_like, bump and inference_mode_enabled must be callable");
         return NULL;
     }
     const Py_ssize_t n_types = PyTuple_GET_SIZE(args[0]);
@@ -564,6 +569,7 @@ static PyObject *py_plan_setup(PyObject *self, PyObject *const *args, Py_ssize_t
     /* each made once; a failed call leaves the rest for the next one */
     for (int a = 0; a < TA_COUNT; a++)
         if (!P.s_attr[a] && !(P.s_attr[a] = PyUnicode_InternFromString(k_tensor_attrs[a]))) return NULL;
+    if (!P.s_stride && !(P.s_stride = PyUnicode_InternFromString("stride"))) return NULL;
     if (!P.kwnames && !(P.kwnames = Py_BuildValue("(ss)", "dtype", "memory_format"))) return NULL;
     if (!P.kwnames_mf && !(P.kwnames_mf = Py_BuildValue("(s)", "memory_format"))) return NULL;
     PyObject *desc[PLAN_MAX_TYPES][TA_COUNT] = {{NULL}};
@@ -582,8 +588,8 @@ static PyObject *py_plan_setup(PyObject *self, PyObject *const *args, Py_ssize_t
                 Py_DECREF(d);
         }
     PyObject **slots[] = {&P.tensor_types, &P.strided, &P.falsy, &P.nones, &P.grad_enabled, &P.empty_like,
-                          &P.contiguous, &P.miss, &P.skip, &P.out_tag, &P.bump};
-    for (int i = 0; i < 11; i++)
+                          &P.contiguous, &P.miss, &P.skip, &P.out_tag, &P.bump, &P.inference};
+    for (int i = 0; i < 12; i++)
         Py_XSETREF(*slots[i], Py_NewRef(args[i]));
     for (int j = 0; j < PLAN_MAX_TYPES; j++)
         for (int a = 0; a < TA_COUNT; a++)
@@ -713,12 +719,50 @@ static int as_ptr_of(PyObject *t, int tj, uintptr_t *out) {
     return 0;
 }
 
+/* The bytes of an element of torch dtype `dtype` (its itemsize, read once a dtype: they
+ * are singletons), or 0 when unknown. */
+static long long dtype_size(PyObject *dtype) {
+    static PyObject *seen[16];
+    static long long size[16];
+    int i = 0;
+    for (; i < 16 && seen[i]; i++)
+        if (seen[i] == dtype) return size[i];
+    PyObject *r = PyObject_GetAttrString(dtype, "itemsize");
+    const long long v = r ? PyLong_AsLongLong(r) : -1;
+    Py_XDECREF(r);
+    if (v <= 0 || PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    if (i < 16) {
+        seen[i] = Py_NewRef(dtype);
+        size[i] = v;
+    }
+    return v;
+}
+
+/* Whether out= (tensor n of a call's scan: contiguous, like the inputs before it) shares
+ * a byte with any input, or its size cannot be told: such a call is not for a plan (the
+ * Python path refuses a partial overlap and fills an out that is an input through a
+ * temporary). `key` holds each tensor's dtype at 2 i + 2. */
+static int out_shares_memory(PyObject *key, const uintptr_t *ptr, const long long *numel, int n) {
+    const long long eo = dtype_size(PyTuple_GET_ITEM(key, 2 * n + 2));
+    long long bytes;
+    if (!eo || __builtin_mul_overflow(numel[n], eo, &bytes)) return 1;
+    const uintptr_t o0 = ptr[n], o1 = ptr[n] + (uintptr_t)bytes;
+    for (int i = 0; i < n; i++) {
+        if (!ptr[i] || !numel[i]) continue; /* absent or empty */
+        const long long e = dtype_size(PyTuple_GET_ITEM(key, 2 * i + 2));
+        long long b;
+        if (!e || __builtin_mul_overflow(numel[i], e, &b)) return 1;
+        if (ptr[i] == o0 || (bytes && ptr[i] < o1 && o0 < ptr[i] + (uintptr_t)b)) return 1;
+    }
+    return 0;
+}
+
 /* A plan's replay for the n inputs `in` and, in an out= call, `out` (else NULL): the
  * outputs (out itself in an out= call), or the sentinel MISS / SKIP. Never raises. An out=
  * call's out is tested as the inputs are and keyed after them (the key's first item
  * out_tag); its plan has one output, out, which is written in place of an allocation and
- * gets the version bump the Python path gives it; an out sharing an input's memory is not
- * for a plan. */
+ * gets the version bump the Python path gives it; an out sharing a byte with an input is
+ * not for a plan (out_shares_memory). */
 static PyObject *plan_replay(PyObject *memo, PyObject *const *in, const int n, PyObject *out) {
     const int m = n + (out != NULL); /* tensors scanned: the inputs, then out */
     if (n < 1 || m > PLAN_MAX_TENSORS || !PyDict_Check(memo))
@@ -803,8 +847,13 @@ static PyObject *plan_replay(PyObject *memo, PyObject *const *in, const int n, P
         goto done;
     }
     unsigned out_align = out ? (unsigned)(ptr[n] & 15u) : 0;
-    for (int i = 0; out && i < n; i++)
-        if (ptr[i] && ptr[i] == ptr[n]) { Py_DECREF(entry); goto done; } /* out is an input */
+    /* out sharing an input's memory, or an inference tensor outside inference mode (torch
+     * refuses to update one in place): the Python path, which says why */
+    if (out && (out_shares_memory(key, ptr, numel, n) ||
+                (flag(out, type_index(out), TA_IS_INFERENCE) != 0 && call_truth(P.inference, 0) != 1))) {
+        Py_DECREF(entry);
+        goto done;
+    }
     for (int j = 0; !out && j < p->n_out; j++) {
         PyObject *alloc = PyTuple_GET_ITEM(allocs, j), *dt = PyTuple_GET_ITEM(dtypes, j);
         if (PyTuple_Check(alloc)) { /* (template, numel): empty_like(template), a new contiguous tensor */
@@ -897,6 +946,124 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
 
 /* (memo, out, *inputs) -> out, written, or the sentinel MISS / SKIP: an out= call. Never
  * raises once set up (a RuntimeError before). */
+/* ---- apart: the boundary's test that a call's written tensors may be written ----------- */
+#define APART_MAX_DIMS 16
+/* Where a tensor's bytes lie: [p0, p1) (p1 = p0 for no element), and its dims of more than
+ * one element sorted by stride, largest first (strides in bytes); es its element's bytes;
+ * self_overlap when two of its elements share an address (a stride 0 over such a dim). */
+typedef struct {
+    uintptr_t p0, p1;
+    long long es;
+    int nd, self_overlap;
+    long long size[APART_MAX_DIMS], stride[APART_MAX_DIMS];
+} apart_layout_t;
+
+/* t's layout; -1 when t cannot be read as a tensor (the caller answers "look again") */
+static int apart_layout(PyObject *t, apart_layout_t *L) {
+    const int tj = type_index(t);
+    PyObject *dt = tensor_attr(t, tj, TA_DTYPE);
+    L->es = dt ? dtype_size(dt) : 0;
+    Py_XDECREF(dt);
+    if (!L->es) { PyErr_Clear(); return -1; }
+    L->nd = L->self_overlap = 0;
+    uintptr_t p = 0;
+    const int contiguous = flag(t, tj, TA_IS_CONTIGUOUS);
+    if (contiguous < 0) return -1;
+    if (contiguous) { /* one dim of unit stride: numel elements from the data pointer */
+        PyObject *nb = tensor_attr(t, tj, TA_NBYTES);
+        const long long n = nb ? PyLong_AsLongLong(nb) : -1;
+        Py_XDECREF(nb);
+        if (n < 0 || PyErr_Occurred() || (n && as_ptr_of(t, tj, &p))) { PyErr_Clear(); return -1; }
+        L->p0 = p;
+        L->p1 = p + (uintptr_t)n;
+        if (n > L->es) {
+            L->nd = 1;
+            L->size[0] = n / L->es;
+            L->stride[0] = L->es;
+        }
+        return 0;
+    }
+    PyObject *shape = tensor_attr(t, tj, TA_SHAPE);
+    PyObject *stride = shape ? PyObject_CallMethodNoArgs(t, P.s_stride) : NULL;
+    int bad = !stride || !PyTuple_Check(shape) || !PyTuple_Check(stride) ||
+              PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(stride);
+    long long extent = 0, numel = 1;
+    for (Py_ssize_t d = 0; !bad && d < PyTuple_GET_SIZE(shape); d++) {
+        const long long n = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+        const long long st = PyLong_AsLongLong(PyTuple_GET_ITEM(stride, d));
+        long long sb, span;
+        bad = PyErr_Occurred() || n < 0 || st < 0 || __builtin_mul_overflow(st, L->es, &sb) ||
+              __builtin_mul_overflow(numel, n, &numel);
+        if (bad || n <= 1) continue;
+        bad = __builtin_mul_overflow(n - 1, sb, &span) || __builtin_add_overflow(extent, span, &extent) ||
+              L->nd == APART_MAX_DIMS;
+        if (bad) continue;
+        L->self_overlap |= st == 0;
+        int k = L->nd++; /* insertion by stride, largest first */
+        for (; k > 0 && L->stride[k - 1] < sb; k--) {
+            L->size[k] = L->size[k - 1];
+            L->stride[k] = L->stride[k - 1];
+        }
+        L->size[k] = n;
+        L->stride[k] = sb;
+    }
+    Py_XDECREF(shape);
+    Py_XDECREF(stride);
+    if (bad || (numel && as_ptr_of(t, tj, &p))) { PyErr_Clear(); return -1; }
+    L->p0 = p;
+    L->p1 = numel ? p + (uintptr_t)(extent + L->es) : p;
+    if (!numel) L->nd = 0;
+    return 0;
+}
+
+/* 1 when no byte of a is a byte of b: their spans apart, or, for views of one packed
+ * tensor (q and k heads of one qkv row, say), rows of one stride S whose inner extents lie
+ * apart modulo S; 0 otherwise (a share, or a layout this does not tell apart) */
+static int apart_disjoint(const apart_layout_t *a, const apart_layout_t *b) {
+    if (a->p0 == a->p1 || b->p0 == b->p1 || a->p1 <= b->p0 || b->p1 <= a->p0) return 1;
+    if (!a->nd || !b->nd || a->stride[0] != b->stride[0]) return 0;
+    const long long S = a->stride[0];
+    long long ea = a->es, eb = b->es; /* the inner dims' extents, in bytes */
+    for (int d = 1; d < a->nd; d++) ea += (a->size[d] - 1) * a->stride[d];
+    for (int d = 1; d < b->nd; d++) eb += (b->size[d] - 1) * b->stride[d];
+    if (ea > S || eb > S) return 0;
+    const long long ra = (long long)(a->p0 % (uintptr_t)S), rb = (long long)(b->p0 % (uintptr_t)S);
+    return ((rb - ra) % S + S) % S >= ea && ((ra - rb) % S + S) % S >= eb;
+}
+
+/* apart(writes, reads) -> False when every tensor of the tuple `writes` (those a call
+ * writes) is not an inference tensor outside inference mode, has no two elements at one
+ * address, and shares no
+ * byte with another of `writes` or with any tensor of `reads` (None skipped): the common
+ * case, answered in C (the Python test took ~4 µs a call of three tensors). True
+ * otherwise, or when anything cannot be read: the boundary's Python test (_apart) then
+ * raises naming the arguments, or allows an out= that is exactly an input. Never raises
+ * once plan_setup ran. */
+static PyObject *py_apart(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (!plan_ready("apart")) return NULL;
+    if (nargs != 2 || !PyTuple_Check(args[0]) || !PyTuple_Check(args[1])) Py_RETURN_TRUE;
+    const Py_ssize_t nw = PyTuple_GET_SIZE(args[0]), nr = PyTuple_GET_SIZE(args[1]);
+    if (nw > PLAN_MAX_TENSORS || nr > PLAN_MAX_TENSORS) Py_RETURN_TRUE;
+    apart_layout_t w[PLAN_MAX_TENSORS], r;
+    for (Py_ssize_t i = 0; i < nw; i++) {
+        PyObject *t = PyTuple_GET_ITEM(args[0], i);
+        if (apart_layout(t, &w[i]) || w[i].self_overlap ||
+            (flag(t, type_index(t), TA_IS_INFERENCE) != 0 && call_truth(P.inference, 0) != 1))
+            Py_RETURN_TRUE;
+        for (Py_ssize_t k = 0; k < i; k++)
+            if (!apart_disjoint(&w[i], &w[k])) Py_RETURN_TRUE;
+    }
+    for (Py_ssize_t j = 0; j < nr; j++) {
+        PyObject *t = PyTuple_GET_ITEM(args[1], j);
+        if (t == Py_None) continue;
+        if (apart_layout(t, &r)) Py_RETURN_TRUE;
+        for (Py_ssize_t i = 0; i < nw; i++)
+            if (!apart_disjoint(&r, &w[i])) Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
 static PyObject *py_plan_call_out(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (!plan_ready("plan_call_out")) return NULL;
@@ -1241,6 +1408,9 @@ static PyMethodDef methods[] = {
      "plan_make(handle, items, n_in, n_out, out_align) -> a plan of one CPU launch"},
     {"plan_call", (PyCFunction)(void (*)(void))py_plan_call, METH_FASTCALL,
      "plan_call(memo, *inputs) -> the outputs of the memo's plan for these inputs, or MISS / SKIP"},
+    {"apart", (PyCFunction)(void (*)(void))py_apart, METH_FASTCALL,
+     "apart(writes, reads) -> False when the written tensors are contiguous, writable and share no memory with "
+     "any other (else True: look again in Python)"},
     {"plan_call_out", (PyCFunction)(void (*)(void))py_plan_call_out, METH_FASTCALL,
      "plan_call_out(memo, out, *inputs) -> out, written by the memo's plan of this out= call, or MISS / SKIP"},
     {"cuda_load", (PyCFunction)(void (*)(void))py_cuda_load, METH_FASTCALL, "cuda_load(nvrtc_dir or None)"},

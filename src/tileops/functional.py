@@ -17,6 +17,9 @@ are constants of its graph, so a dynamic size there is specialised. `target=` pi
 serves (None: by device)."""
 from __future__ import annotations
 
+import torch
+
+from .errors import InputTypeError
 from .nn._intern import lookup, static_shape
 from .ops.activation.gelu_and_mul import GeluAndMulFwdOp
 from .ops.activation.gelu_tanh_and_mul import GeluTanhAndMulFwdOp
@@ -30,9 +33,15 @@ from .ops.norm.rms_norm import RMSNormFwdOp
 from .ops.positional.rope import RopeFwdOp
 
 
-def _norm_shape(x, weight, normalized_shape):
+def _norm_shape(x, weight, normalized_shape, op):
+    """The norm's normalized_shape: given, else weight's shape, else x's last dimension (a
+    non-tensor x or weight is named here, before its shape is read: the op's own message)."""
     if normalized_shape is not None:
         return static_shape((normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape)
+    for name, t in (("weight", weight), ("x", x)):
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise InputTypeError(f"{op.__name__}: argument '{name}': expected a Tensor"
+                                 f"{' or None' if name == 'weight' else ''}, got {type(t).__name__}")
     if weight is not None:
         return static_shape(weight.shape)
     return static_shape(x.shape[-1:])
@@ -42,7 +51,7 @@ def rms_norm(x, weight, eps=None, out=None, *, cast_before_weight=False, target=
     """y = x * rsqrt(mean(x^2) + eps) * weight over weight's dims (x's last without a
     weight); eps None is torch.finfo(torch.float32).eps (F.rms_norm's). cast_before_weight:
     Hugging Face's rounding (tileops.nn.RMSNorm)."""
-    op = lookup(RMSNormFwdOp, target, _norm_shape(x, weight, None), eps, cast_before_weight)
+    op = lookup(RMSNormFwdOp, target, _norm_shape(x, weight, None, RMSNormFwdOp), eps, cast_before_weight)
     return op(x, weight, out=out)
 
 
@@ -50,14 +59,14 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, out=None, *, normalized_shap
     """y = (x - mean) * rsqrt(var + eps) * weight + bias over weight's dims (or bias's, or
     `normalized_shape`, or x's last)."""
     ref = weight if weight is not None else bias
-    op = lookup(LayerNormFwdOp, target, _norm_shape(x, ref, normalized_shape), eps)
+    op = lookup(LayerNormFwdOp, target, _norm_shape(x, ref, normalized_shape, LayerNormFwdOp), eps)
     return op(x, weight, bias, out=out)
 
 
 def fused_add_rms_norm(x, residual, weight, eps=None, inplace=False, *, cast_before_weight=False, target=None):
     """(y, h): h = x + residual rounded to the dtype, y = rms_norm(h) * weight; inplace=True
     writes y into x and h into residual and returns them."""
-    op = lookup(FusedAddRMSNormFwdOp, target, _norm_shape(x, weight, None), eps, cast_before_weight)
+    op = lookup(FusedAddRMSNormFwdOp, target, _norm_shape(x, weight, None, FusedAddRMSNormFwdOp), eps, cast_before_weight)
     return op(x, residual, weight, inplace=inplace)
 
 
@@ -66,13 +75,13 @@ def fused_add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5, inplace=
     """(y, h): h = x + residual rounded to the dtype, y = layer_norm(h); inplace as
     fused_add_rms_norm."""
     ref = weight if weight is not None else bias
-    op = lookup(FusedAddLayerNormFwdOp, target, _norm_shape(x, ref, normalized_shape), eps)
+    op = lookup(FusedAddLayerNormFwdOp, target, _norm_shape(x, ref, normalized_shape, FusedAddLayerNormFwdOp), eps)
     return op(x, residual, weight, bias, inplace=inplace)
 
 
 def gemma_rms_norm(x, weight, eps=1e-6, out=None, *, target=None):
     """y = x * rsqrt(mean(x^2) + eps) * (1 + weight), in float32, rounded once."""
-    op = lookup(GemmaRMSNormFwdOp, target, _norm_shape(x, weight, None), eps)
+    op = lookup(GemmaRMSNormFwdOp, target, _norm_shape(x, weight, None, GemmaRMSNormFwdOp), eps)
     return op(x, weight, out=out)
 
 

@@ -49,7 +49,11 @@ static tileops_status_t check_args(const embedding_args_t *a) {
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: the table's and y's bytes must fit int64", k);
     if (a->n == 0)
         return TILEOPS_OK;
-    const char *null_arg = a->ids == NULL ? "ids" : a->weight == NULL ? "weight" : a->y == NULL ? "y" : NULL;
+    /* an empty table (V = 0) may have no memory: every id is outside its rows, below */
+    const char *null_arg = a->ids == NULL                  ? "ids"
+                           : a->weight == NULL && a->V > 0 ? "weight"
+                           : a->y == NULL                  ? "y"
+                                                           : NULL;
     if (null_arg != NULL)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: %s must be non-NULL when n > 0, got NULL", k, null_arg);
     /* every id before anything is written: a bad one leaves y untouched */

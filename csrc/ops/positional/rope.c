@@ -178,15 +178,15 @@ static tileops_status_t check_args(const rope_args_t *a) {
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
                             "%s: rotary_dim must be even with 2 <= rotary_dim <= D, got rotary_dim %lld, D %lld", k,
                             (long long)a->R, (long long)a->D);
-    if (a->P < 1 || a->P > INT64_MAX / 4 / a->R)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: the cache's rows must be in [1, 2^62 / R), got %lld", k,
+    if (a->P < 0 || a->P > INT64_MAX / 4 / a->R) /* 0 rows: every position is outside them */
+        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: the cache's rows must be in [0, 2^62 / R), got %lld", k,
                             (long long)a->P);
     if ((a->k == NULL) != (a->k_out == NULL))
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: k and k_out must be both 0 or both non-0", k);
     if (a->T == 0)
         return TILEOPS_OK;
     const char *null_arg = a->q == NULL ? "q" : a->q_out == NULL ? "q_out" : a->pos == NULL ? "positions"
-                           : a->cache == NULL ? "cache" : NULL;
+                           : a->cache == NULL && a->P > 0 ? "cache" : NULL;
     if (null_arg != NULL)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: %s must be non-NULL when T > 0, got NULL", k, null_arg);
     const int64_t es = (int64_t)tileops_dtype_size(a->dtype);

@@ -524,7 +524,9 @@ def parse_entry(name, raw, source) -> Entry:
         if not outputs or any(o.optional for o in outputs):
             raise _err(source, name, "signature.outputs", "an op with no call-time tensor input returns at least one "
                                                           "output, none optional")
-    rules = list(rules) + dim_rules(inputs, {p for p in raw_params})
+    # the named dims' rules first: they test each shaped input's rank before a written rule
+    # may index it (logits.shape[1] of 1-D logits must fail as a rule, not as an IndexError)
+    rules = dim_rules(inputs, {p for p in raw_params}) + list(rules)
 
     if not isinstance(composition, list) or not all(isinstance(c, str) for c in composition):
         raise _err(source, name, "composition", "expected a list of op class names")

@@ -18,8 +18,13 @@ class Embedding(OpModule):
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, *, device=None, dtype=None, target=None):
         super().__init__()
-        if padding_idx is not None and padding_idx < 0:
-            padding_idx += num_embeddings
+        if padding_idx is not None:
+            if not isinstance(padding_idx, int) or not -num_embeddings <= padding_idx < num_embeddings:
+                from ..errors import InputValueError
+                raise InputValueError(f"Embedding: argument 'padding_idx': expected an int in [-{num_embeddings}, "
+                                      f"{num_embeddings}) (num_embeddings rows), got {padding_idx!r}")
+            if padding_idx < 0:
+                padding_idx += num_embeddings
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = padding_idx

@@ -83,6 +83,11 @@ class RotaryEmbedding(OpModule):
 
     def forward(self, positions, query, key, *, inplace=False):
         d = self.head_size
+        for name, t in (("query", query), ("key", key)):
+            if isinstance(t, torch.Tensor) and t.dim() == 2 and t.shape[1] % d:
+                from ..errors import InputValueError
+                raise InputValueError(f"RotaryEmbedding: argument '{name}': expected [T, H, {d}] or [T, H * {d}] "
+                                      f"(head_size {d}), got shape {tuple(t.shape)}")
         q = query if query.dim() == 3 else query.view(query.shape[0], -1, d)
         k = key if key.dim() == 3 else key.view(key.shape[0], -1, d)
         q_out, k_out = self._op(q, k, positions, self.cos_sin_cache, inplace=inplace)

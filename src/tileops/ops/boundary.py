@@ -142,7 +142,7 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
           "_jit_tracing": torch._C._get_tracing_state, "_as_scalar": _as_scalar,
           "_bump": torch.autograd.graph.increment_version,
           "_below_inplace_view": torch._C._AutoDispatchBelowADInplaceOrView, "_PLAIN": (torch.Tensor, torch.nn.Parameter),
-          "_CLS": cls, "_admit": _admit, "_recover": _recover,
+          "_CLS": cls, "_admit": _admit, "_c_apart": plans.apart, "_apart": _apart, "_recover": _recover,
           "_plan_call": plans.plan_call, "_MISS": plans.MISS, "_SKIP": plans.SKIP, "_record_plan": plans.record,
           "_plan_call_out": plans.plan_call_out}
     lines = []
@@ -260,6 +260,16 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
         bw(f"if _s not in self._checked:")
         bw(f"    _check(self, {chk})")
         bw(f"    self._note_checked(_s)")
+        # Memory the call writes shares no byte with another argument (every call: the
+        # pointers are not part of the signature; _c_apart answers the common case in C,
+        # _apart looks again and raises); an out= that is exactly one of the inputs is
+        # filled through a temporary (_al), as a non-contiguous one is.
+        writes = list(b.written) + (["out"] if b.uses_out else [])
+        if writes:
+            reads = [i.name for i in entry.inputs if i.name not in b.written]
+            wt, rt = f"({''.join(f'{v}, ' for v in writes)})", f"({''.join(f'{v}, ' for v in reads)})"
+            bw(f"{'_al = ' if b.uses_out else ''}_c_apart({wt}, {rt}) and _apart(\"{opname}\", {wt}, {rt}, "
+               f"{tuple(writes)!r}, {tuple(reads)!r})")
         bw(f"_resolved = self._target is None")
         bw(f"if _resolved:")
         bw(f"    self._resolve_target({first}.device)")
@@ -284,7 +294,8 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
             if i.name in b.written:
                 copies.append(v)
         if b.uses_out:
-            bw(f"    _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)")
+            bw(f"    _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, "
+               f"device=out.device)")
             copies.append("out")
         kw = [f"{c}={c}" for c in scalar_args]
         for n, val in b.values:
@@ -597,6 +608,52 @@ def _admit(t, opname: str, arg: str, optional: bool, written: bool):
             f"{'negated' if t.is_neg() else 'conjugated'} view (torch._neg_view, or the .imag of a conjugate), which "
             f"cannot be written in place; pass a materialised tensor ({arg}.resolve_neg() / {arg}.resolve_conj()) "
             f"and copy the result back")
+
+
+_inference_mode = torch.is_inference_mode_enabled
+
+
+def _apart(opname: str, writes: tuple, reads: tuple, wnames: tuple, rnames: tuple) -> bool:
+    """Raises InputValueError unless every tensor the call writes (`writes`: the written
+    inputs, then out) may be written (not an inference tensor outside inference mode, no
+    two of its elements at one address: torch's rules for an in-place update) and shares
+    no byte with any other argument (the other written ones and `reads`, None where
+    absent), as torch refuses a partial overlap of an out= with an input: a kernel reading
+    what it has written gives a wrong result silently. The one sharing allowed is an out
+    that is exactly one of the read inputs (the same data, shape, strides and dtype); True
+    then: the body fills a temporary and copies it into out. Called where _C.apart (the
+    same test in C, which also tells apart views of one packed tensor) answered True; each
+    pair is asked of it again, to name the arguments."""
+    for w, name in zip(writes, wnames):
+        if w is None:
+            continue
+        if w.is_inference() and not _inference_mode():
+            raise InputValueError(f"{opname}: argument '{name}': the call writes it, but it is an inference "
+                                  f"tensor and inference mode is off (torch refuses such an in-place update too); "
+                                  f"call under torch.inference_mode() or pass a tensor made outside it")
+        if not w.is_contiguous() and any(st == 0 and d > 1 for d, st in zip(w.shape, w.stride())):
+            raise InputValueError(f"{opname}: argument '{name}': the call writes it, but several of its elements "
+                                  f"share memory (an expanded view?); pass a tensor whose elements are distinct")
+    alias = False
+    for i, w in enumerate(writes):
+        if w is None:
+            continue
+        for k in range(i + 1, len(writes)):
+            if writes[k] is not None and plans.apart((w, writes[k]), ()):
+                raise InputValueError(f"{opname}: argument '{wnames[i]}': it shares memory with argument "
+                                      f"'{wnames[k]}', and the call writes both; pass tensors that do not overlap")
+        for t, name in zip(reads, rnames):
+            if t is None or not plans.apart((w,), (t,)):
+                continue
+            if wnames[i] == "out" and (w.data_ptr() == t.data_ptr() and w.dtype == t.dtype and w.shape == t.shape
+                                       and w.stride() == t.stride()):
+                alias = True
+                continue
+            raise InputValueError(
+                f"{opname}: argument '{wnames[i]}': it overlaps argument '{name}' in memory, and the call writes it "
+                f"while reading '{name}'" + (" (out may be exactly an input of its shape, dtype and strides, or apart "
+                                             "from it)" if wnames[i] == "out" else "; pass tensors that do not overlap"))
+    return alias
 
 
 def _recover(cls, key, obj):

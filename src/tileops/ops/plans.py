@@ -49,9 +49,10 @@ _C.plan_setup((torch.Tensor, torch.nn.Parameter), torch.strided,
               (torch._C._len_torch_dispatch_stack, torch._C._is_torch_function_mode_enabled),
               (torch._C._functorch.maybe_current_level, torch._C._get_tracing_state),
               torch.is_grad_enabled, torch.empty_like, torch.contiguous_format, MISS, SKIP, OUT,
-              torch.autograd.graph.increment_version)
+              torch.autograd.graph.increment_version, torch.is_inference_mode_enabled)
 
 plan_call = _C.plan_call
+apart = _C.apart   # the boundary's common-case test of a call's written tensors (boundary._apart)
 plan_call_out = _C.plan_call_out
 
 

@@ -3,10 +3,10 @@ def _check(self, logits):
         raise InputTypeError("ArgmaxFwdOp: argument 'logits': expected a Tensor, got " + type(logits).__name__)
     if logits.dtype not in _ALLOWED_logits:
         raise InputTypeError(f"ArgmaxFwdOp: argument 'logits': expected dtype float32 | float16 | bfloat16, got {logits.dtype}")
-    if not (logits.shape[1] >= 1):
-        raise InputValueError(f"ArgmaxFwdOp: shape rule `logits.shape[1] >= 1` does not hold: logits.shape={tuple(logits.shape)}")
     if not (logits.ndim == 2):
         raise InputValueError(f"ArgmaxFwdOp: shape rule `logits.ndim == 2` does not hold: logits.shape={tuple(logits.shape)}")
+    if not (logits.shape[1] >= 1):
+        raise InputValueError(f"ArgmaxFwdOp: shape rule `logits.shape[1] >= 1` does not hold: logits.shape={tuple(logits.shape)}")
 
 def _guard(logits):
     _admit(logits, "ArgmaxFwdOp", "logits", False, False)

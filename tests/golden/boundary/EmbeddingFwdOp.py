@@ -98,13 +98,14 @@ def _impl_1(ids, weight, out, key):
     if _s not in self._checked:
         _check(self, ids, weight, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (ids, weight, )) and _apart("EmbeddingFwdOp", (out, ), (ids, weight, ), ('out',), ('ids', 'weight'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(ids.device)
     try:
         _c_ids = ids if ids.is_contiguous() else ids.contiguous()
         _c_weight = weight if weight.is_contiguous() else weight.contiguous()
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         self._forward(_c_ids, _c_weight, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
@@ -123,13 +124,14 @@ def _body_1(self, ids, weight, out):
     if _s not in self._checked:
         _check(self, ids, weight, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (ids, weight, )) and _apart("EmbeddingFwdOp", (out, ), (ids, weight, ), ('out',), ('ids', 'weight'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(ids.device)
     try:
         _c_ids = ids if ids.is_contiguous() else ids.contiguous()
         _c_weight = weight if weight.is_contiguous() else weight.contiguous()
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         self._forward(_c_ids, _c_weight, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)

@@ -122,6 +122,7 @@ def _impl_1(x, residual, weight, bias, key):
     if _s not in self._checked:
         _check(self, x, residual, weight, bias)
         self._note_checked(_s)
+    _c_apart((x, residual, ), (weight, bias, )) and _apart("FusedAddLayerNormFwdOp", (x, residual, ), (weight, bias, ), ('x', 'residual'), ('weight', 'bias'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(x.device)
@@ -150,6 +151,7 @@ def _body_1(self, x, residual, weight, bias):
     if _s not in self._checked:
         _check(self, x, residual, weight, bias)
         self._note_checked(_s)
+    _c_apart((x, residual, ), (weight, bias, )) and _apart("FusedAddLayerNormFwdOp", (x, residual, ), (weight, bias, ), ('x', 'residual'), ('weight', 'bias'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(x.device)

@@ -109,6 +109,7 @@ def _impl_1(x, residual, weight, key):
     if _s not in self._checked:
         _check(self, x, residual, weight)
         self._note_checked(_s)
+    _c_apart((x, residual, ), (weight, )) and _apart("FusedAddRMSNormFwdOp", (x, residual, ), (weight, ), ('x', 'residual'), ('weight',))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(x.device)
@@ -136,6 +137,7 @@ def _body_1(self, x, residual, weight):
     if _s not in self._checked:
         _check(self, x, residual, weight)
         self._note_checked(_s)
+    _c_apart((x, residual, ), (weight, )) and _apart("FusedAddRMSNormFwdOp", (x, residual, ), (weight, ), ('x', 'residual'), ('weight',))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(x.device)

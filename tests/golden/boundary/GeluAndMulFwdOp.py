@@ -91,12 +91,13 @@ def _impl_1(x, out, key):
     if _s not in self._checked:
         _check(self, x, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (x, )) and _apart("GeluAndMulFwdOp", (out, ), (x, ), ('out',), ('x',))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         self._forward(_c_x, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
@@ -115,12 +116,13 @@ def _body_1(self, x, out):
     if _s not in self._checked:
         _check(self, x, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (x, )) and _apart("GeluAndMulFwdOp", (out, ), (x, ), ('out',), ('x',))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(x.device)
     try:
         _c_x = x if x.is_contiguous() else x.contiguous()
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         self._forward(_c_x, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)

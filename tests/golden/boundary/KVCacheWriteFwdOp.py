@@ -79,6 +79,7 @@ def _impl_0(k, v, key_cache, value_cache, slot_mapping, key):
     if _s not in self._checked:
         _check(self, k, v, key_cache, value_cache, slot_mapping)
         self._note_checked(_s)
+    _c_apart((key_cache, value_cache, ), (k, v, slot_mapping, )) and _apart("KVCacheWriteFwdOp", (key_cache, value_cache, ), (k, v, slot_mapping, ), ('key_cache', 'value_cache'), ('k', 'v', 'slot_mapping'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(k.device)
@@ -106,6 +107,7 @@ def _body_0(self, k, v, key_cache, value_cache, slot_mapping):
     if _s not in self._checked:
         _check(self, k, v, key_cache, value_cache, slot_mapping)
         self._note_checked(_s)
+    _c_apart((key_cache, value_cache, ), (k, v, slot_mapping, )) and _apart("KVCacheWriteFwdOp", (key_cache, value_cache, ), (k, v, slot_mapping, ), ('key_cache', 'value_cache'), ('k', 'v', 'slot_mapping'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(k.device)

@@ -118,6 +118,7 @@ def _impl_1(x, weight, bias, out, key):
     if _s not in self._checked:
         _check(self, x, weight, bias, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (x, weight, bias, )) and _apart("LayerNormFwdOp", (out, ), (x, weight, bias, ), ('out',), ('x', 'weight', 'bias'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(x.device)
@@ -125,7 +126,7 @@ def _impl_1(x, weight, bias, out, key):
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
         _c_bias = None if bias is None else (bias if bias.is_contiguous() else bias.contiguous())
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         self._forward(_c_x, _c_weight, _c_bias, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
@@ -144,6 +145,7 @@ def _body_1(self, x, weight, bias, out):
     if _s not in self._checked:
         _check(self, x, weight, bias, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (x, weight, bias, )) and _apart("LayerNormFwdOp", (out, ), (x, weight, bias, ), ('out',), ('x', 'weight', 'bias'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(x.device)
@@ -151,7 +153,7 @@ def _body_1(self, x, weight, bias, out):
         _c_x = x if x.is_contiguous() else x.contiguous()
         _c_weight = None if weight is None else (weight if weight.is_contiguous() else weight.contiguous())
         _c_bias = None if bias is None else (bias if bias.is_contiguous() else bias.contiguous())
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         self._forward(_c_x, _c_weight, _c_bias, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)

@@ -141,6 +141,7 @@ def _impl_1(o_a, lse_a, o_b, lse_b, out, key):
     if _s not in self._checked:
         _check(self, o_a, lse_a, o_b, lse_b, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (o_a, lse_a, o_b, lse_b, )) and _apart("MergeAttnStatesFwdOp", (out, ), (o_a, lse_a, o_b, lse_b, ), ('out',), ('o_a', 'lse_a', 'o_b', 'lse_b'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(o_a.device)
@@ -149,7 +150,7 @@ def _impl_1(o_a, lse_a, o_b, lse_b, out, key):
         _c_lse_a = lse_a if lse_a.is_contiguous() else lse_a.contiguous()
         _c_o_b = o_b if o_b.is_contiguous() else o_b.contiguous()
         _c_lse_b = lse_b if lse_b.is_contiguous() else lse_b.contiguous()
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         _r = self._forward(_c_o_a, _c_lse_a, _c_o_b, _c_lse_b, out=_c_out)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("MergeAttnStatesFwdOp.forward must return a tuple of 2 outputs (None for an omitted one)")
@@ -170,6 +171,7 @@ def _body_1(self, o_a, lse_a, o_b, lse_b, out):
     if _s not in self._checked:
         _check(self, o_a, lse_a, o_b, lse_b, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (o_a, lse_a, o_b, lse_b, )) and _apart("MergeAttnStatesFwdOp", (out, ), (o_a, lse_a, o_b, lse_b, ), ('out',), ('o_a', 'lse_a', 'o_b', 'lse_b'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(o_a.device)
@@ -178,7 +180,7 @@ def _body_1(self, o_a, lse_a, o_b, lse_b, out):
         _c_lse_a = lse_a if lse_a.is_contiguous() else lse_a.contiguous()
         _c_o_b = o_b if o_b.is_contiguous() else o_b.contiguous()
         _c_lse_b = lse_b if lse_b.is_contiguous() else lse_b.contiguous()
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         _r = self._forward(_c_o_a, _c_lse_a, _c_o_b, _c_lse_b, out=_c_out)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("MergeAttnStatesFwdOp.forward must return a tuple of 2 outputs (None for an omitted one)")

@@ -30,12 +30,6 @@ def _check(self, q, key_cache, value_cache, block_table, seq_lens, out):
         raise InputTypeError(f"PagedDecodeAttentionFwdOp: argument 'seq_lens': expected dtype int32, got {seq_lens.dtype}")
     if seq_lens.device != _dev:
         raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'seq_lens': expected a tensor on {q.device} (the device of 'q'), got {seq_lens.device}")
-    if not (head_size % 16 == 0 and 16 <= head_size <= 256):
-        raise InputValueError(f"PagedDecodeAttentionFwdOp: shape rule `head_size % 16 == 0 and 16 <= head_size <= 256` does not hold: head_size={head_size!r}")
-    if not (block_size >= 1):
-        raise InputValueError(f"PagedDecodeAttentionFwdOp: shape rule `block_size >= 1` does not hold: block_size={block_size!r}")
-    if not (q.ndim != 3 or key_cache.ndim != 4 or (key_cache.shape[2] >= 1 and q.shape[1] % key_cache.shape[2] == 0)):
-        raise InputValueError(f"PagedDecodeAttentionFwdOp: shape rule `q.ndim != 3 or key_cache.ndim != 4 or (key_cache.shape[2] >= 1 and q.shape[1] % key_cache.shape[2] == 0)` does not hold: key_cache.shape={tuple(key_cache.shape)}, q.shape={tuple(q.shape)}")
     if not (q.ndim == 3):
         raise InputValueError(f"PagedDecodeAttentionFwdOp: shape rule `q.ndim == 3` does not hold: q.shape={tuple(q.shape)}")
     if not (q.shape[2] == head_size):
@@ -64,6 +58,12 @@ def _check(self, q, key_cache, value_cache, block_table, seq_lens, out):
         raise InputValueError(f"PagedDecodeAttentionFwdOp: shape rule `seq_lens.ndim == 1` does not hold: seq_lens.shape={tuple(seq_lens.shape)}")
     if not (seq_lens.shape[0] == q.shape[0]):
         raise InputValueError(f"PagedDecodeAttentionFwdOp: shape rule `seq_lens.shape[0] == q.shape[0]` does not hold: q.shape={tuple(q.shape)}, seq_lens.shape={tuple(seq_lens.shape)}")
+    if not (head_size % 16 == 0 and 16 <= head_size <= 256):
+        raise InputValueError(f"PagedDecodeAttentionFwdOp: shape rule `head_size % 16 == 0 and 16 <= head_size <= 256` does not hold: head_size={head_size!r}")
+    if not (block_size >= 1):
+        raise InputValueError(f"PagedDecodeAttentionFwdOp: shape rule `block_size >= 1` does not hold: block_size={block_size!r}")
+    if not (q.ndim != 3 or key_cache.ndim != 4 or (key_cache.shape[2] >= 1 and q.shape[1] % key_cache.shape[2] == 0)):
+        raise InputValueError(f"PagedDecodeAttentionFwdOp: shape rule `q.ndim != 3 or key_cache.ndim != 4 or (key_cache.shape[2] >= 1 and q.shape[1] % key_cache.shape[2] == 0)` does not hold: key_cache.shape={tuple(key_cache.shape)}, q.shape={tuple(q.shape)}")
     if out is not None:
         if not isinstance(out, Tensor):
             raise InputTypeError("PagedDecodeAttentionFwdOp: argument 'out': expected a Tensor, got " + type(out).__name__)
@@ -167,6 +167,7 @@ def _impl_1(q, key_cache, value_cache, block_table, seq_lens, out, key):
     if _s not in self._checked:
         _check(self, q, key_cache, value_cache, block_table, seq_lens, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (q, key_cache, value_cache, block_table, seq_lens, )) and _apart("PagedDecodeAttentionFwdOp", (out, ), (q, key_cache, value_cache, block_table, seq_lens, ), ('out',), ('q', 'key_cache', 'value_cache', 'block_table', 'seq_lens'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(q.device)
@@ -178,7 +179,7 @@ def _impl_1(q, key_cache, value_cache, block_table, seq_lens, out, key):
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'value_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(value_cache.shape)} with strides {value_cache.stride()}")
         _c_block_table = block_table if block_table.is_contiguous() else block_table.contiguous()
         _c_seq_lens = seq_lens if seq_lens.is_contiguous() else seq_lens.contiguous()
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         self._forward(_c_q, key_cache, value_cache, _c_block_table, _c_seq_lens, return_lse=False, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
@@ -197,6 +198,7 @@ def _body_1(self, q, key_cache, value_cache, block_table, seq_lens, out):
     if _s not in self._checked:
         _check(self, q, key_cache, value_cache, block_table, seq_lens, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (q, key_cache, value_cache, block_table, seq_lens, )) and _apart("PagedDecodeAttentionFwdOp", (out, ), (q, key_cache, value_cache, block_table, seq_lens, ), ('out',), ('q', 'key_cache', 'value_cache', 'block_table', 'seq_lens'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(q.device)
@@ -208,7 +210,7 @@ def _body_1(self, q, key_cache, value_cache, block_table, seq_lens, out):
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'value_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(value_cache.shape)} with strides {value_cache.stride()}")
         _c_block_table = block_table if block_table.is_contiguous() else block_table.contiguous()
         _c_seq_lens = seq_lens if seq_lens.is_contiguous() else seq_lens.contiguous()
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         self._forward(_c_q, key_cache, value_cache, _c_block_table, _c_seq_lens, return_lse=False, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
@@ -309,6 +311,7 @@ def _impl_3(q, key_cache, value_cache, block_table, seq_lens, out, key):
     if _s not in self._checked:
         _check(self, q, key_cache, value_cache, block_table, seq_lens, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (q, key_cache, value_cache, block_table, seq_lens, )) and _apart("PagedDecodeAttentionFwdOp", (out, ), (q, key_cache, value_cache, block_table, seq_lens, ), ('out',), ('q', 'key_cache', 'value_cache', 'block_table', 'seq_lens'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(q.device)
@@ -320,7 +323,7 @@ def _impl_3(q, key_cache, value_cache, block_table, seq_lens, out, key):
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'value_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(value_cache.shape)} with strides {value_cache.stride()}")
         _c_block_table = block_table if block_table.is_contiguous() else block_table.contiguous()
         _c_seq_lens = seq_lens if seq_lens.is_contiguous() else seq_lens.contiguous()
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         _r = self._forward(_c_q, key_cache, value_cache, _c_block_table, _c_seq_lens, return_lse=True, out=_c_out)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("PagedDecodeAttentionFwdOp.forward must return a tuple of 2 outputs (None for an omitted one)")
@@ -341,6 +344,7 @@ def _body_3(self, q, key_cache, value_cache, block_table, seq_lens, out):
     if _s not in self._checked:
         _check(self, q, key_cache, value_cache, block_table, seq_lens, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (q, key_cache, value_cache, block_table, seq_lens, )) and _apart("PagedDecodeAttentionFwdOp", (out, ), (q, key_cache, value_cache, block_table, seq_lens, ), ('out',), ('q', 'key_cache', 'value_cache', 'block_table', 'seq_lens'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(q.device)
@@ -352,7 +356,7 @@ def _body_3(self, q, key_cache, value_cache, block_table, seq_lens, out):
             raise InputValueError(f"PagedDecodeAttentionFwdOp: argument 'value_cache': expected a contiguous tensor (the op never copies it), got shape {tuple(value_cache.shape)} with strides {value_cache.stride()}")
         _c_block_table = block_table if block_table.is_contiguous() else block_table.contiguous()
         _c_seq_lens = seq_lens if seq_lens.is_contiguous() else seq_lens.contiguous()
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         _r = self._forward(_c_q, key_cache, value_cache, _c_block_table, _c_seq_lens, return_lse=True, out=_c_out)
         if not isinstance(_r, tuple) or len(_r) != 2:
             raise TileOpsError("PagedDecodeAttentionFwdOp.forward must return a tuple of 2 outputs (None for an omitted one)")

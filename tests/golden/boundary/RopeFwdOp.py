@@ -24,8 +24,6 @@ def _check(self, q, k, positions, cos_sin_cache):
         raise InputTypeError(f"RopeFwdOp: argument 'cos_sin_cache': expected dtype float32, got {cos_sin_cache.dtype}")
     if cos_sin_cache.device != _dev:
         raise InputValueError(f"RopeFwdOp: argument 'cos_sin_cache': expected a tensor on {q.device} (the device of 'q'), got {cos_sin_cache.device}")
-    if not (rotary_dim % 2 == 0 and 2 <= rotary_dim <= head_size):
-        raise InputValueError(f"RopeFwdOp: shape rule `rotary_dim % 2 == 0 and 2 <= rotary_dim <= head_size` does not hold: head_size={head_size!r}, rotary_dim={rotary_dim!r}")
     if not (q.ndim == 3):
         raise InputValueError(f"RopeFwdOp: shape rule `q.ndim == 3` does not hold: q.shape={tuple(q.shape)}")
     if not (q.shape[2] == head_size):
@@ -44,6 +42,8 @@ def _check(self, q, k, positions, cos_sin_cache):
         raise InputValueError(f"RopeFwdOp: shape rule `cos_sin_cache.ndim == 2` does not hold: cos_sin_cache.shape={tuple(cos_sin_cache.shape)}")
     if not (cos_sin_cache.shape[1] == rotary_dim):
         raise InputValueError(f"RopeFwdOp: shape rule `cos_sin_cache.shape[1] == rotary_dim` does not hold: cos_sin_cache.shape={tuple(cos_sin_cache.shape)}, rotary_dim={rotary_dim!r}")
+    if not (rotary_dim % 2 == 0 and 2 <= rotary_dim <= head_size):
+        raise InputValueError(f"RopeFwdOp: shape rule `rotary_dim % 2 == 0 and 2 <= rotary_dim <= head_size` does not hold: head_size={head_size!r}, rotary_dim={rotary_dim!r}")
 
 def _guard(q, k, positions, cos_sin_cache, inplace):
     _admit(q, "RopeFwdOp", "q", False, inplace)
@@ -129,6 +129,7 @@ def _impl_1(q, k, positions, cos_sin_cache, key):
     if _s not in self._checked:
         _check(self, q, k, positions, cos_sin_cache)
         self._note_checked(_s)
+    _c_apart((q, k, ), (positions, cos_sin_cache, )) and _apart("RopeFwdOp", (q, k, ), (positions, cos_sin_cache, ), ('q', 'k'), ('positions', 'cos_sin_cache'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(q.device)
@@ -157,6 +158,7 @@ def _body_1(self, q, k, positions, cos_sin_cache):
     if _s not in self._checked:
         _check(self, q, k, positions, cos_sin_cache)
         self._note_checked(_s)
+    _c_apart((q, k, ), (positions, cos_sin_cache, )) and _apart("RopeFwdOp", (q, k, ), (positions, cos_sin_cache, ), ('q', 'k'), ('positions', 'cos_sin_cache'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(q.device)

@@ -10,8 +10,6 @@ def _check(self, probs, q):
         raise InputTypeError(f"SampleFromProbsFwdOp: argument 'q': expected dtype float32, got {q.dtype}")
     if q.device != _dev:
         raise InputValueError(f"SampleFromProbsFwdOp: argument 'q': expected a tensor on {probs.device} (the device of 'probs'), got {q.device}")
-    if not (probs.shape[1] >= 1):
-        raise InputValueError(f"SampleFromProbsFwdOp: shape rule `probs.shape[1] >= 1` does not hold: probs.shape={tuple(probs.shape)}")
     if not (probs.ndim == 2):
         raise InputValueError(f"SampleFromProbsFwdOp: shape rule `probs.ndim == 2` does not hold: probs.shape={tuple(probs.shape)}")
     if not (q.ndim == 2):
@@ -20,6 +18,8 @@ def _check(self, probs, q):
         raise InputValueError(f"SampleFromProbsFwdOp: shape rule `q.shape[0] == probs.shape[0]` does not hold: probs.shape={tuple(probs.shape)}, q.shape={tuple(q.shape)}")
     if not (q.shape[1] == probs.shape[1]):
         raise InputValueError(f"SampleFromProbsFwdOp: shape rule `q.shape[1] == probs.shape[1]` does not hold: probs.shape={tuple(probs.shape)}, q.shape={tuple(q.shape)}")
+    if not (probs.shape[1] >= 1):
+        raise InputValueError(f"SampleFromProbsFwdOp: shape rule `probs.shape[1] >= 1` does not hold: probs.shape={tuple(probs.shape)}")
 
 def _guard(probs, q):
     _admit(probs, "SampleFromProbsFwdOp", "probs", False, False)

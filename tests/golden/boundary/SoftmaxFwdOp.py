@@ -11,14 +11,14 @@ def _check(self, logits, temperature, out):
             raise InputTypeError(f"SoftmaxFwdOp: argument 'temperature': expected dtype float32, got {temperature.dtype}")
         if temperature.device != _dev:
             raise InputValueError(f"SoftmaxFwdOp: argument 'temperature': expected a tensor on {logits.device} (the device of 'logits'), got {temperature.device}")
-    if not (logits.shape[1] >= 1):
-        raise InputValueError(f"SoftmaxFwdOp: shape rule `logits.shape[1] >= 1` does not hold: logits.shape={tuple(logits.shape)}")
     if not (logits.ndim == 2):
         raise InputValueError(f"SoftmaxFwdOp: shape rule `logits.ndim == 2` does not hold: logits.shape={tuple(logits.shape)}")
     if not (temperature is None or temperature.ndim == 1):
         raise InputValueError(f"SoftmaxFwdOp: shape rule `temperature is None or temperature.ndim == 1` does not hold: temperature.shape={tuple(temperature.shape) if temperature is not None else None}")
     if not (temperature is None or temperature.shape[0] == logits.shape[0]):
         raise InputValueError(f"SoftmaxFwdOp: shape rule `temperature is None or temperature.shape[0] == logits.shape[0]` does not hold: logits.shape={tuple(logits.shape)}, temperature.shape={tuple(temperature.shape) if temperature is not None else None}")
+    if not (logits.shape[1] >= 1):
+        raise InputValueError(f"SoftmaxFwdOp: shape rule `logits.shape[1] >= 1` does not hold: logits.shape={tuple(logits.shape)}")
     if out is not None:
         if not isinstance(out, Tensor):
             raise InputTypeError("SoftmaxFwdOp: argument 'out': expected a Tensor, got " + type(out).__name__)
@@ -106,13 +106,14 @@ def _impl_1(logits, temperature, out, key):
     if _s not in self._checked:
         _check(self, logits, temperature, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (logits, temperature, )) and _apart("SoftmaxFwdOp", (out, ), (logits, temperature, ), ('out',), ('logits', 'temperature'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(logits.device)
     try:
         _c_logits = logits if logits.is_contiguous() else logits.contiguous()
         _c_temperature = None if temperature is None else (temperature if temperature.is_contiguous() else temperature.contiguous())
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         self._forward(_c_logits, _c_temperature, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
@@ -131,13 +132,14 @@ def _body_1(self, logits, temperature, out):
     if _s not in self._checked:
         _check(self, logits, temperature, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (logits, temperature, )) and _apart("SoftmaxFwdOp", (out, ), (logits, temperature, ), ('out',), ('logits', 'temperature'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(logits.device)
     try:
         _c_logits = logits if logits.is_contiguous() else logits.contiguous()
         _c_temperature = None if temperature is None else (temperature if temperature.is_contiguous() else temperature.contiguous())
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         self._forward(_c_logits, _c_temperature, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)

@@ -4,12 +4,12 @@ def _check(self, logits):
         raise InputTypeError("TopKFwdOp: argument 'logits': expected a Tensor, got " + type(logits).__name__)
     if logits.dtype not in _ALLOWED_logits:
         raise InputTypeError(f"TopKFwdOp: argument 'logits': expected dtype float32 | float16 | bfloat16, got {logits.dtype}")
+    if not (logits.ndim == 2):
+        raise InputValueError(f"TopKFwdOp: shape rule `logits.ndim == 2` does not hold: logits.shape={tuple(logits.shape)}")
     if not (1 <= logits.shape[1]):
         raise InputValueError(f"TopKFwdOp: shape rule `1 <= logits.shape[1]` does not hold: logits.shape={tuple(logits.shape)}")
     if not (k <= logits.shape[1]):
         raise InputValueError(f"TopKFwdOp: shape rule `k <= logits.shape[1]` does not hold: k={k!r}, logits.shape={tuple(logits.shape)}")
-    if not (logits.ndim == 2):
-        raise InputValueError(f"TopKFwdOp: shape rule `logits.ndim == 2` does not hold: logits.shape={tuple(logits.shape)}")
 
 def _guard(logits, return_values):
     _admit(logits, "TopKFwdOp", "logits", False, False)

@@ -18,8 +18,6 @@ def _check(self, logits, k, p):
             raise InputTypeError(f"TopKTopPMaskFwdOp: argument 'p': expected dtype float32, got {p.dtype}")
         if p.device != _dev:
             raise InputValueError(f"TopKTopPMaskFwdOp: argument 'p': expected a tensor on {logits.device} (the device of 'logits'), got {p.device}")
-    if not (logits.shape[1] >= 1):
-        raise InputValueError(f"TopKTopPMaskFwdOp: shape rule `logits.shape[1] >= 1` does not hold: logits.shape={tuple(logits.shape)}")
     if not (logits.ndim == 2):
         raise InputValueError(f"TopKTopPMaskFwdOp: shape rule `logits.ndim == 2` does not hold: logits.shape={tuple(logits.shape)}")
     if not (k is None or k.ndim == 1):
@@ -30,6 +28,8 @@ def _check(self, logits, k, p):
         raise InputValueError(f"TopKTopPMaskFwdOp: shape rule `p is None or p.ndim == 1` does not hold: p.shape={tuple(p.shape) if p is not None else None}")
     if not (p is None or p.shape[0] == logits.shape[0]):
         raise InputValueError(f"TopKTopPMaskFwdOp: shape rule `p is None or p.shape[0] == logits.shape[0]` does not hold: logits.shape={tuple(logits.shape)}, p.shape={tuple(p.shape) if p is not None else None}")
+    if not (logits.shape[1] >= 1):
+        raise InputValueError(f"TopKTopPMaskFwdOp: shape rule `logits.shape[1] >= 1` does not hold: logits.shape={tuple(logits.shape)}")
 
 def _guard(logits, k, p, inplace):
     _admit(logits, "TopKTopPMaskFwdOp", "logits", False, inplace)
@@ -109,6 +109,7 @@ def _impl_1(logits, k, p, key):
     if _s not in self._checked:
         _check(self, logits, k, p)
         self._note_checked(_s)
+    _c_apart((logits, ), (k, p, )) and _apart("TopKTopPMaskFwdOp", (logits, ), (k, p, ), ('logits',), ('k', 'p'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(logits.device)
@@ -134,6 +135,7 @@ def _body_1(self, logits, k, p):
     if _s not in self._checked:
         _check(self, logits, k, p)
         self._note_checked(_s)
+    _c_apart((logits, ), (k, p, )) and _apart("TopKTopPMaskFwdOp", (logits, ), (k, p, ), ('logits',), ('k', 'p'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(logits.device)

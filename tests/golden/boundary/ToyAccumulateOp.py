@@ -30,6 +30,7 @@ def _impl_0(acc, x, key):
     if _s not in self._checked:
         _check(self, acc, x)
         self._note_checked(_s)
+    _c_apart((acc, ), (x, )) and _apart("ToyAccumulateOp", (acc, ), (x, ), ('acc',), ('x',))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(acc.device)
@@ -54,6 +55,7 @@ def _body_0(self, acc, x):
     if _s not in self._checked:
         _check(self, acc, x)
         self._note_checked(_s)
+    _c_apart((acc, ), (x, )) and _apart("ToyAccumulateOp", (acc, ), (x, ), ('acc',), ('x',))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(acc.device)

@@ -98,13 +98,14 @@ def _impl_1(a, b, out, key):
     if _s not in self._checked:
         _check(self, a, b, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (a, b, )) and _apart("ToyAddOp", (out, ), (a, b, ), ('out',), ('a', 'b'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(a.device)
     try:
         _c_a = a if a.is_contiguous() else a.contiguous()
         _c_b = b if b.is_contiguous() else b.contiguous()
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         self._forward(_c_a, _c_b, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)
@@ -123,13 +124,14 @@ def _body_1(self, a, b, out):
     if _s not in self._checked:
         _check(self, a, b, out)
         self._note_checked(_s)
+    _al = _c_apart((out, ), (a, b, )) and _apart("ToyAddOp", (out, ), (a, b, ), ('out',), ('a', 'b'))
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(a.device)
     try:
         _c_a = a if a.is_contiguous() else a.contiguous()
         _c_b = b if b.is_contiguous() else b.contiguous()
-        _c_out = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _c_out = out if out.is_contiguous() and not _al else torch.empty(out.shape, dtype=out.dtype, device=out.device)
         self._forward(_c_a, _c_b, out=_c_out)
         if _c_out is not out:
             out.copy_(_c_out)

@@ -74,6 +74,7 @@ def _impl_1(x, alpha, key):
     if _s not in self._checked:
         _check(self, x, alpha)
         self._note_checked(_s)
+    _c_apart((x, ), ()) and _apart("ToyScaleOp", (x, ), (), ('x',), ())
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(x.device)
@@ -97,6 +98,7 @@ def _body_1(self, x, alpha):
     if _s not in self._checked:
         _check(self, x, alpha)
         self._note_checked(_s)
+    _c_apart((x, ), ()) and _apart("ToyScaleOp", (x, ), (), ('x',), ())
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(x.device)

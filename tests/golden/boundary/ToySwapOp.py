@@ -30,6 +30,7 @@ def _impl_0(a, b, key):
     if _s not in self._checked:
         _check(self, a, b)
         self._note_checked(_s)
+    _c_apart((a, b, ), ()) and _apart("ToySwapOp", (a, b, ), (), ('a', 'b'), ())
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(a.device)
@@ -56,6 +57,7 @@ def _body_0(self, a, b):
     if _s not in self._checked:
         _check(self, a, b)
         self._note_checked(_s)
+    _c_apart((a, b, ), ()) and _apart("ToySwapOp", (a, b, ), (), ('a', 'b'), ())
     _resolved = self._target is None
     if _resolved:
         self._resolve_target(a.device)

@@ -26,6 +26,8 @@ with the next token's loads in flight while one is stored (H200, 4096 tokens, L2
 without it, the 128-thread build serves (the same bits)."""
 from __future__ import annotations
 
+import re
+
 import torch
 
 from ... import _C
@@ -183,6 +185,17 @@ def persistent_launch_shape(T: int, H: int, Hk: int, uq: int, uk: int, hb: int, 
     return min(T, PERSISTENT_BLOCKS_PER_SM * sm_count), -(-tt // 32) * 32
 
 
+def _c_argument(message: str):
+    """The argument a C core message of rope.c is about: a position out of range names
+    'positions', a tensor's layout names that tensor (q_out is q, k_out is k), the cache's
+    rows 'cos_sin_cache'; None for a message about no one argument."""
+    for name, arg in (("positions", "positions"), ("q_out", "q"), ("k_out", "k"), ("q", "q"), ("k", "k"),
+                      ("cache", "cos_sin_cache")):
+        if re.search(rf"\b{name}(\[|'s\b| )", message.split(": ", 1)[-1]):
+            return arg
+    return None
+
+
 def _build_cpu(b):
     handle = _C.cpu_kernel("rope_cast" if b.cast else "rope")[0]
     run = _C.cpu_launch
@@ -193,8 +206,9 @@ def _build_cpu(b):
         # (T, H, Hk, P, strides...) -> the C order (T, H, Hk, D, R, P, strides...)
         try:
             run(handle, *a[:6], a[6], a[7], a[8], D, R, a[9], *a[10:], neox, dtype, pdt)
-        except InputValueError as e:   # a position out of range (found before any write)
-            raise InputValueError(f"RopeFwdOp: argument 'positions': {e}") from None
+        except InputValueError as e:   # a position out of range (found before any write), or a layout
+            arg = _c_argument(str(e))
+            raise InputValueError(f"RopeFwdOp: argument '{arg}': {e}" if arg else f"RopeFwdOp: {e}") from None
     return checked(_guard(b, -1), unchecked)
 
 
