@@ -99,14 +99,11 @@
 #            exact split's 3584 at 224 threads, 4096 at 128, 8192 at 256): the rule's build
 #            against the patched one and Liger at 1 / 32 / 256 / 4096 rows, fp16 and bf16;
 #            the fused add + LayerNorm's at 4096 (fp16); then the patch applied and the
-#            LayerNorm GPU tests (the rows kernels' and the ops').
-#   amoctet  issue 14 (session 48): argmax B = 32 (1.8x the copy hot) with a whole 16-bit octet
-#            folded by its maximum first (argmax_octet_max.patch: ~13 instructions an octet
-#            where the per-element fold takes ~32, so a thread's second batch of loads issues
-#            sooner): the op beside the patched build, B = 32 / 128 x 128256 (bf16 and the
-#            float32 control), two interleaved rounds, and with all of a thread's octets in
-#            one batch (@-DTILEOPS_BATCH=8, the cheaper fold keeping no floats); then the patch applied and the argmax / draw GPU tests (ties and NaNs at every
-#            seam, same bits whatever the batch, graphs).
+#            LayerNorm GPU tests (the rows kernels' and the ops'). Session 48 (H100): 0.13-0.29 us
+#            faster at 1-256 rows, 2.3 % slower at 4096 x 3584 (22.49 -> 23.01 hot; 54 registers,
+#            5 blocks an SM either way), level at 4096 x 4096 / 8192; not merged. Its bits differ
+#            from the two-sum's, so it cannot serve the decode grids alone (a row's bits would
+#            depend on the batch).
 #   pdaclean issue 13 (session 43): B = 1 1K L2-cold with L2 left clean (--flush read, as
 #            Nsight's cache control leaves it; issue 13's 8 us is quoted at locked clocks)
 #            beside the bench's dirty flush.
@@ -241,14 +238,6 @@ lnchan_time() {
 }
 lnchan_test() {
     apply_and_test lnchan "$LNCHAN_APPLY" "$PYTEST tests/gpu/test_gpu_norm_rows.py tests/gpu/test_gpu_ops.py -k 'LayerNorm or layer_norm'"
-}
-AMOCTET_SPECS="argmax_octet_max.patch,argmax_octet_max.patch@-DTILEOPS_BATCH=8"
-amoctet_time() {
-    run amoctet 150 bash -c "cd dev && python3 time_argmax.py --quick --rounds 2 --patches $AMOCTET_SPECS \
-        --out $OUT/amoctet.json"
-}
-amoctet_test() {
-    apply_and_test amoctet "${AMOCTET_SPECS%%,*}" "$PYTEST tests/gpu/test_gpu_sampling.py -k 'argmax or draw or same_bits or captures'"
 }
 pdafull_time() {
     local dt=${PDA_DTYPE:-float16}

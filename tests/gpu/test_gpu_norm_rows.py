@@ -100,14 +100,16 @@ def test_matches_float64_and_residual_out_is_the_rounded_add(op, dt, n):
 def test_layer_norm_centres_rows_far_from_zero(op, dt, n):
     """Rows of mean 1000 and spread 1: the variance is of the deviations from the mean, so
     y still matches float64 (E[h^2] - E[h]^2 in fp32 would lose it to cancellation: ~1e6
-    against ~1)."""
+    against ~1, errors of O(1) in y). float32 rows within 1e-3: their fp32 mean carries
+    ~1000 x 2^-24 an addition, ~1e-4 in y at a spread of 0.29 (1.3e-4 measured, H100,
+    session 48, the shipped kernel and the one-reduction candidate alike; 2e-5 failed)."""
     w, b = R.weight_bias_choices(op)[0]
     x, r, wt, bs = inputs(op, dt, 9, n, w, b, seed=n + dt)
     x = (x.float() - 0.5 + 1000.0).to(x.dtype)
     r = None if r is None else (r.float() * 0.25).to(r.dtype)
     y, _ = run(op, dt, n, w, b, R.vec_for(dt, n, True), x, r, wt, bs)
     ref, _ = reference(op, x, r, wt, bs)
-    torch.testing.assert_close(y.double(), ref, **TOL[dt])
+    torch.testing.assert_close(y.double(), ref, **(dict(atol=1e-3, rtol=1e-3) if dt == 0 else TOL[dt]))
 
 
 @pytest.mark.parametrize("op", R.ops())
