@@ -5,8 +5,9 @@ module writes Python source and exec's it once:
 
   _check            the dtype, device and shape checks (manifest rules compiled to code)
   _impl_<branch>    the operator body: recover the instance, check (once per call
-                    signature), resolve the target (undone on failure), make non-written
-                    inputs contiguous, call forward
+                    signature), check what the call writes against every other argument
+                    (every call: _C.apart, then _apart to name them), resolve the target
+                    (undone on failure), make non-written inputs contiguous, call forward
   _body_<branch>    the same body, for the eager fast path, given the instance
   _fake_<branch>    torch.empty from the manifest's shape and dtype rules (contiguous)
   _call_boundary    picks the effect branch from the call-time bools and `out`, then runs
