@@ -1021,7 +1021,7 @@ static int apart_layout(PyObject *t, apart_layout_t *L) {
  * apart modulo S; 0 otherwise (a share, or a layout this does not tell apart) */
 static int apart_disjoint(const apart_layout_t *a, const apart_layout_t *b) {
     if (a->p0 == a->p1 || b->p0 == b->p1 || a->p1 <= b->p0 || b->p1 <= a->p0) return 1;
-    if (!a->nd || !b->nd || a->stride[0] != b->stride[0]) return 0;
+    if (!a->nd || !b->nd || a->stride[0] != b->stride[0] || a->stride[0] <= 0) return 0;
     const long long S = a->stride[0];
     long long ea = a->es, eb = b->es; /* the inner dims' extents, in bytes */
     for (int d = 1; d < a->nd; d++) ea += (a->size[d] - 1) * a->stride[d];
