@@ -66,7 +66,8 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, out=None, *, normalized_shap
 def fused_add_rms_norm(x, residual, weight, eps=None, inplace=False, *, cast_before_weight=False, target=None):
     """(y, h): h = x + residual rounded to the dtype, y = rms_norm(h) * weight; inplace=True
     writes y into x and h into residual and returns them."""
-    op = lookup(FusedAddRMSNormFwdOp, target, _norm_shape(x, weight, None, FusedAddRMSNormFwdOp), eps, cast_before_weight)
+    op = lookup(FusedAddRMSNormFwdOp, target, _norm_shape(x, weight, None, FusedAddRMSNormFwdOp), eps,
+                cast_before_weight)
     return op(x, residual, weight, inplace=inplace)
 
 
