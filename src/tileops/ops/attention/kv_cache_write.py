@@ -7,7 +7,6 @@ if TYPE_CHECKING:   # annotations only
     import torch
     from torch import Tensor
 
-from ...errors import InputValueError
 from ...kernels.attention.kv_cache_write import KVCacheWriteInterface, KVCacheWriteKernel
 from ..op import Op
 
@@ -28,16 +27,13 @@ class KVCacheWriteFwdOp(Op):
     value; nothing written); on a GPU, where checking costs a synchronisation, that token
     is skipped as a negative slot is (nothing is written outside the caches). Two tokens
     with one slot: one of the two is written (which one is not specified). The caches
-    must not overlap each other, k or v.
+    must not overlap each other, k or v (the boundary refuses it, as for every op's
+    written tensors).
     """
 
     kernel_types = {"kv_cache_write": KVCacheWriteKernel}
     interfaces = {"kv_cache_write": KVCacheWriteInterface}
 
     def forward(self, k: Tensor, v: Tensor, key_cache: Tensor, value_cache: Tensor, slot_mapping: Tensor) -> None:
-        kp, vp, n = key_cache.data_ptr(), value_cache.data_ptr(), key_cache.nbytes
-        if n and kp < vp + n and vp < kp + n:   # contiguous, one shape: spans of n bytes
-            raise InputValueError("KVCacheWriteFwdOp: argument 'value_cache': it overlaps key_cache in memory "
-                                  "(two caches, or two halves of one [2, num_blocks, ...] tensor, are expected)")
         self._kernel_for("kv_cache_write", k, v, key_cache, value_cache, slot_mapping)(
             k, v, key_cache, value_cache, slot_mapping)
