@@ -16,8 +16,11 @@
  * buffer and then switching keeps that pattern safe. */
 static _Thread_local char tl_msg[2][TILEOPS_ERROR_MAX];
 static _Thread_local int tl_cur;
+static _Thread_local char tl_arg[TILEOPS_ARGUMENT_MAX];
 
 const char *tileops_last_error(void) { return tl_msg[tl_cur & 1]; }
+
+const char *tileops_last_error_argument(void) { return tl_arg; }
 
 const char *tileops_status_name(tileops_status_t status) {
     switch (status) {
@@ -36,27 +39,44 @@ const char *tileops_status_name(tileops_status_t status) {
     return "TILEOPS_ERR_UNKNOWN";
 }
 
-tileops_status_t tileops_fail(tileops_status_t status, const char *fmt, ...) {
+/* the message of fmt and its arguments into the buffer not in use, then that buffer current */
+static void record(tileops_status_t status, const char *fmt, va_list ap) {
     /* Callers may still want errno from the call that failed after reporting it. */
     int saved_errno = errno;
     int next = (tl_cur & 1) ^ 1;
     char *buf = tl_msg[next];
     buf[0] = '\0';
     if (fmt != NULL) {
-        va_list ap;
-        va_start(ap, fmt);
         int len = vsnprintf(buf, TILEOPS_ERROR_MAX, fmt, ap);
-        va_end(ap);
         if (len < 0) /* an encoding error leaves the buffer unspecified */
             snprintf(buf, TILEOPS_ERROR_MAX, "%s (the message could not be formatted)",
                      tileops_status_name(status));
     }
     tl_cur = next;
     errno = saved_errno;
+}
+
+tileops_status_t tileops_fail(tileops_status_t status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    record(status, fmt, ap);
+    va_end(ap);
+    tl_arg[0] = '\0';
+    return status;
+}
+
+tileops_status_t tileops_fail_arg(tileops_status_t status, const char *argument, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    record(status, fmt, ap);
+    va_end(ap);
+    if (argument != tl_arg) /* a failure passed on with its own argument keeps it */
+        snprintf(tl_arg, sizeof tl_arg, "%s", argument != NULL ? argument : "");
     return status;
 }
 
 void tileops_clear_error(void) {
     tl_msg[0][0] = '\0';
     tl_msg[1][0] = '\0';
+    tl_arg[0] = '\0';
 }

@@ -36,8 +36,17 @@ static PyObject *raise_status(tileops_status_t st) {
         cls = error_classes[st];
     if (cls == NULL)
         cls = PyExc_RuntimeError;
-    const char *msg = tileops_last_error();
+    const char *msg = tileops_last_error(), *arg = tileops_last_error_argument();
     PyErr_Format(cls, "%s", (msg && msg[0]) ? msg : tileops_status_name(st));
+    if (arg && arg[0]) { /* the argument the core named: the exception's `argument` */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        PyObject *name = PyUnicode_FromString(arg);
+        if (!name || PyObject_SetAttrString(value, "argument", name)) PyErr_Clear(); /* the message stands */
+        Py_XDECREF(name);
+        PyErr_Restore(type, value, tb);
+    }
     return NULL;
 }
 
@@ -738,21 +747,114 @@ static long long dtype_size(PyObject *dtype) {
     return v;
 }
 
+/* ---- apart: the boundary's test that a call's written tensors may be written ----------- */
+#define APART_MAX_DIMS 16
+/* Where a tensor's bytes lie: [p0, p1) (p1 = p0 for no element), and its dims of more than
+ * one element sorted by stride, largest first (strides in bytes); es its element's bytes;
+ * self_overlap when two of its elements share an address (a stride 0 over such a dim). */
+typedef struct {
+    uintptr_t p0, p1;
+    long long es;
+    int nd, self_overlap;
+    long long size[APART_MAX_DIMS], stride[APART_MAX_DIMS];
+} apart_layout_t;
+
+/* L: `bytes` contiguous bytes from p, of elements of L->es bytes (set) */
+static void apart_contiguous(apart_layout_t *L, uintptr_t p, long long bytes) {
+    L->nd = L->self_overlap = 0;
+    L->p0 = p;
+    L->p1 = p + (uintptr_t)bytes;
+    if (bytes > L->es) {
+        L->nd = 1;
+        L->size[0] = bytes / L->es;
+        L->stride[0] = L->es;
+    }
+}
+
+/* t's layout; -1 when t cannot be read as a tensor (the caller answers "look again") */
+static int apart_layout(PyObject *t, apart_layout_t *L) {
+    const int tj = type_index(t);
+    PyObject *dt = tensor_attr(t, tj, TA_DTYPE);
+    L->es = dt ? dtype_size(dt) : 0;
+    Py_XDECREF(dt);
+    if (!L->es) { PyErr_Clear(); return -1; }
+    L->nd = L->self_overlap = 0;
+    uintptr_t p = 0;
+    const int contiguous = flag(t, tj, TA_IS_CONTIGUOUS);
+    if (contiguous < 0) return -1;
+    if (contiguous) { /* one dim of unit stride: numel elements from the data pointer */
+        PyObject *nb = tensor_attr(t, tj, TA_NBYTES);
+        const long long n = nb ? PyLong_AsLongLong(nb) : -1;
+        Py_XDECREF(nb);
+        if (n < 0 || PyErr_Occurred() || (n && as_ptr_of(t, tj, &p))) { PyErr_Clear(); return -1; }
+        apart_contiguous(L, p, n);
+        return 0;
+    }
+    PyObject *shape = tensor_attr(t, tj, TA_SHAPE);
+    PyObject *stride = shape ? PyObject_CallMethodNoArgs(t, P.s_stride) : NULL;
+    int bad = !stride || !PyTuple_Check(shape) || !PyTuple_Check(stride) ||
+              PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(stride);
+    long long extent = 0, numel = 1;
+    for (Py_ssize_t d = 0; !bad && d < PyTuple_GET_SIZE(shape); d++) {
+        const long long n = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+        const long long st = PyLong_AsLongLong(PyTuple_GET_ITEM(stride, d));
+        long long sb, span;
+        bad = PyErr_Occurred() || n < 0 || st < 0 || __builtin_mul_overflow(st, L->es, &sb) ||
+              __builtin_mul_overflow(numel, n, &numel);
+        if (bad || n <= 1) continue;
+        bad = __builtin_mul_overflow(n - 1, sb, &span) || __builtin_add_overflow(extent, span, &extent) ||
+              L->nd == APART_MAX_DIMS;
+        if (bad) continue;
+        L->self_overlap |= st == 0;
+        int k = L->nd++; /* insertion by stride, largest first */
+        for (; k > 0 && L->stride[k - 1] < sb; k--) {
+            L->size[k] = L->size[k - 1];
+            L->stride[k] = L->stride[k - 1];
+        }
+        L->size[k] = n;
+        L->stride[k] = sb;
+    }
+    Py_XDECREF(shape);
+    Py_XDECREF(stride);
+    if (bad || (numel && as_ptr_of(t, tj, &p))) { PyErr_Clear(); return -1; }
+    L->p0 = p;
+    L->p1 = numel ? p + (uintptr_t)(extent + L->es) : p;
+    if (!numel) L->nd = 0;
+    return 0;
+}
+
+/* 1 when no byte of a is a byte of b: their spans apart, or, for views of one packed
+ * tensor (q and k heads of one qkv row, say), rows of one stride S whose inner extents lie
+ * apart modulo S; 0 otherwise (a share, or a layout this does not tell apart) */
+static int apart_disjoint(const apart_layout_t *a, const apart_layout_t *b) {
+    if (a->p0 == a->p1 || b->p0 == b->p1 || a->p1 <= b->p0 || b->p1 <= a->p0) return 1;
+    if (!a->nd || !b->nd || a->stride[0] != b->stride[0] || a->stride[0] <= 0) return 0;
+    const long long S = a->stride[0];
+    long long ea = a->es, eb = b->es; /* the inner dims' extents, in bytes */
+    for (int d = 1; d < a->nd; d++) ea += (a->size[d] - 1) * a->stride[d];
+    for (int d = 1; d < b->nd; d++) eb += (b->size[d] - 1) * b->stride[d];
+    if (ea > S || eb > S) return 0;
+    const long long ra = (long long)(a->p0 % (uintptr_t)S), rb = (long long)(b->p0 % (uintptr_t)S);
+    return ((rb - ra) % S + S) % S >= ea && ((ra - rb) % S + S) % S >= eb;
+}
+
 /* Whether out= (tensor n of a call's scan: contiguous, like the inputs before it) shares
  * a byte with any input, or its size cannot be told: such a call is not for a plan (the
  * Python path refuses a partial overlap and fills an out that is an input through a
- * temporary). `key` holds each tensor's dtype at 2 i + 2. */
+ * temporary). `key` holds each tensor's dtype at 2 i + 2. The boundary's own test
+ * (apart_disjoint) over the contiguous spans. */
 static int out_shares_memory(PyObject *key, const uintptr_t *ptr, const long long *numel, int n) {
-    const long long eo = dtype_size(PyTuple_GET_ITEM(key, 2 * n + 2));
+    apart_layout_t o = {0}, in = {0}; /* zeroed: gcc cannot see nd guard the sizes */
     long long bytes;
-    if (!eo || __builtin_mul_overflow(numel[n], eo, &bytes)) return 1;
-    const uintptr_t o0 = ptr[n], o1 = ptr[n] + (uintptr_t)bytes;
+    o.es = dtype_size(PyTuple_GET_ITEM(key, 2 * n + 2));
+    if (!o.es || __builtin_mul_overflow(numel[n], o.es, &bytes)) return 1;
+    apart_contiguous(&o, ptr[n], bytes);
     for (int i = 0; i < n; i++) {
-        if (!ptr[i] || !numel[i]) continue; /* absent or empty */
-        const long long e = dtype_size(PyTuple_GET_ITEM(key, 2 * i + 2));
-        long long b;
-        if (!e || __builtin_mul_overflow(numel[i], e, &b)) return 1;
-        if (ptr[i] == o0 || (bytes && ptr[i] < o1 && o0 < ptr[i] + (uintptr_t)b)) return 1;
+        if (!ptr[i]) continue; /* absent, or empty */
+        in.es = dtype_size(PyTuple_GET_ITEM(key, 2 * i + 2));
+        if (!in.es || __builtin_mul_overflow(numel[i], in.es, &bytes)) return 1;
+        apart_contiguous(&in, ptr[i], bytes);
+        if (!apart_disjoint(&o, &in)) return 1;
     }
     return 0;
 }
@@ -946,91 +1048,6 @@ static PyObject *py_plan_call(PyObject *self, PyObject *const *args, Py_ssize_t 
 
 /* (memo, out, *inputs) -> out, written, or the sentinel MISS / SKIP: an out= call. Never
  * raises once set up (a RuntimeError before). */
-/* ---- apart: the boundary's test that a call's written tensors may be written ----------- */
-#define APART_MAX_DIMS 16
-/* Where a tensor's bytes lie: [p0, p1) (p1 = p0 for no element), and its dims of more than
- * one element sorted by stride, largest first (strides in bytes); es its element's bytes;
- * self_overlap when two of its elements share an address (a stride 0 over such a dim). */
-typedef struct {
-    uintptr_t p0, p1;
-    long long es;
-    int nd, self_overlap;
-    long long size[APART_MAX_DIMS], stride[APART_MAX_DIMS];
-} apart_layout_t;
-
-/* t's layout; -1 when t cannot be read as a tensor (the caller answers "look again") */
-static int apart_layout(PyObject *t, apart_layout_t *L) {
-    const int tj = type_index(t);
-    PyObject *dt = tensor_attr(t, tj, TA_DTYPE);
-    L->es = dt ? dtype_size(dt) : 0;
-    Py_XDECREF(dt);
-    if (!L->es) { PyErr_Clear(); return -1; }
-    L->nd = L->self_overlap = 0;
-    uintptr_t p = 0;
-    const int contiguous = flag(t, tj, TA_IS_CONTIGUOUS);
-    if (contiguous < 0) return -1;
-    if (contiguous) { /* one dim of unit stride: numel elements from the data pointer */
-        PyObject *nb = tensor_attr(t, tj, TA_NBYTES);
-        const long long n = nb ? PyLong_AsLongLong(nb) : -1;
-        Py_XDECREF(nb);
-        if (n < 0 || PyErr_Occurred() || (n && as_ptr_of(t, tj, &p))) { PyErr_Clear(); return -1; }
-        L->p0 = p;
-        L->p1 = p + (uintptr_t)n;
-        if (n > L->es) {
-            L->nd = 1;
-            L->size[0] = n / L->es;
-            L->stride[0] = L->es;
-        }
-        return 0;
-    }
-    PyObject *shape = tensor_attr(t, tj, TA_SHAPE);
-    PyObject *stride = shape ? PyObject_CallMethodNoArgs(t, P.s_stride) : NULL;
-    int bad = !stride || !PyTuple_Check(shape) || !PyTuple_Check(stride) ||
-              PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(stride);
-    long long extent = 0, numel = 1;
-    for (Py_ssize_t d = 0; !bad && d < PyTuple_GET_SIZE(shape); d++) {
-        const long long n = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
-        const long long st = PyLong_AsLongLong(PyTuple_GET_ITEM(stride, d));
-        long long sb, span;
-        bad = PyErr_Occurred() || n < 0 || st < 0 || __builtin_mul_overflow(st, L->es, &sb) ||
-              __builtin_mul_overflow(numel, n, &numel);
-        if (bad || n <= 1) continue;
-        bad = __builtin_mul_overflow(n - 1, sb, &span) || __builtin_add_overflow(extent, span, &extent) ||
-              L->nd == APART_MAX_DIMS;
-        if (bad) continue;
-        L->self_overlap |= st == 0;
-        int k = L->nd++; /* insertion by stride, largest first */
-        for (; k > 0 && L->stride[k - 1] < sb; k--) {
-            L->size[k] = L->size[k - 1];
-            L->stride[k] = L->stride[k - 1];
-        }
-        L->size[k] = n;
-        L->stride[k] = sb;
-    }
-    Py_XDECREF(shape);
-    Py_XDECREF(stride);
-    if (bad || (numel && as_ptr_of(t, tj, &p))) { PyErr_Clear(); return -1; }
-    L->p0 = p;
-    L->p1 = numel ? p + (uintptr_t)(extent + L->es) : p;
-    if (!numel) L->nd = 0;
-    return 0;
-}
-
-/* 1 when no byte of a is a byte of b: their spans apart, or, for views of one packed
- * tensor (q and k heads of one qkv row, say), rows of one stride S whose inner extents lie
- * apart modulo S; 0 otherwise (a share, or a layout this does not tell apart) */
-static int apart_disjoint(const apart_layout_t *a, const apart_layout_t *b) {
-    if (a->p0 == a->p1 || b->p0 == b->p1 || a->p1 <= b->p0 || b->p1 <= a->p0) return 1;
-    if (!a->nd || !b->nd || a->stride[0] != b->stride[0] || a->stride[0] <= 0) return 0;
-    const long long S = a->stride[0];
-    long long ea = a->es, eb = b->es; /* the inner dims' extents, in bytes */
-    for (int d = 1; d < a->nd; d++) ea += (a->size[d] - 1) * a->stride[d];
-    for (int d = 1; d < b->nd; d++) eb += (b->size[d] - 1) * b->stride[d];
-    if (ea > S || eb > S) return 0;
-    const long long ra = (long long)(a->p0 % (uintptr_t)S), rb = (long long)(b->p0 % (uintptr_t)S);
-    return ((rb - ra) % S + S) % S >= ea && ((ra - rb) % S + S) % S >= eb;
-}
-
 /* apart(writes, reads) -> False when every tensor of the tuple `writes` (those a call
  * writes) is not an inference tensor outside inference mode, has no two elements at one
  * address, and shares no

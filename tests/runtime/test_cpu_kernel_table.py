@@ -130,3 +130,21 @@ def test_dtypes_module_is_built_from_the_binding():
         assert _dtypes.DTYPE[code] == getattr(torch, name)
         assert _dtypes.BY_NAME[name] == getattr(torch, name)
     assert (_dtypes.FLOAT32, _dtypes.FLOAT16, _dtypes.BFLOAT16) == (0, 1, 2)
+
+
+def test_kernel_errors_carry_the_argument_the_core_named():
+    """A failure the core pins on one kernel argument (tileops_fail_arg) reaches Python as
+    the exception's `argument`; one about no single argument carries none, even right after
+    one that did (the thread-local argument is cleared by every tileops_fail)."""
+    h = _C.cpu_kernel("embedding")[0]
+    ids, w, y = torch.tensor([0, 5]), torch.randn(4, 8), torch.empty(2, 8)
+    args = [ids.data_ptr(), w.data_ptr(), y.data_ptr(), 2, 4, 8, _dtypes.CODE[torch.float32], _dtypes.CODE[torch.int64]]
+    with pytest.raises(InputValueError, match=r"ids\[1\] = 5 is outside \[0, 4\)") as bad_id:
+        _C.cpu_launch(h, *args)
+    assert bad_id.value.argument == "ids"
+    with pytest.raises(InputValueError, match="n >= 0") as bad_size:
+        _C.cpu_launch(h, *args[:3], -1, *args[4:])
+    assert not hasattr(bad_size.value, "argument")
+    with pytest.raises(InputValueError, match="must be non-NULL") as null_y:
+        _C.cpu_launch(h, *args[:2], 0, *args[3:])
+    assert null_y.value.argument == "y"

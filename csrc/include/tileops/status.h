@@ -39,7 +39,18 @@ const char *tileops_status_name(tileops_status_t status);
 tileops_status_t tileops_fail(tileops_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Clears the thread-local message. */
+/* tileops_fail, naming the argument the failure is about (its name in the kernel's
+ * argument list, at most TILEOPS_ARGUMENT_MAX - 1 bytes; NULL for none), which
+ * tileops_last_error_argument() returns: the binding hands it to Python as the exception's
+ * `argument`, so the op names its own argument without reading the message. */
+#define TILEOPS_ARGUMENT_MAX 64
+tileops_status_t tileops_fail_arg(tileops_status_t status, const char *argument, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The argument the last failure on this thread named ("" if none: tileops_fail names none). */
+const char *tileops_last_error_argument(void);
+
+/* Clears the thread-local message and argument. */
 void tileops_clear_error(void);
 
 #endif /* TILEOPS_STATUS_H */

@@ -47,10 +47,10 @@ static int extent_fits(int64_t T, int64_t st, int64_t H, int64_t sh, int64_t D, 
 
 static tileops_status_t check_strides(const kv_args_t *a, const char *name, int64_t st, int64_t sh, int64_t es) {
     if (st < 0 || sh < 0)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: %s's strides must be >= 0, got token %lld, head %lld",
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, name, "%s: %s's strides must be >= 0, got token %lld, head %lld",
                             a->kernel, name, (long long)st, (long long)sh);
     if (!extent_fits(a->T, st, a->H, sh, a->D, es))
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: %s's extent must fit int64 bytes", a->kernel, name);
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, name, "%s: %s's extent must fit int64 bytes", a->kernel, name);
     return TILEOPS_OK;
 }
 
@@ -61,7 +61,7 @@ static tileops_status_t check_args(const kv_args_t *a) {
                             "%s: dtype must be 0 (float32), 1 (float16) or 2 (bfloat16), got %d (%s)", k, a->dtype,
                             tileops_dtype_name(a->dtype));
     if (a->slot_dtype != TILEOPS_INT32 && a->slot_dtype != TILEOPS_INT64)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: slot_mapping's dtype must be int32 or int64, got %d (%s)",
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, "slot_mapping", "%s: slot_mapping's dtype must be int32 or int64, got %d (%s)",
                             k, a->slot_dtype, tileops_dtype_name(a->slot_dtype));
     if (a->T < 0 || a->H < 1 || a->D < 1 || a->num_slots < 0)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
@@ -75,7 +75,7 @@ static tileops_status_t check_args(const kv_args_t *a) {
     const char *null_arg = a->k == NULL ? "k" : a->v == NULL ? "v" : a->key_cache == NULL ? "key_cache"
                            : a->value_cache == NULL ? "value_cache" : a->slots == NULL ? "slot_mapping" : NULL;
     if (null_arg != NULL)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: %s must be non-NULL when T > 0, got NULL", k, null_arg);
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, null_arg, "%s: %s must be non-NULL when T > 0, got NULL", k, null_arg);
     tileops_status_t st;
     if ((st = check_strides(a, "k", a->k_st, a->k_sh, es)) != TILEOPS_OK ||
         (st = check_strides(a, "v", a->v_st, a->v_sh, es)) != TILEOPS_OK)
@@ -84,7 +84,7 @@ static tileops_status_t check_args(const kv_args_t *a) {
     for (int64_t t = 0; t < a->T; t++) {
         const int64_t s = slot_at(a, t);
         if (s >= a->num_slots)
-            return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+            return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, "slot_mapping",
                                 "%s: slot_mapping[%lld] = %lld is outside [0, %lld) (the caches' num_blocks * "
                                 "block_size slots; a negative slot skips the token)",
                                 k, (long long)t, (long long)s, (long long)a->num_slots);

@@ -286,21 +286,21 @@ static tileops_status_t pda_check(pda_args_t *a) {
         return TILEOPS_OK;
     const char *null_arg = a->q == NULL ? "q" : a->o == NULL ? "o" : a->sl == NULL ? "seq_lens"
                            : (a->MB > 0 && a->bt == NULL) ? "block_table"
-                           : (a->N > 0 && (a->kc == NULL || a->vc == NULL)) ? "key_cache and value_cache" : NULL;
+                           : (a->N > 0 && a->kc == NULL) ? "key_cache" : (a->N > 0 && a->vc == NULL) ? "value_cache" : NULL;
     if (null_arg != NULL)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: %s must be non-NULL here, got NULL", k, null_arg);
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, null_arg, "%s: %s must be non-NULL here, got NULL", k, null_arg);
     /* every length and every block a sequence holds, before anything is written */
     for (int64_t b = 0; b < a->B; b++) {
         const int64_t len = a->sl[b];
         if (len < 0 || len > a->MB * a->BS)
-            return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+            return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, "seq_lens",
                                 "%s: seq_lens[%lld] = %lld is outside [0, %lld] (max_blocks %lld x block_size %lld)", k,
                                 (long long)b, (long long)len, (long long)(a->MB * a->BS), (long long)a->MB,
                                 (long long)a->BS);
         for (int64_t j = 0; j < (len + a->BS - 1) / a->BS; j++) {
             const int64_t blk = a->bt[b * a->MB + j];
             if (blk < 0 || blk >= a->N)
-                return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+                return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, "block_table",
                                     "%s: block_table[%lld, %lld] = %lld is outside [0, %lld) (the cache's blocks; "
                                     "sequence %lld holds %lld tokens)",
                                     k, (long long)b, (long long)j, (long long)blk, (long long)a->N, (long long)b,

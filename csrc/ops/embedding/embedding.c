@@ -39,7 +39,7 @@ static tileops_status_t check_args(const embedding_args_t *a) {
                             "%s: dtype must be 0 (float32), 1 (float16) or 2 (bfloat16), got %d (%s)", k, a->dtype,
                             tileops_dtype_name(a->dtype));
     if (a->id_dtype != TILEOPS_INT32 && a->id_dtype != TILEOPS_INT64)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: the ids' dtype must be int32 or int64, got %d (%s)", k,
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, "ids", "%s: the ids' dtype must be int32 or int64, got %d (%s)", k,
                             a->id_dtype, tileops_dtype_name(a->id_dtype));
     if (a->n < 0 || a->V < 0 || a->H < 1)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: n >= 0, V >= 0 and H >= 1, got %lld, %lld, %lld", k,
@@ -55,12 +55,12 @@ static tileops_status_t check_args(const embedding_args_t *a) {
                            : a->y == NULL                  ? "y"
                                                            : NULL;
     if (null_arg != NULL)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: %s must be non-NULL when n > 0, got NULL", k, null_arg);
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, null_arg, "%s: %s must be non-NULL when n > 0, got NULL", k, null_arg);
     /* every id before anything is written: a bad one leaves y untouched */
     for (int64_t i = 0; i < a->n; i++) {
         const int64_t id = id_at(a, i);
         if (id < 0 || id >= a->V)
-            return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: ids[%lld] = %lld is outside [0, %lld) (the table's rows)",
+            return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, "ids", "%s: ids[%lld] = %lld is outside [0, %lld) (the table's rows)",
                                 k, (long long)i, (long long)id, (long long)a->V);
     }
     return TILEOPS_OK;

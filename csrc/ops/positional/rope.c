@@ -148,15 +148,15 @@ static int extent_fits(int64_t n, int64_t st, int64_t h, int64_t sh, int64_t d, 
 static tileops_status_t check_tensor(const char *k, const char *name, int64_t T, int64_t heads, int64_t D,
                                      int64_t st, int64_t sh, int64_t es, int written) {
     if (st < 0 || sh < 0)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: %s's strides must be >= 0, got token %lld, head %lld", k,
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, name, "%s: %s's strides must be >= 0, got token %lld, head %lld", k,
                             name, (long long)st, (long long)sh);
     /* a written tensor's head vectors must not overlap one another */
     if (written && ((heads > 1 && sh < D) || (T > 1 && st < (heads > 1 ? heads * sh : D))))
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, name,
                             "%s: %s's head vectors overlap: strides token %lld, head %lld for %lld heads of %lld", k,
                             name, (long long)st, (long long)sh, (long long)heads, (long long)D);
     if (T > 0 && heads > 0 && !extent_fits(T, st, heads, sh, D, es))
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: %s's extent must fit int64 bytes", k, name);
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, name, "%s: %s's extent must fit int64 bytes", k, name);
     return TILEOPS_OK;
 }
 
@@ -167,7 +167,7 @@ static tileops_status_t check_args(const rope_args_t *a) {
                             "%s: dtype must be 0 (float32), 1 (float16) or 2 (bfloat16), got %d (%s)", k, a->dtype,
                             tileops_dtype_name(a->dtype));
     if (a->pos_dtype != TILEOPS_INT32 && a->pos_dtype != TILEOPS_INT64)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: positions' dtype must be int32 or int64, got %d (%s)",
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, "positions", "%s: positions' dtype must be int32 or int64, got %d (%s)",
                             k, a->pos_dtype, tileops_dtype_name(a->pos_dtype));
     if (a->neox != 0 && a->neox != 1)
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: is_neox must be 0 or 1, got %d", k, a->neox);
@@ -179,35 +179,35 @@ static tileops_status_t check_args(const rope_args_t *a) {
                             "%s: rotary_dim must be even with 2 <= rotary_dim <= D, got rotary_dim %lld, D %lld", k,
                             (long long)a->R, (long long)a->D);
     if (a->P < 0 || a->P > INT64_MAX / 4 / a->R) /* 0 rows: every position is outside them */
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: the cache's rows must be in [0, 2^62 / R), got %lld", k,
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, "cos_sin_cache", "%s: the cache's rows must be in [0, 2^62 / R), got %lld", k,
                             (long long)a->P);
     if ((a->k == NULL) != (a->k_out == NULL))
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: k and k_out must be both 0 or both non-0", k);
     if (a->T == 0)
         return TILEOPS_OK;
     const char *null_arg = a->q == NULL ? "q" : a->q_out == NULL ? "q_out" : a->pos == NULL ? "positions"
-                           : a->cache == NULL && a->P > 0 ? "cache" : NULL;
+                           : a->cache == NULL && a->P > 0 ? "cos_sin_cache" : NULL;
     if (null_arg != NULL)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: %s must be non-NULL when T > 0, got NULL", k, null_arg);
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, null_arg, "%s: %s must be non-NULL when T > 0, got NULL", k, null_arg);
     const int64_t es = (int64_t)tileops_dtype_size(a->dtype);
     tileops_status_t st;
     if ((st = check_tensor(k, "q", a->T, a->H, a->D, a->q_st, a->q_sh, es, 0)) != TILEOPS_OK ||
         (st = check_tensor(k, "q_out", a->T, a->H, a->D, a->qo_st, a->qo_sh, es, 1)) != TILEOPS_OK)
         return st;
     if (a->q_out == a->q && (a->qo_st != a->q_st || a->qo_sh != a->q_sh))
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: q_out is q (in place) with other strides", k);
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, "q_out", "%s: q_out is q (in place) with other strides", k);
     if (a->k != NULL) {
         if ((st = check_tensor(k, "k", a->T, a->Hk, a->D, a->k_st, a->k_sh, es, 0)) != TILEOPS_OK ||
             (st = check_tensor(k, "k_out", a->T, a->Hk, a->D, a->ko_st, a->ko_sh, es, 1)) != TILEOPS_OK)
             return st;
         if (a->k_out == a->k && (a->ko_st != a->k_st || a->ko_sh != a->k_sh))
-            return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: k_out is k (in place) with other strides", k);
+            return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, "k_out", "%s: k_out is k (in place) with other strides", k);
     }
     /* every position before anything is written: a bad one leaves the outputs untouched */
     for (int64_t t = 0; t < a->T; t++) {
         const int64_t p = position(a, t);
         if (p < 0 || p >= a->P)
-            return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT,
+            return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, "positions",
                                 "%s: positions[%lld] = %lld is outside [0, %lld) (the rows of cos_sin_cache)", k,
                                 (long long)t, (long long)p, (long long)a->P);
     }

@@ -234,6 +234,17 @@ def launch_head(kernel: str, dtype, device_index: int, detail: str = "") -> str:
     return f"{kernel} (launch of the {dtype} build{detail}, on {launch_where(device_index)})"
 
 
+def kernel_input_error(op: str, e, names: dict = None):
+    """The C core's InputValueError `e` (bad values found before anything was written: an
+    index out of range, a layout) as op's own: it names the argument the core named
+    (`e.argument`, its kernel's argument name, mapped through `names` where the op's name
+    differs: rope's q_out is q), else the op alone."""
+    from ..errors import InputValueError
+    arg = getattr(e, "argument", None)
+    arg = (names or {}).get(arg, arg)
+    return InputValueError(f"{op}: argument '{arg}': {e}" if arg else f"{op}: {e}")
+
+
 def checked(check, unchecked):
     """The public launchable: `check(*tensors)` (raises on what the kernel cannot take),
     then `unchecked(*tensors)`; `.unchecked` is the launch the op's body calls after its

@@ -20,8 +20,8 @@ import torch
 from ... import _C
 from ..._dtypes import CODE, DTYPE
 from ...errors import InputValueError
-from ..base import (Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, identity_type, launch_head,
-                    launch_where)
+from ..base import (Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, identity_type, kernel_input_error,
+                    launch_head, launch_where)
 
 CpuBuild = identity_type("CpuKVCacheWriteBuild", "dtype slot_dtype")
 CudaBuild = identity_type("CudaKVCacheWriteBuild", "device dtype slot_dtype H D vec")
@@ -106,7 +106,7 @@ def _build_cpu(b):
             run(handle, k.data_ptr(), v.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(),
                 slot_mapping.data_ptr(), k.shape[0], H, D, key_cache.shape[0] * bs, *_strides(k, v), dtype, sdt)
         except InputValueError as e:   # a slot out of range (found before any write)
-            raise InputValueError(f"KVCacheWriteFwdOp: argument 'slot_mapping': {e}") from None
+            raise kernel_input_error("KVCacheWriteFwdOp", e) from None
     return checked(_guard(b, -1), unchecked)
 
 

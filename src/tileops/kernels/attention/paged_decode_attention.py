@@ -46,7 +46,7 @@ import torch
 from ... import _C
 from ..._dtypes import CODE, DTYPE
 from ...errors import InputValueError
-from ..base import Kernel, KernelInterface, checked, identity_type, launch_argument_error, overlaps
+from ..base import Kernel, KernelInterface, checked, identity_type, kernel_input_error, launch_argument_error, overlaps
 
 CpuBuild = identity_type("CpuPagedDecodeAttentionBuild", "dtype head_size block_size scale")
 CudaBuild = identity_type("CudaPagedDecodeAttentionBuild",
@@ -316,13 +316,6 @@ def _guard(b, device_index: int):
     return check
 
 
-def _bad_index(e) -> InputValueError:
-    """The C kernel's index error, naming the op and the argument."""
-    msg = str(e)
-    arg = "block_table" if "block_table[" in msg else "seq_lens"
-    return InputValueError(f"PagedDecodeAttentionFwdOp: argument '{arg}': {msg}")
-
-
 def _build_cpu(b):
     handle = _C.cpu_kernel("paged_decode_attention")[0]
     run = _C.cpu_launch
@@ -335,7 +328,7 @@ def _build_cpu(b):
                 seq_lens.data_ptr(), o.data_ptr(), 0 if lse is None else lse.data_ptr(), B, H, key_cache.shape[2],
                 D, key_cache.shape[0], BS, block_table.shape[1], scale, dtype)
         except InputValueError as e:   # a length or block id out of range (found before any write)
-            raise _bad_index(e) from None
+            raise kernel_input_error("PagedDecodeAttentionFwdOp", e) from None
     return checked(_guard(b, -1), unchecked)
 
 

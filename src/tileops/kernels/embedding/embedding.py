@@ -20,7 +20,8 @@ import torch
 from ... import _C
 from ..._dtypes import CODE, DTYPE
 from ...errors import InputValueError
-from ..base import Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, identity_type, launch_head, launch_where
+from ..base import (Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, identity_type, kernel_input_error,
+                    launch_head, launch_where)
 
 CpuBuild = identity_type("CpuEmbeddingBuild", "dtype id_dtype H")
 CudaBuild = identity_type("CudaEmbeddingBuild", "device dtype id_dtype H vec")
@@ -72,7 +73,7 @@ def _build_cpu(b):
         try:
             run(handle, ids.data_ptr(), weight.data_ptr(), y.data_ptr(), ids.numel(), weight.shape[0], H, dtype, idt)
         except InputValueError as e:   # an id out of range (found before any write)
-            raise InputValueError(f"EmbeddingFwdOp: argument 'ids': {e}") from None
+            raise kernel_input_error("EmbeddingFwdOp", e) from None
     if H:   # the same launch as data, for a plan (ops/plans.py): n = ids.numel(), V = weight.numel() // H
         unchecked.plan_recipe = (handle, ((1, 0), (1, 1), (1, 2), (2, 0, 1), (2, 1, H), (0, H), (0, dtype),
                                           (0, idt)))

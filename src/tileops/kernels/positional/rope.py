@@ -26,15 +26,13 @@ with the next token's loads in flight while one is stored (H200, 4096 tokens, L2
 without it, the 128-thread build serves (the same bits)."""
 from __future__ import annotations
 
-import re
-
 import torch
 
 from ... import _C
 from ..._dtypes import CODE, DTYPE
 from ...errors import InputValueError
-from ..base import (Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, identity_type, launch_head,
-                    launch_where)
+from ..base import (Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, identity_type, kernel_input_error,
+                    launch_head, launch_where)
 
 # cast: the op's cast_cos_sin (the C entry "rope_cast", the CUDA define TILEOPS_CAST_COS_SIN)
 CpuBuild = identity_type("CpuRopeBuild", "dtype pos_dtype head_size rotary_dim is_neox cast")
@@ -185,17 +183,6 @@ def persistent_launch_shape(T: int, H: int, Hk: int, uq: int, uk: int, hb: int, 
     return min(T, PERSISTENT_BLOCKS_PER_SM * sm_count), -(-tt // 32) * 32
 
 
-def _c_argument(message: str):
-    """The argument a C core message of rope.c is about: a position out of range names
-    'positions', a tensor's layout names that tensor (q_out is q, k_out is k), the cache's
-    rows 'cos_sin_cache'; None for a message about no one argument."""
-    for name, arg in (("positions", "positions"), ("q_out", "q"), ("k_out", "k"), ("q", "q"), ("k", "k"),
-                      ("cache", "cos_sin_cache")):
-        if re.search(rf"\b{name}(\[|'s\b| )", message.split(": ", 1)[-1]):
-            return arg
-    return None
-
-
 def _build_cpu(b):
     handle = _C.cpu_kernel("rope_cast" if b.cast else "rope")[0]
     run = _C.cpu_launch
@@ -207,8 +194,7 @@ def _build_cpu(b):
         try:
             run(handle, *a[:6], a[6], a[7], a[8], D, R, a[9], *a[10:], neox, dtype, pdt)
         except InputValueError as e:   # a position out of range (found before any write), or a layout
-            arg = _c_argument(str(e))
-            raise InputValueError(f"RopeFwdOp: argument '{arg}': {e}" if arg else f"RopeFwdOp: {e}") from None
+            raise kernel_input_error("RopeFwdOp", e, {"q_out": "q", "k_out": "k"}) from None
     return checked(_guard(b, -1), unchecked)
 
 
