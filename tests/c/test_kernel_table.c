@@ -155,9 +155,33 @@ static void test_registration_errors(void) {
           tileops_last_error());
 }
 
+/* tileops_fail_arg records the argument beside the message; tileops_fail clears it; one
+ * failure passed on with tileops_last_error_argument() keeps it; a name too long is cut */
+static void test_error_argument(void) {
+    tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, "slot_mapping", "k: slot %d", 7);
+    CHECK(!strcmp(tileops_last_error_argument(), "slot_mapping") && !strcmp(tileops_last_error(), "k: slot 7"),
+          "argument recorded: '%s' '%s'", tileops_last_error_argument(), tileops_last_error());
+    tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, tileops_last_error_argument(), "wrapped: %s", tileops_last_error());
+    CHECK(!strcmp(tileops_last_error_argument(), "slot_mapping") && !strcmp(tileops_last_error(), "wrapped: k: slot 7"),
+          "passed on: '%s' '%s'", tileops_last_error_argument(), tileops_last_error());
+    tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "no argument");
+    CHECK(!strcmp(tileops_last_error_argument(), ""), "cleared by tileops_fail: '%s'", tileops_last_error_argument());
+    char long_name[3 * TILEOPS_ARGUMENT_MAX];
+    memset(long_name, 'a', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, long_name, "x");
+    CHECK(strlen(tileops_last_error_argument()) == TILEOPS_ARGUMENT_MAX - 1, "cut to the buffer: %zu",
+          strlen(tileops_last_error_argument()));
+    tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, NULL, "x");
+    CHECK(!strcmp(tileops_last_error_argument(), ""), "NULL names none");
+    tileops_clear_error();
+    CHECK(!strcmp(tileops_last_error_argument(), "") && !strcmp(tileops_last_error(), ""), "cleared");
+}
+
 int main(void) {
     test_lookup_and_launch();
     test_errors();
+    test_error_argument();
     test_registration_errors();
     return check_summary();
 }
