@@ -1063,10 +1063,11 @@ static PyObject *py_apart(PyObject *self, PyObject *const *args, Py_ssize_t narg
     const Py_ssize_t nw = PyTuple_GET_SIZE(args[0]), nr = PyTuple_GET_SIZE(args[1]);
     if (nw > PLAN_MAX_TENSORS || nr > PLAN_MAX_TENSORS) Py_RETURN_TRUE;
     apart_layout_t w[PLAN_MAX_TENSORS], r;
+    const int inference = call_truth(P.inference, 0); /* once: in inference mode any tensor may be written */
     for (Py_ssize_t i = 0; i < nw; i++) {
         PyObject *t = PyTuple_GET_ITEM(args[0], i);
         if (apart_layout(t, &w[i]) || w[i].self_overlap ||
-            (flag(t, type_index(t), TA_IS_INFERENCE) != 0 && call_truth(P.inference, 0) != 1))
+            (inference != 1 && flag(t, type_index(t), TA_IS_INFERENCE) != 0))
             Py_RETURN_TRUE;
         for (Py_ssize_t k = 0; k < i; k++)
             if (!apart_disjoint(&w[i], &w[k])) Py_RETURN_TRUE;
