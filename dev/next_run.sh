@@ -225,7 +225,7 @@ lnocc_time() {
         --rt-op fused_add_layer_norm --no-sweep --patches ${LNOCC_SPECS#*,} --out $OUT/lnocc_faln.json"
 }
 lnocc_test() { :; }   # nothing applied
-LNCHAN_SPECS="nr_chan_equal.patch,nr_chan_equal.patch+nr_chan_tree.patch"
+LNCHAN_SPECS="nr_chan_equal.patch,nr_chan_equal.patch+nr_chan_tree.patch,nr_chan_equal.patch@-DTILEOPS_MIN_BLOCKS=5,nr_chan_equal.patch+nr_chan_tree.patch@-DTILEOPS_MIN_BLOCKS=5"
 LNCHAN_APPLY="nr_chan_equal.patch"
 lnchan_time() {
     local dt
