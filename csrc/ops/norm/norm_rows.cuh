@@ -89,7 +89,8 @@
  *   with a residual (two rows in registers; faster at every decode shape on the H200);
  *   with V = 4, where RT leaves some threads a partial share, the exact split over a
  *   multiple of 32 threads (row_threads: 3584 half, 224 threads of 2). THREADS = max(RT,
- *   128) for a power of two, else RT; MIN_BLOCKS = max(1, 1024 / THREADS): VPT <= 4, so
+ *   128) for a power of two, else RT; MIN_BLOCKS = max(1, 1024 / THREADS), for an exact
+ *   split as many more as leave 56 registers a thread (224 threads: 5): VPT <= 4, so
  *   N <= 16384 (float32) or 32768 (half types); one row per block from N = 512 G on. The
  *   weight and bias groups stay in registers across the block's rows when they cost at
  *   most 16 registers (vector path); otherwise they are loaded where they are used.
@@ -234,6 +235,76 @@ TILEOPS_DEV float nr_sumsq_centered(struct tileops_v4 v, float mean, int count, 
     return tileops_sumsq_f(f, acc);
 }
 
+/* NR_CHAN (register kernel, LayerNorm): every thread of a row holds exactly NR_VPT full
+ * groups (no tail, NG a multiple of RT), so the mean and the centred sum of squares come
+ * from ONE reduction instead of two: each thread's own mean and squared deviations from
+ * it, merged by Chan's formula for halves of equal counts n (M2 = M2a + M2b + d^2 n / 2,
+ * d the difference of the halves' means), which is symmetric in the pair, so both lanes of
+ * a butterfly step round alike and the row's threads agree. */
+#if TILEOPS_MEAN && TILEOPS_TAIL == 0 && TILEOPS_NG % NR_RT == 0 && NR_RT <= 512 /* 32 warps' pairs: spills */
+#define NR_CHAN 1
+#else
+#define NR_CHAN 0
+#endif
+#define NR_C (NR_VPT * TILEOPS_G) /* elements per thread (NR_CHAN) */
+
+/* one butterfly step of Chan's merge: (m, q) and the partner's (mo, qo), n / 2 = half_n */
+TILEOPS_DEV void nr_chan_pair(float *m, float *q, float mo, float qo, float half_n) {
+    const float d = tileops_add(mo, -*m);
+    *q = tileops_fma(tileops_mul(d, d), half_n, tileops_add(*q, qo));
+    *m = tileops_mul(tileops_add(*m, mo), 0.5f);
+}
+
+/* The row's mean and M2 (its sum of squared deviations from the mean), NR_CHAN: the
+ * thread's groups hr, then a butterfly over the warp's lanes of the row, then (RT > 32) the
+ * warps' (mean, M2) through red (2 * warps floats; one barrier), merged in warp order by
+ * every thread alike: mean = sum(m_w) / nw, M2 = sum(q_w) + 32 C sum((m_w - mean)^2). */
+TILEOPS_DEV void nr_row_moments(const struct tileops_v4 *hr, float *red, unsigned tid, float *mean, float *m2) {
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NR_VPT; j++)
+        s = nr_sum(hr[j], s);
+    float m = tileops_mul(s, 1.0f / (float)NR_C), q = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NR_VPT; j++)
+        q = nr_sumsq_centered(hr[j], m, TILEOPS_G, q);
+    float half_n = 0.5f * (float)NR_C;
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1)
+        if (off < NR_RT) {
+            const float mo = tileops_shfl_xor(m, off), qo = tileops_shfl_xor(q, off);
+            nr_chan_pair(&m, &q, mo, qo, half_n);
+            half_n *= 2.0f;
+        }
+#if NR_RT > 32
+    const unsigned warp = tid >> 5;
+    if ((tid & 31u) == 0) {
+        red[warp] = m;
+        red[TILEOPS_WARPS + warp] = q;
+    }
+    tileops_barrier();
+    const unsigned first = (tid / (unsigned)NR_RT) * (unsigned)(NR_RT / 32);
+    float sm = 0.0f;
+#pragma unroll
+    for (int w = 0; w < NR_RT / 32; w++)
+        sm = tileops_add(sm, red[first + w]);
+    m = tileops_mul(sm, 1.0f / (float)(NR_RT / 32));
+    float sq = 0.0f, sd = 0.0f;
+#pragma unroll
+    for (int w = 0; w < NR_RT / 32; w++) {
+        const float d = tileops_add(red[first + w], -m);
+        sd = tileops_fma(d, d, sd);
+        sq = tileops_add(sq, red[TILEOPS_WARPS + first + w]);
+    }
+    q = tileops_fma(sd, 32.0f * (float)NR_C, sq);
+#else
+    (void)red;
+    (void)tid;
+#endif
+    *mean = m;
+    *m2 = q;
+}
+
 /* 1 / sqrt(s / N + eps): s the row's sum of squares (RMSNorm) or of squared deviations */
 TILEOPS_DEV float nr_rstd(float s, float eps) {
 #if TILEOPS_CAST_BEFORE_WEIGHT
@@ -344,7 +415,9 @@ extern "C" __global__ void TILEOPS_BOUNDS
 TILEOPS_ROWS_KERNEL(const void *x, const void *residual, const void *weight, const void *bias, void *y,
                     void *residual_out, long long rows, float eps) {
     TILEOPS_PDL_PROLOGUE();
-#if NR_RT > 32
+#if NR_RT > 32 && NR_CHAN
+    __shared__ float red[2][2 * TILEOPS_WARPS]; /* alternated per row: (mean, M2) of each warp */
+#elif NR_RT > 32
     __shared__ float red[2][TILEOPS_WARPS]; /* alternated per sum: one barrier per sum */
 #else
     float *red[2] = {0, 0};
@@ -407,6 +480,11 @@ TILEOPS_ROWS_KERNEL(const void *x, const void *residual, const void *weight, con
             }
         }
 #endif
+#if NR_CHAN
+        float mean, m2;
+        nr_row_moments(hr, red[parity], tid, &mean, &m2);
+        const float rstd = nr_rstd(m2, eps);
+#else
 #if TILEOPS_MEAN
         float s = 0.0f;
 #pragma unroll
@@ -426,6 +504,7 @@ TILEOPS_ROWS_KERNEL(const void *x, const void *residual, const void *weight, con
             ss = tileops_sumsq(hr[j], ss);
 #endif
         const float rstd = nr_rstd(tileops_row_sum(ss, red[parity], tid, NR_RT), eps);
+#endif
         parity ^= 1;
         if (active) {
             char *yrow = nr_row_out(y, row);
