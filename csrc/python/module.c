@@ -37,16 +37,15 @@ static PyObject *raise_status(tileops_status_t st) {
     if (cls == NULL)
         cls = PyExc_RuntimeError;
     const char *msg = tileops_last_error(), *arg = tileops_last_error_argument();
-    PyErr_Format(cls, "%s", (msg && msg[0]) ? msg : tileops_status_name(st));
+    PyObject *exc = PyObject_CallFunction(cls, "s", (msg && msg[0]) ? msg : tileops_status_name(st));
+    if (!exc) return NULL;
     if (arg && arg[0]) { /* the argument the core named: the exception's `argument` */
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
         PyObject *name = PyUnicode_FromString(arg);
-        if (!name || PyObject_SetAttrString(value, "argument", name)) PyErr_Clear(); /* the message stands */
+        if (!name || PyObject_SetAttrString(exc, "argument", name)) PyErr_Clear(); /* the message stands */
         Py_XDECREF(name);
-        PyErr_Restore(type, value, tb);
     }
+    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
     return NULL;
 }
 

@@ -121,7 +121,7 @@ def min_blocks(threads: int) -> int:
     fit = max(1, 1024 // threads)
     if threads & (threads - 1) == 0:
         return fit
-    return max(fit, min(65536 // (threads * REGISTER_FLOOR), 2048 // threads))
+    return max(fit, 65536 // (threads * REGISTER_FLOOR))   # <= 1170 threads an SM: within 2048
 
 
 def vec_for(dtype_code: int, n: int, aligned16: bool) -> int:
