@@ -141,7 +141,7 @@ def _check_close(got, want, what):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_prefill_then_decode_equals_hugging_faces_layer_with_its_cache(dtype):
-    from transformers import DynamicCache
+    DynamicCache = _hf().DynamicCache
     config, hf, rotary = _hf_layer(dtype)
     mine = tnn.LlamaDecoderLayer.from_hf(hf, rotary_emb=rotary, block_size=BS)
     assert mine.self_attn.qkv_proj.weight.dtype == dtype
@@ -181,7 +181,7 @@ def test_prefill_then_decode_equals_hugging_faces_layer_with_its_cache(dtype):
 
 
 def test_biased_projections_and_llama3_rope_scaling_equal_hugging_faces():
-    from transformers import DynamicCache
+    DynamicCache = _hf().DynamicCache
     scaling = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                "high_freq_factor": 4.0, "original_max_position_embeddings": 16}
     config, hf, rotary = _hf_layer(torch.float32, attention_bias=True, mlp_bias=True, rope_parameters=scaling)
@@ -214,7 +214,7 @@ def test_bfloat16_layer_is_as_close_to_float64_as_hugging_faces(hf_numerics):
     tileops' bfloat16 layer's error is no larger than Hugging Face's own bfloat16 layer's
     (within a tenth more, measured per step as the RMS error; measured: at most 4% more)."""
     import copy
-    from transformers import DynamicCache
+    DynamicCache = _hf().DynamicCache
     config, hf, rotary = _hf_layer(torch.bfloat16)
     hf64 = copy.deepcopy(hf).double()
     mine = tnn.LlamaDecoderLayer.from_hf(hf, rotary_emb=rotary, block_size=BS, hf_numerics=hf_numerics)

@@ -245,6 +245,25 @@ def kernel_input_error(op: str, e, names: dict = None):
     return InputValueError(f"{op}: argument '{arg}': {e}" if arg else f"{op}: {e}")
 
 
+def cpu_runner(kernel: str, op: str, names: dict = None):
+    """(run, handle): `run(*args)` launches C kernel `kernel` of the CPU table
+    (`_C.cpu_launch(handle, *args)`); a value the C kernel refuses before writing anything (an
+    index out of range, a layout) raises the op's InputValueError through kernel_input_error,
+    naming the argument the core named (mapped through `names`). The one place a CPU kernel
+    turns the core's errors into its op's."""
+    from .. import _C
+    from ..errors import InputValueError
+    handle = _C.cpu_kernel(kernel)[0]
+    launch = _C.cpu_launch
+
+    def run(*args):
+        try:
+            launch(handle, *args)
+        except InputValueError as e:
+            raise kernel_input_error(op, e, names) from None
+    return run, handle
+
+
 def checked(check, unchecked):
     """The public launchable: `check(*tensors)` (raises on what the kernel cannot take),
     then `unchecked(*tensors)`; `.unchecked` is the launch the op's body calls after its

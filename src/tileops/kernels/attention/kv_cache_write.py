@@ -19,8 +19,7 @@ import torch
 
 from ... import _C
 from ..._dtypes import CODE, DTYPE
-from ...errors import InputValueError
-from ..base import (Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, identity_type, kernel_input_error,
+from ..base import (Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, cpu_runner, identity_type,
                     launch_head, launch_where)
 
 CpuBuild = identity_type("CpuKVCacheWriteBuild", "dtype slot_dtype")
@@ -94,19 +93,15 @@ def _strides(k, v):
 
 
 def _build_cpu(b):
-    handle = _C.cpu_kernel("kv_cache_write")[0]
-    run = _C.cpu_launch
+    run, _ = cpu_runner("kv_cache_write", "KVCacheWriteFwdOp")   # a slot out of range: found before any write
     dtype, sdt = b.dtype, b.slot_dtype
 
     def unchecked(k, v, key_cache, value_cache, slot_mapping):
         if not k.numel():
             return
         _, bs, H, D = key_cache.shape
-        try:
-            run(handle, k.data_ptr(), v.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(),
-                slot_mapping.data_ptr(), k.shape[0], H, D, key_cache.shape[0] * bs, *_strides(k, v), dtype, sdt)
-        except InputValueError as e:   # a slot out of range (found before any write)
-            raise kernel_input_error("KVCacheWriteFwdOp", e) from None
+        run(k.data_ptr(), v.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), slot_mapping.data_ptr(),
+            k.shape[0], H, D, key_cache.shape[0] * bs, *_strides(k, v), dtype, sdt)
     return checked(_guard(b, -1), unchecked)
 
 

@@ -46,7 +46,7 @@ import torch
 from ... import _C
 from ..._dtypes import CODE, DTYPE
 from ...errors import InputValueError
-from ..base import Kernel, KernelInterface, checked, identity_type, kernel_input_error, launch_argument_error, overlaps
+from ..base import Kernel, KernelInterface, checked, cpu_runner, identity_type, launch_argument_error, overlaps
 
 CpuBuild = identity_type("CpuPagedDecodeAttentionBuild", "dtype head_size block_size scale")
 CudaBuild = identity_type("CudaPagedDecodeAttentionBuild",
@@ -317,18 +317,15 @@ def _guard(b, device_index: int):
 
 
 def _build_cpu(b):
-    handle = _C.cpu_kernel("paged_decode_attention")[0]
-    run = _C.cpu_launch
+    # a length or block id out of range: found before any write
+    run, _ = cpu_runner("paged_decode_attention", "PagedDecodeAttentionFwdOp")
     D, BS, scale, dtype = b.head_size, b.block_size, b.scale, b.dtype
 
     def unchecked(q, key_cache, value_cache, block_table, seq_lens, o, lse):
         B, H, _ = q.shape
-        try:
-            run(handle, q.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), block_table.data_ptr(),
-                seq_lens.data_ptr(), o.data_ptr(), 0 if lse is None else lse.data_ptr(), B, H, key_cache.shape[2],
-                D, key_cache.shape[0], BS, block_table.shape[1], scale, dtype)
-        except InputValueError as e:   # a length or block id out of range (found before any write)
-            raise kernel_input_error("PagedDecodeAttentionFwdOp", e) from None
+        run(q.data_ptr(), key_cache.data_ptr(), value_cache.data_ptr(), block_table.data_ptr(), seq_lens.data_ptr(),
+            o.data_ptr(), 0 if lse is None else lse.data_ptr(), B, H, key_cache.shape[2], D, key_cache.shape[0], BS,
+            block_table.shape[1], scale, dtype)
     return checked(_guard(b, -1), unchecked)
 
 

@@ -19,8 +19,7 @@ import torch
 
 from ... import _C
 from ..._dtypes import CODE, DTYPE
-from ...errors import InputValueError
-from ..base import (Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, identity_type, kernel_input_error,
+from ..base import (Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, cpu_runner, identity_type,
                     launch_head, launch_where)
 
 CpuBuild = identity_type("CpuEmbeddingBuild", "dtype id_dtype H")
@@ -65,15 +64,11 @@ def _guard(b, device_index):
 
 
 def _build_cpu(b):
-    handle = _C.cpu_kernel("embedding")[0]
-    run = _C.cpu_launch
+    run, handle = cpu_runner("embedding", "EmbeddingFwdOp")   # an id out of range: found before any write
     H, dtype, idt = b.H, b.dtype, b.id_dtype
 
     def unchecked(ids, weight, y):
-        try:
-            run(handle, ids.data_ptr(), weight.data_ptr(), y.data_ptr(), ids.numel(), weight.shape[0], H, dtype, idt)
-        except InputValueError as e:   # an id out of range (found before any write)
-            raise kernel_input_error("EmbeddingFwdOp", e) from None
+        run(ids.data_ptr(), weight.data_ptr(), y.data_ptr(), ids.numel(), weight.shape[0], H, dtype, idt)
     if H:   # the same launch as data, for a plan (ops/plans.py): n = ids.numel(), V = weight.numel() // H
         unchecked.plan_recipe = (handle, ((1, 0), (1, 1), (1, 2), (2, 0, 1), (2, 1, H), (0, H), (0, dtype),
                                           (0, idt)))

@@ -119,7 +119,7 @@ def pointer_guard(label: str, names: tuple, dtype_code: int, n: int, device_inde
         lines.append(f"    _b = _m * {ns['_dt'].itemsize}")
         lines.append(f"    if _m and ({' or '.join('(' + c + ')' for c in pairs)}):")
         lines.append(f"        _slow(({', '.join(args)},), overlap=True)")
-    lines.append(f"    return _p + (_m // _n,)")
+    lines.append("    return _p + (_m // _n,)")
     src = "\n".join(lines) + "\n"
     exec(src, ns)
 

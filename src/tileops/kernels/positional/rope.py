@@ -30,8 +30,7 @@ import torch
 
 from ... import _C
 from ..._dtypes import CODE, DTYPE
-from ...errors import InputValueError
-from ..base import (Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, identity_type, kernel_input_error,
+from ..base import (Apart, Arg, Kernel, KernelInterface, LaunchGuard, checked, cpu_runner, identity_type,
                     launch_head, launch_where)
 
 # cast: the op's cast_cos_sin (the C entry "rope_cast", the CUDA define TILEOPS_CAST_COS_SIN)
@@ -184,17 +183,14 @@ def persistent_launch_shape(T: int, H: int, Hk: int, uq: int, uk: int, hb: int, 
 
 
 def _build_cpu(b):
-    handle = _C.cpu_kernel("rope_cast" if b.cast else "rope")[0]
-    run = _C.cpu_launch
+    # a position out of range (found before any write), or a layout; in place, q_out is q
+    run, _ = cpu_runner("rope_cast" if b.cast else "rope", "RopeFwdOp", {"q_out": "q", "k_out": "k"})
     D, R, neox, dtype, pdt = b.head_size, b.rotary_dim, int(bool(b.is_neox)), b.dtype, b.pos_dtype
 
     def unchecked(q, k, positions, cache, q_out, k_out):
         a = _args(q, k, positions, cache, q_out, k_out)
         # (T, H, Hk, P, strides...) -> the C order (T, H, Hk, D, R, P, strides...)
-        try:
-            run(handle, *a[:6], a[6], a[7], a[8], D, R, a[9], *a[10:], neox, dtype, pdt)
-        except InputValueError as e:   # a position out of range (found before any write), or a layout
-            raise kernel_input_error("RopeFwdOp", e, {"q_out": "q", "k_out": "k"}) from None
+        run(*a[:6], a[6], a[7], a[8], D, R, a[9], *a[10:], neox, dtype, pdt)
     return checked(_guard(b, -1), unchecked)
 
 
