@@ -105,6 +105,13 @@
 #   pdaclean issue 13 (session 43): B = 1 1K L2-cold with L2 left clean (--flush read, as
 #            Nsight's cache control leaves it; issue 13's 8 us is quoted at locked clocks)
 #            beside the bench's dirty flush.
+#   pda70    issue 13 (session 50): Llama-3-70B TP4 at B = 32 (64 (sequence, KV head) pairs)
+#            is paged decode's widest loss to SDPA on K/V gathered (H100, fp16: 1K 12.26 /
+#            27.20 us hot / cold against 11.15 / 25.54; 4K 52.41 / 65.31 against 50.46 /
+#            62.94, 0.74 of the copy's bandwidth cold, where Llama-3-8B's B = 32 4K is at
+#            0.97): the plan against forced splits (chunks a CTA, one or two chunk groups),
+#            the merge kernel against the cluster's merge, then each case's kernels one by
+#            one (torch.profiler): is it the split, the merge, or the short CTAs?
 #   clusterfloor issue 14 (session 43): the read-only floor (dev/time_floor.py) launched in
 #            clusters of 8 with a release cluster barrier before its stores (argmax's B = 32
 #            shape: 8.2 MB over ~256 CTAs of 256 threads) beside the plain floor and the copy:
@@ -244,6 +251,14 @@ pdaprof_time() {   # the B = 1 32K cases' kernels one by one: the main kernel ag
     run pdaprof 150 python3 dev/time_paged_decode.py --cases "$PDA_PROF_CASES" --profile --out "$OUT/pdaprof.json"
 }
 pdaprof_test() { :; }   # nothing applied
+PDA70_CASES="70B:32:1024,70B:32:4096,70B:32:1024:64,70B:32:4096:64"
+pda70_time() {
+    run pda70_sweep 200 python3 dev/time_paged_decode.py --cases "$PDA70_CASES" \
+        --sweep 1:1,2:1,4:1,8:1,16:1,1:2,2:2,4:2,8:2 --cluster-ab --out "$OUT/pda70_sweep.json"
+    run pda70_prof 90 python3 dev/time_paged_decode.py --cases 70B:32:1024,70B:32:4096 --profile \
+        --out "$OUT/pda70_prof.json"
+}
+pda70_test() { :; }   # nothing applied
 pdaclean_time() {
     run pdaclean 90 python3 dev/time_paged_decode.py --cases 8B:1:1024,8B:1:1024:64,Qwen:1:1024,70B:1:1024 \
         --flush read --out "$OUT/pdaclean_read.json"
