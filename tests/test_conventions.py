@@ -1,5 +1,6 @@
 """The seed's five calling conventions and three guarantees, on the CPU."""
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -205,3 +206,46 @@ def test_bad_input_errors_name_op_argument_expectation_and_value():
     f = torch.compile(op, fullgraph=True)
     with pytest.raises(Exception, match=r"argument 'x': expected dtype"):
         f(torch.zeros(2, N, dtype=torch.int32))
+
+
+def test_a_selecting_bool_must_be_a_bool():
+    """inplace= / return_lse= / return_values= pick the effect branch by their truth: a
+    string "False" or a 1 once picked one silently (the logits written in place); now
+    anything but True or False is refused, naming the op and the argument, before a write."""
+    from tileops.errors import InputTypeError
+    from tileops.norm import FusedAddRMSNormFwdOp
+    from tileops.sampling import TopKFwdOp, TopKTopPMaskFwdOp
+    logits = torch.randn(2, 10)
+    before = logits.clone()
+    for bad in ("False", 1, None, torch.tensor(False)):
+        with pytest.raises(InputTypeError, match=r"TopKTopPMaskFwdOp: argument 'inplace': expected True or False, "
+                                                 r"got " + re.escape(repr(bad))):
+            TopKTopPMaskFwdOp()(logits, torch.tensor([2, 2]), None, inplace=bad)
+    assert torch.equal(logits, before)
+    with pytest.raises(InputTypeError, match=r"TopKFwdOp: argument 'return_values': expected True or False, got 'no'"):
+        TopKFwdOp(k=2)(logits, return_values="no")
+    x, r = torch.randn(2, N), torch.randn(2, N)
+    with pytest.raises(InputTypeError, match=r"FusedAddRMSNormFwdOp: argument 'inplace'"):
+        FusedAddRMSNormFwdOp((N,))(x, r, None, inplace=0)
+    # the bools themselves, eager and compiled
+    torch._dynamo.reset()
+    op = TopKTopPMaskFwdOp()
+    f = torch.compile(lambda t, flag: op(t, torch.tensor([2, 2]), None, inplace=flag), fullgraph=True)
+    assert torch.equal(f(logits, False), op(logits, torch.tensor([2, 2]), None, inplace=False))
+    assert torch.equal(logits, before)
+    with pytest.raises(Exception, match=r"argument 'inplace': expected True or False"):
+        f(logits, "yes")
+
+
+def test_a_call_of_the_wrong_arity_names_the_op():
+    """Python's own TypeError for a missing or extra argument names the function: the
+    generated one is named after the op (found by review: '_call_boundary() missing ...')."""
+    from tileops.norm import GemmaRMSNormFwdOp
+    from tileops.positional import AlibiFwdOp
+    with pytest.raises(TypeError, match=r"^GemmaRMSNormFwdOp\.__call__\(\) missing 1 required positional argument: "
+                                        r"'weight'"):
+        GemmaRMSNormFwdOp((N,))(torch.randn(2, N))
+    with pytest.raises(TypeError, match=r"^RMSNormFwdOp\.__call__\(\) got an unexpected keyword argument 'bogus'"):
+        RMSNormFwdOp((N,))(torch.randn(2, N), bogus=1)
+    with pytest.raises(TypeError, match=r"^AlibiFwdOp\.__call__\(\) takes 1 positional argument"):
+        AlibiFwdOp(4, 8)(1)

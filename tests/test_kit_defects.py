@@ -6,6 +6,8 @@
    raises, naming the target, the op and the output, in eager and compiled calls.
 3. Backward: one behaviour on every target and path: a backward through a node raises,
    naming the op; opcheck's autograd registration check passes."""
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -30,6 +32,22 @@ def test_eps_none_is_float32_eps_as_torch_takes_it(target, dtype):
     torch_default = F.rms_norm(x.float(), (256,), w.float()).double()
     assert torch.allclose(got, torch_default, rtol=2e-2, atol=1e-2)
     assert RMSNormFwdOp(256).resolved_params()["eps"] == torch.finfo(torch.float32).eps
+
+
+@pytest.mark.parametrize("cls", [RMSNormFwdOp, LayerNormFwdOp, FusedAddRMSNormFwdOp])
+def test_an_eps_beyond_float32_is_refused_where_it_is_given(cls):
+    """The kernels take eps as float32: one beyond its range (found by review) failed only
+    at the call, in the binding, naming neither the op nor eps, while the aten target
+    returned zeros. Now the constructor and an assignment refuse it, on every target."""
+    from tileops.errors import InputValueError
+    for bad in (1e39, -3.5e38):
+        with pytest.raises(InputValueError, match=rf"{cls.__name__}: param 'eps': expected a float within "
+                                                  rf"float32's range .* got " + re.escape(repr(bad))):
+            cls(16, eps=bad)
+    op = cls(16, eps=3.4e38)   # the largest are fine
+    with pytest.raises(InputValueError, match=r"param 'eps': expected a float within float32's range"):
+        op.eps = 1e39
+    assert op.eps == 3.4e38
 
 
 class _WrongTarget(targets.BuilderTarget):

@@ -750,7 +750,8 @@ static long long dtype_size(PyObject *dtype) {
 #define APART_MAX_DIMS 16
 /* Where a tensor's bytes lie: [p0, p1) (p1 = p0 for no element), and its dims of more than
  * one element sorted by stride, largest first (strides in bytes); es its element's bytes;
- * self_overlap when two of its elements share an address (a stride 0 over such a dim). */
+ * self_overlap when two of its elements may share an address (a stride 0 over such a dim,
+ * or strides that nest too tightly to tell). */
 typedef struct {
     uintptr_t p0, p1;
     long long es;
@@ -816,9 +817,17 @@ static int apart_layout(PyObject *t, apart_layout_t *L) {
     Py_XDECREF(shape);
     Py_XDECREF(stride);
     if (bad || (numel && as_ptr_of(t, tj, &p))) { PyErr_Clear(); return -1; }
+    /* distinct addresses for sure when each stride, smallest first, passes the extent of
+     * the dims inside it; else two elements may share one (rows of a head-sized stride
+     * over heads of more bytes, say): self_overlap, and the Python test looks exactly */
+    long long inner = L->es;
+    for (int k = L->nd - 1; k >= 0 && !L->self_overlap; k--) {
+        L->self_overlap = L->stride[k] < inner;
+        inner += (L->size[k] - 1) * L->stride[k]; /* <= extent + es: no overflow */
+    }
     L->p0 = p;
     L->p1 = numel ? p + (uintptr_t)(extent + L->es) : p;
-    if (!numel) L->nd = 0;
+    if (!numel) L->nd = L->self_overlap = 0; /* no element: none shares */
     return 0;
 }
 

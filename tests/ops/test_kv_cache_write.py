@@ -70,6 +70,17 @@ def test_a_slot_out_of_range_is_an_error_that_writes_nothing_on_the_cpu():
     assert torch.equal(kc[3, 15], k[2])
 
 
+def test_caches_of_no_slot_skip_negative_slots_and_refuse_the_others():
+    """Caches of zero blocks (found by review: the CPU kernel called their NULL pointer an
+    error): a negative slot skips its token, as on any cache, and any other is out of range."""
+    kc, vc = caches(0, 16, 1, 8, torch.float32)
+    k, v = kv(2, 1, 8, torch.float32)
+    for target in ("builtin", "aten"):
+        KVCacheWriteFwdOp(target=target)(k, v, kc, vc, torch.tensor([-1, -1]))
+    with pytest.raises(InputValueError, match=r"slot_mapping\[1\] = 0 is outside \[0, 0\)"):
+        KVCacheWriteFwdOp()(k, v, kc, vc, torch.tensor([-1, 0]))
+
+
 def test_the_caches_are_written_in_place_never_copied():
     kv_cache = torch.zeros(2, 5, 16, 4, 32, dtype=torch.bfloat16)   # vLLM's flash layout: [2, num_blocks, ...]
     kc, vc = kv_cache[0], kv_cache[1]

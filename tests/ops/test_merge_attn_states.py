@@ -63,6 +63,20 @@ def test_the_edges_of_the_lse(dtype, target):
     torch.testing.assert_close(lse[5, 0], torch.tensor(2.0 + math.log(2.0)))
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_head_size_of_zero_still_merges_each_rows_lse(target):
+    """D = 0 (found by review: the CPU kernel refused the empty o's NULL pointer): o is
+    empty, and the lse merges by the reference's rules, the lse edges included."""
+    from tileops.reference.attention import merge_attn_states as reference
+    lse_a = torch.tensor([[0.0, -INF], [NAN, 1.0], [2.0, 3.0]])
+    lse_b = torch.tensor([[1.0, -INF], [0.0, -INF], [INF, 3.0]])
+    o, lse = MergeAttnStatesFwdOp(target=target)(torch.empty(3, 2, 0), lse_a, torch.empty(3, 2, 0), lse_b)
+    assert o.shape == (3, 2, 0)
+    want = reference(torch.empty(3, 2, 0), lse_a, torch.empty(3, 2, 0), lse_b)[1]
+    torch.testing.assert_close(lse, want, rtol=0, atol=0, equal_nan=True)
+    assert lse[0, 0] == 1.0 + math.log1p(math.exp(-1.0))
+
+
 def test_far_apart_lse_gives_the_larger_side():
     o_a, o_b = torch.randn(2, 1, 8), torch.randn(2, 1, 8)
     o, lse = MergeAttnStatesFwdOp()(o_a, torch.tensor([[0.0], [-200.0]]), o_b, torch.tensor([[-200.0], [0.0]]))

@@ -183,6 +183,11 @@ def test_the_device_argument(make):
         op(device=1.5)
     with pytest.raises(TypeError):
         op(torch.zeros(1))   # no tensor input: keyword-only
+    if not torch.cuda.is_available():   # torch's own is a bare AssertionError (found by review)
+        for dev in ("cuda", torch.device("cuda", 1)):
+            with pytest.raises(InputValueError, match=rf"{name}: argument 'device': cuda(:[01])? asked for, but "
+                                                      rf"CUDA is not available"):
+                op(device=dev)
 
 
 def test_every_call_returns_a_new_tensor():

@@ -49,6 +49,31 @@ def test_in_place_on_views_of_a_packed_qkv_writes_through_the_views(dtype, is_ne
     assert torch.equal(qkv[:, (H + Hk) * D:], before[:, (H + Hk) * D:])   # v untouched
 
 
+@pytest.mark.parametrize("is_neox", [True, False])
+@pytest.mark.parametrize("target", ["builtin", "aten"])
+def test_in_place_on_head_major_views(is_neox, target):
+    """q and k [T, H, D] as transposes of [H, T, D] (token stride D, head stride T x D): no
+    two head vectors share memory, so in place is allowed (found by review: the C kernel
+    took only token-major strides and called these 'overlapping'); heads that do overlap
+    are still refused, nothing written."""
+    T, H, Hk, D, P = 5, 3, 2, 16, 9
+    g = torch.Generator().manual_seed(3)
+    q, k = torch.randn(H, T, D, generator=g).transpose(0, 1), torch.randn(Hk, T, D, generator=g).transpose(0, 1)
+    positions = torch.tensor([0, 8, 2, 2, 5])
+    cs = cache(P, D)
+    want_q, want_k = reference(q.clone(), k.clone(), positions, cs, head_size=D, rotary_dim=D, is_neox=is_neox)
+    rq, rk = RopeFwdOp(D, D, is_neox, target=target)(q, k, positions, cs, inplace=True)
+    assert rq is q and rk is k and q.stride() == (D, T * D, 1)
+    torch.testing.assert_close(q, want_q, rtol=2 ** -22, atol=2 ** -22)
+    torch.testing.assert_close(k, want_k, rtol=2 ** -22, atol=2 ** -22)
+    base = torch.randn(T * D + D, generator=g)
+    q_bad = base.as_strided((T, 2, D), (D, D // 2, 1))   # a head's second half is the next head's first
+    before = base.clone()
+    with pytest.raises(InputValueError, match=r"RopeFwdOp: argument 'q'"):
+        RopeFwdOp(D, D, is_neox, target=target)(q_bad, k, positions, cs, inplace=True)
+    assert torch.equal(base, before)
+
+
 def test_matches_hugging_face_rotate_half():
     """Llama's apply_rotary_pos_emb (q * cos + rotate_half(q) * sin, cos and sin of the
     concatenated frequencies), written out here as transformers writes it."""

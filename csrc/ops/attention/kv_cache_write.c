@@ -72,10 +72,15 @@ static tileops_status_t check_args(const kv_args_t *a) {
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: the caches' bytes must fit int64", k);
     if (a->T == 0)
         return TILEOPS_OK;
-    const char *null_arg = a->k == NULL ? "k" : a->v == NULL ? "v" : a->key_cache == NULL ? "key_cache"
-                           : a->value_cache == NULL ? "value_cache" : a->slots == NULL ? "slot_mapping" : NULL;
+    /* caches of no slot may be NULL (an empty tensor's pointer): every slot then is
+     * negative (skipped) or out of range (refused below), so neither is touched */
+    const int caches = a->num_slots > 0;
+    const char *null_arg = a->k == NULL ? "k" : a->v == NULL ? "v" : caches && a->key_cache == NULL ? "key_cache"
+                           : caches && a->value_cache == NULL ? "value_cache" : a->slots == NULL ? "slot_mapping"
+                           : NULL;
     if (null_arg != NULL)
-        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, null_arg, "%s: %s must be non-NULL when T > 0, got NULL", k, null_arg);
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, null_arg, "%s: %s must be non-NULL when T > 0 (the caches: "
+                                "and num_slots > 0), got NULL", k, null_arg);
     tileops_status_t st;
     if ((st = check_strides(a, "k", a->k_st, a->k_sh, es)) != TILEOPS_OK ||
         (st = check_strides(a, "v", a->v_st, a->v_sh, es)) != TILEOPS_OK)

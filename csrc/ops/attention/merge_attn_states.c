@@ -81,8 +81,9 @@ static void merge_range(void *ctx, int64_t r0, int64_t r1) {
     const merge_args_t *a = j->a;
     const int64_t D = a->D, row = D * (int64_t)tileops_dtype_size(a->dtype);
     for (int64_t r = r0; r < r1; r++) {
-        const char *ra = (const char *)a->o_a + r * row, *rb = (const char *)a->o_b + r * row;
-        char *ro = (char *)a->o + r * row;
+        /* D = 0: no element of o (the pointers may be NULL), each row's lse still merges */
+        const char *ra = D ? (const char *)a->o_a + r * row : NULL, *rb = D ? (const char *)a->o_b + r * row : NULL;
+        char *ro = D ? (char *)a->o + r * row : NULL;
         const double la = a->lse_a[r], lb = a->lse_b[r];
         switch (row_case(la, lb)) {
         case ROW_NAN:
@@ -94,11 +95,13 @@ static void merge_range(void *ctx, int64_t r0, int64_t r1) {
             a->lse[r] = -INFINITY;
             continue;
         case ROW_B:
-            memmove(ro, rb, (size_t)row);
+            if (D)
+                memmove(ro, rb, (size_t)row);
             a->lse[r] = (float)lb;
             continue;
         case ROW_A:
-            memmove(ro, ra, (size_t)row);
+            if (D)
+                memmove(ro, ra, (size_t)row);
             a->lse[r] = (float)la;
             continue;
         default:
@@ -106,6 +109,8 @@ static void merge_range(void *ctx, int64_t r0, int64_t r1) {
         }
         const double m = la > lb ? la : lb, wa = exp(la - m), wb = exp(lb - m), s = wa + wb;
         a->lse[r] = (float)(m + log(s));
+        if (D == 0)
+            continue;
         if (j->row != NULL) {
             j->row(ra, rb, ro, D, (float)(wa / s), (float)(wb / s), a->dtype);
             continue;
@@ -130,11 +135,14 @@ static tileops_status_t check_args(const merge_args_t *a) {
         return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: the rows' bytes must fit int64", k);
     if (a->rows == 0)
         return TILEOPS_OK;
-    const char *null_arg = a->o_a == NULL ? "o_a" : a->lse_a == NULL ? "lse_a" : a->o_b == NULL ? "o_b"
-                           : a->lse_b == NULL ? "lse_b" : a->o == NULL ? "o" : a->lse == NULL ? "lse" : NULL;
+    /* o_a, o_b and o hold no element where D = 0: NULL there (an empty tensor's pointer) */
+    const int o_null = a->D > 0 && (a->o_a == NULL || a->o_b == NULL || a->o == NULL);
+    const char *null_arg = !o_null ? (a->lse_a == NULL ? "lse_a" : a->lse_b == NULL ? "lse_b"
+                                      : a->lse == NULL ? "lse" : NULL)
+                           : a->o_a == NULL ? "o_a" : a->o_b == NULL ? "o_b" : "o";
     if (null_arg != NULL)
-        return tileops_fail(TILEOPS_ERR_INVALID_ARGUMENT, "%s: %s must be non-NULL when rows > 0, got NULL", k,
-                            null_arg);
+        return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, null_arg, "%s: %s must be non-NULL when rows > 0%s, "
+                                "got NULL", k, null_arg, o_null ? " and D > 0" : "");
     return TILEOPS_OK;
 }
 

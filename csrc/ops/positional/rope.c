@@ -145,13 +145,35 @@ static int extent_fits(int64_t n, int64_t st, int64_t h, int64_t sh, int64_t d, 
     return h <= 1 || sh <= (lim - used) / (h - 1);
 }
 
+/* whether some two of the n1 x n2 vectors of d elements at i * s1 + j * s2 share an
+ * element (the strides >= 0) */
+static int overlaps(int64_t n1, int64_t s1, int64_t n2, int64_t s2, int64_t d) {
+    if (n1 <= 1) { /* one dimension at most: its stride must hold d */
+        n1 = n2;
+        s1 = s2;
+        n2 = 1;
+    }
+    if (n2 <= 1)
+        return n1 > 1 && s1 < d;
+    if (s2 < s1) { /* the smaller stride first */
+        const int64_t n = n1, s = s1;
+        n1 = n2;
+        s1 = s2;
+        n2 = n;
+        s2 = s;
+    }
+    return s1 < d || s2 / n1 < s1; /* s2 < n1 * s1, without the product's overflow */
+}
+
 static tileops_status_t check_tensor(const char *k, const char *name, int64_t T, int64_t heads, int64_t D,
                                      int64_t st, int64_t sh, int64_t es, int written) {
     if (st < 0 || sh < 0)
         return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, name, "%s: %s's strides must be >= 0, got token %lld, head %lld", k,
                             name, (long long)st, (long long)sh);
-    /* a written tensor's head vectors must not overlap one another */
-    if (written && ((heads > 1 && sh < D) || (T > 1 && st < (heads > 1 ? heads * sh : D))))
+    /* a written tensor's head vectors must not overlap one another, in either order of its
+     * two strides (token-major, or head-major: [H, T, D] transposed): the dimension of the
+     * smaller stride spans at most the other's stride, and that stride holds D elements */
+    if (written && overlaps(T, st, heads, sh, D))
         return tileops_fail_arg(TILEOPS_ERR_INVALID_ARGUMENT, name,
                             "%s: %s's head vectors overlap: strides token %lld, head %lld for %lld heads of %lld", k,
                             name, (long long)st, (long long)sh, (long long)heads, (long long)D);

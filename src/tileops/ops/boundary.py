@@ -359,6 +359,11 @@ def generate(cls, entry, forward_sig: inspect.Signature) -> dict:
     for c in scalars:
         w(f"    if type({c.name}) is not {c.type}:")
         w(f"        {c.name} = _as_scalar({c.name}, {c.type}, \"{opname}\", \"{c.name}\")")
+    # The selecting bools pick the effect branch by their truth: anything but a bool (the
+    # string "False", 1) would pick one silently.
+    for n in sel_names:
+        w(f"    if {n} is not True and {n} is not False:")
+        w(f"        raise InputTypeError(f\"{opname}: argument '{n}': expected True or False, got {{{n}!r}}\")")
     # A plan (plans.py): an op that declares plan_kernel, with no call-time scalar, first
     # asks for the plan of this call signature in the branch that allocates every output
     # (no selector set, no out), and, for an op of one output, in the branch that fills
@@ -517,7 +522,7 @@ def _register(name: str, schema: str, impl, fake, mutates: tuple, opname: str):
     overload = getattr(getattr(torch.ops, LIB_NAMESPACE), name).default
     arg_names = [a.name for a in overload._schema.arguments]
     written_inputs = tuple(arg_names.index(m) for m in mutates if m != "out")
-    lib.impl(name, _autograd_kernel(overload, opname, written_inputs, "out" in mutates), "Autograd",
+    lib.impl(name, _autograd_kernel(overload, opname, written_inputs, "out" in mutates, arg_names), "Autograd",
              with_keyset=True)
     # a nested tensor would otherwise fail in the dispatcher with no argument named
     refuse_nested = _nested_kernel(opname, arg_names)
@@ -614,6 +619,34 @@ def _admit(t, opname: str, arg: str, optional: bool, written: bool):
 _inference_mode = torch.is_inference_mode_enabled
 
 
+_SHARES_EXACT_MAX = 1 << 24   # elements whose addresses _shares_elements lists exactly
+
+
+def _shares_elements(t) -> bool:
+    """Whether two elements of strided `t` share an address: a stride 0 over a dim of more
+    than one element; else, where the strides, smallest first, do not each pass the extent
+    of the dims inside them (the fast test, _C.apart's too), by listing the addresses (up to
+    _SHARES_EXACT_MAX elements; beyond that such a layout counts as sharing)."""
+    if not t.numel():
+        return False
+    dims = sorted((st, n) for n, st in zip(t.shape, t.stride()) if n > 1)
+    if any(st == 0 for st, _ in dims):
+        return True
+    inner = 1
+    for st, n in dims:
+        if st < inner:
+            break
+        inner += (n - 1) * st
+    else:
+        return False
+    if t.numel() > _SHARES_EXACT_MAX:
+        return True
+    at = torch.zeros((), dtype=torch.int64)
+    for st, n in dims:
+        at = (at.unsqueeze(-1) + torch.arange(n, dtype=torch.int64) * st).flatten()
+    return at.unique().numel() != at.numel()
+
+
 def _apart(opname: str, writes: tuple, reads: tuple, wnames: tuple, rnames: tuple) -> bool:
     """Raises InputValueError unless every tensor the call writes (`writes`: the written
     inputs, then out) may be written (not an inference tensor outside inference mode, no
@@ -632,7 +665,7 @@ def _apart(opname: str, writes: tuple, reads: tuple, wnames: tuple, rnames: tupl
             raise InputValueError(f"{opname}: argument '{name}': the call writes it, but it is an inference "
                                   f"tensor and inference mode is off (torch refuses such an in-place update too); "
                                   f"call under torch.inference_mode() or pass a tensor made outside it")
-        if not w.is_contiguous() and any(st == 0 and d > 1 for d, st in zip(w.shape, w.stride())):
+        if not w.is_contiguous() and _shares_elements(w):
             raise InputValueError(f"{opname}: argument '{name}': the call writes it, but several of its elements "
                                   f"share memory (an expanded view?); pass a tensor whose elements are distinct")
     alias = False
@@ -742,10 +775,12 @@ class _NoBackward(torch.autograd.Function):
         return (None, None, None) + tuple(nb(g, shape, ctx.op) for shape in ctx.shapes)
 
 
-def _autograd_kernel(overload, opname, written: tuple, writes_out: bool):
+def _autograd_kernel(overload, opname, written: tuple, writes_out: bool, arg_names: list):
     """Runs the operator below autograd; when autograd records the call, its new outputs
     and the inputs it wrote get _NoBackward's grad_fn. An `out=` call with an argument
-    requiring grad raises at once, as aten's out= functions do."""
+    requiring grad raises at once, as aten's out= functions do; so does a call that would
+    write a leaf requiring grad (or a view of one), which torch refuses to update in place,
+    before anything is written."""
     from ..errors import BackwardError
     below = torch._C._after_autograd_keyset
     guard = torch._C._AutoDispatchBelowAutograd
@@ -758,6 +793,15 @@ def _autograd_kernel(overload, opname, written: tuple, writes_out: bool):
         if needing and writes_out:
             raise BackwardError(f"{opname}: out= does not support automatic differentiation, but an argument "
                                 f"requires grad; tileops ops serve inference only (run under torch.no_grad())")
+        if needing:
+            for i in written:
+                a = args[i]
+                if a.requires_grad and (a.is_leaf or (a._base is not None and a._base.is_leaf)):
+                    raise BackwardError(
+                        f"{opname}: argument '{arg_names[i]}': the call writes it in place, but it is "
+                        f"{'a leaf tensor' if a.is_leaf else 'a view of a leaf tensor'} that requires grad, which "
+                        f"torch refuses to update in place; run under torch.no_grad() or pass a tensor that does "
+                        f"not require grad")
         with guard():
             out = overload.redispatch(keyset & below, *args)
         if not needing:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..targets.base import Target
 
 _MEMO_LIMIT = 4096
+_FLOAT32_MAX = float(torch.finfo(torch.float32).max)   # float params beyond it: refused (_coerce_param)
 _log = logging.getLogger("tileops.ops")
 
 
@@ -90,6 +91,8 @@ class Op:
             cls._boundary = ns
             cls.compile_op_names = ns["_names"]
             cls._call_boundary = ns["_call_boundary"]
+            # a call of the wrong arity names the op, not the generated function
+            cls._call_boundary.__qualname__ = f"{cls.__name__}.__call__"
             cls.__call__ = ns["_call_boundary"]
             cls.forward = ns["_call_boundary"]
         elif not entry.inputs and not entry.composition:
@@ -105,6 +108,7 @@ class Op:
             cls._call_boundary = None
             cls._check_params = cls._kit["_check_params"]
             cls.__call__ = cls._kit["_call"]
+            cls.__call__.__qualname__ = f"{cls.__name__}.__call__"
             cls.forward = cls._kit["_call"]
         else:
             cls._boundary = None
@@ -363,15 +367,18 @@ def _as_device(device, opname: str, arg: str) -> torch.device:
     torch.device, a str ("cuda:1") or an int (a CUDA index) as torch takes them."""
     if device is None:
         return _CPU
-    if isinstance(device, torch.device):
-        return device
-    if isinstance(device, bool) or not isinstance(device, (str, int)):
-        raise InputTypeError(f"{opname}: argument '{arg}': expected a torch.device, a str or an int (or None: the "
-                             f"CPU), got {type(device).__name__}")
-    try:
-        return torch.device(device)
-    except (RuntimeError, ValueError):
-        raise InputValueError(f"{opname}: argument '{arg}': expected a device, got {device!r}") from None
+    if not isinstance(device, torch.device):
+        if isinstance(device, bool) or not isinstance(device, (str, int)):
+            raise InputTypeError(f"{opname}: argument '{arg}': expected a torch.device, a str or an int (or None: "
+                                 f"the CPU), got {type(device).__name__}")
+        try:
+            device = torch.device(device)
+        except (RuntimeError, ValueError):
+            raise InputValueError(f"{opname}: argument '{arg}': expected a device, got {device!r}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():   # torch's own: a bare AssertionError
+        raise InputValueError(f"{opname}: argument '{arg}': {device} asked for, but CUDA is not available "
+                              f"(torch {torch.__version__}, CUDA {torch.version.cuda})")
+    return device
 
 
 def _traced_functions(op) -> tuple:
@@ -471,6 +478,9 @@ def _coerce_param(opname: str, entry, name: str, value):
             raise bad("a float") from None
         if not math.isfinite(f):   # a NaN or infinite param makes every output NaN (or 0)
             raise InputValueError(f"{opname}: param '{name}': expected a finite float, got {value!r}")
+        if abs(f) > _FLOAT32_MAX:   # the kernels take their float params as float32
+            raise InputValueError(f"{opname}: param '{name}': expected a float within float32's range "
+                                  f"(|value| <= {_FLOAT32_MAX:.8g}: the kernels compute in float32), got {value!r}")
         return f
     if kind == "bool":
         if not isinstance(value, bool):

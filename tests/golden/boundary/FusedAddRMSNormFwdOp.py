@@ -164,6 +164,8 @@ def _fake_1(x, residual, weight, key):
     return None
 
 def _call_boundary(self, x, residual, weight=None, *, inplace=False):
+    if inplace is not True and inplace is not False:
+        raise InputTypeError(f"FusedAddRMSNormFwdOp: argument 'inplace': expected True or False, got {inplace!r}")
     _p = None
     if inplace is False and not _dynamo_compiling():
         _p = _plan_call(self._memo, x, residual, weight)

@@ -377,6 +377,8 @@ def _fake_3(q, key_cache, value_cache, block_table, seq_lens, out, key):
     return _f_lse
 
 def _call_boundary(self, q, key_cache, value_cache, block_table, seq_lens, *, return_lse=False, out=None):
+    if return_lse is not True and return_lse is not False:
+        raise InputTypeError(f"PagedDecodeAttentionFwdOp: argument 'return_lse': expected True or False, got {return_lse!r}")
     if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
         _fast = False
     else:

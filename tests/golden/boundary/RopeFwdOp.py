@@ -186,6 +186,8 @@ def _fake_1(q, k, positions, cos_sin_cache, key):
     return None
 
 def _call_boundary(self, q, k, positions, cos_sin_cache, *, inplace=False):
+    if inplace is not True and inplace is not False:
+        raise InputTypeError(f"RopeFwdOp: argument 'inplace': expected True or False, got {inplace!r}")
     if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
         _fast = False
     else:

@@ -134,6 +134,8 @@ def _fake_1(logits, key):
     return (_f_values, _f_indices,)
 
 def _call_boundary(self, logits, *, return_values=True):
+    if return_values is not True and return_values is not False:
+        raise InputTypeError(f"TopKFwdOp: argument 'return_values': expected True or False, got {return_values!r}")
     if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
         _fast = False
     else:

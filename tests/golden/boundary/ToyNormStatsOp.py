@@ -127,6 +127,8 @@ def _fake_1(x, key):
     return (_f_y, _f_rstd,)
 
 def _call_boundary(self, x, *, return_rstd=False):
+    if return_rstd is not True and return_rstd is not False:
+        raise InputTypeError(f"ToyNormStatsOp: argument 'return_rstd': expected True or False, got {return_rstd!r}")
     if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
         _fast = False
     else:

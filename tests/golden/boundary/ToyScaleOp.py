@@ -123,6 +123,8 @@ def _fake_1(x, alpha, key):
 def _call_boundary(self, x, alpha=1.0, *, inplace=False):
     if type(alpha) is not float:
         alpha = _as_scalar(alpha, float, "ToyScaleOp", "alpha")
+    if inplace is not True and inplace is not False:
+        raise InputTypeError(f"ToyScaleOp: argument 'inplace': expected True or False, got {inplace!r}")
     if _is_compiling() or _dispatch_len() or _tf_mode() or _functorch_level() is not None or _jit_tracing() is not None:
         _fast = False
     else:
