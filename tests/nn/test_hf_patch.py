@@ -155,6 +155,13 @@ def test_patch_keeps_the_parameters_and_follows_moves():
         patched = model(input_ids=ids, attention_mask=mask).logits
     assert patched.dtype == torch.bfloat16
     torch.testing.assert_close(patched, want, rtol=0.05, atol=0.02)
+    # the cast casts Hugging Face's inv_freq, and its cos/sin with it: the patched rotation
+    # follows (found by review: its cache stayed the float32 one), so patching before or
+    # after the cast gives the same bits
+    cast_first = _model("llama", torch.float32).to(torch.bfloat16)
+    tileops.patch_llama(cast_first)
+    with torch.no_grad():
+        assert torch.equal(patched, cast_first(input_ids=ids, attention_mask=mask).logits)
     tileops.unpatch(model)
     assert model.model.layers[0].input_layernorm.weight.dtype == torch.bfloat16
     with torch.no_grad():

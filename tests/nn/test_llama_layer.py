@@ -89,6 +89,18 @@ def test_config_errors():
     with pytest.raises(InputValueError, match="'hidden_states': expected \\[B, S, 64\\]"):
         layer(torch.randn(3, 64), None, torch.zeros(3, dtype=torch.long), layer.new_kv_cache(2),
               torch.zeros(3, dtype=torch.long))
+    # a prefill continuing a sequence (chunked) attends to its own tokens only: refused
+    # (found by review: silently wrong), as are decode tables passed to a prefill
+    kv = layer.new_kv_cache(2)
+    x, pos = torch.randn(1, 3, 64), torch.arange(5, 8)[None]
+    with pytest.raises(InputValueError, match=r"LlamaDecoderLayer: argument 'positions': a prefill \(S = 3 > 1\) "
+                                              r"takes whole sequences.* got first positions \[5\]"):
+        layer(x, None, pos, kv, pos)
+    with pytest.raises(InputValueError, match="a prefill call .* reads neither block_table nor seq_lens"):
+        layer(x, None, pos - 5, kv, pos - 5, torch.zeros(1, 2, dtype=torch.int32), torch.tensor([3], dtype=torch.int32))
+    assert not kv[0].any() and not kv[1].any()
+    with pytest.raises(InputValueError, match=r"PagedAttention: head_size: expected a multiple of 16"):
+        tnn.LlamaDecoderLayer(dict(CFG, head_dim=24), block_size=BS)
 
 
 # ---- against transformers ---------------------------------------------------------------

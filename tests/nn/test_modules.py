@@ -89,6 +89,56 @@ def test_rope_scaling_types():
         tnn.RotaryEmbedding(8, max_position=16, rope_scaling={"rope_type": "yarn", "factor": 2.0})
 
 
+def test_rope_attributes_assigned_later_compute_the_cache_again_or_are_refused():
+    """Found by review: base and rope_scaling assigned after construction were shown by the
+    repr and ignored by the cache. Every attribute the cache is computed from now computes
+    it again (on its device); a refused value leaves the module as it was; a module over a
+    given cache refuses; bad dims and incomplete llama3 scalings fail at construction."""
+    q, k, pos = torch.randn(3, 2, 16), torch.randn(3, 2, 16), torch.tensor([1, 5, 9])
+    r = tnn.RotaryEmbedding(16, max_position=32)
+    llama3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+              "original_max_position_embeddings": 8}
+    for name, value, kw in (("base", 500.0, dict(base=500.0)),
+                            ("rope_scaling", llama3, dict(base=500.0, rope_scaling=llama3)),
+                            ("max_position", 48, dict(base=500.0, rope_scaling=llama3, max_position=48)),
+                            ("rotary_dim", 8, dict(base=500.0, rope_scaling=llama3, max_position=48, rotary_dim=8))):
+        setattr(r, name, value)
+        fresh = tnn.RotaryEmbedding(16, **dict(dict(max_position=32), **kw))
+        assert torch.equal(r.cos_sin_cache, fresh.cos_sin_cache), name
+        assert all(torch.equal(a, b) for a, b in zip(r(pos, q, k), fresh(pos, q, k))), name
+    for name, value, match in (("rotary_dim", 18, "even rotary_dim in \\[2, head_size\\]"),
+                               ("rotary_dim", 7, "even rotary_dim"),
+                               ("rope_scaling", {"rope_type": "llama3", "factor": 8.0}, "missing \\['low_freq_factor'"),
+                               ("head_size", 4, "got head_size 4, rotary_dim 8")):
+        with pytest.raises(InputValueError, match=rf"RotaryEmbedding: .*{match}"):
+            setattr(r, name, value)
+    assert r.rotary_dim == 8 and r.rope_scaling == llama3 and r.cos_sin_cache.shape == (48, 8)
+    with pytest.raises(InputValueError, match="RotaryEmbedding: expected an even rotary_dim"):
+        tnn.RotaryEmbedding(16, rotary_dim=32)
+    with pytest.raises(InputValueError, match="rope_scaling of type 'llama3': expected the keys"):
+        tnn.RotaryEmbedding(16, rope_scaling={"rope_type": "llama3", "factor": 8.0})
+    given = tnn.RotaryEmbedding.from_cos_sin_cache(r.cos_sin_cache, 16)
+    with pytest.raises(InputValueError, match="RotaryEmbedding: base: this module rotates by a cos/sin cache it was "
+                                              "given"):
+        given.base = 3.0
+    assert copy.deepcopy(r).base == 500.0
+
+
+def test_gelu_and_mul_follows_approximate_assigned_later():
+    """Found by review: approximate assigned after construction kept the erf op."""
+    x = torch.randn(4, 2 * 24)
+    m = tnn.GeluAndMul()
+    compiled = torch.compile(m, fullgraph=True)
+    m.approximate = "tanh"
+    want = F.gelu(x[:, :24], approximate="tanh") * x[:, 24:]
+    torch.testing.assert_close(m(x), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(compiled(x), want, rtol=1e-5, atol=1e-5)
+    assert type(m.op).__name__ == "GeluTanhAndMulFwdOp" and type(copy.deepcopy(m).op) is type(m.op)
+    with pytest.raises(InputValueError, match="approximate"):
+        m.approximate = "fast"
+    assert m.approximate == "tanh"
+
+
 def test_gated_modules_and_fused_add():
     torch.manual_seed(1)
     x = torch.randn(4, 2 * 24)

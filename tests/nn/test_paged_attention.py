@@ -124,8 +124,21 @@ def test_bad_input_names_the_argument():
     kc, vc = m.new_kv_cache(4)
     slots = torch.tensor([0, 5])
     kc0 = kc.clone()
-    with pytest.raises(InputValueError, match="decode call .* needs block_table and seq_lens"):
+    with pytest.raises(InputValueError, match="decode call .* needs block_table, an int32 tensor, got NoneType"):
         m(q, k, v, (kc, vc), slots)
+    bt, sl = torch.zeros(2, 3, dtype=torch.int32), torch.tensor([1, 6], dtype=torch.int32)
+    # the decode's tables refused before the cache write (found by review: after it)
+    for bad_bt, bad_sl, match in ((bt.long(), sl, r"'block_table': expected an int32 tensor of 2 dimensions and 2 "
+                                                  r"rows on cpu, got torch.int64 \[2, 3\]"),
+                                  (bt, sl[:1], r"'seq_lens': expected an int32 tensor of 1 dimension and 2 rows"),
+                                  (bt[0], sl, r"'block_table'")):
+        with pytest.raises(InputValueError, match="PagedAttention: argument " + match):
+            m(q, k, v, (kc, vc), slots, bad_bt, bad_sl)
+    q2, k2, v2 = torch.randn(2, 3, H, D), torch.randn(2, 3, HK, D), torch.randn(2, 3, HK, D)
+    with pytest.raises(InputValueError, match="a prefill call .* reads neither block_table nor seq_lens"):
+        m(q2, k2, v2, (kc, vc), torch.arange(6), bt, sl)
+    with pytest.raises(InputValueError, match=r"PagedAttention: head_size: expected a multiple of 16 in \[16, 256\]"):
+        tnn.PagedAttention(H, 24, HK)
     with pytest.raises(InputValueError, match="'kv_cache'.*block_size 4"):
         m(q, k, v, (torch.zeros(4, 8, HK, D), torch.zeros(4, 8, HK, D)), slots)
     with pytest.raises(InputValueError, match="'key'.*expected \\[B, S, 2, 16\\]"):

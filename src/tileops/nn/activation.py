@@ -38,13 +38,20 @@ class GeluAndMul(OpModule):
 
     def __init__(self, approximate="none", *, cast_before_mul=False, target=None):
         super().__init__()
-        if approximate not in ("none", "tanh"):
-            from ..errors import InputValueError
-            raise InputValueError(f"GeluAndMul: approximate: expected 'none' or 'tanh', got {approximate!r}")
-        self.op_class = GeluAndMulFwdOp if approximate == "none" else GeluTanhAndMulFwdOp
         self.approximate = approximate
         self.target = target
         self.cast_before_mul = cast_before_mul
+
+    def __setattr__(self, name, value):
+        if name == "approximate":   # picks the op: assigned later, it takes the other op (as torch.nn.GELU does)
+            if value not in ("none", "tanh"):
+                from ..errors import InputValueError
+                raise InputValueError(f"GeluAndMul: approximate: expected 'none' or 'tanh', got {value!r}")
+            object.__setattr__(self, "op_class", GeluAndMulFwdOp if value == "none" else GeluTanhAndMulFwdOp)
+            object.__setattr__(self, "approximate", value)
+            self._refresh_op()
+            return
+        super().__setattr__(name, value)
 
     def forward(self, x, *, out=None):
         return self._op(x, out=out)

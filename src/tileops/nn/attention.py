@@ -48,8 +48,8 @@ class PagedAttention(OpModule):
       [num_blocks, block_size, num_kv_heads, head_size], contiguous, of query's dtype,
       written in place; slot_mapping int64 or int32 [B, S] or [B * S] (a negative slot
       writes nothing). Decode (S == 1) needs block_table int32 [B, max_blocks] and
-      seq_lens int32 [B] (the tokens of each sequence, the new one included); prefill
-      (S > 1) reads neither. Returns the attention output in query's layout ([B, S,
+      seq_lens int32 [B] (the tokens of each sequence, the new one included), their types
+      and shapes checked before the cache write; prefill (S > 1) refuses them. Returns the attention output in query's layout ([B, S,
       num_heads, head_size] or flat), a new tensor."""
 
     op_class = PagedDecodeAttentionFwdOp
@@ -61,6 +61,9 @@ class PagedAttention(OpModule):
         if num_heads < 1 or num_kv_heads < 1 or num_heads % num_kv_heads:
             raise InputValueError(f"PagedAttention: num_heads ({num_heads}) must be a positive multiple of "
                                   f"num_kv_heads ({num_kv_heads})")
+        if head_size % 16 or not 16 <= head_size <= 256:   # the decode op's rule, here before any call
+            raise InputValueError(f"PagedAttention: head_size: expected a multiple of 16 in [16, 256] (the decode "
+                                  f"attention's), got {head_size}")
         self.num_heads = int(num_heads)
         self.num_kv_heads = int(num_kv_heads)
         self.target = target
@@ -111,9 +114,12 @@ class PagedAttention(OpModule):
             raise InputValueError(f"PagedAttention: argument 'kv_cache': expected caches [num_blocks, "
                                   f"{self.block_size}, {self.num_kv_heads}, {self.head_size}] (block_size "
                                   f"{self.block_size}), got {list(key_cache.shape)}")
-        if s == 1 and (block_table is None or seq_lens is None):
-            raise InputValueError("PagedAttention: a decode call (one query token per sequence) needs "
-                                  "block_table and seq_lens")
+        if s == 1:
+            self._check_decode_tables(block_table, seq_lens, b, query.device)
+        elif block_table is not None or seq_lens is not None:
+            raise InputValueError("PagedAttention: a prefill call (S > 1 tokens per sequence: the whole sequence "
+                                  "so far) reads neither block_table nor seq_lens; a prefill that continues a "
+                                  "sequence already in the cache is not served here (module docstring)")
         kt = k.reshape(b * s, self.num_kv_heads, self.head_size)
         vt = v.reshape(b * s, self.num_kv_heads, self.head_size)
         self._write_op(kt, vt, key_cache, value_cache, slot_mapping.reshape(-1))
@@ -127,6 +133,22 @@ class PagedAttention(OpModule):
                                                enable_gqa=self.num_heads != self.num_kv_heads)
             o = o.transpose(1, 2).contiguous()
         return o if query.dim() == 4 else o.view(b, s, -1)
+
+    @staticmethod
+    def _check_decode_tables(block_table, seq_lens, b, device):
+        """What the decode attention would refuse of its tables' types and shapes, checked
+        before the cache write (found by review: a bad table raised after the write).
+        Their values (block ids, lengths) are the decode's to check (on the CPU; a GPU's
+        outcome is documented by PagedDecodeAttentionFwdOp), after the new tokens' keys and
+        values are in their slots."""
+        for name, t, dims in (("block_table", block_table, 2), ("seq_lens", seq_lens, 1)):
+            if not isinstance(t, torch.Tensor):
+                raise InputValueError(f"PagedAttention: a decode call (one query token per sequence) needs {name}, "
+                                      f"an int32 tensor, got {type(t).__name__}")
+            if t.dtype != torch.int32 or t.dim() != dims or t.shape[0] != b or t.device != device:
+                raise InputValueError(f"PagedAttention: argument '{name}': expected an int32 tensor of {dims} "
+                                      f"dimension{'s' if dims > 1 else ''} and {b} rows on {device}, got "
+                                      f"{t.dtype} {list(t.shape)} on {t.device}")
 
     def extra_repr(self):
         return (f"num_heads={self.num_heads}, head_size={self.head_size}, num_kv_heads={self.num_kv_heads}, "

@@ -216,7 +216,24 @@ def _rope_module(model, target):
     if rotary.inv_freq.numel() * 2 != head:
         return None                                   # partial rotary: not Llama's or Qwen2's layout
     cache = cos_sin_cache_of(rotary, config.max_position_embeddings, head)
-    return RotaryEmbedding.from_cos_sin_cache(cache, head, is_neox=True, cast_cos_sin=True, target=target)
+    rope = RotaryEmbedding.from_cos_sin_cache(cache, head, is_neox=True, cast_cos_sin=True, target=target)
+    # the source of the cache, not a submodule: a model moved to another dtype after the
+    # patch has Hugging Face's inv_freq cast, and so its cos/sin changed (_follow_rotary)
+    object.__setattr__(rope, "_tileops_rotary", rotary)
+    object.__setattr__(rope, "_tileops_inv_freq", (rotary.inv_freq.dtype, rotary.inv_freq.device))
+    return rope
+
+
+def _follow_rotary(rope):
+    """The patched rotation's cache computed again where Hugging Face's inv_freq has moved to
+    another dtype or device since (model.to(torch.bfloat16) after tileops.patch casts it,
+    and Hugging Face's cos/sin with it): the patched model keeps giving Hugging Face's bits
+    whichever order the patch and the cast came in."""
+    rotary = rope._tileops_rotary
+    now = (rotary.inv_freq.dtype, rotary.inv_freq.device)
+    if now != rope._tileops_inv_freq:
+        rope.cos_sin_cache = cos_sin_cache_of(rotary, rope.cos_sin_cache.shape[0], rope.head_size)
+        object.__setattr__(rope, "_tileops_inv_freq", now)
 
 
 def cos_sin_cache_of(rotary, max_position, head):
@@ -266,6 +283,7 @@ def _attention_forward(self, hidden_states, position_embeddings=None, attention_
         # from a node returning two tensors)
         b, s = query.shape[0], query.shape[1]
         positions = position_ids.expand(b, s).reshape(-1)
+        _follow_rotary(self._tileops_rope)
         q_out, k_out = self._tileops_rope(positions, query.view(b * s, -1, self.head_dim),
                                           key.view(b * s, -1, self.head_dim), inplace=not torch.is_grad_enabled())
         # [B, H, S, D] contiguous, as Hugging Face's rotation returns them: the attention

@@ -159,6 +159,15 @@ class LlamaAttention(torch.nn.Module):
 
     def forward(self, x, positions, kv_cache, slot_mapping, block_table, seq_lens):
         b, s = x.shape[0], x.shape[1]
+        if s > 1 and positions.device.type == "cpu" and not torch.compiler.is_compiling():
+            # a prefill attends to its own tokens only: one that continues a sequence (a
+            # chunked prefill) would silently miss the cached ones. Checked where it costs
+            # no sync (CPU positions, eager); on a GPU it is the caller's to keep.
+            first = positions.reshape(b, s)[:, 0]
+            if bool((first != 0).any()):
+                raise InputValueError(f"LlamaDecoderLayer: argument 'positions': a prefill (S = {s} > 1) takes "
+                                      f"whole sequences, positions 0 .. S - 1; got first positions "
+                                      f"{first.tolist()[:8]} (a chunked prefill is not served)")
         d, h, hk = self.head_dim, self.num_heads, self.num_kv_heads
         q, k, v = self.qkv_proj(x).split((h * d, hk * d, hk * d), dim=-1)
         q, k = self.rotary_emb(positions.reshape(-1), q.reshape(b * s, h, d), k.reshape(b * s, hk, d))
@@ -206,8 +215,9 @@ class LlamaDecoderLayer(torch.nn.Module):
       num_key_value_heads / tp_size, head_dim], new_kv_cache() makes them), written at
       slot_mapping [B, S]; S == 1 is a decode step (block_table int32 [B, max_blocks],
       seq_lens int32 [B], the new token included), S > 1 a prefill of whole prompts
-      (positions 0 .. S - 1; block_table and seq_lens unused). Nothing the caller passes
-      is written but the caches."""
+      (positions 0 .. S - 1, checked for CPU positions outside torch.compile; block_table
+      and seq_lens refused: a chunked prefill is not served). Nothing the caller passes is
+      written but the caches."""
 
     def __init__(self, config, *, block_size=16, hf_numerics=True, tp_rank=0, tp_size=1, tp_group=None, device=None,
                  dtype=None, target=None):
@@ -256,8 +266,9 @@ class LlamaDecoderLayer(torch.nn.Module):
     def from_hf(cls, hf_layer, *, rotary_emb=None, **kw):
         """The layer with a transformers LlamaDecoderLayer's weights (its config, device and
         dtype; keywords as the constructor's). rotary_emb: the model's LlamaRotaryEmbedding,
-        whose own cos/sin values are then used (otherwise computed from the config: equal
-        up to the last bit of float32)."""
+        whose own cos/sin values are then used (otherwise computed from the config, in
+        float64 angles rounded once: Hugging Face's float32 angles differ from them by more
+        than a float32 unit at large positions, ~1e-4 at 8K)."""
         attn = hf_layer.self_attn
         w = attn.q_proj.weight
         kw.setdefault("device", w.device)

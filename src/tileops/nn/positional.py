@@ -34,6 +34,10 @@ class RotaryEmbedding(OpModule):
     op_params = (("head_size", "head_size"), ("rotary_dim", "rotary_dim"), ("is_neox", "is_neox"),
                  ("cast_cos_sin", "cast_cos_sin"))
 
+    # what the cos/sin cache is computed from: assigned after construction, the cache is
+    # computed again (a module over a given cache refuses: it has nothing to compute from)
+    _CACHE_ATTRS = ("rotary_dim", "max_position", "base", "rope_scaling")
+
     def __init__(self, head_size, rotary_dim=None, max_position=8192, base=10000.0, is_neox=True,
                  rope_scaling=None, *, cast_cos_sin=False, device=None, target=None, cos_sin_cache=None):
         super().__init__()
@@ -45,9 +49,46 @@ class RotaryEmbedding(OpModule):
         self.max_position = int(max_position)
         self.base = float(base)
         self.rope_scaling = dict(rope_scaling) if rope_scaling else None
-        if cos_sin_cache is None:
+        self._check_dims(self.head_size, self.rotary_dim)
+        given = cos_sin_cache is not None
+        if not given:
             cos_sin_cache = self._compute_cache(device)
         self.register_buffer("cos_sin_cache", cos_sin_cache.to(device=device, dtype=torch.float32), persistent=False)
+        self._cache_given = given
+
+    @staticmethod
+    def _check_dims(head_size, rotary_dim):
+        if not (head_size >= 2 and rotary_dim % 2 == 0 and 2 <= rotary_dim <= head_size):
+            from ..errors import InputValueError
+            raise InputValueError(f"RotaryEmbedding: expected an even rotary_dim in [2, head_size], got head_size "
+                                  f"{head_size}, rotary_dim {rotary_dim}")
+
+    def __setattr__(self, name, value):
+        built = "_cache_given" in self.__dict__
+        if built and name in self._CACHE_ATTRS:
+            if self._cache_given:
+                from ..errors import InputValueError
+                raise InputValueError(f"RotaryEmbedding: {name}: this module rotates by a cos/sin cache it was given "
+                                      f"(from_cos_sin_cache), so it cannot compute one for a new {name}; build a new "
+                                      f"module")
+            value = {"rotary_dim": int, "max_position": int, "base": float,
+                     "rope_scaling": lambda v: dict(v) if v else None}[name](value)
+            if name == "rotary_dim":
+                self._check_dims(self.head_size, value)
+            old = self.__dict__[name]
+            object.__setattr__(self, name, value)
+            try:
+                cache = self._compute_cache(self.cos_sin_cache.device)
+            except BaseException:
+                object.__setattr__(self, name, old)   # a refused value leaves the module as it was
+                raise
+            if name == "rotary_dim":
+                super().__setattr__(name, value)       # the op param: takes the op for it
+            self.cos_sin_cache = cache
+            return
+        if built and name == "head_size":
+            self._check_dims(int(value), self.rotary_dim)
+        super().__setattr__(name, value)
 
     @classmethod
     def from_cos_sin_cache(cls, cos_sin_cache, head_size, is_neox=True, *, cast_cos_sin=False, target=None):
@@ -65,6 +106,13 @@ class RotaryEmbedding(OpModule):
                 from ..errors import InputValueError
                 raise InputValueError(f"RotaryEmbedding: rope_scaling type {kind!r}: expected 'default', 'linear' or "
                                       f"'llama3'")
+            need = {"default": (), "linear": ("factor",),
+                    "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")}
+            missing = [key for key in need[kind] if key not in s]
+            if missing:
+                from ..errors import InputValueError
+                raise InputValueError(f"RotaryEmbedding: rope_scaling of type {kind!r}: expected the keys "
+                                      f"{list(need[kind])}, missing {missing} in {s!r}")
             if kind != "default":
                 kw = {"rope_type": kind, "factor": float(s["factor"])}
             if kind == "llama3":
