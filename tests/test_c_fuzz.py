@@ -743,7 +743,8 @@ def kv_cache_write_verdict(args, slots, bufs):
         return False, False
     if T == 0:
         return True, True
-    if not (k and v and kc and vc and sp) or min(kst, ksh, vst, vsh) < 0:
+    # caches of no slot may be NULL: every slot is then skipped or refused
+    if not (k and v and sp and (n == 0 or (kc and vc))) or min(kst, ksh, vst, vsh) < 0:
         return False, False
     extents = []
     for st, sh in ((kst, ksh), (vst, vsh)):
@@ -753,8 +754,9 @@ def kv_cache_write_verdict(args, slots, bufs):
         extents.append(last * es)
     # the pointers themselves are what C cannot check (their extent, their alignment): a
     # call with one outside the buffers or misaligned is skipped (the slots are read next)
-    spans = [(k, extents[0], es), (v, extents[1], es), (kc, n * H * D * es, es), (vc, n * H * D * es, es),
-             (sp, T * ss, ss)]
+    spans = [(k, extents[0], es), (v, extents[1], es), (sp, T * ss, ss)]
+    if n:
+        spans += [(kc, n * H * D * es, es), (vc, n * H * D * es, es)]
     if not all(p % a == 0 and _in_buffers(p, nb, bufs) for p, nb, a in spans):
         return True, False
     return not any(s >= n for s in slots[:T]), True

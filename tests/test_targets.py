@@ -51,6 +51,71 @@ def test_unknown_target_lists_the_known_ones():
         RMSNormFwdOp((N,), target="nope")
     with pytest.raises(TargetError, match="known targets"):
         tileops.set_default_target("nope")
+    # an installed plugin that failed to load is not a typo (found by review)
+    for ask in (lambda: RMSNormFwdOp((N,), target="testplugin_broken"),
+                lambda: tileops.set_default_target("testplugin_broken")):
+        with pytest.raises(TargetError, match=r"target 'testplugin_broken' failed to load: ImportError: .*broken on "
+                                              r"purpose"):
+            ask()
+    with pytest.raises(TargetError, match=r"a target is named by a str, got int 1"):
+        RMSNormFwdOp((N,), target=1)
+
+
+def test_a_plugin_detector_that_raises_is_named_and_asked_only_for_its_ops():
+    from tileops.norm import LayerNormFwdOp
+
+    def boom(device):
+        raise ZeroDivisionError("detector bug")
+    targets.register(targets.BuilderTarget("baddet", {"RMSNormFwdOp": lambda inputs, params: None}, detect=boom))
+    try:
+        LayerNormFwdOp((N,))(torch.randn(2, N))     # not one of its ops: not asked
+        with pytest.raises(TargetError, match=r"target 'baddet': asked whether it claims cpu for RMSNormFwdOp, its "
+                                              r"detect raised ZeroDivisionError: detector bug"):
+            RMSNormFwdOp((N,))(torch.randn(2, N))
+    finally:
+        targets.unregister("baddet")
+
+
+def test_modules_and_functions_made_after_set_default_target_follow_it():
+    """Found by review: a module made after set_default_target took the interned instance
+    an earlier module had resolved (builtin), while a new op followed the default."""
+    import tileops.functional as TF
+    import tileops.nn as tnn
+    x = torch.randn(2, N)
+    tnn.RMSNorm(N)(x)
+    tileops.set_default_target("testplugin")
+    later = tnn.RMSNorm(N)
+    later(x)
+    assert later.op.target.name == "testplugin" and "target='testplugin'" in later.op._key
+    torch.testing.assert_close(TF.rms_norm(x, None, 1e-5), torch.nn.functional.rms_norm(x, (N,), eps=1e-5))
+    tileops.set_default_target(None)
+    assert "target=" not in tnn.RMSNorm(N).op._key      # no default again: detection by device
+
+
+def test_a_refused_module_assignment_leaves_the_module_as_it_was():
+    import copy
+
+    import tileops.nn as tnn
+    m = tnn.RMSNorm(N, eps=0.5)
+    op = m.op
+    with pytest.raises(Exception, match="param 'eps': expected a finite float"):
+        m.eps = -float("inf")
+    with pytest.raises(TargetError, match="unknown target 'nope'"):
+        m.target = "nope"
+    assert m.eps == 0.5 and m.target is None and m.op is op
+    assert copy.deepcopy(m).eps == 0.5
+
+
+def test_assigning_a_param_its_own_value_keeps_the_key_and_the_compiled_code():
+    op = RMSNormFwdOp((N,), eps=0.5)
+    key = op._key
+    f = torch.compile(lambda x: op(x), fullgraph=True)
+    for _ in range(12):          # dynamo's recompile limit is 8
+        op.eps = 0.5
+        f(torch.randn(2, N))
+    assert op._key == key
+    op.eps = 0.25
+    assert op._key != key
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
@@ -87,9 +152,16 @@ def test_selection_order_constructor_then_default_then_detection(monkeypatch):
     assert c.target.name == "builtin"   # detection: only builtin claims cpu
     monkeypatch.setenv("TILEOPS_TESTPLUGIN_CLAIM", "cpu")
     d = RMSNormFwdOp((N,))
-    with pytest.raises(TargetError, match=r"targets \['builtin', 'testplugin'\] all claim device cpu; choose one with target="):
+    with pytest.raises(TargetError, match=r"targets \['builtin', 'testplugin'\] all claim device cpu for RMSNormFwdOp; "
+                                          r"choose one with target="):
         d(torch.randn(2, N))
     assert d.target is None
+    # only targets that implement the op are asked (found by review: the plugin, which has
+    # RMSNorm alone, broke detection for every op)
+    from tileops.norm import LayerNormFwdOp
+    ln = LayerNormFwdOp((N,))
+    ln(torch.randn(2, N))
+    assert ln.target.name == "builtin"
     e = RMSNormFwdOp((N,), target="builtin")
     e(torch.randn(2, N))
     assert e.target.name == "builtin"

@@ -26,9 +26,20 @@ class OpModule(torch.nn.Module):
             object.__setattr__(self, "_op", _intern.lookup(self.op_class, self.target, *self._op_raw()))
 
     def __setattr__(self, name, value):
+        if name != "target" and all(name != attr for _, attr in self.op_params):
+            super().__setattr__(name, value)
+            return
+        missing = object()
+        old = self.__dict__.get(name, missing)
         super().__setattr__(name, value)
-        if name == "target" or any(name == attr for _, attr in self.op_params):
+        try:
             self._refresh_op()
+        except BaseException:   # a refused value leaves the module as it was (found by review)
+            if old is missing:
+                self.__dict__.pop(name, None)
+            else:
+                object.__setattr__(self, name, old)
+            raise
 
     @property
     def op(self):

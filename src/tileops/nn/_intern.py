@@ -25,6 +25,7 @@ import types
 
 import torch
 
+from .. import targets as _targets
 from ..ops.op import _coerce_param
 
 _BY_KEY: dict = {}     # "<Class>(params...)" -> op instance (never dropped: instances are few)
@@ -98,7 +99,11 @@ def _name_for(cls, target, raw: tuple) -> str:
 def lookup(cls, target, *raw):
     """The interned instance for the raw params `raw` (in manifest order): eager calls hit a
     dict keyed by the raw values; under torch.compile the instance's name is a trace-time
-    constant and the instance one attribute of _HOLDER, guarded on that name alone."""
+    constant and the instance one attribute of _HOLDER, guarded on that name alone. No
+    target: tileops.set_default_target's, when one is set (so a module or function call
+    made after it follows it, as a new op does, and the instance's key names it)."""
+    if target is None:
+        target = _targets.default_target()
     if torch.compiler.is_compiling():
         return getattr(_HOLDER, _name_for(cls, target, raw))
     op = _FAST.get((cls, target, *raw))

@@ -167,8 +167,11 @@ class Op:
             raise InputValueError(f"{type(self).__name__}: param '{name}' of an interned instance cannot be "
                                   f"assigned (it is shared); take tileops.nn.instance({type(self).__name__}, "
                                   f"...) with the new value instead")
-        object.__setattr__(self, name, _coerce_param(type(self).__name__, self._entry, name, value))
+        value = _coerce_param(type(self).__name__, self._entry, name, value)
         d = self.__dict__
+        if name in d and type(d[name]) is type(value) and d[name] == value:
+            return   # the value it has: nothing changes (no new key: compiled code keeps its guard)
+        object.__setattr__(self, name, value)
         for cache in ("_checked", "_memo", "_kernels"):
             if cache in d:
                 d[cache].clear()

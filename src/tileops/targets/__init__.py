@@ -95,8 +95,14 @@ def all_targets() -> list[Target]:
 
 def get(name: str) -> Target:
     _load_plugins()
+    if not isinstance(name, str):
+        raise TargetError(f"a target is named by a str, got {type(name).__name__} {name!r}; known targets: "
+                          f"{', '.join(sorted(_targets))}")
     t = _targets.get(name)
     if t is None:
+        failed = dict(_failures).get(name)
+        if failed is not None:   # an installed plugin that did not load: not a typo
+            raise TargetError(f"target {name!r} failed to load: {failed}")
         raise TargetError(f"unknown target {name!r}; known targets: {', '.join(sorted(_targets))}")
     return t
 
@@ -114,12 +120,26 @@ def default_target() -> str | None:
     return _default
 
 
-def detect(device: torch.device) -> Target:
+def detect(device: torch.device, op_cls=None) -> Target:
+    """The target claiming `device` (of those serving `op_cls`, when given: a plugin of one
+    op does not take part for the others), else aten."""
     _load_plugins()
-    claiming = [t for t in _targets.values() if t.claims(device)]
+    claiming = []
+    for t in _targets.values():
+        if op_cls is not None and not t.serves(op_cls):
+            continue
+        try:
+            claims = t.claims(device)
+        except Exception as e:   # a plugin's detect
+            raise TargetError(f"target {t.name!r}: asked whether it claims {device}"
+                              f"{'' if op_cls is None else ' for ' + op_cls.__name__}, its detect raised "
+                              f"{type(e).__name__}: {e}") from e
+        if claims:
+            claiming.append(t)
     if len(claiming) > 1:
         raise TargetError(
-            f"targets {sorted(t.name for t in claiming)} all claim device {device}; "
+            f"targets {sorted(t.name for t in claiming)} all claim device {device}"
+            f"{'' if op_cls is None else ' for ' + op_cls.__name__}; "
             f"choose one with target=... or tileops.set_default_target(...)")
     if claiming:
         return claiming[0]
@@ -128,7 +148,7 @@ def detect(device: torch.device) -> Target:
 
 def resolve(op, device: torch.device) -> Target:
     name = op._target_request or _default
-    target = get(name) if name else detect(device)
+    target = get(name) if name else detect(device, type(op))
     if not target.serves(type(op)):
         raise TargetError(f"target {target.name!r} has no implementation of {type(op).__name__}")
     return target
