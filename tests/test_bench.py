@@ -589,3 +589,55 @@ def test_a_hot_time_above_its_own_l2_cold_time_is_flagged_suspect(capsys):
     assert "suspect hot times" in out and "B=32 32K  tileops: hot 1617.30" in out and "clean" not in out
     bench.print_suspect([{"case": "clean"}])
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("dtypes, said", [("int32", "--dtypes int32: RMSNormFwdOp takes float32, float16, bfloat16"),
+                                          ("float64", "--dtypes float64: RMSNormFwdOp takes float32, float16, "),
+                                          ("foo", "--dtypes 'foo': not a dtype; known: float32, float16,"),
+                                          ("float16,foo", "--dtypes 'foo': not a dtype")])
+def test_a_dtype_the_op_does_not_take_is_a_usage_error_before_any_case(tmp_path, monkeypatch, capsys, dtypes, said):
+    """Not a case of float32 inputs labelled -int32 (the input's first dtype taken instead),
+    nor a KeyError: one line, status 2, nothing run or written."""
+    monkeypatch.setattr(bench, "run_case", lambda *a: pytest.fail("a case ran"))
+    out = tmp_path / "r.json"
+    assert bench.main(["--op", "RMSNormFwdOp", "--device", "cpu", "--quick", "--dtypes", dtypes,
+                       "--out", str(out), "--no-plot"]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_a_dtype_only_some_ops_take_skips_the_others_with_a_note(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    rc = bench.main(["--op", "RMSNormFwdOp,AlibiFwdOp", "--device", "cpu", "--quick", "--impls", "tileops",
+                     "--dtypes", "float16", "--out", str(out), "--no-plot"])
+    assert rc == 0
+    assert "[bench] AlibiFwdOp: --dtypes float16: its 'bias' takes float32; the op skipped" in capsys.readouterr().err
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["op"], r["dtype"]) for r in rows] == [("RMSNormFwdOp", "float16")]
+    assert bench.main(["--op", "RMSNormFwdOp,AlibiFwdOp", "--device", "cpu", "--dtypes", "int32"]) == 2
+    assert "--dtypes int32: none of the 2 ops takes it; they take float32, float16, bfloat16" in capsys.readouterr().err
+
+
+def test_an_embeddings_dtypes_are_its_tables_not_its_ids(capsys):
+    """--dtypes of EmbeddingFwdOp names its table's dtype (the ids keep int32): float16 runs,
+    int32 (an id's dtype, not a table's) is refused."""
+    from tileops.manifest.workloads import accepted_dtypes
+    cls = tileops.all_op_classes()["EmbeddingFwdOp"]
+    assert accepted_dtypes(cls._entry) == (torch.float32, torch.float16, torch.bfloat16)
+    case = dataclasses.replace(bench.select_cases(cls, dtypes=["float16"])[0], shapes={"ids": (3,), "weight": (10, 8)})
+    ids, weight = bench.make_inputs(cls._entry, case, "cpu")
+    assert weight.dtype == torch.float16 and ids.dtype == torch.int32 and case.name.endswith("-float16")
+    assert bench.main(["--op", "EmbeddingFwdOp", "--device", "cpu", "--dtypes", "int32"]) == 2
+    assert "--dtypes int32: EmbeddingFwdOp takes float32, float16, bfloat16" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["folder", "under a file", "/proc"])
+def test_an_out_that_cannot_be_written_is_refused_before_any_case(tmp_path, monkeypatch, capsys, where):
+    (tmp_path / "f").write_text("")
+    out = {"folder": tmp_path, "under a file": tmp_path / "f" / "r.json", "/proc": "/proc/tileops-r.json"}[where]
+    monkeypatch.setattr(bench, "run_case", lambda *a: pytest.fail("a case ran"))
+    assert bench.main(["--op", "RMSNormFwdOp", "--device", "cpu", "--quick", "--out", str(out), "--no-plot"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"[bench] --out {str(out)!r}: cannot write it (") and len(err.strip().splitlines()) == 1, err
+    assert bench.unwritable(tmp_path / "new" / "r.json") is None and not (tmp_path / "new" / "r.json").exists()

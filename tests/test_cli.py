@@ -249,3 +249,25 @@ def test_a_thread_source_that_misbehaves_is_an_error_not_a_silent_count():
     finally:
         _C.cpu_follow_threads(follows)
     op(x)
+
+
+@pytest.mark.parametrize("args, said", [(["--dtype", "foo"], "argument --dtype: invalid choice: 'foo'"),
+                                        (["--dtype", "int32"], "argument --dtype: invalid choice: 'int32'"),
+                                        (["--dtype", "nn"], "argument --dtype: invalid choice: 'nn'"),
+                                        (["--rows", "-1"], "argument --rows: expected an int >= 1, got '-1'"),
+                                        (["--n", "0"], "argument --n: expected an int >= 1, got '0'")])
+def test_demo_arguments_are_checked_by_argparse(capsys, args, said):
+    with pytest.raises(SystemExit) as e:
+        tileops_main.main(["demo", *args])
+    assert e.value.code == 2 and said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args", [("ops", "--json"), ("cache", "info")])
+def test_a_reader_that_goes_away_is_no_traceback(tmp_path, args):
+    """`python -m tileops ops --json | head -5`: the pipe closed before the output is
+    written ends the command quietly, status 1 (Python's own on EPIPE)."""
+    p = subprocess.Popen([sys.executable, "-m", "tileops", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)))
+    p.stdout.close()            # gone before the command has printed anything (it imports torch first)
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=300) == 1 and err == "", err

@@ -4,6 +4,7 @@ and, without CUDA, a clear refusal with status 2. That a second process then com
 nothing needs a GPU: tests/gpu/test_gpu_warmup.py."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -93,3 +94,32 @@ def test_bad_arguments_are_refused(tmp_path):
     assert r.returncode == 2 and "invalid choice" in r.stderr
     r = _cli("--config", _write(tmp_path, LLAMA3_8B), "--max-batch", "0")
     assert r.returncode == 2 and "--max-batch 0" in r.stderr
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("rms_norm_eps", "abc", "a number >= 0"), ("rms_norm_eps", True, "a number >= 0"),
+    ("max_position_embeddings", "x", "an int >= 1"), ("num_key_value_heads", 0, "an int >= 1"),
+    ("rope_scaling", "linear", "an object"), ("hidden_act", ["silu"], "a string"),
+    ("torch_dtype", ["x"], "a string")])
+def test_a_malformed_field_is_named_not_a_traceback(tmp_path, capsys, field, value, expected):
+    path = _write(tmp_path, dict(LLAMA3_8B, **{field: value}))
+    with pytest.raises(InputValueError, match=re.escape(f"field '{field}': expected {expected} (or no such field), "
+                                                       f"got {value!r}")):
+        W.read_config(path)
+    assert W.warmup(path, None, 256, "cpu") == 2
+    assert f"field '{field}': expected {expected}" in capsys.readouterr().err
+
+
+def test_a_config_that_is_not_utf8_is_refused(tmp_path):
+    (tmp_path / "c.json").write_bytes(b'{"hidden_size": "\xff\xfe"}')
+    with pytest.raises(InputValueError, match="not UTF-8 text"):
+        W.read_config(str(tmp_path / "c.json"))
+
+
+def test_a_bad_dtype_from_the_config_names_its_field_not_the_flag(tmp_path, capsys):
+    path = _write(tmp_path, dict(LLAMA3_8B, torch_dtype="float64"))
+    assert W.warmup(path, None, 256, "cpu") == 2
+    err = capsys.readouterr().err
+    assert f"--config {path!r}: field 'torch_dtype': expected one of float16, bfloat16, float32, got 'float64'" in err
+    assert "--dtype 'float64'" not in err
+    assert W.warmup(path, "float16", 256, "cpu") == 0, "--dtype overrides the config's"

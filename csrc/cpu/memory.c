@@ -17,7 +17,10 @@ static int huge_pages_allowed(void) {
     int v = atomic_load_explicit(&allowed, memory_order_relaxed);
     if (v < 0) {
         const char *env = getenv("TILEOPS_CPU_HUGEPAGES");
-        v = env == NULL || strcmp(env, "0") != 0;
+        /* "0", blanks around it allowed (as the Python layer, which warns of other values, reads it) */
+        while (env != NULL && (*env == ' ' || *env == '\t' || *env == '\n'))
+            env++;
+        v = env == NULL || env[0] != '0' || strspn(env + 1, " \t\n") != strlen(env + 1);
         atomic_store_explicit(&allowed, v, memory_order_relaxed);
     }
     return v;

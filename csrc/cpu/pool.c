@@ -123,17 +123,20 @@ int tileops_cpu_parse_num_threads(const char *value, int cpus, int *out, char *w
     *out = clamp_threads(cpus);
     if (why && why_size)
         why[0] = '\0';
-    if (value == NULL || *value == '\0')
+    const char *p = value;
+    while (p != NULL && (*p == ' ' || *p == '\t' || *p == '\n'))
+        p++;
+    if (p == NULL || *p == '\0') /* unset, empty or blank: not set (the Python layer's reading too) */
         return 0;
     char *end = NULL;
     errno = 0;
     long v = strtol(value, &end, 10);
     while (end != NULL && (*end == ' ' || *end == '\t' || *end == '\n'))
         end++;
-    if (errno != 0 || end == value || end == NULL || *end != '\0' || v < 1) {
-        if (why)
-            snprintf(why, why_size, "TILEOPS_NUM_THREADS=%.64s is not a whole number >= 1; "
-                     "using %d threads (the CPUs this process may run on)", value, *out);
+    const int too_big = errno == ERANGE && v == LONG_MAX; /* a whole number, only huge */
+    if ((errno != 0 && !too_big) || end == value || end == NULL || *end != '\0' || v < 1) {
+        if (why) /* ignored: the Python layer then follows torch.get_num_threads() */
+            snprintf(why, why_size, "TILEOPS_NUM_THREADS=%.64s is not a whole number >= 1; ignored", value);
         return 1;
     }
     int cap = clamp_threads(cpus);

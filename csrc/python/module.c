@@ -443,6 +443,9 @@ static PyObject *py_cpu_launch(PyObject *self, PyObject *const *args, Py_ssize_t
 
 static PyObject *py_cpu_num_threads(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
+    /* the count the next launch uses: a followed source is asked now, as a launch asks it
+     * (before the first launch the pool's count is its default's) */
+    if (g_thread_source && follow_threads() < 0) return NULL;
     return PyLong_FromLong(tileops_cpu_num_threads());
 }
 
@@ -1389,7 +1392,14 @@ static PyObject *py_cuda_cache_state(PyObject *self, PyObject *unused) {
     Py_BEGIN_ALLOW_THREADS
     on = tileops_cuda_cache_state(dir, sizeof dir, reason, sizeof reason);
     Py_END_ALLOW_THREADS
-    return Py_BuildValue("(Oss)", on ? Py_True : Py_False, dir, reason);
+    /* the folder as the file system spells it (bytes that are not UTF-8 escaped, as
+     * os.fsdecode does); the reason may end inside a character its length cut: replaced */
+    PyObject *d = PyUnicode_DecodeFSDefault(dir);
+    PyObject *r = d ? PyUnicode_DecodeUTF8(reason, (Py_ssize_t)strlen(reason), "replace") : NULL;
+    PyObject *t = r ? PyTuple_Pack(3, on ? Py_True : Py_False, d, r) : NULL;
+    Py_XDECREF(d);
+    Py_XDECREF(r);
+    return t;
 }
 
 /* () -> tuple[str]: the core's pending notes (tileops/notes.h), oldest first, taken. */

@@ -22,6 +22,7 @@ from .errors import warn_core_notes as _warn_core_notes  # noqa: E402
 _warn_core_notes()
 from . import _settings  # noqa: E402
 _settings.configure_logging()   # TILEOPS_LOG_LEVEL
+_settings.check_switches()      # TILEOPS_PDL, TILEOPS_CPU_HUGEPAGES
 _settings.configure_threads()   # the CPU pool follows torch.get_num_threads() unless TILEOPS_NUM_THREADS
 
 from .targets import set_default_target, load_failures  # noqa: E402

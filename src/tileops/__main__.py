@@ -279,6 +279,17 @@ def _version_text() -> str:
             f"Python {platform.python_version()}")
 
 
+def _count(text: str) -> int:
+    """An argparse type: an int >= 1."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}")
+    return v
+
+
 class _Version(argparse.Action):
     def __init__(self, option_strings, dest, **kwargs):
         super().__init__(option_strings, dest, nargs=0, **kwargs)
@@ -294,9 +305,10 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="the seed's example: one node under torch.compile, checked and timed")
     d.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    d.add_argument("--rows", type=int, default=2048)
-    d.add_argument("--n", type=int, default=4096)
-    d.add_argument("--dtype", default=None, help="float32 | float16 | bfloat16 (default: float32 on cpu, float16 on cuda)")
+    d.add_argument("--rows", type=_count, default=2048, help="rows of x (default 2048)")
+    d.add_argument("--n", type=_count, default=4096, help="the normalized size, x's last dim (default 4096)")
+    d.add_argument("--dtype", default=None, choices=["float32", "float16", "bfloat16"],
+                   help="default: float32 on cpu, float16 on cuda")
     o = sub.add_parser("ops", help="list every op")
     o.add_argument("--json", action="store_true")
     i = sub.add_parser("info", help="versions, CPU SIMD path, CUDA driver/NVRTC/devices, cache, targets")
@@ -315,6 +327,22 @@ def main(argv=None) -> int:
     bench.add_arguments(sub.add_parser("bench", help="time every op's manifest workloads against torch, "
                                                      "torch.compile, peers and the copy floor"))
     a = p.parse_args(argv)
+    try:
+        code = _dispatch(a, bench, warmup)
+        sys.stdout.flush()   # here, not at exit: a reader gone away is caught below
+        return code
+    except BrokenPipeError:
+        # stdout's reader went away (`| head`): Python's documented idiom (the signal module's
+        # "Note on SIGPIPE"): stdout pointed at devnull so that the flush at exit cannot raise
+        # again, and status 1, as Python itself exits on EPIPE; no traceback
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):   # a stdout without a descriptor (captured in-process)
+            pass
+        return 1
+
+
+def _dispatch(a, bench, warmup) -> int:
     if a.cmd == "bench":
         return bench.run(a)
     if a.cmd == "warmup":

@@ -31,9 +31,23 @@ def log_level_from(value: str | None) -> int | None:
         return None
     if v.upper() in _LEVELS:
         return getattr(logging, v.upper())
-    if v.isdigit():
+    if v.isascii() and v.isdigit():   # (str.isdigit takes '²', which int() refuses)
         return int(v)
     raise ValueError(f"TILEOPS_LOG_LEVEL={value!r} is not a level ({', '.join(_LEVELS)} or a number)")
+
+
+_SWITCHES = ("TILEOPS_PDL", "TILEOPS_CPU_HUGEPAGES")   # on unless 0
+
+
+def check_switches() -> None:
+    """One TileOpsWarning for each on/off setting that is neither 0 nor 1 (nor unset or
+    blank): such a value leaves it on, as unset does (found by review: 'off' or 'false'
+    silently kept it on)."""
+    for name in _SWITCHES:
+        v = os.environ.get(name, "").strip(" \t\n")
+        if v not in ("", "0", "1"):
+            warnings.warn(f"tileops: {name}={os.environ[name]!r} is neither 0 (off) nor 1 (on); it stays on, as "
+                          f"unset", TileOpsWarning, stacklevel=3)
 
 
 def configure_logging(value: str | None = None) -> int | None:
@@ -58,11 +72,21 @@ def configure_logging(value: str | None = None) -> int | None:
     return level
 
 
+def _num_threads_fixed() -> bool:
+    """Whether TILEOPS_NUM_THREADS fixes the count: a whole number >= 1 (a huge one is
+    capped by the core). Unset, blank or anything else (the core says so at import) leaves
+    the count following torch."""
+    import re
+    # strtol's leading blanks and sign, the core's trailing ones
+    value = os.environ.get("TILEOPS_NUM_THREADS", "")
+    return re.fullmatch(r"[ \t\n\v\f\r]*\+?0*[1-9][0-9]*[ \t\n]*", value, re.ASCII) is not None
+
+
 def configure_threads() -> str:
     """The CPU kernels' thread count follows torch.get_num_threads() unless
     TILEOPS_NUM_THREADS is set (the core reads it, and says at import if it cannot honour
     it). Returns where the count comes from."""
-    if os.environ.get("TILEOPS_NUM_THREADS", "").strip():
+    if _num_threads_fixed():
         _C.cpu_follow_threads(None)
         return "TILEOPS_NUM_THREADS"
     import torch
@@ -74,6 +98,6 @@ def thread_source() -> str:
     """Where the CPU kernels' thread count comes from now."""
     if _C.cpu_threads_followed() is not None:
         return "torch.get_num_threads()"
-    if os.environ.get("TILEOPS_NUM_THREADS", "").strip():
+    if _num_threads_fixed():
         return "TILEOPS_NUM_THREADS"
     return "set by hand (tileops._C.cpu_set_num_threads)"

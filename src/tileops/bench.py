@@ -1415,7 +1415,9 @@ def add_arguments(ap):
     ap.add_argument("--no-plot", action="store_true", help="write no PNG")
     ap.add_argument("--workloads", help="comma-separated filter: substrings of case names "
                                         "(Llama-3-8B, T=4096, float16) or shapes (2048x4096)")
-    ap.add_argument("--dtypes", help="comma-separated dtypes instead of the manifest's")
+    ap.add_argument("--dtypes", help="comma-separated dtypes instead of the manifest's (of each op's data input: "
+                                     "an embedding's table); one no op takes is refused, one only some take "
+                                     "skips the others")
     ap.add_argument("--impls", help="comma-separated subset of tileops,torch,torch.compile,<peer>,copy; "
                                     "on CUDA also tileops.plain (tileops launched without programmatic "
                                     "dependent launch: named here only)")
@@ -1440,6 +1442,64 @@ def add_arguments(ap):
     return ap
 
 
+def _names(dts):
+    return ", ".join(str(d).replace("torch.", "") for d in dts)
+
+
+def parse_dtypes(text, takes):
+    """``--dtypes`` as a list of names (None when not given); a usage error raises
+    InputValueError saying it. ``takes``: the dtypes each op to run accepts
+    (workloads.accepted_dtypes: its data input's, an embedding's table, not its ids).
+
+    Treated as ``--impls`` is: a name that is no dtype, or that none of the ops asked for
+    accepts, is a usage error before any case runs; one that only some of them accept runs
+    where accepted and is skipped, with a one-line note, for the others (run), as a peer
+    runs only for the ops that name it. Never a case at a dtype its op does not accept:
+    the input would be made in the first dtype it accepts and labelled with the other."""
+    from ._dtypes import BY_NAME
+    from .errors import InputValueError
+    if not text:
+        return None
+    names = [d.strip() for d in text.split(",")]
+    bad = [d for d in names if d not in BY_NAME]
+    if bad:
+        raise InputValueError(f"[bench] --dtypes {', '.join(map(repr, bad))}: not a dtype; "
+                              f"known: {', '.join(BY_NAME)}")
+    untaken = [d for d in names if takes and all(BY_NAME[d] not in t for t in takes.values())]
+    if untaken:
+        if len(takes) == 1:
+            (name, t), = takes.items()
+            raise InputValueError(f"[bench] --dtypes {','.join(untaken)}: {name} takes {_names(t)}")
+        every = dict.fromkeys(d for t in takes.values() for d in t)
+        raise InputValueError(f"[bench] --dtypes {','.join(untaken)}: none of the {len(takes)} ops takes it; "
+                              f"they take {_names(every)}")
+    return names
+
+
+def unwritable(path):
+    """Why a results file cannot be written at ``path`` (None when it can): a folder, a
+    parent that is a file, a place without write access. Makes its parent folders, as
+    write_results would, and leaves no file behind."""
+    path = Path(path)
+    if path.is_dir():
+        return "it is a folder"
+    up = path.parent
+    while not up.exists() and up != up.parent:
+        up = up.parent
+    if not up.is_dir():
+        return f"{str(up)!r} is not a folder"
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a"):
+            pass
+        if not existed:
+            path.unlink()
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
 def default_out(device, name):
     """``benchmarks/results/<results_subdir(device)>/<name>.json``."""
     return RESULTS_DIR / results_subdir(device) / f"{name}.json"
@@ -1450,6 +1510,10 @@ def run(args):
     tileops failure, 2 a usage problem)."""
     import torch
     import tileops
+
+    from ._dtypes import BY_NAME
+    from .errors import InputValueError
+    from .manifest.workloads import accepted_dtypes, data_input
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if prepare_device(device, "bench") is None:
         return 2
@@ -1468,7 +1532,18 @@ def run(args):
         return 2
     cfg = Config(device, impls, args.quick, fast=args.fast, compile=args.compile, recheck=not args.no_recheck)
     keep = case_filter(args.workloads)
-    dtypes = args.dtypes.split(",") if args.dtypes else None
+    takes = {name: accepted_dtypes(cls._entry) for name, cls in classes.items()
+             if cls._entry.workloads is not None and cls._entry.ref_api}
+    try:
+        dtypes = parse_dtypes(args.dtypes, takes)
+    except InputValueError as e:
+        print(e, file=sys.stderr)
+        return 2
+    for flag, path in (("--out", args.out), ("--plot", None if args.no_plot else args.plot)):
+        why = path and unwritable(path)
+        if why:    # checked now: a bad path must not fail the run after its first case
+            print(f"[bench] {flag} {path!r}: cannot write it ({why})", file=sys.stderr)
+            return 2
     if cfg.compile == "dynamic":   # one op's cases share dynamo's cache: a compile per dtype and param set
         import torch._dynamo.config as dynamo_config
         dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, 256)
@@ -1478,9 +1553,16 @@ def run(args):
         if cls._entry.workloads is None or not cls._entry.ref_api:
             print(f"[bench] {name}: no workloads or no ref_api in the manifest; skipped", file=sys.stderr)
             continue
+        op_dtypes = dtypes and [d for d in dtypes if BY_NAME[d] in takes[name]]
+        if dtypes and op_dtypes != dtypes:
+            left = [d for d in dtypes if d not in op_dtypes]
+            print(f"[bench] {name}: --dtypes {','.join(left)}: its {data_input(cls._entry).name!r} takes "
+                  f"{_names(takes[name])}; {'those cases' if op_dtypes else 'the op'} skipped", file=sys.stderr)
+            if not op_dtypes:
+                continue
         t0 = time.perf_counter()
         rows, failures, notes = [], [], {}
-        selected = select_cases(cls, dtypes=dtypes, keep=keep, quick=args.quick,
+        selected = select_cases(cls, dtypes=op_dtypes, keep=keep, quick=args.quick,
                                 max_input_bytes=int(cap * 2**20) if cap else None)
         meta = metadata(device, op=name, metrics=list(cfg.metrics), quick=args.quick, timing=cfg.level,
                         compile=cfg.compile, budget_s=args.budget_s, max_input_mib=cap or None, peers=notes,

@@ -54,7 +54,7 @@ def pdl(on: bool):
         set_pdl(was)
 
 
-if os.environ.get("TILEOPS_PDL", "1").strip() == "0":
+if os.environ.get("TILEOPS_PDL", "1").strip(" \t\n") == "0":
     set_pdl(False)
 _loaded = False
 

@@ -32,6 +32,26 @@ _GATED = {"silu": "SiluAndMulFwdOp", "swish": "SiluAndMulFwdOp", "gelu": "GeluAn
           "gelu_pytorch_tanh": "GeluTanhAndMulFwdOp"}
 
 
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+
+
+# what the plan reads besides the required sizes: (field, check, what it expects); each may
+# be absent or null (the plan's default), never of another kind
+_OPTIONAL = (("num_key_value_heads", _count, "an int >= 1"), ("head_dim", _count, "an int >= 1"),
+             ("rms_norm_eps", _number, "a number >= 0"), ("max_position_embeddings", _count, "an int >= 1"),
+             ("rope_theta", _number, "a number >= 0"), ("partial_rotary_factor", _number, "a number >= 0"),
+             ("hidden_act", lambda v: isinstance(v, str), "a string"),
+             ("rope_scaling", lambda v: isinstance(v, dict), "an object"),
+             ("rope_parameters", lambda v: isinstance(v, dict), "an object"),
+             ("torch_dtype", lambda v: isinstance(v, str), "a string"),
+             ("dtype", lambda v: isinstance(v, str), "a string"))
+
+
 class Call(NamedTuple):
     """One op call a patched model makes: the op, its params, and its tensors as
     (name, shape with "T" for the token count, dtype)."""
@@ -54,6 +74,9 @@ def read_config(path: str) -> dict:
         raise InputValueError(f"tileops warmup: --config {path!r}: cannot read it ({e.strerror})") from None
     except json.JSONDecodeError as e:
         raise InputValueError(f"tileops warmup: --config {path!r}: not JSON ({e})") from None
+    except UnicodeDecodeError as e:
+        raise InputValueError(f"tileops warmup: --config {path!r}: not UTF-8 text ({e.reason} at byte "
+                              f"{e.start})") from None
     if not isinstance(cfg, dict):
         raise InputValueError(f"tileops warmup: --config {path!r}: expected a JSON object, got {type(cfg).__name__}")
     if isinstance(cfg.get("text_config"), dict):   # multimodal wrappers keep the LM's config inside
@@ -63,6 +86,11 @@ def read_config(path: str) -> dict:
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise InputValueError(f"tileops warmup: --config {path!r}: field {field!r}: expected an int >= 1, "
                                   f"got {v!r}")
+    for field, ok, expected in _OPTIONAL:
+        v = cfg.get(field)
+        if v is not None and not ok(v):
+            raise InputValueError(f"tileops warmup: --config {path!r}: field {field!r}: expected {expected} "
+                                  f"(or no such field), got {v!r}")
     return cfg
 
 
@@ -134,10 +162,15 @@ def warmup(config_path: str, dtype_name: str | None, max_batch: int, device: str
     except InputValueError as e:
         print(str(e), file=sys.stderr)
         return 2
+    where = "--dtype"
     if dtype_name is None:
-        dtype_name = cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16"
+        field = "torch_dtype" if cfg.get("torch_dtype") else "dtype"
+        dtype_name = cfg.get(field) or "bfloat16"
+        if cfg.get(field):   # the config's: name its field, not a flag that was not given
+            where = f"--config {config_path!r}: field {field!r}"
     if dtype_name not in DTYPES:
-        print(f"tileops warmup: --dtype {dtype_name!r}: expected one of {', '.join(DTYPES)}", file=sys.stderr)
+        print(f"tileops warmup: {where}: expected one of {', '.join(DTYPES)}, got {dtype_name!r}"
+              + ("" if where == "--dtype" else " (--dtype overrides it)"), file=sys.stderr)
         return 2
     if max_batch < 1:
         print(f"tileops warmup: --max-batch {max_batch}: expected >= 1", file=sys.stderr)

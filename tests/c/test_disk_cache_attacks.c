@@ -635,13 +635,15 @@ static void test_settings(void) {
               strstr(why, "using 8 threads"),
           "a huge count is capped: %d, %s", n, why);
     CHECK(tileops_cpu_parse_num_threads("lots", 8, &n, why, sizeof why) == 1 && n == 8 &&
-              strstr(why, "not a whole number"),
+              strstr(why, "not a whole number >= 1; ignored"),
           "not a number: %d, %s", n, why);
+    CHECK(tileops_cpu_parse_num_threads(" \t ", 8, &n, why, sizeof why) == 0 && n == 8 && !why[0],
+          "blank is unset: %d, %s", n, why);
     CHECK(tileops_cpu_parse_num_threads("0", 8, &n, why, sizeof why) == 1 && n == 8, "zero");
     CHECK(tileops_cpu_parse_num_threads("-3", 8, &n, why, sizeof why) == 1 && n == 8, "negative");
     CHECK(tileops_cpu_parse_num_threads("99999999999999999999", 8, &n, why, sizeof why) == 1 &&
-              n == 8,
-          "overflow");
+              n == 8 && strstr(why, "more than the 8 CPUs"),
+          "overflow is a huge count: %s", why);
     CHECK(tileops_cpu_parse_num_threads("3", 8, &n, why, sizeof why) == 0 && n == 3, "3 of 8");
     CHECK(tileops_cpu_parse_num_threads(" 8\n", 8, &n, why, sizeof why) == 0 && n == 8, "8 of 8");
     CHECK(tileops_cpu_parse_num_threads(NULL, 8, &n, why, sizeof why) == 0 && n == 8, "unset");

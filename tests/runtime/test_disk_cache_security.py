@@ -202,3 +202,61 @@ def test_info_says_when_the_cache_is_off(tmp_path):
                        timeout=120, env=dict(os.environ, TILEOPS_CACHE_DIR=str(afile)))
     line = [x for x in r.stdout.splitlines() if x.startswith("kernel cache:")]
     assert line and "OFF" in line[0] and "not a folder" in line[0], r.stdout
+
+
+def test_a_folder_name_that_is_not_utf8_or_a_reason_cut_inside_a_character_is_shown(tmp_path):
+    """Found by review: `info` and `cache info` died with UnicodeDecodeError on a cache
+    folder whose name is not UTF-8, and on a refused folder whose reason (cut at 700
+    bytes) ended inside a multi-byte character. The folder is shown as os.fsdecode spells
+    it; a cut character is replaced."""
+    raw = os.fsencode(str(tmp_path)) + b"/\xff\xfecache"
+    r = subprocess.run([sys.executable, "-m", "tileops", "cache", "info"], capture_output=True, timeout=120,
+                       env=dict(os.environb, TILEOPS_CACHE_DIR=raw))
+    assert r.returncode == 0, r.stderr
+    assert os.fsdecode(raw).encode("utf-8", "surrogateescape") in r.stdout, r.stdout
+    # ASCII up to an odd byte offset p0 < 700, then one run of 2-byte characters past 700:
+    # the cut at 700 bytes (700 - p0 odd) falls inside one
+    deep = tmp_path
+    while len(os.fsencode(str(deep))) < 450:
+        deep = deep / ("a" * 100)
+    pad = 600 - len(os.fsencode(str(deep))) - 1
+    deep = deep / ("a" * pad) / ("é" * 100) / "x"
+    with pytest.raises(UnicodeDecodeError):   # the case: its first 700 bytes end inside a character
+        os.fsencode(str(deep))[:700].decode()
+    deep.mkdir(parents=True)
+    os.chmod(deep, 0o777)     # refused: the reason names the folder, cut at 700 bytes
+    r = subprocess.run([sys.executable, "-m", "tileops", "info"], capture_output=True, timeout=120,
+                       env=dict(os.environ, TILEOPS_CACHE_DIR=str(deep)))
+    assert r.returncode == 0 and b"OFF" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("value,fixed", [("abc", False), ("0", False), ("2.5", False), ("  ", False),
+                                         ("+1", True), (" 1\n", True)])
+def test_a_thread_count_that_is_not_a_whole_number_is_ignored_as_if_unset(value, fixed):
+    """Found by review: an invalid TILEOPS_NUM_THREADS pinned the pool to every CPU (the
+    README says ignored), and a blank one was warned about by the core but read as unset by
+    Python. Now both read it alike: invalid or blank, the pool follows torch; the count
+    reported is the one the next launch uses."""
+    code = ("import torch, tileops\n"
+            "from tileops import _C, _settings\n"
+            "torch.set_num_threads(1)\n"
+            "print('COUNT', _C.cpu_num_threads(), _settings.thread_source())\n")
+    r = _run(code, TILEOPS_NUM_THREADS=value, OMP_NUM_THREADS="1")
+    assert r.returncode == 0, r.stderr
+    line = [x for x in r.stdout.splitlines() if x.startswith("COUNT")][0]
+    assert line == ("COUNT 1 TILEOPS_NUM_THREADS" if fixed else "COUNT 1 torch.get_num_threads()"), r.stdout
+    said = "is not a whole number >= 1; ignored" in r.stderr
+    assert said == (value.strip() != "" and not fixed), r.stderr
+
+
+def test_on_off_settings_other_than_0_or_1_are_said_and_a_digit_that_is_no_number_too():
+    """Found by review: TILEOPS_PDL=off (or TILEOPS_CPU_HUGEPAGES=no) silently kept it on;
+    TILEOPS_LOG_LEVEL='²' gave int()'s message without the variable."""
+    code = "import tileops\nfrom tileops import runtime\nprint('PDL', runtime.pdl_enabled())\n"
+    r = _run(code, TILEOPS_PDL="off", TILEOPS_CPU_HUGEPAGES=" 0 ", TILEOPS_LOG_LEVEL="²")
+    assert r.returncode == 0 and "PDL True" in r.stdout, r.stderr
+    assert "TILEOPS_PDL='off' is neither 0 (off) nor 1 (on); it stays on" in r.stderr, r.stderr
+    assert "TILEOPS_CPU_HUGEPAGES" not in r.stderr, r.stderr        # " 0 " is 0
+    assert "TILEOPS_LOG_LEVEL='²' is not a level" in r.stderr, r.stderr
+    r = _run(code, TILEOPS_PDL=" 0\n")
+    assert "PDL False" in r.stdout and "TileOpsWarning" not in r.stderr, r.stdout + r.stderr

@@ -106,6 +106,26 @@ def input_dtype(spec, case_dtype, made):
     return case_dtype if case_dtype in spec.dtype.allowed else spec.dtype.allowed[0]
 
 
+def data_input(entry):
+    """The spec whose dtype a case's dtype is: the entry's first input that is not an index
+    input (an embedding's table, not its ids), else, for an op without tensor inputs, its
+    first output; None for an entry with neither. The other inputs follow it (same_as) or
+    keep a dtype of their own (input_dtype)."""
+    spec = next((i for i in entry.inputs if i.index is None), entry.inputs[0] if entry.inputs else None)
+    if spec is None:
+        spec = entry.outputs[0] if entry.outputs else None
+    return spec
+
+
+def accepted_dtypes(entry) -> tuple:
+    """The dtypes a case of this entry may take (what `cases(dtypes=...)` should be given):
+    those its data input's dtype rule allows; () when nothing says."""
+    spec = data_input(entry)
+    while spec is not None and spec.dtype.same_as:
+        spec = next((i for i in entry.inputs if i.name == spec.dtype.same_as), None)
+    return tuple(spec.dtype.allowed) if spec is not None else ()
+
+
 _RULE_GLOBALS = {"__builtins__": {}, "len": len, "tuple": tuple, "list": list, "min": min, "max": max, "all": all,
                  "any": any, "abs": abs, "int": int, "range": range, "sum": sum}
 
