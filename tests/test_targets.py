@@ -215,4 +215,11 @@ def test_python_m_tileops_ops_lists_targets():
     assert rows["RMSNormFwdOp"]["compile_op_names"] == ["tileops::norm_rms_norm_fwd", "tileops::norm_rms_norm_fwd_out"]
     assert set(rows["RMSNormFwdOp"]["targets"]) == {"aten", "builtin", "testplugin"}
     assert rows["RMSNormFwdOp"]["dtypes"] == ["float32", "float16", "bfloat16"]
+    # the data input's (found by review: the embedding listed its ids' int32, int64)
+    assert rows["EmbeddingFwdOp"]["dtypes"] == ["float32", "float16", "bfloat16"]
+    assert rows["KVCacheWriteFwdOp"]["dtypes"] == ["float32", "float16", "bfloat16"]
+    r = subprocess.run([sys.executable, "-m", "tileops", "ops"], capture_output=True, text=True)
+    header, *lines = r.stdout.splitlines()
+    at = header.index("family")
+    assert all(line[at - 1] == " " and line[at] != " " for line in lines if line.startswith(tuple(rows))), r.stdout
     assert rows["AlibiFwdOp"]["compile_op_names"] == []

@@ -135,14 +135,15 @@ def ops(as_json: bool) -> int:
     import tileops
     from tileops import targets
     from tileops.manifest import package_entries
+    from tileops.manifest.workloads import accepted_dtypes
 
     classes = tileops.all_op_classes()
     rows = []
     for name, entry in package_entries().items():
         cls = classes.get(name)
-        # the first input's dtypes; an op without inputs: its first output's
-        x = entry.inputs[0] if entry.inputs else entry.outputs[0] if entry.outputs else None
-        dtypes = [] if x is None or x.dtype.same_as else [str(d).replace("torch.", "") for d in x.dtype.allowed]
+        # the data input's dtypes (an embedding's table, not its ids; bench --dtypes reads the
+        # same); an op without inputs: its first output's
+        dtypes = [str(d).replace("torch.", "") for d in accepted_dtypes(entry)]
         serving = [t.name for t in targets.all_targets() if cls is not None and t.serves(cls)]
         devices = []
         if cls is not None and cls.kernel_types:
@@ -153,9 +154,10 @@ def ops(as_json: bool) -> int:
     if as_json:
         print(json.dumps(rows, indent=2))
     else:
-        print(f"{'op':18s} {'family':10s} {'status':12s} {'compile_op_names':32s} {'dtypes':28s} {'devices':10s} targets")
+        w = max(18, *(len(r["op"]) for r in rows))   # the longest name: the columns line up
+        print(f"{'op':{w}s} {'family':10s} {'status':12s} {'compile_op_names':32s} {'dtypes':28s} {'devices':10s} targets")
         for r in rows:
-            print(f"{r['op']:18s} {r['family']:10s} {r['status']:12s} {','.join(r['compile_op_names']) or '()':32s} "
+            print(f"{r['op']:{w}s} {r['family']:10s} {r['status']:12s} {','.join(r['compile_op_names']) or '()':32s} "
                   f"{','.join(r['dtypes']) or '-':28s} {','.join(r['devices']) or '-':10s} {','.join(r['targets']) or '-'}")
         fails = targets.load_failures()
         for name, why in fails:
