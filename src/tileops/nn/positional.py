@@ -36,19 +36,20 @@ class RotaryEmbedding(OpModule):
 
     # what the cos/sin cache is computed from: assigned after construction, the cache is
     # computed again (a module over a given cache refuses: it has nothing to compute from)
-    _CACHE_ATTRS = ("rotary_dim", "max_position", "base", "rope_scaling")
+    _CACHE_ATTRS = {"rotary_dim": int, "max_position": int, "base": float,   # and how each is typed
+                    "rope_scaling": lambda v: dict(v) if v else None}
 
     def __init__(self, head_size, rotary_dim=None, max_position=8192, base=10000.0, is_neox=True,
                  rope_scaling=None, *, cast_cos_sin=False, device=None, target=None, cos_sin_cache=None):
         super().__init__()
         self.target = target
         self.head_size = int(head_size)
-        self.rotary_dim = int(head_size if rotary_dim is None else rotary_dim)
         self.is_neox = bool(is_neox)
         self.cast_cos_sin = bool(cast_cos_sin)
-        self.max_position = int(max_position)
-        self.base = float(base)
-        self.rope_scaling = dict(rope_scaling) if rope_scaling else None
+        given = {"rotary_dim": head_size if rotary_dim is None else rotary_dim, "max_position": max_position,
+                 "base": base, "rope_scaling": rope_scaling}
+        for name, typed in self._CACHE_ATTRS.items():
+            setattr(self, name, typed(given[name]))
         self._check_dims(self.head_size, self.rotary_dim)
         given = cos_sin_cache is not None
         if not given:
@@ -71,8 +72,7 @@ class RotaryEmbedding(OpModule):
                 raise InputValueError(f"RotaryEmbedding: {name}: this module rotates by a cos/sin cache it was given "
                                       f"(from_cos_sin_cache), so it cannot compute one for a new {name}; build a new "
                                       f"module")
-            value = {"rotary_dim": int, "max_position": int, "base": float,
-                     "rope_scaling": lambda v: dict(v) if v else None}[name](value)
+            value = self._CACHE_ATTRS[name](value)
             if name == "rotary_dim":
                 self._check_dims(self.head_size, value)
             old = self.__dict__[name]
